@@ -1,0 +1,44 @@
+"""Exercises of 00_start_here: one warm-up to learn how checking works."""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.grading import Case, Exercise, Mistake, Rand, register
+
+
+def celsius_to_fahrenheit(celsius: torch.Tensor) -> torch.Tensor:
+    return celsius * 9 / 5 + 32
+
+
+def _cases(r: Rand) -> Case:
+    return Case((r.randn(r.integer(1, 6), r.integer(1, 6)) * 30,))
+
+
+register(
+    Exercise(
+        lesson="00_start_here",
+        name="celsius_to_fahrenheit",
+        title="Convert a tensor of temperatures from Celsius to Fahrenheit",
+        reference=celsius_to_fahrenheit,
+        cases=_cases,
+        edge_cases=[
+            Case((torch.tensor([0.0, 100.0, -40.0]),), label="freezing, boiling and -40", show_inputs=True),
+            Case((torch.zeros(0),), label="an empty tensor"),
+        ],
+        mistakes=[
+            Mistake("inverted_ratio", "You multiplied by 5/9; Celsius to Fahrenheit multiplies by 9/5.",
+                    lambda c: c * 5 / 9 + 32),
+            Mistake("offset_first", "The +32 comes after scaling: F = C × 9/5 + 32.",
+                    lambda c: (c + 32) * 9 / 5),
+            Mistake("forgot_offset", "You scaled but forgot to add 32.", lambda c: c * 9 / 5),
+            Mistake("mutated_input", "Your function modified the tensor it was given. Compute a new tensor instead "
+                    "(`celsius * 9 / 5 + 32`, not `celsius.mul_(...)`).",
+                    lambda c: c.mul_(9 / 5).add_(32), match_output=False),
+        ],
+        hints=[
+            "The formula is F = C × 9/5 + 32, and tensor arithmetic works element by element.",
+            "`celsius * 9 / 5` multiplies every element; adding 32 adds it to every element.",
+        ],
+    )
+)

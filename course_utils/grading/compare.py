@@ -1,0 +1,248 @@
+"""Compare a learner's output with the reference output, one property at a time.
+
+Order for tensors: type -> device -> dtype -> shape -> autograd graph -> NaN -> values
+(:func:`torch.testing.assert_close`). The first difference is reported as a
+:class:`Problem` with a generic mistake id; the expected *values* of a case are never put in
+a message (shapes, dtypes and devices are).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .spec import Compare
+
+
+@dataclass
+class Problem:
+    mistake: str
+    message: str
+
+
+def describe(obj: Any) -> str:
+    """A short, value-free description of an object, e.g. ``tensor(3, 4) float32``."""
+    if isinstance(obj, torch.Tensor):
+        shape = tuple(obj.shape)
+        dev = "" if obj.device.type == "cpu" else f" on {obj.device}"
+        return f"tensor of shape {shape}, {str(obj.dtype).replace('torch.', '')}{dev}"
+    if obj is None:
+        return "None"
+    if isinstance(obj, (list, tuple)):
+        return f"{type(obj).__name__} of length {len(obj)}"
+    return type(obj).__name__
+
+
+def _shape(t: torch.Tensor) -> tuple[int, ...]:
+    return tuple(t.shape)
+
+
+def _type_problem(got: Any, expected: Any, path: str) -> Problem | None:
+    if isinstance(expected, torch.Tensor):
+        if isinstance(got, torch.Tensor):
+            return None
+        if got is None:
+            return Problem("returned_none", f"{path} is None. Did you forget a `return` statement?")
+        tname = type(got).__module__ + "." + type(got).__name__
+        if tname.startswith("numpy."):
+            return Problem(
+                "wrong_type",
+                f"{path} is a NumPy array; return a torch.Tensor (stay in torch, or convert with "
+                "`torch.from_numpy`).",
+            )
+        if isinstance(got, (list, tuple)):
+            return Problem(
+                "wrong_type",
+                f"{path} is a Python {type(got).__name__}; return a single torch.Tensor "
+                "(`torch.stack`/`torch.tensor` build one).",
+            )
+        if isinstance(got, (int, float, bool)):
+            return Problem(
+                "wrong_type",
+                f"{path} is a Python {type(got).__name__}; return a torch.Tensor (did you call "
+                "`.item()`?).",
+            )
+        return Problem("wrong_type", f"{path} should be a torch.Tensor, not {describe(got)}.")
+    if got is None and expected is not None:
+        return Problem("returned_none", f"{path} is None. Did you forget a `return` statement?")
+    if isinstance(expected, bool):
+        if isinstance(got, torch.Tensor) and got.numel() == 1 and got.dtype == torch.bool:
+            return None
+        if not isinstance(got, bool):
+            return Problem("wrong_type", f"{path} should be a bool, not {describe(got)}.")
+        return None
+    if isinstance(expected, (int, float)):
+        if isinstance(got, torch.Tensor):
+            return Problem(
+                "wrong_type",
+                f"{path} is a tensor; return a Python number (`.item()` turns a one-element "
+                "tensor into one).",
+            )
+        if not isinstance(got, (int, float)) or isinstance(got, bool):
+            return Problem("wrong_type", f"{path} should be a number, not {describe(got)}.")
+        return None
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(got, (tuple, list)):
+            return Problem(
+                "wrong_type",
+                f"{path} should be a {type(expected).__name__} of {len(expected)} items, "
+                f"not {describe(got)}.",
+            )
+        if len(got) != len(expected):
+            return Problem(
+                "wrong_length",
+                f"{path} has {len(got)} items; it should have {len(expected)}.",
+            )
+        return None
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return Problem("wrong_type", f"{path} should be a dict, not {describe(got)}.")
+        if set(got) != set(expected):
+            missing = sorted(map(str, set(expected) - set(got)))
+            extra = sorted(map(str, set(got) - set(expected)))
+            parts = []
+            if missing:
+                parts.append(f"missing keys {missing}")
+            if extra:
+                parts.append(f"unexpected keys {extra}")
+            return Problem("wrong_keys", f"{path} has " + " and ".join(parts) + ".")
+    return None
+
+
+def _tensor_problem(got: torch.Tensor, expected: torch.Tensor, cmp: Compare, path: str) -> Problem | None:
+    if got.device != expected.device:
+        return Problem(
+            "wrong_device",
+            f"{path} is on device `{got.device}` but should be on `{expected.device}`. Create new "
+            "tensors with `device=x.device` (or `torch.zeros_like(x)`), or move them with `.to(x.device)`.",
+        )
+    if cmp.dtype and got.dtype != expected.dtype:
+        extra = ""
+        if got.dtype == torch.float64 and expected.dtype == torch.float32:
+            extra = (
+                " float64 usually comes from NumPy (its default) or from `torch.tensor(..., "
+                "dtype=torch.double)`; keep float32, e.g. with `.float()` or `dtype=x.dtype`."
+            )
+        elif got.dtype.is_floating_point and not expected.dtype.is_floating_point:
+            extra = " Indices and class labels are integers: use `.long()` or an integer op."
+        return Problem(
+            "wrong_dtype",
+            f"{path} has dtype {str(got.dtype).replace('torch.', '')} but should be "
+            f"{str(expected.dtype).replace('torch.', '')}.{extra}",
+        )
+    if got.shape != expected.shape:
+        hint = ""
+        if got.dim() == expected.dim() + 1 or got.dim() + 1 == expected.dim():
+            hint = " An extra or missing dimension of size 1 often means `keepdim` or `squeeze`/`unsqueeze`."
+        elif got.numel() == expected.numel():
+            hint = " Same number of elements: check the order of dimensions (transpose?) or a reshape."
+        elif got.dim() == 2 and expected.dim() == 2 and got.shape[0] == got.shape[1] == expected.shape[0]:
+            hint = " An (N, N) result often comes from broadcasting an (N, 1) tensor against an (N,) one."
+        return Problem(
+            "wrong_shape",
+            f"{path} has shape {_shape(got)} but should have shape {_shape(expected)}.{hint}",
+        )
+    if cmp.graph and expected.requires_grad and not got.requires_grad:
+        return Problem(
+            "graph_cut",
+            f"{path} is not connected to the autograd graph of the inputs, so no gradient can flow "
+            "back. `.item()`, `.numpy()`, `.detach()`, `torch.tensor(...)` and `torch.no_grad()` "
+            "all cut the graph; use tensor operations throughout.",
+        )
+    g = got.detach()
+    e = expected.detach()
+    if g.is_floating_point() or g.is_complex():
+        g_nan = torch.isnan(g)
+        e_nan = torch.isnan(e) if (e.is_floating_point() or e.is_complex()) else torch.zeros_like(g_nan)
+        if bool((g_nan & ~e_nan).any()):
+            n = int((g_nan & ~e_nan).sum())
+            return Problem(
+                "nan",
+                f"{path} contains NaN in {n} of {g.numel()} elements where there should be numbers "
+                "(a division by zero, `log` of a non-positive number, or `sqrt` of a negative one?).",
+            )
+    try:
+        torch.testing.assert_close(
+            g, e.to(g.dtype) if not cmp.dtype else e,
+            rtol=cmp.rtol, atol=cmp.atol, equal_nan=True, check_dtype=cmp.dtype,
+        )
+    except AssertionError:
+        return Problem("wrong_values", f"{path} has the right shape and dtype, but {_mismatch_summary(g, e, cmp)}")
+    return None
+
+
+def _mismatch_summary(got: torch.Tensor, expected: torch.Tensor, cmp: Compare) -> str:
+    """Describe how values differ without printing the expected values."""
+    if got.dtype == torch.bool or not (got.is_floating_point() or got.is_complex()):
+        differ = got != expected.to(got.dtype)
+        n = int(differ.sum())
+        idx = tuple(int(i) for i in differ.nonzero()[0]) if n else ()
+        return f"{n} of {got.numel()} elements differ (the first at index {idx})."
+    e = expected.to(got.dtype)
+    diff = (got - e).abs()
+    diff = torch.where(torch.isnan(diff), torch.zeros_like(diff), diff)
+    default_rtol, default_atol = _default_tol(got.dtype)
+    rtol = cmp.rtol if cmp.rtol is not None else default_rtol
+    atol = cmp.atol if cmp.atol is not None else default_atol
+    bad = diff > atol + rtol * e.abs()
+    n = int(bad.sum())
+    idx = tuple(int(i) for i in bad.nonzero()[0]) if n else ()
+    largest = float(diff.max()) if diff.numel() else 0.0
+    share = 100.0 * n / max(got.numel(), 1)
+    return (
+        f"{n} of {got.numel()} elements ({share:.0f}%) differ beyond tolerance; the largest "
+        f"absolute difference is {largest:.3g}, the first mismatch at index {idx}."
+    )
+
+
+def _default_tol(dtype: torch.dtype) -> tuple[float, float]:
+    return {
+        torch.float16: (1e-3, 1e-5),
+        torch.bfloat16: (1.6e-2, 1e-5),
+        torch.float32: (1.3e-6, 1e-5),
+        torch.float64: (1e-7, 1e-7),
+    }.get(dtype, (1.3e-6, 1e-5))
+
+
+def compare(got: Any, expected: Any, cmp: Compare | None = None, path: str = "Your result") -> Problem | None:
+    """Return the first difference between ``got`` and ``expected``, or ``None``."""
+    cmp = cmp or Compare()
+    problem = _type_problem(got, expected, path)
+    if problem:
+        return problem
+    if isinstance(expected, torch.Tensor):
+        return _tensor_problem(got, expected, cmp, path)
+    if isinstance(expected, bool):
+        if bool(got) != expected:
+            return Problem("wrong_values", f"{path} is {bool(got)} but should be {expected}.")
+        return None
+    if isinstance(expected, (int, float)):
+        rtol = cmp.rtol if cmp.rtol is not None else 1e-5
+        atol = cmp.atol if cmp.atol is not None else 1e-8
+        if isinstance(got, float) and math.isnan(got) and not (isinstance(expected, float) and math.isnan(expected)):
+            return Problem("nan", f"{path} is NaN.")
+        if not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
+            return Problem("wrong_values", f"{path} ({got!r}) is not the expected number.")
+        return None
+    if isinstance(expected, (tuple, list)):
+        for i, (g, e) in enumerate(zip(got, expected)):
+            p = compare(g, e, cmp, f"{path}[{i}]")
+            if p:
+                return p
+        return None
+    if isinstance(expected, dict):
+        for k in expected:
+            p = compare(got[k], expected[k], cmp, f"{path}[{k!r}]")
+            if p:
+                return p
+        return None
+    try:
+        equal = bool(got == expected)
+    except Exception:  # noqa: BLE001 - exotic objects: report rather than crash
+        equal = False
+    if not equal:
+        return Problem("wrong_values", f"{path} is not the expected value.")
+    return None

@@ -1,0 +1,109 @@
+"""Isolation for running learner code inside a check.
+
+:func:`preserved_state` restores everything a check could disturb in the learner's session
+(torch / Python / NumPy RNG state, grad mode, default dtype, module train/eval flags), and
+:func:`time_limit` stops learner code that runs too long (an endless loop) with
+:class:`CheckTimeout`, which derives from ``BaseException`` so ``except Exception`` in the
+learner's code cannot swallow it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import random
+import signal
+import threading
+from typing import Any, Iterable, Iterator
+
+import torch
+
+
+class CheckTimeout(BaseException):
+    """The learner's code ran past the check's time limit."""
+
+
+def _modules_in(objects: Iterable[Any]) -> list[torch.nn.Module]:
+    found: list[torch.nn.Module] = []
+    for obj in objects:
+        if isinstance(obj, torch.nn.Module):
+            found.extend(obj.modules())
+    return found
+
+
+@contextlib.contextmanager
+def preserved_state(*watch: Any) -> Iterator[None]:
+    """Restore RNG states, grad mode, default dtype and the train/eval flags of any module in
+    ``watch`` when the block ends, however it ends."""
+    grad_enabled = torch.is_grad_enabled()
+    default_dtype = torch.get_default_dtype()
+    py_state = random.getstate()
+    try:
+        import numpy as np
+
+        np_state: Any = np.random.get_state()
+    except ImportError:  # pragma: no cover - numpy ships with torch's usual installs
+        np = None  # type: ignore[assignment]
+        np_state = None
+    modes = [(m, m.training) for m in _modules_in(watch)]
+    try:
+        with torch.random.fork_rng(devices=[]):
+            yield
+    finally:
+        torch.set_grad_enabled(grad_enabled)
+        torch.set_default_dtype(default_dtype)
+        random.setstate(py_state)
+        if np is not None:
+            np.random.set_state(np_state)
+        for m, training in modes:
+            m.training = training
+
+
+_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_async_exc.argtypes = [ctypes.c_ulong, ctypes.py_object]
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`CheckTimeout` in the block if it runs longer than ``seconds``.
+
+    In the main thread on POSIX (a Jupyter kernel, pytest) this uses ``SIGALRM``; elsewhere a
+    watchdog thread injects the exception into the calling thread. Both interrupt Python
+    bytecode; a single long-running C call finishes before the exception lands.
+    """
+    if seconds <= 0:
+        yield
+        return
+    use_signal = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if use_signal:
+
+        def _raise(signum: int, frame: Any) -> None:
+            raise CheckTimeout()
+
+        previous = signal.signal(signal.SIGALRM, _raise)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        return
+
+    target = threading.get_ident()
+    fired = threading.Event()
+    done = threading.Event()
+
+    def _watchdog() -> None:
+        if not done.wait(seconds):
+            fired.set()
+            _async_exc(target, CheckTimeout)
+
+    watchdog = threading.Thread(target=_watchdog, daemon=True)
+    watchdog.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watchdog.join()
+        if fired.is_set():  # the exception may still be pending if the block just ended
+            _async_exc(target, None)

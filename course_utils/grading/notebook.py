@@ -1,0 +1,92 @@
+"""The learner-facing side: ``ex = exercises_for("01_tensors")``, then
+``ex.normalize_rows.check(normalize_rows)``, ``ex.normalize_rows.hint()`` and
+``ex.normalize_rows.solution()``. Every call is logged to the progress log."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from typing import Any
+
+from .. import progress
+from . import registry
+from .feedback import Note, Result
+from .runner import run_check
+from .spec import Exercise
+
+
+class ExerciseHandle:
+    """One exercise as a learner sees it."""
+
+    def __init__(self, exercise: Exercise):
+        self._ex = exercise
+        self._hints_shown = 0
+
+    @property
+    def id(self) -> str:
+        return self._ex.id
+
+    def check(self, answer: Any, *, seed: int | None = None) -> Result:
+        """Check your answer on fixed and fresh random cases. Pass the function (or class)
+        itself: ``check(my_function)``. ``seed`` repeats a failing check exactly."""
+        result = run_check(self._ex, answer, seed=seed)
+        progress.log_event("check", self._ex.id, status=result.status, mistake=result.mistake)
+        return result
+
+    def hint(self, level: int | None = None) -> Note:
+        """Show the next hint (or hint number ``level``, counting from 1)."""
+        hints = list(self._ex.hints) or ["No hints for this one: re-read the exercise text."]
+        if level is None:
+            self._hints_shown = min(self._hints_shown + 1, len(hints))
+            level = self._hints_shown
+        level = max(1, min(int(level), len(hints)))
+        progress.log_event("hint", self._ex.id, level=level)
+        more = " Call `hint()` again for a more specific one." if level < len(hints) else ""
+        return Note(f"Hint {level}/{len(hints)} for {self._ex.name}", hints[level - 1] + more)
+
+    def solution(self) -> Note:
+        """Show the reference solution (viewing it is recorded in your progress)."""
+        progress.log_event("solution", self._ex.id)
+        return Note(f"Solution for {self._ex.name}", solution_source(self._ex), code=True)
+
+    def __repr__(self) -> str:
+        return f"<exercise {self._ex.id}: {self._ex.title}. Use .check(answer), .hint(), .solution()>"
+
+
+def solution_source(ex: Exercise) -> str:
+    if ex.solution is not None:
+        return textwrap.dedent(ex.solution).strip()
+    try:
+        return textwrap.dedent(inspect.getsource(ex.reference)).strip()
+    except (OSError, TypeError):
+        return repr(ex.reference)
+
+
+class LessonExercises:
+    """All exercises of one lesson, as attributes: ``ex.normalize_rows``."""
+
+    def __init__(self, lesson: str):
+        self._lesson = lesson
+        self._handles = {e.name: ExerciseHandle(e) for e in registry.load_lesson(lesson)}
+
+    def __getattr__(self, name: str) -> ExerciseHandle:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._handles[name]
+        except KeyError:
+            raise AttributeError(
+                f"Lesson {self._lesson} has no exercise {name!r}; it has: {', '.join(self._handles)}"
+            ) from None
+
+    def __dir__(self) -> list[str]:
+        return list(self._handles)
+
+    def __repr__(self) -> str:
+        names = "\n".join(f"  ex.{n}: {h._ex.title}" for n, h in self._handles.items())
+        return f"Exercises of {self._lesson}:\n{names}"
+
+
+def exercises_for(lesson: str) -> LessonExercises:
+    """The exercises of ``lesson`` (a notebook stem such as ``"01_tensors"``)."""
+    return LessonExercises(lesson)

@@ -1,0 +1,59 @@
+"""Where exercises live: one module per lesson in :mod:`course_utils.exercises`.
+
+A lesson ``NN_name`` has its exercises in ``course_utils/exercises/lNN_name.py``; the module
+calls :func:`register` for each :class:`Exercise`. Modules are imported lazily, so opening
+one lesson does not import the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from .spec import Exercise
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def register(*exercises: Exercise) -> None:
+    """Add exercises to the registry (called by lesson modules at import time)."""
+    for ex in exercises:
+        _REGISTRY[ex.id] = ex
+
+
+def lesson_modules() -> dict[str, str]:
+    """Map lesson stem (``"01_tensors"``) to its exercise module name."""
+    import course_utils.exercises as pkg
+
+    found = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("l") and info.name[1:3].isdigit():
+            found[info.name[1:]] = f"{pkg.__name__}.{info.name}"
+    return dict(sorted(found.items()))
+
+
+def load_lesson(lesson: str) -> list[Exercise]:
+    """Import a lesson's exercise module and return its exercises in definition order."""
+    modules = lesson_modules()
+    if lesson not in modules:
+        raise KeyError(f"No exercises for lesson {lesson!r}. Known lessons: {', '.join(modules)}")
+    importlib.import_module(modules[lesson])
+    return [ex for ex in _REGISTRY.values() if ex.lesson == lesson]
+
+
+def all_exercises() -> list[Exercise]:
+    for lesson in lesson_modules():
+        load_lesson(lesson)
+    return list(_REGISTRY.values())
+
+
+def get(exercise_id: str) -> Exercise:
+    if exercise_id not in _REGISTRY:
+        lesson = exercise_id.split(".", 1)[0]
+        try:
+            load_lesson(lesson)
+        except KeyError:
+            pass
+    if exercise_id not in _REGISTRY:
+        raise KeyError(f"Unknown exercise {exercise_id!r}")
+    return _REGISTRY[exercise_id]

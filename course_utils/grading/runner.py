@@ -1,0 +1,313 @@
+"""Run one exercise's checks against a learner's answer.
+
+:func:`run_check` never raises (bar ``KeyboardInterrupt``, which the learner asked for): every
+problem with the answer becomes a :class:`Result`. It runs fixed edge cases first (their
+failures are reproducible without a seed), then ``n_random`` fresh random cases from a seed
+drawn from the operating system (never from the learner's RNG, which is left untouched), then
+the exercise's probes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import io
+import random
+import traceback
+import warnings
+from typing import Any, Iterator
+
+import torch
+
+from .compare import Problem, compare, describe
+from .feedback import Result
+from .guard import CheckTimeout, preserved_state, time_limit
+from .spec import Case, Exercise, Incorrect, Rand
+
+_SYSRAND = random.SystemRandom()
+_HERE = __file__.rsplit("/", 2)[0]  # the course_utils/grading folder
+
+
+class _NotAttempted(Exception):
+    pass
+
+
+class _Fail(Exception):
+    def __init__(self, mistake: str, message: str, details: list[str] | None = None):
+        super().__init__(message)
+        self.mistake = mistake
+        self.message = message
+        self.details = details or []
+
+
+def new_seed() -> int:
+    return _SYSRAND.randrange(1, 2**31 - 1)
+
+
+def _arg_names(ex: Exercise, n: int) -> list[str]:
+    try:
+        params = list(inspect.signature(ex.reference).parameters)
+    except (TypeError, ValueError):
+        params = []
+    return [params[i] if i < len(params) else f"argument {i + 1}" for i in range(n)]
+
+
+def _call(ex: Exercise, answer: Any, case: Case) -> Any:
+    if ex.run is not None:
+        return ex.run(answer, case)
+    return answer(*case.args, **case.kwargs)
+
+
+def _learner_frame(exc: BaseException) -> str:
+    """The last traceback line that is the learner's code, not the course's or torch's."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    for fr in reversed(frames):
+        if "/course_utils/" not in fr.filename and "/site-packages/" not in fr.filename:
+            code = f": `{fr.line.strip()}`" if fr.line else ""
+            return f" (in `{fr.name}`, line {fr.lineno}{code})"
+    return ""
+
+
+def _exception_failure(exc: Exception, where: str) -> _Fail:
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    msg = f"Your code raised {type(exc).__name__}{': ' + first_line if first_line else ''}{_learner_frame(exc)}."
+    return _Fail("exception", msg, [where] if where else [])
+
+
+def _tensors(obj: Any) -> Iterator[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o)
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(torch.equal(a.detach(), b.detach())) or bool(
+        ((a.detach() == b.detach()) | (a.detach().isnan() & b.detach().isnan())).all()
+        if a.is_floating_point() else False
+    )
+
+
+def _check_side_effects(ex: Exercise, pristine: tuple, used: tuple, got: Any) -> None:
+    names = _arg_names(ex, len(pristine))
+    if ex.compare.mutation:
+        for name, before, after in zip(names, pristine, used):
+            for b, a in zip(_tensors(before), _tensors(after)):
+                if not _same(b, a):
+                    raise _Fail(
+                        "mutated_input",
+                        f"Your code changed its input `{name}` in place (an op ending in `_`, "
+                        "`+=`, `/=` or an indexed assignment). Compute a new tensor and leave the "
+                        "input as it was.",
+                    )
+    if ex.compare.views:
+        for name, arg in zip(names, used):
+            for inp in _tensors(arg):
+                for out in _tensors(got):
+                    if inp.numel() and out.numel() and out.untyped_storage().data_ptr() == inp.untyped_storage().data_ptr():
+                        raise _Fail(
+                            "shares_storage",
+                            f"Your result shares memory with the input `{name}` (a view), so "
+                            "changing one changes the other. Return a new tensor (`.clone()`).",
+                        )
+
+
+def _check_grads(ex: Exercise, case_ref: Case, expected: Any, case_got: Case, got: Any, rand: Rand) -> None:
+    ref_inputs = [t for t in _tensors(case_ref.args) if t.requires_grad]
+    got_inputs = [t for t in _tensors(case_got.args) if t.requires_grad]
+    outs_e = [t for t in _tensors(expected) if t.requires_grad]
+    outs_g = [t for t in _tensors(got) if t.requires_grad]
+    if not ref_inputs or not outs_e:
+        return
+    if len(outs_g) != len(outs_e):
+        raise _Fail("graph_cut", "Your result is not connected to the inputs' autograd graph.")
+    upstream = [torch.randn(o.shape, generator=rand.torch, dtype=o.dtype) for o in outs_e]
+    grads_e = torch.autograd.grad(outs_e, ref_inputs, upstream, allow_unused=True)
+    grads_g = torch.autograd.grad(outs_g, got_inputs, upstream, allow_unused=True)
+    names = _arg_names(ex, len(ref_inputs))
+    for name, ge, gg in zip(names, grads_e, grads_g):
+        if ge is None:
+            continue
+        if gg is None:
+            raise _Fail("graph_cut", f"No gradient reaches `{name}`: your result does not depend on it through autograd.")
+        p = compare(gg, ge, ex.compare, f"The gradient with respect to `{name}`")
+        if p:
+            raise _Fail("wrong_grad", p.message)
+
+
+def _name_mistake(ex: Exercise, case: Case, got: Any, problem: Problem) -> tuple[str, str]:
+    for m in ex.mistakes:
+        if not m.match_output or m.example is None:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = _call(ex, m.example, copy.deepcopy(case))
+        except Exception:  # noqa: BLE001 - an example that fails on this case says nothing
+            continue
+        if compare(got, out, ex.compare) is None:
+            return m.id, m.message
+    return problem.mistake, problem.message
+
+
+def _describe_case(ex: Exercise, case: Case, seed: int | None) -> str:
+    if seed is None:
+        label = f"On the fixed case “{case.label}”" if case.label else "On a fixed case"
+    else:
+        label = f"On a random case (seed {seed})"
+    names = _arg_names(ex, len(case.args))
+    if case.show_inputs:
+        shown = ", ".join(f"{n}={a!r}" for n, a in zip(names, case.args))
+    else:
+        shown = ", ".join(f"{n}: {describe(a)}" for n, a in zip(names, case.args) if not callable(a))
+    return f"{label}{' with ' + shown if shown else ''}."
+
+
+def _kind_problem(ex: Exercise, answer: Any) -> Result | None:
+    def bad(mistake: str, msg: str) -> Result:
+        return Result(ex.id, "incorrect", msg, mistake)
+
+    if answer is None:
+        return bad("answer_none", f"You passed `None` to check. Pass your {ex.kind} itself, e.g. `check({ex.name})`.")
+    if answer is Ellipsis:
+        return Result(ex.id, "not_attempted", "Replace the `...` with your answer, then check again.")
+    if ex.kind == "function":
+        if isinstance(answer, type):
+            return bad("wrong_type", "You passed a class; this exercise wants a function.")
+        if not callable(answer):
+            return bad(
+                "not_callable",
+                f"You passed a {type(answer).__name__}, not a function. Pass the function itself "
+                f"(`check({ex.name})`), not the result of calling it (`check({ex.name}(...))`).",
+            )
+    elif ex.kind == "class":
+        if isinstance(answer, torch.nn.Module):
+            return bad("wrong_type", "You passed an instance; pass the class itself (without calling it).")
+        if not isinstance(answer, type):
+            return bad("wrong_type", f"You passed a {type(answer).__name__}; this exercise wants a class.")
+    elif ex.kind == "module" and not isinstance(answer, torch.nn.Module):
+        return bad("wrong_type", f"You passed a {type(answer).__name__}; this exercise wants an `nn.Module` instance.")
+    return None
+
+
+def run_check(ex: Exercise, answer: Any, seed: int | None = None, n_random: int | None = None) -> Result:
+    """Check ``answer`` against exercise ``ex``. Never raises."""
+    try:
+        return _run_check(ex, answer, seed, n_random)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the contract is: never raise
+        return Result(
+            ex.id, "incorrect",
+            f"Checking stopped unexpectedly ({type(exc).__name__}: {exc}). If your code is right, "
+            "this is a bug in the course: please report it.",
+            "checker_error",
+        )
+
+
+def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None) -> Result:
+    bad_kind = _kind_problem(ex, answer)
+    if bad_kind is not None:
+        return bad_kind
+    seed = new_seed() if seed is None else seed
+    n_random = ex.n_random if n_random is None else n_random
+    n_cases = 0
+    printed = io.StringIO()
+    current = ""
+    with preserved_state(answer), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with time_limit(ex.timeout), contextlib.redirect_stdout(printed):
+                plan: list[tuple[Case | None, int | None]] = [(c, None) for c in ex.edge_cases]
+                if ex.cases is not None:
+                    plan += [(None, seed + i) for i in range(n_random)]
+                for fixed, case_seed in plan:
+                    rand = Rand(case_seed if case_seed is not None else seed)
+                    case = fixed if fixed is not None else ex.cases(rand)  # type: ignore[misc]
+                    current = _describe_case(ex, case, case_seed)
+                    _check_one(ex, answer, case, rand)
+                    n_cases += 1
+                for j, probe in enumerate(ex.probes):
+                    current = f"In a behaviour test (seed {seed})."
+                    probe(answer, Rand(seed + 10_000 + j))
+                    n_cases += 1
+        except _NotAttempted:
+            return Result(
+                ex.id, "not_attempted",
+                "Your code still raises `NotImplementedError`: replace the `raise "
+                "NotImplementedError` line with your solution, run that cell, then check again.",
+            )
+        except CheckTimeout:
+            return _failed(ex, seed, _Fail(
+                "timeout",
+                f"Your code did not finish within {ex.timeout:g} s, so it was stopped. Look for a "
+                "loop that never ends (a `while` whose condition stays true, a counter never "
+                "updated).", [current]), printed)
+        except Incorrect as inc:
+            return _failed(ex, seed, _Fail(inc.mistake, inc.message, [current]), printed)
+        except _Fail as fail:
+            fail.details.insert(0, current)
+            return _failed(ex, seed, fail, printed)
+        except RecursionError as exc:
+            return _failed(ex, seed, _exception_failure(exc, current), printed)
+        except Exception as exc:  # noqa: BLE001 - a learner's exception is feedback
+            return _failed(ex, seed, _exception_failure(exc, current), printed)
+        except SystemExit:
+            return _failed(ex, seed, _Fail("exception", "Your code called `exit()`/`sys.exit()`."), printed)
+    extra = []
+    learner_warnings = [w for w in caught if "/course_utils/" not in (w.filename or "")]
+    if learner_warnings:
+        w = learner_warnings[0]
+        extra.append(f"Note: your code emitted a {w.category.__name__}: {str(w.message).splitlines()[0]}")
+    parts = []
+    if ex.edge_cases:
+        parts.append(f"{len(ex.edge_cases)} fixed case{'s' * (len(ex.edge_cases) != 1)}")
+    if ex.cases is not None and n_random:
+        parts.append(f"{n_random} random case{'s' * (n_random != 1)}")
+    if ex.probes:
+        parts.append(f"{len(ex.probes)} behaviour test{'s' * (len(ex.probes) != 1)}")
+    summary = " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+    return Result(ex.id, "correct", f"`{ex.name}` passed {summary}.", None, extra, seed, n_cases)
+
+
+def _failed(ex: Exercise, seed: int, fail: _Fail, printed: io.StringIO) -> Result:
+    """Build the incorrect Result. An exercise may declare a mistake with a generic id
+    (``mutated_input``, ``graph_cut``, ``wrong_dtype``...) to replace the generic message
+    with one written for that exercise."""
+    for m in ex.mistakes:
+        if m.id == fail.mistake and not m.match_output:
+            fail.message = m.message
+    details = [d for d in fail.details if d]
+    out = printed.getvalue().strip()
+    if out:
+        lines = out.splitlines()
+        shown = "\n".join(lines[:5]) + ("\n…" if len(lines) > 5 else "")
+        details.append(f"Your code printed:\n{shown}")
+    if any("random case" in d or "behaviour test" in d for d in details):
+        details.append(f"Reproduce this exact check with `check({ex.name}, seed={seed})`.")
+    return Result(ex.id, "incorrect", fail.message, fail.mistake, details, seed)
+
+
+def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
+    case_ref = copy.deepcopy(case)
+    expected = _call(ex, ex.reference, case_ref)
+    pristine = copy.deepcopy(case.args)
+    case_got = copy.deepcopy(case)
+    try:
+        got = _call(ex, answer, case_got)
+    except NotImplementedError as exc:
+        raise _NotAttempted() from exc
+    problem = compare(got, expected, ex.compare)
+    if problem:
+        mistake, message = _name_mistake(ex, case, got, problem)
+        raise _Fail(mistake, message)
+    _check_side_effects(ex, pristine, case_got.args, got)
+    if ex.compare.grad:
+        _check_grads(ex, case_ref, expected, case_got, got, rand)

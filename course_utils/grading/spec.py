@@ -1,0 +1,171 @@
+"""Declarative pieces an exercise is made of.
+
+An exercise is one :class:`Exercise` value: a reference answer, a generator of fresh random
+cases, a few fixed edge cases, comparison settings, hints, and named known mistakes. The
+runner (:mod:`course_utils.grading.runner`) does the rest; lesson files in
+:mod:`course_utils.exercises` only declare.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Sequence
+
+import torch
+
+AnswerKind = Literal["function", "class", "module", "any"]
+
+
+class Incorrect(Exception):
+    """Raised by a probe or a custom ``run`` to fail a check with a named mistake.
+
+    ``mistake`` is a short identifier (``"forgot_zero_grad"``); ``message`` is the sentence a
+    learner reads. The message must not reveal the expected value of a random case.
+    """
+
+    def __init__(self, mistake: str, message: str):
+        super().__init__(message)
+        self.mistake = mistake
+        self.message = message
+
+
+class Rand:
+    """Seeded random source handed to case generators and probes.
+
+    Everything random in a check must come from here (never from the global RNG), so a
+    failing case is reproducible from the seed shown to the learner.
+    """
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.torch = torch.Generator().manual_seed(seed)
+        self.py = random.Random(seed)
+
+    def randn(self, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.randn(*shape, generator=self.torch, dtype=dtype)
+
+    def rand(self, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.rand(*shape, generator=self.torch, dtype=dtype)
+
+    def randint(self, low: int, high: int, shape: Sequence[int]) -> torch.Tensor:
+        return torch.randint(low, high, tuple(shape), generator=self.torch)
+
+    def integer(self, low: int, high: int) -> int:
+        """A Python int in ``[low, high]`` (both ends included)."""
+        return self.py.randint(low, high)
+
+    def uniform(self, low: float, high: float) -> float:
+        return self.py.uniform(low, high)
+
+    def choice(self, options: Sequence[Any]) -> Any:
+        return self.py.choice(list(options))
+
+
+@dataclass
+class Case:
+    """One set of inputs for the learner's answer.
+
+    ``args``/``kwargs`` are deep-copied before each call, so answers that modify their inputs
+    cannot affect the reference or later cases. ``label`` describes the case to the learner
+    (for fixed edge cases, e.g. "a single row"); random cases are described by their seed.
+    ``show_inputs`` lets a fixed case print its inputs in feedback.
+    """
+
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+    show_inputs: bool = False
+
+
+@dataclass
+class Mistake:
+    """A named, known-wrong answer and the message that explains it.
+
+    ``example`` is a wrong implementation that makes this mistake. With ``match_output=True``
+    (the default) the runner compares a failing learner output against ``example``'s output on
+    the same case and, when they agree, reports this mistake by name. Mistakes detected by a
+    probe instead set ``match_output=False``; their ``example`` still serves the tests, which
+    assert that the grader rejects it naming this mistake. A mistake whose ``id`` is one of the
+    generic ids the runner reports (``mutated_input``, ``graph_cut``, ``wrong_dtype``,
+    ``wrong_shape``, ``shares_storage``, ``nan``, ``timeout``...) with ``match_output=False``
+    replaces the generic message with its own.
+    """
+
+    id: str
+    message: str
+    example: Any = None
+    match_output: bool = True
+
+
+@dataclass
+class Compare:
+    """How a learner output is compared with the reference output.
+
+    ``rtol``/``atol`` of ``None`` use :func:`torch.testing.assert_close`'s per-dtype defaults.
+    ``grad`` runs backward with a random upstream gradient and compares input gradients.
+    ``graph`` requires the output to stay connected to inputs that require grad.
+    ``mutation`` fails answers that modify their inputs in place; ``views`` fails outputs that
+    share storage with an input (set it when the exercise asks for a new tensor).
+    """
+
+    rtol: float | None = None
+    atol: float | None = None
+    dtype: bool = True
+    grad: bool = False
+    graph: bool = True
+    mutation: bool = True
+    views: bool = False
+    equal_nan: bool = False
+
+
+@dataclass
+class Exercise:
+    """Everything the course knows about one exercise.
+
+    Attributes:
+        lesson: notebook stem, e.g. ``"01_tensors"``.
+        name: the learner-facing name, usually the function they write.
+        title: one line shown in feedback and in the progress dashboard.
+        reference: the reference answer, the same kind of object a learner passes to check.
+        kind: what a learner passes: a ``"function"``, a ``"class"`` (e.g. an ``nn.Module``
+            subclass), a ``"module"`` instance, or ``"any"`` (custom ``run`` decides).
+        cases: makes one fresh random :class:`Case` from a :class:`Rand`.
+        edge_cases: fixed cases, always run first.
+        n_random: random cases per check (tests use more).
+        run: ``run(answer, case)`` returns the output to compare; default calls
+            ``answer(*case.args, **case.kwargs)``. It may raise :class:`Incorrect`.
+        compare: settings for the output comparison.
+        mistakes: named known mistakes (see :class:`Mistake`).
+        probes: extra behavioural tests ``probe(answer, rand)`` that raise
+            :class:`Incorrect`; they run after all cases passed.
+        hints: increasingly specific hints.
+        timeout: seconds the learner's code may run during one check, all cases together.
+        solution: source shown by ``solution()``; defaults to the reference's source.
+    """
+
+    lesson: str
+    name: str
+    title: str
+    reference: Any
+    cases: Callable[[Rand], Case] | None = None
+    edge_cases: Sequence[Case] = ()
+    kind: AnswerKind = "function"
+    n_random: int = 10
+    run: Callable[[Any, Case], Any] | None = None
+    compare: Compare = field(default_factory=Compare)
+    mistakes: Sequence[Mistake] = ()
+    probes: Sequence[Callable[[Any, Rand], None]] = ()
+    hints: Sequence[str] = ()
+    timeout: float = 3.0
+    solution: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.lesson}.{self.name}"
+
+    def mistake(self, mistake_id: str) -> Mistake:
+        for m in self.mistakes:
+            if m.id == mistake_id:
+                return m
+        raise KeyError(f"{self.id} has no mistake {mistake_id!r}")

@@ -1,0 +1,156 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · Start here
+#
+# Welcome to **PyTorch from the ground up**. Every lesson is a notebook like this one: short
+# explanations, code you run, and exercises that are checked right here, in the notebook.
+#
+# This first notebook takes about 10 minutes. It
+#
+# 1. checks that your environment works (PyTorch version, device, threads),
+# 2. shows how exercises, checks, hints and solutions work,
+# 3. gives you one warm-up exercise.
+#
+# Run a cell with **Shift+Enter**. Run the whole notebook with *Run → Run All Cells*.
+
+# %% [markdown]
+# ## 1. Your environment
+#
+# The course pins **torch 2.13**; every lesson runs on a laptop CPU in well under a minute.
+# If you have an NVIDIA GPU (CUDA) or an Apple GPU (MPS), lesson 06 uses it, but nothing
+# requires one.
+
+# %%
+import platform
+
+import torch
+
+print("Python  ", platform.python_version())
+print("PyTorch ", torch.__version__)
+
+# %% tags=["nbval-ignore-output"]
+if torch.cuda.is_available():
+    device = torch.device("cuda")
+elif torch.backends.mps.is_available():
+    device = torch.device("mps")
+else:
+    device = torch.device("cpu")
+print("device  ", device)
+print("threads ", torch.get_num_threads(), "(CPU threads PyTorch uses for one operation)")
+
+# %% [markdown]
+# A tiny computation to prove PyTorch works. `torch.manual_seed` makes the random numbers
+# repeatable: run the cell twice and you get the same matrix.
+
+# %%
+torch.manual_seed(0)
+a = torch.randn(2, 3)
+print(a)
+print("sum of squares:", (a**2).sum().item())
+
+# %% [markdown]
+# ## 2. How exercises work
+#
+# Each lesson loads its exercises once, near the top:
+
+# %%
+from course_utils.grading import exercises_for
+
+ex = exercises_for("00_start_here")
+ex
+
+
+# %% [markdown]
+# An exercise asks you to write a **function**. The cell below the exercise text contains
+# its skeleton with `raise NotImplementedError(...)`: replace that line with your code and
+# run the cell. Then run the **check cell** underneath, which looks like
+#
+# ```python
+# ex.celsius_to_fahrenheit.check(celsius_to_fahrenheit)
+# ```
+#
+# You pass your function itself (no parentheses after its name). The check calls it on a few
+# fixed inputs and on **fresh random inputs every time**, compares with a reference solution,
+# and tells you one of three things:
+#
+# - ✅ **Correct**,
+# - ❌ **Incorrect**, with what is wrong: a wrong shape, a wrong dtype, an input you modified,
+#   a named common mistake, or the exception your code raised. When a random case fails, the
+#   message shows its *seed*: `check(..., seed=N)` repeats exactly that check.
+# - ✏️ **Not attempted yet**, while the skeleton still raises `NotImplementedError`.
+#
+# Stuck? `ex.celsius_to_fahrenheit.hint()` gives a hint (call again for a more specific
+# one), and `ex.celsius_to_fahrenheit.solution()` shows a reference solution. Checks, hints
+# and solution views are recorded in a small progress file on your machine, so you can see
+# where you stand (section 4).
+
+# %% [markdown]
+# ## 3. Warm-up exercise: Celsius to Fahrenheit
+#
+# Write `celsius_to_fahrenheit(celsius)`: it takes a tensor of temperatures in °C, of any
+# shape, and returns a **new** tensor of the same shape with the temperatures in °F:
+#
+# $$F = C \times \tfrac{9}{5} + 32$$
+#
+# Tensor arithmetic works element by element, so this is one line. Do not change the input
+# tensor.
+
+# %%
+def celsius_to_fahrenheit(celsius):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.celsius_to_fahrenheit.check(celsius_to_fahrenheit)
+
+# %% [markdown]
+# Try it yourself: break your answer on purpose (for example use `5 / 9`) and check again to
+# see what a named mistake looks like. Here is what a few wrong answers get:
+
+# %%
+print(ex.celsius_to_fahrenheit.check(lambda c: c * 5 / 9 + 32).message)
+print(ex.celsius_to_fahrenheit.check(lambda c: c.mul_(9 / 5).add_(32)).message)
+print(ex.celsius_to_fahrenheit.check(lambda c: None).message)
+
+# %% [markdown]
+# Hints come in levels:
+
+# %%
+ex.celsius_to_fahrenheit.hint()
+
+# %% [markdown]
+# ## 4. Your progress
+#
+# `progress.summary()` lists every exercise of the course with what you have done so far.
+# The log is a plain JSON-lines file (`~/.pytorch_course/progress.jsonl`; set the
+# environment variable `COURSE_PROGRESS_LOG` to put it elsewhere).
+
+# %% tags=["nbval-ignore-output"]
+from course_utils import progress
+
+progress.summary()
+
+# %% [markdown]
+# ## The syllabus
+#
+# | # | notebook | you will learn |
+# |---|---|---|
+# | 00 | start here | how the course works |
+# | 01 | tensors | creating, shaping, indexing and combining tensors |
+# | 02 | autograd | how PyTorch computes gradients, and where that goes wrong |
+# | 03 | nn.Module | building models from layers, parameters and buffers |
+# | 04 | data | `Dataset`, `DataLoader`, batching, sampling, workers |
+# | 05 | training loop | training and evaluating models, and debugging them |
+# | 06 | GPU, AMP, DDP | devices, mixed precision and multi-process training |
+# | 07 | persistence | saving, resuming, and exporting models |
+# | 08 | capstone | a digit classifier end to end |
+#
+# Next: **01_tensors**.
