@@ -61,9 +61,10 @@ def load_digits(images: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def train_test_indices(n: int, test_fraction: float = 0.2, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """A seeded random split of ``range(n)`` into train and test indices (int64)."""
+    """A seeded random split of ``range(n)`` into train and test indices (int64); the test
+    part has ``ceil(n * test_fraction)`` items (as scikit-learn's ``train_test_split``)."""
     perm = torch.randperm(n, generator=_gen(seed))
-    n_test = int(round(n * test_fraction))
+    n_test = math.ceil(n * test_fraction)
     return perm[n_test:], perm[:n_test]
 
 

@@ -59,8 +59,10 @@ def preserved_state(*watch: Any) -> Iterator[None]:
             m.training = training
 
 
-_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
-_async_exc.argtypes = [ctypes.c_ulong, ctypes.py_object]
+def _async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
+    """Schedule ``exc`` in another thread (``None`` cancels a pending one)."""
+    obj = ctypes.py_object(exc) if exc is not None else None  # None is passed as NULL
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), obj)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import json
+
+from course_utils import progress
+
+
+def test_log_and_read_roundtrip(tmp_path, monkeypatch):
+    log = tmp_path / "sub" / "log.jsonl"
+    monkeypatch.setenv("COURSE_PROGRESS_LOG", str(log))
+    progress.log_event("check", "01_tensors.a", status="incorrect", mistake="wrong_dim")
+    progress.log_event("check", "01_tensors.a", status="correct", mistake=None)
+    progress.log_event("hint", "01_tensors.b", level=1)
+    events = progress.read_events()
+    assert [e["event"] for e in events] == ["check", "check", "hint"]
+    folded = progress.exercise_progress(events)
+    assert folded["01_tensors.a"].status == "correct" and folded["01_tensors.a"].attempts == 2
+    assert folded["01_tensors.a"].mistakes == {"wrong_dim": 1}
+    assert folded["01_tensors.b"].hints == 1 and folded["01_tensors.b"].status == "not_attempted"
+
+
+def test_corrupt_and_half_written_lines_are_skipped(tmp_path):
+    log = tmp_path / "log.jsonl"
+    good = json.dumps({"event": "check", "exercise": "x.y", "status": "correct"})
+    log.write_bytes(b"\n".join([
+        good.encode(), b"{not json", b"[1, 2]", b'{"event": 3, "exercise": "x"}', b"\xff\xfe garbage",
+        good.encode(), b'{"event": "check", "exercise": "x.z", "sta',  # half-written last line
+    ]))
+    events = progress.read_events(log)
+    assert len(events) == 2 and all(e["exercise"] == "x.y" for e in events)
+
+
+def test_logging_can_be_turned_off_and_never_raises(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_PROGRESS_LOG", "")
+    assert progress.log_path() is None
+    progress.log_event("check", "a.b")  # no file, no error
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("COURSE_PROGRESS_LOG", str(blocker / "cannot" / "log.jsonl"))
+    progress.log_event("check", "a.b")  # unwritable: silently skipped
+    assert progress.read_events() == []
+
+
+def test_summary_lists_every_exercise_once(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"event": "check", "exercise": "00_start_here.celsius_to_fahrenheit",
+                               "status": "correct"}) + "\n")
+    s = progress.summary(log)
+    ids = [r.exercise for r in s.rows]
+    assert len(ids) == len(set(ids)) and "00_start_here.celsius_to_fahrenheit" in ids
+    assert s.counts["correct"] == 1
+    assert "1 of" in s.text() and "<table>" in s._repr_html_()
