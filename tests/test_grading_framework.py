@@ -194,3 +194,13 @@ def test_learner_handle_logs_progress(tmp_path, monkeypatch):
     assert events[0]["status"] == "correct"
     with pytest.raises(AttributeError, match="has no exercise"):
         ex.no_such_exercise
+
+
+def test_mistake_named_by_the_error_it_raises():
+    ex = _toy(mistakes=[Mistake("used_view", "`.view` needs a contiguous tensor: use `.reshape`.",
+                                lambda x: x.t().view(-1))],
+              cases=lambda r: Case((r.randn(2, 3),)), edge_cases=[])
+    res = run_check(ex, lambda x: x.t().view(-1))
+    assert res.mistake == "used_view" and "reshape" in res.message and "view size is not compatible" in res.message
+    other = run_check(ex, lambda x: x.no_such())
+    assert other.mistake == "exception"

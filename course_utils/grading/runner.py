@@ -157,6 +157,22 @@ def _name_mistake(ex: Exercise, case: Case, got: Any, problem: Problem) -> tuple
     return problem.mistake, problem.message
 
 
+def _name_exception(ex: Exercise, case: Case, exc: Exception) -> _Fail | None:
+    """A known mistake whose example raises the same error (type and message) on this case."""
+    for m in ex.mistakes:
+        if not m.match_output or m.example is None:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _call(ex, m.example, copy.deepcopy(case))
+        except Exception as other:  # noqa: BLE001 - that is what we are looking for
+            if type(other) is type(exc) and str(other) == str(exc):
+                said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                return _Fail(m.id, f"{m.message} (PyTorch said: {type(exc).__name__}: {said})")
+    return None
+
+
 def _describe_case(ex: Exercise, case: Case, seed: int | None) -> str:
     if seed is None:
         label = f"On the fixed case “{case.label}”" if case.label else "On a fixed case"
@@ -304,6 +320,11 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
         got = _call(ex, answer, case_got)
     except NotImplementedError as exc:
         raise _NotAttempted() from exc
+    except Exception as exc:
+        named = _name_exception(ex, case, exc)
+        if named is not None:
+            raise named from exc
+        raise
     problem = compare(got, expected, ex.compare)
     if problem:
         mistake, message = _name_mistake(ex, case, got, problem)

@@ -84,7 +84,9 @@ class Mistake:
 
     ``example`` is a wrong implementation that makes this mistake. With ``match_output=True``
     (the default) the runner compares a failing learner output against ``example``'s output on
-    the same case and, when they agree, reports this mistake by name. Mistakes detected by a
+    the same case and, when they agree, reports this mistake by name; when the learner's code
+    raises, a mistake whose example raises the same error (type and message) is named. Mistakes
+    detected by a
     probe instead set ``match_output=False``; their ``example`` still serves the tests, which
     assert that the grader rejects it naming this mistake. A mistake whose ``id`` is one of the
     generic ids the runner reports (``mutated_input``, ``graph_cut``, ``wrong_dtype``,
