@@ -1,0 +1,433 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · Tensors
+#
+# A tensor is an n-dimensional array of numbers with a **shape**, a **dtype** (what kind of
+# number) and a **device** (where it lives). Everything in PyTorch, from images to model
+# weights to gradients, is a tensor, so this lesson is the grammar of the whole course.
+#
+# You will learn to
+#
+# 1. create tensors and read their shape, dtype and device;
+# 2. predict dtypes (and why NumPy data arrives as float64);
+# 3. reshape: `view` vs `reshape` vs `contiguous`;
+# 4. broadcast, index (masks, `gather`, `torch.where`) and reduce along a `dim`;
+# 5. tell elementwise `*` from matrix `@`, use in-place ops safely, share memory with NumPy;
+# 6. make randomness repeatable.
+#
+# Seven exercises are checked along the way. About 45 minutes.
+
+# %%
+import numpy as np
+import torch
+
+from course_utils.grading import exercises_for
+
+ex = exercises_for("01_tensors")
+_ = torch.manual_seed(0)
+
+# %% [markdown]
+# ## 1. Creating tensors
+#
+# From Python data with `torch.tensor`, or with a factory that says what you want:
+
+# %%
+print(torch.tensor([[1, 2, 3], [4, 5, 6]]))
+print(torch.zeros(2, 3))
+print(torch.full((2, 2), 7.0))
+print(torch.arange(0, 10, 2))
+print(torch.linspace(0, 1, 5))
+
+# %% [markdown]
+# Random tensors: `rand` is uniform in [0, 1), `randn` is standard normal, `randint` draws
+# integers. The `*_like` versions copy the shape, dtype and device of another tensor.
+
+# %%
+x = torch.randn(2, 3)
+print(x)
+print(torch.zeros_like(x))
+print(torch.randint(0, 10, (2, 5)))
+
+# %% [markdown]
+# Every tensor carries three facts you will check constantly:
+
+# %%
+print("shape :", x.shape, " ndim:", x.ndim, " numel:", x.numel())
+print("dtype :", x.dtype)
+print("device:", x.device)
+
+# %% [markdown]
+# ## 2. dtypes and promotion
+#
+# Python floats become **float32**, Python ints become **int64**. Combining dtypes promotes to
+# the more general one:
+
+# %%
+i = torch.tensor([1, 2, 3])
+f = torch.tensor([0.5, 0.5, 0.5])
+print(i.dtype, f.dtype, (i + f).dtype, (i + 1.5).dtype, (i / 2).dtype)
+
+# %% [markdown]
+# NumPy's default float is **float64**, and tensors made from NumPy arrays keep it. Models use
+# float32, so data from NumPy usually needs `.float()`:
+
+# %%
+a = np.array([0.1, 0.2, 0.3])
+print(a.dtype, torch.from_numpy(a).dtype, torch.from_numpy(a).float().dtype)
+
+# %% [markdown]
+# Some operations refuse integer tensors. Here is the error you will meet when averaging
+# integer labels:
+
+# %% tags=["raises-exception"]
+torch.tensor([1, 2, 3]).mean()
+
+# %% [markdown]
+# ### Exercise 1: an image from NumPy
+#
+# Image libraries hand you pixels as a NumPy `uint8` array of shape `(H, W)` with values
+# 0–255. Write `image_to_tensor(image)` that returns a **float32** tensor of shape
+# `(1, H, W)` (one channel first, as PyTorch's convolution layers expect) with values in
+# [0, 1].
+
+# %%
+def image_to_tensor(image):
+    ### BEGIN SOLUTION
+    return torch.from_numpy(image).float().div(255).unsqueeze(0)
+    ### END SOLUTION
+
+
+# %%
+ex.image_to_tensor.check(image_to_tensor)
+
+# %% [markdown]
+# ## 3. Devices
+#
+# A tensor lives on one device: `cpu`, `cuda` (an NVIDIA GPU), `mps` (Apple). Operations need
+# all their tensors on the same device, and `.to(device)` moves a tensor (returning a copy).
+# Lesson 06 is about devices; for now, the pattern:
+
+# %%
+device = "cuda" if torch.cuda.is_available() else "cpu"
+y = torch.ones(3).to(device)
+z = torch.zeros(3, device=y.device)  # new tensors: create them where their partners live
+print((y + z).device.type in ("cpu", "cuda"))
+
+# %% [markdown]
+# ## 4. Shapes: `view`, `reshape`, `contiguous`
+#
+# A tensor is a flat block of memory plus **strides**: how many elements to skip to move
+# one step along each dimension. `view` reinterprets the same memory with a new shape (no
+# copy), so it only works when the strides allow it.
+
+# %%
+m = torch.arange(6).reshape(2, 3)
+print(m, m.stride())
+print(m.view(3, 2))
+
+# %% [markdown]
+# `t()` (transpose) swaps the strides instead of moving data, so the result is not
+# *contiguous*, and `view` refuses:
+
+# %%
+print(m.t().stride(), m.t().is_contiguous())
+
+# %% tags=["raises-exception"]
+m.t().view(6)
+
+# %% [markdown]
+# `reshape` views when it can and copies when it must; `.contiguous()` makes the copy
+# explicitly. Prefer `reshape` unless you need the guarantee that no copy happens.
+
+# %%
+print(m.t().reshape(6))
+print(m.t().contiguous().view(6))
+
+# %% [markdown]
+# Adding and removing dimensions of size 1 comes up everywhere (a batch dimension, a channel
+# dimension):
+
+# %%
+v = torch.arange(3)
+print(v.unsqueeze(0).shape, v.unsqueeze(1).shape, v[None, :, None].shape)
+print(torch.zeros(1, 3, 1).squeeze().shape, torch.zeros(2, 3, 4).flatten(1).shape)
+print(torch.stack([v, v]).shape, torch.cat([v, v]).shape)
+
+# %% [markdown]
+# ### Exercise 2: flatten a batch
+#
+# A batch of images has shape `(N, C, H, W)`. A linear layer wants `(N, C*H*W)`: one row per
+# image. Write `batch_flatten(x)`. The check includes batches that went through a `permute`,
+# as real ones often have.
+
+# %%
+def batch_flatten(x):
+    ### BEGIN SOLUTION
+    return x.reshape(x.shape[0], -1)
+    ### END SOLUTION
+
+
+# %%
+ex.batch_flatten.check(batch_flatten)
+
+# %% [markdown]
+# ## 5. Broadcasting
+#
+# Elementwise operations on tensors of different shapes **broadcast**: align the shapes on
+# the right; each pair of sizes must be equal, or one of them 1 (it is stretched), or missing
+# (treated as 1).
+
+# %%
+col = torch.tensor([[0.0], [10.0], [20.0]])  # (3, 1)
+row = torch.tensor([1.0, 2.0, 3.0, 4.0])     # (4,)
+print(col + row)                              # (3, 4)
+
+# %% [markdown]
+# When no rule applies you get this error, which names the dimension that failed:
+
+# %% tags=["raises-exception"]
+torch.ones(3, 4) + torch.ones(3)
+
+# %% [markdown]
+# Type two shapes and watch the rules apply, dimension by dimension, next to PyTorch's own
+# verdict. Try `3, 4` with `3`, then with `3, 1`; `2, 1, 4` with `3, 1`; a scalar (empty).
+
+# %% tags=["nbval-ignore-output"]
+from course_utils.explorers import broadcast_explorer
+
+broadcast_explorer("3, 1", "4")
+
+# %% [markdown]
+# Broadcasting `(N, 1)` against `(N,)` silently gives `(N, N)`; the most common shape bug in
+# training code (lesson 05 shows it wrecking a regression). Check shapes whenever you combine
+# tensors from different places.
+
+# %% [markdown]
+# ### Exercise 3: normalise rows
+#
+# Write `normalize_rows(x)` for a 2-D tensor of positive numbers: divide each row by its sum,
+# so that every row of the result sums to 1. Return a new tensor; leave `x` unchanged.
+
+# %%
+def normalize_rows(x):
+    ### BEGIN SOLUTION
+    return x / x.sum(dim=1, keepdim=True)
+    ### END SOLUTION
+
+
+# %%
+ex.normalize_rows.check(normalize_rows)
+
+# %% [markdown]
+# ### Exercise 4: all distances at once
+#
+# Write `pairwise_distances(a, b)`: `a` is `(N, D)`, `b` is `(M, D)`; return the `(N, M)`
+# tensor whose entry `[i, j]` is the Euclidean distance between `a[i]` and `b[j]`. No Python
+# loops: give the two tensors shapes that broadcast.
+
+# %%
+def pairwise_distances(a, b):
+    ### BEGIN SOLUTION
+    return (a[:, None, :] - b[None, :, :]).pow(2).sum(dim=-1).sqrt()
+    ### END SOLUTION
+
+
+# %%
+ex.pairwise_distances.check(pairwise_distances)
+
+# %% [markdown]
+# ## 6. Indexing
+#
+# Slicing works as in NumPy and returns **views** (no copy). Boolean masks and index tensors
+# ("advanced indexing") return **copies**.
+
+# %%
+t = torch.arange(12).reshape(3, 4)
+print(t[0], t[:, 1], t[1:, ::2], t[..., -1], sep="\n")
+
+# %%
+mask = t % 3 == 0
+print(mask)
+print(t[mask])                          # 1-D: the selected elements
+print(torch.where(mask, t, -1))         # same shape: choose per element
+
+# %% [markdown]
+# Index tensors pick elements by position. `gather` picks one element per row along a
+# dimension, which is exactly what a classification loss needs (the score of the true class):
+
+# %%
+scores = torch.tensor([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2]])
+labels = torch.tensor([1, 0])
+print(scores[torch.arange(2), labels])
+print(scores.gather(1, labels.unsqueeze(1)))
+
+# %% [markdown]
+# ### Exercise 5: a masked mean
+#
+# Write `masked_mean(x, mask)`: `x` is a float `(R, C)` tensor and `mask` a boolean tensor of
+# the same shape. Return the `(R,)` tensor of per-row means over the positions where `mask`
+# is True. A row with no True position has mean **0** (not NaN): padded sequences produce such
+# rows all the time.
+
+# %%
+def masked_mean(x, mask):
+    ### BEGIN SOLUTION
+    counts = mask.sum(dim=1)
+    sums = torch.where(mask, x, torch.zeros_like(x)).sum(dim=1)
+    return torch.where(counts > 0, sums / counts.clamp(min=1), torch.zeros_like(sums))
+    ### END SOLUTION
+
+
+# %%
+ex.masked_mean.check(masked_mean)
+
+# %% [markdown]
+# ### Exercise 6: the score of each label
+#
+# Write `pick_scores(scores, labels)`: `scores` is `(N, C)`, `labels` is an int64 `(N,)`
+# tensor of class indices; return the `(N,)` tensor with `scores[i, labels[i]]` for every `i`.
+
+# %%
+def pick_scores(scores, labels):
+    ### BEGIN SOLUTION
+    return scores.gather(1, labels.unsqueeze(1)).squeeze(1)
+    ### END SOLUTION
+
+
+# %%
+ex.pick_scores.check(pick_scores)
+
+# %% [markdown]
+# ## 7. Reductions along a dimension
+#
+# `sum`, `mean`, `max`, `argmax`... reduce over the dimension you name, which disappears
+# from the shape unless you pass `keepdim=True`:
+
+# %%
+t = torch.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
+print(t.sum(), t.sum(dim=0), t.sum(dim=1), t.sum(dim=1, keepdim=True).shape)
+print(t.max(dim=1))
+print(t.argmax(dim=1))
+
+# %% [markdown]
+# A picture helps: the scikit-learn digits are 8×8 images stored as rows of 64 numbers.
+# Reshape to images, then reduce over the *batch* dimension to see the average "3" and the
+# average "7":
+
+# %%
+import matplotlib.pyplot as plt
+
+from course_utils.datasets import load_digits
+
+X, y = load_digits()
+images = X.reshape(-1, 8, 8)
+fig, axes = plt.subplots(1, 3, figsize=(6, 2.2))
+for ax, digit in zip(axes[:2], (3, 7)):
+    ax.imshow(images[y == digit].mean(dim=0), cmap="gray_r")
+    ax.set_title(f"mean of all {int((y == digit).sum())} '{digit}'s", fontsize=9)
+axes[2].imshow(images.std(dim=0), cmap="magma")
+axes[2].set_title("std over all images", fontsize=9)
+for ax in axes:
+    ax.axis("off")
+plt.show()
+
+# %% [markdown]
+# ### Exercise 7: count correct predictions
+#
+# A classifier outputs `logits` of shape `(N, C)`: one score per class. Its prediction is the
+# class with the largest score. Write `count_correct(logits, labels)` returning how many
+# predictions equal `labels`, as a Python `int`.
+
+# %%
+def count_correct(logits, labels):
+    ### BEGIN SOLUTION
+    return int((logits.argmax(dim=1) == labels).sum().item())
+    ### END SOLUTION
+
+
+# %%
+ex.count_correct.check(count_correct)
+
+# %% [markdown]
+# ## 8. Elementwise `*` versus matrix `@`
+#
+# `*` multiplies matching elements (with broadcasting); `@` is matrix multiplication, which
+# contracts the last dimension of the left operand with the second-to-last of the right one.
+
+# %%
+A = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+B = torch.tensor([[10.0, 0.0], [0.0, 10.0]])
+print(A * B)
+print(A @ B)
+print(torch.einsum("ij,jk->ik", A, B))
+
+# %% tags=["raises-exception"]
+torch.ones(3, 4) @ torch.ones(3, 4)
+
+# %% [markdown]
+# ## 9. In-place operations
+#
+# Methods ending in `_` (`add_`, `mul_`, `zero_`, `clamp_`) and `+=` change a tensor's memory
+# instead of creating a new tensor. They save memory but bite: every view of that memory
+# changes too, and (lesson 02) autograd often needs the old values.
+
+# %%
+base = torch.zeros(2, 3)
+row0 = base[0]          # a view
+row0 += 1               # in place: also changes base
+print(base)
+print(base.add(5)[0, 0].item(), base[0, 0].item())  # add() leaves base alone
+
+# %% [markdown]
+# ## 10. The NumPy bridge
+#
+# `torch.from_numpy(a)` and `t.numpy()` **share memory** (no copy, instant), so changing one
+# changes the other. `torch.tensor(a)` copies. A tensor that requires gradients must be
+# `.detach()`ed first, and a GPU tensor must come to the CPU (`.cpu()`).
+
+# %%
+a = np.zeros(3)
+shared = torch.from_numpy(a)
+copied = torch.tensor(a)
+a[0] = 42
+print(shared, copied)
+
+# %% tags=["raises-exception"]
+w = torch.ones(2, requires_grad=True)
+w.numpy()
+
+# %% [markdown]
+# ## 11. Repeatable randomness
+#
+# `torch.manual_seed(s)` resets the global generator: the same seed gives the same numbers.
+# A `torch.Generator` is a private random stream that other code cannot disturb.
+
+# %%
+torch.manual_seed(42)
+first = torch.rand(3)
+torch.manual_seed(42)
+print(torch.equal(first, torch.rand(3)))
+
+g = torch.Generator().manual_seed(7)
+print(torch.randint(0, 100, (5,), generator=g))
+
+# %% [markdown]
+# ## Summary
+#
+# - A tensor = data + shape + dtype + device. Print them when in doubt.
+# - float32 is the default float; NumPy gives float64: convert with `.float()`.
+# - `view` needs compatible strides; `reshape` always works; `permute`/`t()` make tensors
+#   non-contiguous.
+# - Broadcasting aligns shapes on the right; sizes must match or be 1. Beware `(N, 1)` vs `(N,)`.
+# - Reductions remove the `dim` you name unless `keepdim=True`.
+# - `*` is elementwise, `@` is matrix product.
+# - In-place `_` ops and `from_numpy`/`.numpy()` share memory.
+#
+# Next: **02_autograd**, where tensors learn to compute their own gradients.
