@@ -204,3 +204,29 @@ def test_mistake_named_by_the_error_it_raises():
     assert res.mistake == "used_view" and "reshape" in res.message and "view size is not compatible" in res.message
     other = run_check(ex, lambda x: x.no_such())
     assert other.mistake == "exception"
+
+
+def test_check_inside_no_grad_or_inference_mode_still_checks_gradients():
+    ex = _toy(compare=Compare(grad=True), cases=lambda r: Case((r.randn(3).requires_grad_(),)), edge_cases=[])
+    with torch.no_grad():
+        assert run_check(ex, lambda x: 2 * x).passed
+        assert run_check(ex, lambda x: (2 * x).detach()).mistake == "graph_cut"
+        assert not torch.is_grad_enabled()
+    with torch.inference_mode():
+        assert run_check(ex, lambda x: 2 * x).passed
+        assert torch.is_inference_mode_enabled()
+
+
+def test_wrong_gradient_is_caught():
+    class ScaledGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 3 * g  # wrong: should be 2 * g
+
+    ex = _toy(compare=Compare(grad=True), cases=lambda r: Case((r.randn(3).requires_grad_(),)), edge_cases=[])
+    res = run_check(ex, ScaledGrad.apply)
+    assert res.mistake == "wrong_grad" and "gradient" in res.message

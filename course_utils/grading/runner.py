@@ -240,7 +240,10 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
     with preserved_state(answer), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            with time_limit(ex.timeout), contextlib.redirect_stdout(printed):
+            # Checks run with autograd on, whatever context the learner called them from
+            # (inside `torch.no_grad()`, say); preserved_state restores their mode afterwards.
+            with time_limit(ex.timeout), contextlib.redirect_stdout(printed), \
+                    torch.inference_mode(False), torch.enable_grad():
                 plan: list[tuple[Case | None, int | None]] = [(c, None) for c in ex.edge_cases]
                 if ex.cases is not None:
                     plan += [(None, seed + i) for i in range(n_random)]
