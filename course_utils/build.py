@@ -141,7 +141,7 @@ def expected_files(stem: str) -> dict[Path, str]:
     }
 
 
-def check(stems: list[str]) -> list[str]:
+def check(stems: list[str], orphans: bool = True) -> list[str]:
     """Problems that make the repository out of date (empty when everything is in sync)."""
     problems = []
     for stem in stems:
@@ -161,7 +161,7 @@ def check(stems: list[str]) -> list[str]:
             if not path.exists() or path.read_text() != text:
                 problems.append(f"{path.relative_to(ROOT)} is not what build generates from solutions/{stem}. "
                                 "Run `python -m course_utils build` (never edit learner notebooks by hand).")
-    extra = sorted({p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.*")} - set(stems))
+    extra = sorted({p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.*")} - set(solution_stems())) if orphans else []
     for stem in extra:
         problems.append(f"notebooks/{stem}.* has no solution notebook in solutions/.")
     return problems

@@ -230,3 +230,20 @@ def test_wrong_gradient_is_caught():
     ex = _toy(compare=Compare(grad=True), cases=lambda r: Case((r.randn(3).requires_grad_(),)), edge_cases=[])
     res = run_check(ex, ScaledGrad.apply)
     assert res.mistake == "wrong_grad" and "gradient" in res.message
+
+
+def test_incorrect_from_an_exercise_keeps_its_own_message():
+    def run(answer, case):
+        raise Incorrect("custom", "specific text with 3 numbers")
+
+    ex = _toy(run=run, mistakes=[Mistake("custom", "declared text", lambda x: x, match_output=False)])
+    assert run_check(ex, lambda x: 2 * x).message == "specific text with 3 numbers"
+    # while a generic failure with a declared id takes the declared text
+    ex2 = _toy(mistakes=[Mistake("mutated_input", "declared text", lambda x: x.mul_(2), match_output=False)])
+    assert run_check(ex2, lambda x: x.mul_(2)).message == "declared text"
+
+
+def test_arg_names_override_signature():
+    ex = _toy(arg_names=["temperature"], mistakes=[])
+    res = run_check(ex, lambda *a: a[0].mul_(2))
+    assert "`temperature`" in res.message

@@ -34,11 +34,15 @@ class _NotAttempted(Exception):
 
 
 class _Fail(Exception):
-    def __init__(self, mistake: str, message: str, details: list[str] | None = None):
+    """A failed check. ``generic`` failures come from the framework's own checks and may be
+    reworded by a declared mistake of the same id; an exercise's ``Incorrect`` never is."""
+
+    def __init__(self, mistake: str, message: str, details: list[str] | None = None, generic: bool = True):
         super().__init__(message)
         self.mistake = mistake
         self.message = message
         self.details = details or []
+        self.generic = generic
 
 
 def new_seed() -> int:
@@ -46,6 +50,9 @@ def new_seed() -> int:
 
 
 def _arg_names(ex: Exercise, n: int) -> list[str]:
+    if ex.arg_names is not None:
+        names = list(ex.arg_names)
+        return [names[i] if i < len(names) else f"argument {i + 1}" for i in range(n)]
     try:
         params = list(inspect.signature(ex.reference).parameters)
     except (TypeError, ValueError):
@@ -270,7 +277,7 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
                 "loop that never ends (a `while` whose condition stays true, a counter never "
                 "updated).", [current]), printed)
         except Incorrect as inc:
-            return _failed(ex, seed, _Fail(inc.mistake, inc.message, [current]), printed)
+            return _failed(ex, seed, _Fail(inc.mistake, inc.message, [current], generic=False), printed)
         except _Fail as fail:
             fail.details.insert(0, current)
             return _failed(ex, seed, fail, printed)
@@ -301,7 +308,7 @@ def _failed(ex: Exercise, seed: int, fail: _Fail, printed: io.StringIO) -> Resul
     (``mutated_input``, ``graph_cut``, ``wrong_dtype``...) to replace the generic message
     with one written for that exercise."""
     for m in ex.mistakes:
-        if m.id == fail.mistake and not m.match_output:
+        if fail.generic and m.id == fail.mistake and not m.match_output:
             fail.message = m.message
     details = [d for d in fail.details if d]
     out = printed.getvalue().strip()

@@ -144,6 +144,8 @@ class Exercise:
         hints: increasingly specific hints.
         timeout: seconds the learner's code may run during one check, all cases together.
         solution: source shown by ``solution()``; defaults to the reference's source.
+        arg_names: names of the positional arguments in feedback; defaults to the
+            reference's signature (set it when that is ``*args``, e.g. ``Function.apply``).
     """
 
     lesson: str
@@ -161,6 +163,7 @@ class Exercise:
     hints: Sequence[str] = ()
     timeout: float = 3.0
     solution: str | None = None
+    arg_names: Sequence[str] | None = None
 
     @property
     def id(self) -> str:
