@@ -1,0 +1,1091 @@
+"""Exercises of 03_nn_module.
+
+Class exercises (``kind="class"``) get a custom ``run``: it builds the learner's class from the
+case's constructor arguments (turning "cannot assign ... before Module.__init__() call" into a
+named mistake), checks what the module registered (parameters, buffers, ``state_dict``,
+dtypes, initial values), copies weights drawn from the case's seed into both the learner's
+module and the reference's (``load_state_dict``), and returns the forward output on a random
+input for the usual comparison. Structural problems raise :class:`Incorrect` with a named
+mistake before any output is compared.
+
+Everything random comes from a ``torch.Generator`` seeded by the case (never the global RNG);
+module constructors that draw their default initialisation from the global RNG run inside the
+check, whose RNG state the framework restores.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+
+LESSON = "03_nn_module"
+
+
+# Feedback for mistakes a check's own code recognises (not by matching outputs). The runner
+# shows a declared Mistake's message for its id, so the checks raise exactly these texts;
+# problems whose message names values of the case (counts, shapes) are raised directly.
+_MESSAGES: dict[tuple[str, str], str] = {
+    ("shared", "missing_super_init"): (
+        "Creating your module raised \"cannot assign ... before Module.__init__() call\". "
+        "`nn.Module.__init__` sets up the "
+        "registries for parameters, buffers and submodules: call `super().__init__()` as "
+        "the first line of your `__init__`, before assigning any layer or parameter."),
+    ("shared", "mutated_input"): (
+        "Your forward changes its input in place (an op ending in `_`, `/=`, `*=`): the "
+        "caller's tensor is modified and autograd refuses it on a leaf. Compute new "
+        "tensors (`x / rms`, not `x.div_(rms)`)."),
+    ("MLP", "unregistered_parameters"): (
+        "Your model has no parameters: `model.parameters()` is empty, so an optimizer would "
+        "fail with \"optimizer got an empty parameter list\". Layers kept in a plain Python "
+        "list are invisible to PyTorch; put them in `nn.Sequential(...)` or `nn.ModuleList(...)`."),
+    ("MLP", "softmax_in_forward"): (
+        "Your forward returns probabilities (softmax). Return the raw scores (logits): "
+        "`nn.CrossEntropyLoss` applies log-softmax itself, and softmax before it squashes "
+        "the gradients and slows learning. Apply softmax only when you need probabilities."),
+    ("Tower", "unregistered_layers"): (
+        "PyTorch does not see your blocks: a plain Python list of layers is not registered, "
+        "so their weights are missing from `parameters()` and `state_dict()`, are never "
+        "trained, and do not move with `.to(device)`. Use `nn.ModuleList([...])`."),
+    ("Tower", "scale_is_buffer"): (
+        "You registered `scale` as a buffer. Buffers are saved in the state_dict but not "
+        "returned by `parameters()`, so the optimizer never trains them. Make it "
+        "`nn.Parameter(torch.ones(width))`."),
+    ("Tower", "scale_not_parameter"): (
+        "`self.scale` is a plain tensor attribute: it is not in `parameters()` (never trained) "
+        "nor in `state_dict()` (never saved). Wrap it: `self.scale = nn.Parameter(torch.ones(width))`."),
+    ("Tower", "wrong_init"): (
+        "`scale` should start as all ones (`torch.ones(width)`)."),
+    ("RMSNorm", "unregistered_parameters"): (
+        "Your RMSNorm has no parameters: a tensor stored as a plain attribute is not "
+        "registered, so it is never trained or saved. Wrap it: "
+        "`self.weight = nn.Parameter(torch.ones(dim))`."),
+    ("RMSNorm", "float64_drift"): (
+        "Your weight is float64, so `x * weight` turns every float32 activation into float64 "
+        "(slower, twice the memory, and a dtype error in the next matmul). NumPy arrays are "
+        "float64: create it with `torch.ones(dim)` (float32)."),
+    ("RMSNorm", "wrong_init"): (
+        "The weight should start as all ones, so a fresh RMSNorm only rescales."),
+    ("RMSNorm", "mutated_input"): (
+        "Your forward changes its input in place (an op ending in `_`, `/=`, `*=`): the "
+        "caller's tensor is modified and autograd refuses it on a leaf. Compute new "
+        "tensors (`x / rms`, not `x.div_(rms)`)."),
+    ("RMSNorm", "wrong_dim"): (
+        "You averaged over a dimension other than the features. RMSNorm normalises "
+        "each feature vector, i.e. over the last dimension: "
+        "`x.pow(2).mean(dim=-1, keepdim=True)`."),
+    ("RMSNorm", "ignored_eps"): (
+        "You left out eps: add it inside the square root, "
+        "`torch.sqrt(mean_of_squares + self.eps)`."),
+    ("RMSNorm", "graph_cut"): (
+        "No gradient reaches the input: somewhere your forward leaves the graph "
+        "(`.item()`, `.tolist()`, `.numpy()`, `torch.tensor(...)` on an intermediate, or "
+        "`.detach()`). Use tensor operations throughout."),
+    ("RunningMean", "parameter_not_buffer"): (
+        "`running_mean` is an `nn.Parameter`: the optimizer would change it with gradients, "
+        "and it is listed in `parameters()`. A statistic you update yourself is a buffer: "
+        "`self.register_buffer(\"running_mean\", torch.zeros(num_features))`."),
+    ("RunningMean", "unregistered_buffer"): (
+        "`running_mean` is not registered as a buffer (a plain tensor attribute, or another "
+        "name): it is missing from `state_dict()`, so it is not saved, and `.to(device)` does "
+        "not move it. Use `self.register_buffer(\"running_mean\", torch.zeros(num_features))`."),
+    ("RunningMean", "not_persistent"): (
+        "Your buffer is non-persistent (`persistent=False`), so it is not in the state_dict and "
+        "a saved model would forget the statistic. Leave `persistent` at its default."),
+    ("RunningMean", "has_parameters"): (
+        "RunningMean has nothing to learn: it should have no parameters."),
+    ("RunningMean", "wrong_init"): (
+        "`running_mean` should start at zeros (`torch.zeros(num_features)`): before the "
+        "first batch there is nothing to average."),
+    ("RunningMean", "wrong_dim"): (
+        "The batch mean has the wrong shape for `running_mean`: average over the "
+        "batch, `x.mean(dim=0)`, which leaves one value per feature."),
+    ("RunningMean", "buffer_in_graph"): (
+        "Your update puts `running_mean` into the autograd graph (it now requires grad), "
+        "so every batch's graph stays alive and the next `backward()` fails with \"Trying "
+        "to backward through the graph a second time\". Update under `torch.no_grad()` "
+        "(or use `x.detach()`)."),
+    ("RunningMean", "updates_in_eval"): (
+        "Your module also updates `running_mean` in eval mode. Statistics are collected only "
+        "while training: check `self.training` before updating (like BatchNorm does)."),
+    ("init_weights", "no_isinstance_check"): (
+        "`model.apply(init_weights)` calls your function on *every* module (the "
+        "Sequential, LayerNorm, ReLU...), and on one of them your code asked for an "
+        "attribute it does not have (`weight`, `bias`, `in_features`). Start with "
+        "`if isinstance(m, nn.Linear):`."),
+    ("init_weights", "touched_other_layers"): (
+        "Your function also changed the parameters of a layer that is not Linear (a "
+        "LayerNorm's weight or bias). Only Linear layers should be initialised; check "
+        "`isinstance(m, nn.Linear)` rather than `hasattr(m, \"weight\")`."),
+    ("init_weights", "used_fan_out"): (
+        "Your weights have std 1/√fan_out. A Linear layer's weight has shape "
+        "(out_features, in_features); fan_in is `m.in_features` (= `m.weight.shape[1]`)."),
+    ("init_weights", "variance_as_std"): (
+        "Your weights have std 1/fan_in: the *variance* should be 1/fan_in, so the "
+        "standard deviation is 1/√fan_in."),
+    ("init_weights", "uniform_not_normal"): (
+        "Your weights are uniformly distributed; the exercise asks for a normal "
+        "distribution (`nn.init.normal_`)."),
+    ("init_weights", "nonzero_mean"): (
+        "Your weights are not centred at 0 (`mean=0.0`)."),
+    ("init_weights", "bias_not_zero"): (
+        "The biases of your Linear layers are not zero: add "
+        "`nn.init.zeros_(m.bias)` (when `m.bias is not None`)."),
+    ("freeze_backbone", "set_module_attribute"): (
+        "`model.backbone.requires_grad = False` only creates a new Python attribute on the "
+        "module; its parameters still require grad. Call the method: "
+        "`model.backbone.requires_grad_(False)` (or set `p.requires_grad = False` for each "
+        "parameter)."),
+    ("freeze_backbone", "backbone_not_frozen"): (
+        "Some backbone parameters still require grad. `torch.no_grad()` only pauses tracking "
+        "while its block runs; freezing is a property of the parameters: "
+        "`model.backbone.requires_grad_(False)`."),
+    ("freeze_backbone", "froze_head"): (
+        "You froze the head too. Only `model.backbone` is frozen; the head is what you want "
+        "to train."),
+    ("freeze_backbone", "returned_generator"): (
+        "You returned a generator (`model.parameters()` or a generator expression). A "
+        "generator is used up after one pass: hand it to one thing and it is empty for the next "
+        "(an optimizer built from it again gets \"optimizer got an empty parameter list\"). "
+        "Return a list: `[p for p in model.parameters() if p.requires_grad]`."),
+    ("freeze_backbone", "returned_copies"): (
+        "Some items you returned are not the model's own Parameter objects (a copy, "
+        "`.detach()`, `.data`?). The optimizer must receive the parameters themselves to "
+        "update the model."),
+    ("freeze_backbone", "returned_frozen"): (
+        "Your list includes frozen parameters. Return only those that still require grad, "
+        "so the optimizer (and its memory) only holds what is trained."),
+    ("predict_proba", "forgot_eval"): (
+        "Your model ran in training mode: Dropout dropped random units and BatchNorm used the "
+        "batch's statistics, so predictions are random and depend on the batch. Call "
+        "`model.eval()` before predicting (`torch.no_grad()` does not change this)."),
+    ("predict_proba", "kept_graph"): (
+        "Your probabilities carry an autograd graph: predicting recorded every operation for a "
+        "backward pass that never comes (memory and time). Wrap the forward in "
+        "`torch.no_grad()` (or `torch.inference_mode()`)."),
+    ("predict_proba", "mode_not_restored"): (
+        "Your function left the model in a different mode than it found it (a model in "
+        "training mode came back in eval mode, or the other way round). A training loop that "
+        "calls it would go on training without dropout. Remember `was_training = "
+        "model.training` first and end with `model.train(was_training)`."),
+}
+
+
+def _fail(exercise: str, mistake: str) -> Incorrect:
+    return Incorrect(mistake, _MESSAGES[exercise, mistake])
+
+
+# --------------------------------------------------------------------------- shared helpers
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _build(answer: Any, *args: Any) -> nn.Module:
+    """Instantiate the learner's class; name the classic construction mistakes."""
+    try:
+        module = answer(*args)
+    except AttributeError as exc:
+        msg = str(exc)
+        if "before Module.__init__() call" in msg:
+            raise _fail("shared", "missing_super_init") from None
+        raise
+    if not isinstance(module, nn.Module):
+        raise Incorrect(
+            "not_a_module",
+            f"Your class builds a {type(module).__name__}, not an `nn.Module`. Subclass it: "
+            "`class Name(nn.Module):`.")
+    return module
+
+
+def _count(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def _fill_from(module: nn.Module, gen: torch.Generator, scale: float = 0.5) -> None:
+    """Overwrite every parameter and floating buffer with random values from ``gen``."""
+    with torch.no_grad():
+        for t in list(module.parameters()) + [b for b in module.buffers() if b.is_floating_point()]:
+            t.copy_(torch.randn(t.shape, generator=gen, dtype=t.dtype) * scale)
+
+
+def _copy_parameters_in_order(src: nn.Module, dst: nn.Module) -> None:
+    """Load ``src``'s parameter values into ``dst`` in registration order (names may differ),
+    after checking the shapes agree one by one."""
+    src_params = list(src.parameters())
+    dst_named = list(dst.named_parameters())
+    got = [tuple(p.shape) for _, p in dst_named]
+    want = [tuple(p.shape) for p in src_params]
+    if got != want:
+        raise Incorrect(
+            "wrong_layers",
+            f"Your module's parameter shapes, in the order they were registered, are {got}; the "
+            f"specification gives {want}. Check the sizes of your layers and create them in the "
+            "order the forward pass uses them.")
+    state = {name: value.detach().clone() for (name, _), value in zip(dst_named, src_params)}
+    dst.load_state_dict(state, strict=False)
+
+
+def _forward_errors(module: nn.Module, x: torch.Tensor) -> Any:
+    try:
+        with torch.enable_grad():
+            return module(x)
+    except RuntimeError as exc:
+        if "leaf Variable that requires grad is being used in an in-place operation" in str(exc):
+            raise _fail("shared", "mutated_input") from None
+        raise
+
+
+# --------------------------------------------------------------------------- 1. MLP
+class MLP(nn.Module):
+    def __init__(self, in_features, hidden_sizes, num_classes):
+        super().__init__()
+        layers = []
+        width = in_features
+        for hidden in hidden_sizes:
+            layers += [nn.Linear(width, hidden), nn.ReLU()]
+            width = hidden
+        layers.append(nn.Linear(width, num_classes))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def _mlp_cases(r: Rand) -> Case:
+    hidden = [r.integer(2, 12) for _ in range(r.integer(1, 3))]
+    return Case((r.integer(2, 10), hidden, r.integer(2, 6)), {"seed": r.integer(0, 2**31)}, show_inputs=True)
+
+
+def _mlp_run(answer: Any, case: Case) -> Any:
+    in_features, hidden, num_classes = case.args
+    gen = _gen(case.kwargs["seed"])
+    ref = MLP(in_features, list(hidden), num_classes)
+    _fill_from(ref, gen)
+    model = _build(answer, in_features, list(hidden), num_classes)
+    n_got, n_ref = _count(model), _count(ref)
+    if n_got == 0:
+        raise _fail("MLP", "unregistered_parameters")
+    if n_got != n_ref:
+        raise Incorrect(
+            "wrong_parameter_count",
+            f"Your model has {n_got} parameters; an MLP with in_features={in_features}, "
+            f"hidden_sizes={list(hidden)}, num_classes={num_classes} has {n_ref} (Linear layers "
+            "with biases). A layer in a plain list is not counted; check the sizes too.")
+    _copy_parameters_in_order(ref, model)
+    x = torch.randn(r_batch(gen), in_features, generator=gen)
+    out = model(x)
+    if isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[1] > 1:
+        o = out.detach()
+        if bool((o >= 0).all()) and bool(torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-4)):
+            raise _fail("MLP", "softmax_in_forward")
+    return out
+
+
+def r_batch(gen: torch.Generator) -> int:
+    """A batch size from ``gen`` (between 3 and 8)."""
+    return int(torch.randint(3, 9, (1,), generator=gen))
+
+
+class _MLPNoSuper(nn.Module):
+    def __init__(self, in_features, hidden_sizes, num_classes):
+        layers = []
+        width = in_features
+        for hidden in hidden_sizes:
+            layers += [nn.Linear(width, hidden), nn.ReLU()]
+            width = hidden
+        layers.append(nn.Linear(width, num_classes))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class _MLPPlainList(nn.Module):
+    def __init__(self, in_features, hidden_sizes, num_classes):
+        super().__init__()
+        sizes = [in_features, *hidden_sizes, num_classes]
+        self.layers = [nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])]
+
+    def forward(self, x):
+        for layer in self.layers[:-1]:
+            x = torch.relu(layer(x))
+        return self.layers[-1](x)
+
+
+class _MLPSoftmax(MLP):
+    def forward(self, x):
+        return torch.softmax(self.net(x), dim=1)
+
+
+class _MLPNoActivation(nn.Module):
+    def __init__(self, in_features, hidden_sizes, num_classes):
+        super().__init__()
+        sizes = [in_features, *hidden_sizes, num_classes]
+        self.net = nn.Sequential(*[nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])])
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class _MLPReluOnOutput(MLP):
+    def forward(self, x):
+        return torch.relu(self.net(x))
+
+
+register(Exercise(
+    lesson=LESSON, name="MLP", title="An MLP to a given spec (logits out)",
+    reference=MLP, kind="class",
+    cases=_mlp_cases,
+    run=_mlp_run,
+    compare=Compare(rtol=1e-5, atol=1e-6),
+    mistakes=[
+        Mistake("missing_super_init", _MESSAGES["shared", "missing_super_init"], _MLPNoSuper, match_output=False),
+        Mistake("unregistered_parameters", _MESSAGES["MLP", "unregistered_parameters"], _MLPPlainList, match_output=False),
+        Mistake("softmax_in_forward", _MESSAGES["MLP", "softmax_in_forward"], _MLPSoftmax, match_output=False),
+        Mistake("missing_activation",
+                "Your layers are stacked without a ReLU between them. A stack of Linear layers with "
+                "nothing in between is just one linear map; put `nn.ReLU()` after every hidden layer.",
+                _MLPNoActivation),
+        Mistake("activation_on_output",
+                "Your last layer is followed by a ReLU, which clips negative logits to 0. The "
+                "output layer returns raw scores: no activation after the last Linear.",
+                _MLPReluOnOutput),
+    ],
+    hints=[
+        "Build a list: for each hidden size append `nn.Linear(width, hidden)` and `nn.ReLU()`, "
+        "then a final `nn.Linear(width, num_classes)`; wrap it as `self.net = nn.Sequential(*layers)`.",
+        "Call `super().__init__()` first. `forward(self, x)` returns `self.net(x)`: logits, with "
+        "no softmax (the loss does that).",
+    ],
+))
+
+
+# --------------------------------------------------------------------------- 2. Tower (fix)
+class Tower(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+        self.scale = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.relu(block(x))
+        return x * self.scale
+
+
+def _tower_cases(r: Rand) -> Case:
+    return Case((r.integer(2, 8), r.integer(1, 4)), {"seed": r.integer(0, 2**31)}, show_inputs=True)
+
+
+def _tower_run(answer: Any, case: Case) -> Any:
+    width, depth = case.args
+    gen = _gen(case.kwargs["seed"])
+    ref = Tower(width, depth)
+    _fill_from(ref, gen)
+    with torch.no_grad():
+        ref.scale += 1.0
+    model = _build(answer, width, depth)
+    n_got = _count(model)
+    layers = depth * (width * width + width)
+    names = [n for n, _ in model.named_parameters()]
+    if n_got in (0, width) and not any(n.startswith("blocks.") for n in names):
+        raise _fail("Tower", "unregistered_layers")
+    scale = getattr(model, "scale", None)
+    if isinstance(scale, torch.Tensor) and not isinstance(scale, nn.Parameter):
+        if "scale" in dict(model.named_buffers()):
+            raise _fail("Tower", "scale_is_buffer")
+        raise _fail("Tower", "scale_not_parameter")
+    expected_keys = sorted(ref.state_dict())
+    got_keys = sorted(model.state_dict())
+    if got_keys != expected_keys or n_got != layers + width:
+        raise Incorrect(
+            "wrong_structure",
+            f"Your state_dict has keys {got_keys}; the fixed Tower keeps the attribute names of the "
+            f"broken one, which gives {expected_keys}.")
+    if not torch.equal(model.scale.detach(), torch.ones(width)):
+        raise _fail("Tower", "wrong_init")
+    model.load_state_dict(ref.state_dict())
+    x = torch.randn(r_batch(gen), width, generator=gen)
+    return model(x)
+
+
+class _TowerPlainList(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = [nn.Linear(width, width) for _ in range(depth)]
+        self.scale = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.relu(block(x))
+        return x * self.scale
+
+
+class _TowerTensorScale(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+        self.scale = torch.ones(width)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.relu(block(x))
+        return x * self.scale
+
+
+class _TowerBufferScale(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+        self.register_buffer("scale", torch.ones(width))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.relu(block(x))
+        return x * self.scale
+
+
+class _TowerSequentialNoRelu(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
+        self.scale = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        return self.blocks(x) * self.scale
+
+
+register(Exercise(
+    lesson=LESSON, name="Tower", title="Fix a module whose layers and scale are not registered",
+    reference=Tower, kind="class",
+    cases=_tower_cases,
+    run=_tower_run,
+    compare=Compare(rtol=1e-5, atol=1e-6),
+    mistakes=[
+        Mistake("unregistered_layers", _MESSAGES["Tower", "unregistered_layers"], _TowerPlainList, match_output=False),
+        Mistake("scale_not_parameter", _MESSAGES["Tower", "scale_not_parameter"], _TowerTensorScale, match_output=False),
+        Mistake("scale_is_buffer", _MESSAGES["Tower", "scale_is_buffer"], _TowerBufferScale, match_output=False),
+        Mistake("lost_activation",
+                "Your blocks run without the ReLU between them. `nn.Sequential` of Linear layers "
+                "only chains the layers; keep the loop with `torch.relu` (a `ModuleList` is "
+                "iterated like a list), or put `nn.ReLU()` modules in the Sequential.",
+                _TowerSequentialNoRelu),
+        Mistake("missing_super_init", _MESSAGES["shared", "missing_super_init"], match_output=False),
+        Mistake("wrong_init", _MESSAGES["Tower", "wrong_init"], match_output=False),
+    ],
+    hints=[
+        "Two attributes are invisible to PyTorch: a Python list of layers and a plain tensor. "
+        "`model.parameters()` only finds submodules and `nn.Parameter`s assigned as attributes.",
+        "`self.blocks = nn.ModuleList([...])` registers every layer (names `blocks.0.weight`...); "
+        "`self.scale = nn.Parameter(torch.ones(width))` registers the scale. forward stays as it was.",
+    ],
+))
+
+
+# --------------------------------------------------------------------------- 3. RMSNorm
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return x / rms * self.weight
+
+
+def _rms_cases(r: Rand) -> Case:
+    dim = r.integer(2, 9)
+    batch = r.choice([b for b in range(2, 10) if b != dim])
+    shape = [batch, dim] if r.integer(0, 1) else [batch, r.choice([t for t in range(2, 6) if t not in (dim, batch)]), dim]
+    return Case((dim, round(r.uniform(0.1, 1.0), 3)), {"seed": r.integer(0, 2**31), "shape": shape},
+                show_inputs=True)
+
+
+def _rms_reference_over(x: torch.Tensor, weight: torch.Tensor, eps: float, dim: int) -> torch.Tensor:
+    return x / torch.sqrt(x.pow(2).mean(dim=dim, keepdim=True) + eps) * weight
+
+
+def _rms_run(answer: Any, case: Case) -> Any:
+    dim, eps = case.args
+    gen = _gen(case.kwargs["seed"])
+    model = _build(answer, dim, eps)
+    params = list(model.named_parameters())
+    if not params:
+        raise _fail("RMSNorm", "unregistered_parameters")
+    if len(params) != 1 or tuple(params[0][1].shape) != (dim,):
+        shapes = [(n, tuple(p.shape)) for n, p in params]
+        raise Incorrect(
+            "wrong_parameters",
+            f"RMSNorm(dim={dim}) should have exactly one parameter of shape ({dim},); yours are {shapes}.")
+    weight = params[0][1]
+    if weight.dtype == torch.float64:
+        raise _fail("RMSNorm", "float64_drift")
+    if not torch.equal(weight.detach(), torch.ones(dim, dtype=weight.dtype)):
+        raise _fail("RMSNorm", "wrong_init")
+    new_weight = torch.randn(dim, generator=gen) * 0.5 + 1.0
+    model.load_state_dict({params[0][0]: new_weight}, strict=False)
+    x = torch.randn(*case.kwargs["shape"], generator=gen).mul_(2).requires_grad_(True)
+    before = x.detach().clone()
+    out = _forward_errors(model, x)
+    if not torch.equal(x.detach(), before):
+        raise _fail("RMSNorm", "mutated_input")
+    if isinstance(out, torch.Tensor) and out.shape == x.shape and out.requires_grad:
+        expected = _rms_reference_over(before, new_weight, eps, -1)
+        if not torch.allclose(out.detach(), expected, rtol=1e-4, atol=1e-5):
+            for d in range(x.dim() - 1):
+                if torch.allclose(out.detach(), _rms_reference_over(before, new_weight, eps, d), rtol=1e-4, atol=1e-5):
+                    raise _fail("RMSNorm", "wrong_dim")
+            if torch.allclose(out.detach(), _rms_reference_over(before, new_weight, 0.0, -1), rtol=1e-4, atol=1e-5):
+                raise _fail("RMSNorm", "ignored_eps")
+        if out.grad_fn is not None:
+            (gx,) = torch.autograd.grad(out, x, torch.ones_like(out), allow_unused=True, retain_graph=True)
+            if gx is None:
+                raise _fail("RMSNorm", "graph_cut")
+    return out
+
+
+def _rmsnorm_variant(init=None, forward=None, tensor_weight=False):
+    class Variant(nn.Module):
+        def __init__(self, dim, eps=1e-6):
+            super().__init__()
+            self.eps = eps
+            w = init(dim) if init else torch.ones(dim)
+            self.weight = w if tensor_weight else nn.Parameter(w)
+
+        def forward(self, x):
+            return forward(self, x)
+
+    return Variant
+
+
+def _rms_dim0(self, x):
+    return x / torch.sqrt(x.pow(2).mean(dim=0, keepdim=True) + self.eps) * self.weight
+
+
+def _rms_ok(self, x):
+    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+def _rms_in_place(self, x):
+    return x.div_(torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)) * self.weight
+
+
+def _rms_detached(self, x):
+    rms = torch.tensor(torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps).tolist())
+    return x.detach() / rms * self.weight
+
+
+def _ones_from_numpy(dim):
+    import numpy as np
+
+    return torch.from_numpy(np.ones(dim))
+
+
+register(Exercise(
+    lesson=LESSON, name="RMSNorm", title="A custom layer with its own nn.Parameter: RMSNorm",
+    reference=RMSNorm, kind="class",
+    cases=_rms_cases,
+    run=_rms_run,
+    compare=Compare(rtol=1e-5, atol=1e-5),
+    mistakes=[
+        Mistake("unregistered_parameters", _MESSAGES["RMSNorm", "unregistered_parameters"],
+                _rmsnorm_variant(forward=_rms_ok, tensor_weight=True), match_output=False),
+        Mistake("wrong_dim", _MESSAGES["RMSNorm", "wrong_dim"], _rmsnorm_variant(forward=_rms_dim0), match_output=False),
+        Mistake("float64_drift", _MESSAGES["RMSNorm", "float64_drift"],
+                _rmsnorm_variant(init=_ones_from_numpy, forward=_rms_ok), match_output=False),
+        Mistake("mutated_input", _MESSAGES["RMSNorm", "mutated_input"],
+                _rmsnorm_variant(forward=_rms_in_place), match_output=False),
+        Mistake("graph_cut", _MESSAGES["RMSNorm", "graph_cut"], _rmsnorm_variant(forward=_rms_detached), match_output=False),
+        Mistake("ignored_eps", _MESSAGES["RMSNorm", "ignored_eps"],
+                _rmsnorm_variant(forward=lambda self, x: x / x.pow(2).mean(-1, keepdim=True).sqrt() * self.weight),
+                match_output=False),
+        Mistake("wrong_init", _MESSAGES["RMSNorm", "wrong_init"], match_output=False),
+        Mistake("missing_super_init", _MESSAGES["shared", "missing_super_init"], match_output=False),
+    ],
+    hints=[
+        "In `__init__`: `super().__init__()`, keep `self.eps = eps`, and register "
+        "`self.weight = nn.Parameter(torch.ones(dim))`.",
+        "In `forward`: `rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)`, return "
+        "`x / rms * self.weight`. `keepdim=True` keeps a size-1 last dimension so the division "
+        "broadcasts over the features.",
+    ],
+))
+
+
+# --------------------------------------------------------------------------- 4. RunningMean
+class RunningMean(nn.Module):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer("running_mean", torch.zeros(num_features))
+
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                batch_mean = x.mean(dim=0)
+                self.running_mean.mul_(1 - self.momentum).add_(self.momentum * batch_mean)
+        return x - self.running_mean
+
+
+def _rm_cases(r: Rand) -> Case:
+    n = r.integer(2, 6)
+    return Case((n, round(r.uniform(0.05, 0.5), 3)),
+                {"seed": r.integer(0, 2**31), "batches": r.integer(2, 4),
+                 "batch_size": r.choice([b for b in range(2, 9) if b != n])},
+                show_inputs=True)
+
+
+def _rm_run(answer: Any, case: Case) -> Any:
+    n, momentum = case.args
+    gen = _gen(case.kwargs["seed"])
+    model = _build(answer, n, momentum)
+    running = getattr(model, "running_mean", None)
+    if isinstance(running, nn.Parameter) or "running_mean" in dict(model.named_parameters()):
+        raise _fail("RunningMean", "parameter_not_buffer")
+    if "running_mean" not in dict(model.named_buffers()):
+        raise _fail("RunningMean", "unregistered_buffer")
+    if "running_mean" not in model.state_dict():
+        raise _fail("RunningMean", "not_persistent")
+    if list(model.parameters()):
+        raise _fail("RunningMean", "has_parameters")
+    if not torch.equal(model.running_mean, torch.zeros(n)):
+        raise _fail("RunningMean", "wrong_init")
+    outs = []
+    model.train()
+    for _ in range(case.kwargs["batches"]):
+        x = (torch.randn(case.kwargs["batch_size"], n, generator=gen) + 1.5).requires_grad_(True)
+        try:
+            with torch.enable_grad():
+                out = model(x)
+        except RuntimeError as exc:
+            if "must match the size" in str(exc):
+                raise _fail("RunningMean", "wrong_dim") from None
+            raise
+        if model.running_mean.requires_grad:
+            raise _fail("RunningMean", "buffer_in_graph")
+        outs.append(out.detach() if isinstance(out, torch.Tensor) else out)
+    after_training = model.running_mean.detach().clone()
+    model.eval()
+    x = torch.randn(case.kwargs["batch_size"], n, generator=gen)
+    out = model(x)
+    if not torch.equal(model.running_mean, after_training):
+        raise _fail("RunningMean", "updates_in_eval")
+    outs.append(out)
+    outs.append(after_training)
+    return tuple(outs)
+
+
+class _RMParameter(RunningMean):
+    def __init__(self, num_features, momentum=0.1):
+        nn.Module.__init__(self)
+        self.momentum = momentum
+        self.running_mean = nn.Parameter(torch.zeros(num_features), requires_grad=False)
+
+
+class _RMPlainTensor(RunningMean):
+    def __init__(self, num_features, momentum=0.1):
+        nn.Module.__init__(self)
+        self.momentum = momentum
+        self.running_mean = torch.zeros(num_features)
+
+
+class _RMAlwaysUpdates(RunningMean):
+    def forward(self, x):
+        with torch.no_grad():
+            self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(dim=0))
+        return x - self.running_mean
+
+
+class _RMInGraph(RunningMean):
+    def forward(self, x):
+        if self.training:
+            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * x.mean(dim=0)
+        return x - self.running_mean
+
+
+class _RMWrongDim(RunningMean):
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(dim=1))
+        return x - self.running_mean
+
+
+class _RMSwapped(RunningMean):
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                self.running_mean.mul_(self.momentum).add_((1 - self.momentum) * x.mean(dim=0))
+        return x - self.running_mean
+
+
+register(Exercise(
+    lesson=LESSON, name="RunningMean", title="A buffer that tracks a running mean in training mode",
+    reference=RunningMean, kind="class",
+    cases=_rm_cases,
+    run=_rm_run,
+    compare=Compare(rtol=1e-5, atol=1e-6),
+    mistakes=[
+        Mistake("parameter_not_buffer", _MESSAGES["RunningMean", "parameter_not_buffer"], _RMParameter, match_output=False),
+        Mistake("unregistered_buffer", _MESSAGES["RunningMean", "unregistered_buffer"], _RMPlainTensor, match_output=False),
+        Mistake("updates_in_eval", _MESSAGES["RunningMean", "updates_in_eval"], _RMAlwaysUpdates, match_output=False),
+        Mistake("buffer_in_graph", _MESSAGES["RunningMean", "buffer_in_graph"], _RMInGraph, match_output=False),
+        Mistake("wrong_dim", _MESSAGES["RunningMean", "wrong_dim"], _RMWrongDim, match_output=False),
+        Mistake("momentum_swapped",
+                "Your running mean moves almost all the way to each new batch: the momentum weights "
+                "the *new* value. `running = (1 - momentum) * running + momentum * batch_mean`.",
+                _RMSwapped),
+        Mistake("not_persistent", _MESSAGES["RunningMean", "not_persistent"], match_output=False),
+        Mistake("has_parameters", _MESSAGES["RunningMean", "has_parameters"], match_output=False),
+        Mistake("wrong_init", _MESSAGES["RunningMean", "wrong_init"], match_output=False),
+        Mistake("missing_super_init", _MESSAGES["shared", "missing_super_init"], match_output=False),
+    ],
+    hints=[
+        "`self.register_buffer(\"running_mean\", torch.zeros(num_features))` in `__init__`. In "
+        "`forward`, update it only `if self.training:`.",
+        "Update in place without tracking: `with torch.no_grad(): "
+        "self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(dim=0))`; then "
+        "return `x - self.running_mean`.",
+    ],
+))
+
+
+# --------------------------------------------------------------------------- 5. init_weights
+def init_weights(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, mean=0.0, std=1 / math.sqrt(m.in_features))
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+
+# chains of layer widths: every weight matrix has >= 16k entries, so the sample std is within
+# 1% of the true one, and fan_in != fan_out, so confusing them is visible
+_WIDTH_CHAINS = [(64, 256, 64), (32, 512, 32), (128, 192, 96), (256, 64, 256)]
+
+
+def _init_cases(r: Rand) -> Case:
+    widths = r.choice(_WIDTH_CHAINS)
+    layers: list[nn.Module] = []
+    for k, (a, b) in enumerate(zip(widths, widths[1:])):
+        layers.append(nn.Linear(a, b, bias=bool(k == 0 or r.integer(0, 1))))
+        layers.append(nn.LayerNorm(b))
+        layers.append(nn.ReLU())
+    model = nn.Sequential(nn.Sequential(*layers[:3]), *layers[3:])
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.rand(p.shape, generator=r.torch) + 0.5)
+    return Case((model,))
+
+
+def _init_run(answer: Any, case: Case) -> Any:
+    (model,) = case.args
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    try:
+        model.apply(answer)
+    except AttributeError as exc:
+        if "object has no attribute" in str(exc):
+            raise _fail("init_weights", "no_isinstance_check") from None
+        raise
+    for name, module in model.named_modules():
+        for pname, p in module.named_parameters(recurse=False):
+            full = f"{name}.{pname}" if name else pname
+            if not isinstance(module, nn.Linear) and not torch.equal(p.detach(), before[full]):
+                raise _fail("init_weights", "touched_other_layers")
+    for name, module in model.named_modules():
+        if not isinstance(module, nn.Linear):
+            continue
+        w = module.weight.detach()
+        if torch.equal(module.weight.detach(), before[f"{name}.weight"]):
+            raise Incorrect("weights_unchanged", f"The weight of Linear layer `{name}` was not changed.")
+        fan_in, fan_out = module.in_features, module.out_features
+        std = float(w.std())
+        target = 1 / math.sqrt(fan_in)
+        if not abs(std / target - 1) < 0.05:
+            if abs(std * math.sqrt(fan_out) - 1) < 0.05:
+                raise _fail("init_weights", "used_fan_out")
+            if abs(std * fan_in - 1) < 0.05:
+                raise _fail("init_weights", "variance_as_std")
+            raise Incorrect(
+                "wrong_std",
+                f"The weights of `{name}` (in_features={fan_in}) have standard deviation {std:.3g}; "
+                f"LeCun normal asks for 1/√{fan_in} ≈ {target:.3g}.")
+        centred = w - w.mean()
+        kurtosis = float((centred**4).mean() / centred.pow(2).mean() ** 2) - 3
+        if kurtosis < -0.6:
+            raise _fail("init_weights", "uniform_not_normal")
+        if abs(float(w.mean())) > 6 * target / math.sqrt(w.numel()):
+            raise _fail("init_weights", "nonzero_mean")
+        if module.bias is not None and not torch.equal(module.bias.detach(), torch.zeros_like(module.bias)):
+            raise _fail("init_weights", "bias_not_zero")
+    # what must come out the same as the reference's: every Linear weight's shape (its values
+    # are random), and the exact values of every other parameter (zero biases, untouched norms)
+    summary: dict[str, Any] = {}
+    for name, p in model.named_parameters():
+        owner = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
+        is_linear_weight = isinstance(owner, nn.Linear) and name.endswith("weight")
+        summary[name] = tuple(p.shape) if is_linear_weight else p.detach().clone()
+    return summary
+
+
+def _init_fan_out(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, std=1 / math.sqrt(m.out_features))
+        nn.init.zeros_(m.bias) if m.bias is not None else None
+
+
+def _init_variance(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, std=1 / m.in_features)
+        nn.init.zeros_(m.bias) if m.bias is not None else None
+
+
+def _init_keeps_bias(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, std=1 / math.sqrt(m.in_features))
+
+
+def _init_hasattr(m):
+    if hasattr(m, "weight"):
+        nn.init.normal_(m.weight, std=1 / math.sqrt(m.weight.shape[-1]))
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+
+def _init_no_isinstance(m):
+    nn.init.normal_(m.weight, std=1 / math.sqrt(m.in_features))
+    nn.init.zeros_(m.bias)
+
+
+register(Exercise(
+    lesson=LESSON, name="init_weights", title="An init function for model.apply (LeCun normal, zero bias)",
+    reference=init_weights,
+    cases=_init_cases,
+    n_random=4,  # each case holds ~40k weights: a few cases are plenty for statistics
+    run=_init_run,
+    mistakes=[
+        Mistake("used_fan_out", _MESSAGES["init_weights", "used_fan_out"], _init_fan_out, match_output=False),
+        Mistake("variance_as_std", _MESSAGES["init_weights", "variance_as_std"], _init_variance, match_output=False),
+        Mistake("bias_not_zero", _MESSAGES["init_weights", "bias_not_zero"], _init_keeps_bias, match_output=False),
+        Mistake("touched_other_layers", _MESSAGES["init_weights", "touched_other_layers"], _init_hasattr, match_output=False),
+        Mistake("no_isinstance_check", _MESSAGES["init_weights", "no_isinstance_check"], _init_no_isinstance, match_output=False),
+        Mistake("uniform_not_normal", _MESSAGES["init_weights", "uniform_not_normal"],
+                lambda m: (nn.init.uniform_(m.weight, -math.sqrt(3 / m.in_features), math.sqrt(3 / m.in_features)),
+                           m.bias is not None and nn.init.zeros_(m.bias)) if isinstance(m, nn.Linear) else None,
+                match_output=False),
+        Mistake("nonzero_mean", _MESSAGES["init_weights", "nonzero_mean"], match_output=False),
+    ],
+    hints=[
+        "`model.apply(fn)` calls `fn(m)` once for every module, containers and activations "
+        "included, so begin with `if isinstance(m, nn.Linear):`.",
+        "`nn.init.normal_(m.weight, mean=0.0, std=1 / math.sqrt(m.in_features))`, and "
+        "`nn.init.zeros_(m.bias)` when `m.bias is not None`.",
+    ],
+))
+
+
+# --------------------------------------------------------------------------- 6. freeze_backbone
+class Backboned(nn.Module):
+    """A model with a ``backbone`` (feature extractor) and a ``head`` (classifier)."""
+
+    def __init__(self, in_features: int, hidden: int, num_classes: int):
+        super().__init__()
+        self.backbone = nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(),
+                                      nn.Linear(hidden, hidden), nn.ReLU())
+        self.head = nn.Linear(hidden, num_classes)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+def freeze_backbone(model):
+    model.backbone.requires_grad_(False)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def _freeze_cases(r: Rand) -> Case:
+    return Case((Backboned(r.integer(2, 6), r.integer(3, 8), r.integer(2, 5)),))
+
+
+def _freeze_run(answer: Any, case: Case) -> Any:
+    (model,) = case.args
+    out = answer(model)
+    if getattr(model.backbone, "requires_grad", None) is False and "requires_grad" in vars(model.backbone):
+        raise _fail("freeze_backbone", "set_module_attribute")
+    if any(p.requires_grad for p in model.backbone.parameters()):
+        raise _fail("freeze_backbone", "backbone_not_frozen")
+    if not all(p.requires_grad for p in model.head.parameters()):
+        raise _fail("freeze_backbone", "froze_head")
+    if out is not None and not isinstance(out, (list, tuple)) and hasattr(out, "__next__"):
+        raise _fail("freeze_backbone", "returned_generator")
+    if isinstance(out, (list, tuple)):
+        names = {id(p): n for n, p in model.named_parameters()}
+        if any(id(p) not in names for p in out):
+            raise _fail("freeze_backbone", "returned_copies")
+        picked = [names[id(p)] for p in out]
+        if any(not p.requires_grad for p in out):
+            raise _fail("freeze_backbone", "returned_frozen")
+        out = sorted(picked)
+    flags = {n: p.requires_grad for n, p in model.named_parameters()}
+    return flags, out
+
+
+def _freeze_attribute(model):
+    model.backbone.requires_grad = False
+    return list(model.head.parameters())
+
+
+def _freeze_no_grad(model):
+    with torch.no_grad():
+        params = list(model.head.parameters())
+    return params
+
+
+def _freeze_everything(model):
+    model.requires_grad_(False)
+    return list(model.head.parameters())
+
+
+def _freeze_returns_all(model):
+    model.backbone.requires_grad_(False)
+    return list(model.parameters())
+
+
+def _freeze_generator(model):
+    model.backbone.requires_grad_(False)
+    return (p for p in model.parameters() if p.requires_grad)
+
+
+register(Exercise(
+    lesson=LESSON, name="freeze_backbone", title="Freeze a sub-network and hand the rest to the optimizer",
+    reference=freeze_backbone,
+    cases=_freeze_cases,
+    run=_freeze_run,
+    mistakes=[
+        Mistake("set_module_attribute", _MESSAGES["freeze_backbone", "set_module_attribute"], _freeze_attribute, match_output=False),
+        Mistake("backbone_not_frozen", _MESSAGES["freeze_backbone", "backbone_not_frozen"], _freeze_no_grad, match_output=False),
+        Mistake("froze_head", _MESSAGES["freeze_backbone", "froze_head"], _freeze_everything, match_output=False),
+        Mistake("returned_frozen", _MESSAGES["freeze_backbone", "returned_frozen"], _freeze_returns_all, match_output=False),
+        Mistake("returned_generator", _MESSAGES["freeze_backbone", "returned_generator"], _freeze_generator, match_output=False),
+        Mistake("returned_copies", _MESSAGES["freeze_backbone", "returned_copies"], match_output=False),
+    ],
+    hints=[
+        "`module.requires_grad_(False)` (a method, with the underscore) sets `requires_grad` on "
+        "every parameter of the module and its children.",
+        "Then return `[p for p in model.parameters() if p.requires_grad]`: a list, so it can be "
+        "reused, with only the head's parameters in it.",
+    ],
+))
+
+
+# --------------------------------------------------------------------------- 7. predict_proba
+def predict_proba(model, X):
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        probs = torch.softmax(model(X), dim=1)
+    model.train(was_training)
+    return probs
+
+
+def _proba_cases(r: Rand) -> Case:
+    n_in, hidden = r.integer(2, 6), r.integer(4, 10)
+    n_cls = r.integer(2, 5)
+    model = nn.Sequential(nn.Linear(n_in, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Dropout(0.5),
+                          nn.Linear(hidden, n_cls))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=r.torch))
+        model[1].running_mean.copy_(torch.randn(hidden, generator=r.torch))
+        model[1].running_var.copy_(torch.rand(hidden, generator=r.torch) + 0.5)
+    model.train(r.integer(0, 3) > 0)  # usually in training mode, as inside a training loop
+    batch = r.choice([b for b in range(3, 9) if b != n_cls])
+    return Case((model, r.randn(batch, n_in)))
+
+
+def _proba_run(answer: Any, case: Case) -> Any:
+    model, X = case.args
+    was_training = model.training
+    seen: list[tuple[bool, bool]] = []
+    handle = model.register_forward_pre_hook(lambda m, args: seen.append((m.training, torch.is_grad_enabled())))
+    try:
+        with torch.enable_grad():
+            out = answer(model, X)
+    finally:
+        handle.remove()
+    if any(training for training, _ in seen):
+        raise _fail("predict_proba", "forgot_eval")
+    if isinstance(out, torch.Tensor) and out.requires_grad:
+        raise _fail("predict_proba", "kept_graph")
+    if model.training != was_training:
+        raise _fail("predict_proba", "mode_not_restored")
+    return out
+
+
+def _proba_no_eval(model, X):
+    with torch.no_grad():
+        return torch.softmax(model(X), dim=1)
+
+
+def _proba_dim0(model, X):
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        out = torch.softmax(model(X), dim=0)
+    model.train(was)
+    return out
+
+
+def _proba_keeps_graph(model, X):
+    was = model.training
+    model.eval()
+    out = torch.softmax(model(X), dim=1)
+    model.train(was)
+    return out
+
+
+def _proba_stays_eval(model, X):
+    model.eval()
+    with torch.no_grad():
+        return torch.softmax(model(X), dim=1)
+
+
+def _proba_logits(model, X):
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        out = model(X)
+    model.train(was)
+    return out
+
+
+register(Exercise(
+    lesson=LESSON, name="predict_proba", title="Predict probabilities: eval mode, no graph, softmax over classes",
+    reference=predict_proba,
+    cases=_proba_cases,
+    run=_proba_run,
+    compare=Compare(rtol=1e-5, atol=1e-6),
+    mistakes=[
+        Mistake("forgot_eval", _MESSAGES["predict_proba", "forgot_eval"], _proba_no_eval, match_output=False),
+        Mistake("wrong_dim",
+                "Your probabilities sum to 1 down each column (over the batch), not along each row. "
+                "Softmax over the classes: `dim=1` for an (N, C) tensor of logits.",
+                _proba_dim0),
+        Mistake("kept_graph", _MESSAGES["predict_proba", "kept_graph"], _proba_keeps_graph, match_output=False),
+        Mistake("mode_not_restored", _MESSAGES["predict_proba", "mode_not_restored"], _proba_stays_eval, match_output=False),
+        Mistake("returned_logits",
+                "You returned the logits (raw scores). Turn them into probabilities with "
+                "`torch.softmax(logits, dim=1)`.",
+                _proba_logits),
+    ],
+    hints=[
+        "Three things: `model.eval()` (Dropout off, BatchNorm uses running statistics), "
+        "`with torch.no_grad():` around the forward, `torch.softmax(logits, dim=1)`.",
+        "Save `was_training = model.training` first, and end with `model.train(was_training)` so "
+        "the model is left as you found it.",
+    ],
+))

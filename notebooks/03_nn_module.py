@@ -1,0 +1,602 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · `nn.Module`
+#
+# In lesson 02 you kept track of weights by hand: create them with `requires_grad=True`, pass
+# them around, update each one. `torch.nn.Module` does that bookkeeping. A module owns its
+# **parameters** (what is trained), its **buffers** (state that is not trained) and its
+# **submodules**, finds them for the optimizer, moves them between devices, saves them, and
+# switches between training and evaluation behaviour.
+#
+# You will learn to
+#
+# 1. write a module: `super().__init__()`, `forward`, and why you call the module itself;
+# 2. recognise the registration bugs (a plain list, a plain tensor) and fix them;
+# 3. use `Sequential`, `ModuleList`, `ModuleDict`, `nn.Parameter` and buffers;
+# 4. count, name and freeze parameters; initialise them with `apply`;
+# 5. look at activations with forward hooks;
+# 6. know what `train()` / `eval()` change, and what `no_grad` does not;
+# 7. choose between the functional and the module API, and feed logits to the loss.
+#
+# Seven exercises are checked along the way. About 60 minutes.
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.grading import exercises_for
+
+ex = exercises_for("03_nn_module")
+_ = torch.manual_seed(0)
+
+
+# %% [markdown]
+# ## 1. A module is a class
+#
+# Subclass `nn.Module`. In `__init__`, call `super().__init__()` **first**, then create the
+# layers as attributes. In `forward`, say what happens to an input.
+
+# %%
+class TinyNet(nn.Module):
+    def __init__(self, in_features, hidden, out_features):
+        super().__init__()
+        self.fc1 = nn.Linear(in_features, hidden)
+        self.fc2 = nn.Linear(hidden, out_features)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+model = TinyNet(4, 8, 3)
+X = torch.randn(5, 4)
+print(model)
+print(model(X).shape)
+
+
+# %% [markdown]
+# Call the module, `model(X)`, not `model.forward(X)`. Calling it runs `forward` *plus* the
+# machinery around it: hooks (section 7) that libraries use for logging, pruning, mixed
+# precision and more. `.forward` skips them silently:
+
+# %%
+def announce(module, inputs, output):
+    print("hook saw output", tuple(output.shape))
+
+
+handle = model.register_forward_hook(announce)
+_ = model(X)
+_ = model.forward(X)  # prints nothing
+handle.remove()
+
+
+# %% [markdown]
+# Forgetting `super().__init__()` (or calling it after creating a layer) fails at the first
+# assignment, because the registries for parameters and submodules do not exist yet:
+
+# %% tags=["raises-exception"]
+class Forgetful(nn.Module):
+    def __init__(self):
+        self.fc = nn.Linear(2, 2)
+        super().__init__()
+
+
+Forgetful()
+
+# %% [markdown]
+# ## 2. Parameters register themselves
+#
+# Assigning an `nn.Module` or an `nn.Parameter` to an attribute registers it. That is how
+# `parameters()` (for the optimizer), `state_dict()` (for saving) and `.to(...)` (for devices
+# and dtypes) find everything:
+
+# %%
+for name, p in model.named_parameters():
+    print(f"{name:12s} {str(tuple(p.shape)):10s} requires_grad={p.requires_grad}")
+print("total:", sum(p.numel() for p in model.parameters()), "parameters")
+
+# %% [markdown]
+# `nn.Parameter` is a tensor subclass that says "this is trained": it requires grad by
+# default and registers when assigned to a module.
+
+# %%
+p = nn.Parameter(torch.zeros(3))
+print(type(p).__name__, p.requires_grad, isinstance(p, torch.Tensor))
+
+
+# %% [markdown]
+# ### The classic bug: PyTorch cannot see it
+#
+# Registration only looks at attributes that *are* modules or parameters. A Python list of
+# layers is a list; a plain tensor is a tensor. This module looks fine and even runs:
+
+# %%
+class BrokenTower(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = [nn.Linear(width, width) for _ in range(depth)]
+        self.scale = torch.ones(width)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.relu(block(x))
+        return x * self.scale
+
+
+broken = BrokenTower(4, 3)
+print("output:", tuple(broken(torch.randn(2, 4)).shape))
+print("parameters:", sum(p.numel() for p in broken.parameters()))
+print("state_dict keys:", list(broken.state_dict()))
+
+# %% [markdown]
+# ...but it has no parameters, so nothing can train it:
+
+# %% tags=["raises-exception"]
+torch.optim.SGD(broken.parameters(), lr=0.1)
+
+# %% [markdown]
+# And `.to(...)` cannot move what it cannot see: after `broken.double()` the blocks are still
+# float32 (on a GPU, they would still be on the CPU):
+
+# %%
+broken.double()
+print(broken.blocks[0].weight.dtype)
+
+
+# %% [markdown]
+# ### Exercise 1: fix the tower
+#
+# Write `Tower(width, depth)`: the same model as `BrokenTower`, with the same attribute names
+# (`blocks`, `scale`) and the same `forward`, but with every block and the scale registered,
+# so that the optimizer trains them, `state_dict()` saves them and `.to()` moves them.
+# `scale` starts as ones.
+
+# %%
+class Tower(nn.Module):
+    def __init__(self, width, depth):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+    def forward(self, x):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.Tower.check(Tower)
+
+# %% [markdown]
+# ## 3. Containers: `Sequential`, `ModuleList`, `ModuleDict`
+#
+# - `nn.Sequential(a, b, c)` is a module whose forward runs its children in order. Shortest
+#   code when data simply flows through.
+# - `nn.ModuleList([...])` is a list that registers its items; you write the loop in `forward`
+#   (skip connections, weight sharing, different calls per layer).
+# - `nn.ModuleDict({...})` registers modules by name: for example one head per task.
+
+# %%
+seq = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+print(seq)
+print("layer 0:", seq[0], "  output:", tuple(seq(X).shape))
+
+
+class MultiHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 16), nn.ReLU())
+        self.heads = nn.ModuleDict({"digit": nn.Linear(16, 10), "parity": nn.Linear(16, 2)})
+
+    def forward(self, x, task):
+        return self.heads[task](self.body(x))
+
+
+multi = MultiHead()
+print([name for name, _ in multi.named_parameters()])
+print(tuple(multi(X, "digit").shape), tuple(multi(X, "parity").shape))
+
+
+# %% [markdown]
+# ### Exercise 2: an MLP to a spec
+#
+# Write `MLP(in_features, hidden_sizes, num_classes)`: for each size in the list
+# `hidden_sizes`, a `Linear` layer followed by a ReLU; then a final `Linear` to `num_classes`
+# outputs. `forward(x)` takes `(N, in_features)` and returns `(N, num_classes)` **logits** (no
+# softmax: section 10 says why). The check builds your class for several specs, compares
+# layer shapes and the number of parameters, copies the same weights into yours and the
+# reference, and compares outputs.
+
+# %%
+class MLP(nn.Module):
+    def __init__(self, in_features, hidden_sizes, num_classes):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+    def forward(self, x):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.MLP.check(MLP)
+
+
+# %% [markdown]
+# ## 4. A custom layer with its own parameters
+#
+# A layer is a module like any other. Here is a learnable per-feature scale and shift (what
+# the "affine" part of a normalisation layer does). Create parameters with **torch**
+# factories: NumPy arrays are float64, and a float64 parameter quietly turns every float32
+# activation that touches it into float64.
+
+# %%
+class ScaleShift(nn.Module):
+    def __init__(self, num_features):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(num_features))
+        self.shift = nn.Parameter(torch.zeros(num_features))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+layer = ScaleShift(4)
+print([(n, tuple(p.shape), p.dtype) for n, p in layer.named_parameters()])
+print(layer(X).dtype)
+
+
+# %% [markdown]
+# ### Exercise 3: RMSNorm
+#
+# RMSNorm (used in many language models) divides each feature vector by its root mean square
+# and applies a learnable per-feature weight:
+#
+# $$y = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \varepsilon}} \cdot w$$
+#
+# where the mean runs over the **last** dimension. Write `RMSNorm(dim, eps=1e-6)` with one
+# `nn.Parameter` `weight` of shape `(dim,)`, initialised to ones (float32). `forward` accepts
+# `(N, dim)` or `(N, T, dim)` inputs, returns a new tensor of the same shape, keeps gradients
+# flowing to `x`, and does not modify `x`.
+
+# %%
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+    def forward(self, x):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.RMSNorm.check(RMSNorm)
+
+
+# %% [markdown]
+# ## 5. Buffers: state that is not trained
+#
+# Some state belongs to a module but is not learned by gradient descent: BatchNorm's running
+# mean and variance, a fixed mask, a step counter. Register it with `register_buffer`: it then
+# moves with `.to()`, appears in `state_dict()` (unless `persistent=False`), and is **not**
+# returned by `parameters()`, so no optimizer touches it.
+
+# %%
+class WithBuffers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+        self.register_buffer("counter", torch.zeros((), dtype=torch.long))
+        self.register_buffer("cache", torch.zeros(2), persistent=False)
+
+
+wb = WithBuffers()
+print("parameters:", [n for n, _ in wb.named_parameters()])
+print("buffers:   ", [n for n, _ in wb.named_buffers()])
+print("state_dict:", list(wb.state_dict()))
+print("BatchNorm1d state_dict:", list(nn.BatchNorm1d(3).state_dict()))
+
+
+# %% [markdown]
+# ### Exercise 4: a running mean
+#
+# Write `RunningMean(num_features, momentum=0.1)`, a module with a **buffer** `running_mean`
+# (zeros, saved in the state_dict) and no parameters. In training mode, `forward(x)` (with
+# `x` of shape `(N, num_features)`) first updates
+#
+# `running_mean ← (1 − momentum) · running_mean + momentum · (mean of x over the batch)`
+#
+# without recording the update in the autograd graph, then returns `x − running_mean`. In
+# eval mode it only returns `x − running_mean` and leaves the buffer alone.
+
+# %%
+class RunningMean(nn.Module):
+    def __init__(self, num_features, momentum=0.1):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+    def forward(self, x):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.RunningMean.check(RunningMean)
+
+# %% [markdown]
+# ## 6. Counting, naming and freezing parameters
+#
+# `named_parameters()` walks the whole tree with dotted names, which makes per-part summaries
+# easy:
+
+# %%
+net = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
+for name, p in net.named_parameters():
+    print(f"{name:9s} {str(tuple(p.shape)):10s} {p.numel():6d}")
+print("total", sum(p.numel() for p in net.parameters()))
+
+# %% [markdown]
+# **Freezing** a part (fine-tuning only the last layer of a pretrained network, say) means
+# `requires_grad = False` on its parameters: no gradient is computed for them and the
+# optimizer leaves them alone. `module.requires_grad_(False)` does it for a whole subtree.
+
+# %%
+net[:4].requires_grad_(False)  # slicing a Sequential gives a Sequential sharing the layers
+trainable = [p for p in net.parameters() if p.requires_grad]
+n_total = sum(p.numel() for p in net.parameters())
+print("trainable:", sum(p.numel() for p in trainable), "of", n_total)
+net(torch.randn(3, 64)).sum().backward()
+print("grad of frozen layer 0:", net[0].weight.grad)
+print("grad of layer 4:", tuple(net[4].weight.grad.shape))
+
+
+# %% [markdown]
+# ### Exercise 5: freeze the backbone
+#
+# The check's models have two parts, `model.backbone` and `model.head`. Write
+# `freeze_backbone(model)`: freeze every parameter of the backbone, and return a **list** of
+# the parameters that are still trainable (the model's own `Parameter` objects), ready to pass
+# to an optimizer.
+
+# %%
+def freeze_backbone(model):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.freeze_backbone.check(freeze_backbone)
+
+# %% [markdown]
+# ## 7. Looking inside: forward hooks
+#
+# `module.register_forward_hook(fn)` calls `fn(module, inputs, output)` every time the module
+# runs. It is the standard way to inspect activations without touching `forward`. Here a hook
+# on every `Tanh` of a deep network records its outputs (`course_utils.activations` wraps
+# this, and always removes the hooks):
+
+# %%
+from course_utils.activations import activation_histograms, deep_mlp, record_activations
+
+deep = deep_mlp(depth=6, width=256, activation="tanh", gain=1.0)
+inputs = torch.randn(512, 256, generator=torch.Generator().manual_seed(1))
+recorded = {}
+
+
+def save_output(name):
+    def hook(module, inputs, output):
+        recorded[name] = output.detach()
+    return hook
+
+
+handles = [m.register_forward_hook(save_output(name))
+           for name, m in deep.named_modules() if isinstance(m, nn.Tanh)]
+with torch.no_grad():
+    deep(inputs)
+for h in handles:
+    h.remove()
+print({name: round(out.std().item(), 3) for name, out in recorded.items()})
+
+# %% [markdown]
+# ## 8. Initialisation with `apply`
+#
+# How weights start decides whether signals survive a deep network. With weights drawn from
+# N(0, gain² / fan_in) (fan_in = number of inputs of the layer), watch the activations of
+# an 8-layer tanh network: too small a gain and they shrink towards 0 layer after layer (and
+# so do the gradients), too large and tanh saturates at ±1.
+
+# %%
+for gain in (0.5, 1.0, 3.0):
+    acts = record_activations(deep_mlp(depth=8, width=256, activation="tanh", gain=gain), inputs)
+    activation_histograms(acts, title=f"tanh, gain {gain}")
+    plt.show()
+
+# %% [markdown]
+# Drag the gain yourself, and switch to ReLU (which halves the variance at every layer, hence
+# He initialisation's gain of √2):
+
+# %% tags=["nbval-ignore-output"]
+from course_utils.activations import init_scale_widget
+
+init_scale_widget()
+
+
+# %% [markdown]
+# PyTorch's layers initialise themselves (`nn.Linear` draws from a uniform distribution with
+# std 1/√(3·fan_in)). To use your own scheme, write a function of one module and hand it to
+# `model.apply(fn)`, which calls `fn` on **every** submodule (children first, then the model
+# itself), so `fn` must check what it was given. `nn.init` functions change tensors in place
+# without recording anything:
+
+# %%
+def zero_biases(m):
+    if isinstance(m, nn.Linear):
+        nn.init.zeros_(m.bias)
+
+
+visited = []
+net.apply(lambda m: visited.append(type(m).__name__))
+print(visited)
+net.apply(zero_biases)
+print(net[0].bias[:5])
+
+# %% [markdown]
+# ### Exercise 6: LeCun-normal initialisation
+#
+# Write `init_weights(m)` for use with `model.apply(init_weights)`: for every `nn.Linear`,
+# draw the weight from a normal distribution with mean 0 and standard deviation
+# 1/√fan_in (fan_in = `m.in_features`), and set the bias (if there is one) to zero. Leave
+# every other kind of module untouched. (The check measures the statistics of large layers.)
+
+# %%
+import math
+
+
+def init_weights(m):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.init_weights.check(init_weights)
+
+# %% [markdown]
+# ## 9. `train()` and `eval()`
+#
+# Every module has a `training` flag; `model.train()` and `model.eval()` set it on the whole
+# tree. Two layers behave differently depending on it:
+#
+# - **Dropout** zeroes random elements in training (scaling the rest by 1/(1−p)) and does
+#   nothing in eval.
+# - **BatchNorm** normalises with the current batch's statistics in training (and updates its
+#   running averages), and with the running averages in eval.
+
+# %%
+drop = nn.Dropout(p=0.5)
+ones = torch.ones(8)
+torch.manual_seed(0)
+print("train:", drop(ones))
+drop.eval()
+print("eval: ", drop(ones))
+
+# %% [markdown]
+# `torch.no_grad()` is **not** `eval()`: it stops recording gradients and changes nothing
+# else. Dropout still drops:
+
+# %%
+drop.train()
+torch.manual_seed(0)
+with torch.no_grad():
+    print("train mode under no_grad:", drop(ones))
+
+# %% [markdown]
+# BatchNorm in training mode needs more than one example per channel, a classic surprise
+# when predicting a single example with a model left in training mode:
+
+# %% tags=["raises-exception"]
+bn_model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+bn_model(torch.randn(1, 4))
+
+# %%
+bn_model.eval()
+print(bn_model(torch.randn(1, 4)).shape)
+
+
+# %% [markdown]
+# So prediction code does two things: `model.eval()` (behaviour) and `torch.no_grad()` (no
+# graph). And code called from inside a training loop should put the mode back afterwards.
+#
+# ### Exercise 7: predicting probabilities
+#
+# Write `predict_proba(model, X)`: return the class probabilities of the model (softmax of
+# its logits over the classes, `(N, C)` for `(N, C)` logits), computed in **eval** mode and
+# **without** an autograd graph. The model (with Dropout and BatchNorm inside) usually arrives
+# in training mode, as it would from inside a training loop; leave it in the mode you found
+# it in, whichever that was.
+
+# %%
+def predict_proba(model, X):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.predict_proba.check(predict_proba)
+
+# %% [markdown]
+# ## 10. The functional API, and logits into the loss
+#
+# Most layers have a stateless twin in `torch.nn.functional` (`F`): `nn.ReLU()` ↔ `F.relu`,
+# `nn.Linear` ↔ `F.linear(x, weight, bias)`. Use modules for anything with parameters or
+# state (they register it) and the functional form for stateless steps inside `forward`.
+
+# %%
+lin = nn.Linear(4, 3)
+print(torch.allclose(lin(X), F.linear(X, lin.weight, lin.bias)))
+print(torch.equal(nn.ReLU()(X), F.relu(X)))
+
+# %% [markdown]
+# One trap: `F.dropout` does not know about `train()`/`eval()`: its `training` argument
+# defaults to `True`. Inside a module, pass `training=self.training`, or use `nn.Dropout`.
+
+# %%
+torch.manual_seed(0)
+print(F.dropout(ones, p=0.5))                  # drops even if your model is in eval mode
+print(F.dropout(ones, p=0.5, training=False))
+
+# %% [markdown]
+# ### Logits go into `CrossEntropyLoss`
+#
+# `nn.CrossEntropyLoss` takes raw scores (**logits**) and integer class indices. It applies
+# `log_softmax` itself, in a numerically safe way; it is log-softmax followed by the negative
+# log-likelihood:
+
+# %%
+logits = torch.tensor([[4.0, 0.5, -1.0], [0.2, 0.1, 3.0]])
+targets = torch.tensor([0, 2])
+loss_fn = nn.CrossEntropyLoss()
+print(loss_fn(logits, targets), F.nll_loss(F.log_softmax(logits, dim=1), targets))
+
+# %% [markdown]
+# Applying softmax in the model *and* passing the result to the loss softmaxes twice. The
+# loss can then never get near zero (probabilities lie in [0, 1], so their softmax is never
+# confident), and its gradients shrink, so training crawls:
+
+# %%
+logits = torch.tensor([[8.0, -8.0, -8.0]], requires_grad=True)
+target = torch.tensor([0])
+right = loss_fn(logits, target)
+wrong = loss_fn(torch.softmax(logits, dim=1), target)
+print(f"logits into the loss:   loss {right.item():.4f}")
+print(f"softmax into the loss:  loss {wrong.item():.4f}  (for a perfectly confident, correct model!)")
+logits = torch.tensor([[0.0, 2.0, 0.0]], requires_grad=True)
+g_right = torch.autograd.grad(loss_fn(logits, target), logits)[0]
+g_wrong = torch.autograd.grad(loss_fn(torch.softmax(logits, dim=1), target), logits)[0]
+print(f"gradient size for a wrong prediction: {g_right.norm().item():.3f} with logits, "
+      f"{g_wrong.norm().item():.3f} through softmax")
+
+# %% [markdown]
+# ## Summary
+#
+# - A module: `super().__init__()` first, layers as attributes, `forward` for the computation;
+#   call `model(x)`, not `model.forward(x)`.
+# - Only modules and `nn.Parameter`s assigned as attributes are registered. A Python list or
+#   a plain tensor is invisible: zero parameters, "optimizer got an empty parameter list",
+#   and `.to()` leaves it behind. Use `nn.ModuleList`/`nn.ModuleDict`/`nn.Sequential` and
+#   `nn.Parameter`.
+# - Buffers (`register_buffer`) hold untrained state, move with the module, and are saved
+#   unless `persistent=False`.
+# - `named_parameters()` to inspect and count; `requires_grad_(False)` to freeze;
+#   `model.apply(fn)` with `nn.init` to initialise; forward hooks to look at activations.
+# - `eval()` changes Dropout and BatchNorm; `no_grad()` only stops the graph. Prediction needs
+#   both.
+# - Models return logits; `CrossEntropyLoss` applies log-softmax itself.
+#
+# Next: **04_data**, feeding these models with `Dataset` and `DataLoader`.
