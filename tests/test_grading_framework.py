@@ -247,3 +247,58 @@ def test_arg_names_override_signature():
     ex = _toy(arg_names=["temperature"], mistakes=[])
     res = run_check(ex, lambda *a: a[0].mul_(2))
     assert "`temperature`" in res.message
+
+
+def test_int_expected_rejects_float_and_bool():
+    assert compare(3.0, 3).mistake == "wrong_type"
+    assert compare(True, 1).mistake == "wrong_type"
+    assert compare(3, 3) is None
+    assert compare(3, 3.0) is None  # an int where a float is expected is fine
+
+
+def test_dtype_free_comparison_uses_promoted_dtype():
+    cmp = Compare(dtype=False)
+    assert compare(torch.tensor([1, 2]), torch.tensor([1.4, 2.0]), cmp).mistake == "wrong_values"
+    assert compare(torch.tensor([1, 2]), torch.tensor([1.0, 2.0]), cmp) is None
+
+
+def test_kwargs_mutation_is_caught():
+    def ref(x, *, scale):
+        return x * scale
+
+    ex = _toy(reference=ref, cases=lambda r: Case((r.randn(3),), {"scale": r.randn(3)}), edge_cases=[], mistakes=[])
+
+    def mutates(x, *, scale):
+        scale.mul_(2)  # changes the caller's tensor, yet the result is right
+        return x * scale / 2
+
+    res = run_check(ex, mutates)
+    assert res.mistake == "mutated_input" and "`scale`" in res.message
+
+
+def test_grad_mode_is_reset_for_every_case():
+    seen = []
+
+    def ref(x):
+        seen.append(torch.is_grad_enabled())
+        return 2 * x
+
+    def answer(x):
+        torch.set_grad_enabled(False)
+        return 2 * x
+
+    ex = _toy(reference=ref, mistakes=[])
+    run_check(ex, answer, seed=1)
+    assert all(seen), "the reference must run with grad enabled in every case"
+
+
+def test_incorrect_from_custom_run_is_not_renamed_by_exception_matching():
+    def run(answer, case):
+        out = answer(*case.args)
+        if out is None:
+            raise Incorrect("custom_none", "custom says None")
+        return out
+
+    ex = _toy(run=run, mistakes=[Mistake("also_none", "should not be used", lambda x: None)])
+    res = run_check(ex, lambda x: None)
+    assert res.mistake == "custom_none" and res.message == "custom says None"

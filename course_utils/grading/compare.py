@@ -74,7 +74,17 @@ def _type_problem(got: Any, expected: Any, path: str) -> Problem | None:
         if not isinstance(got, bool):
             return Problem("wrong_type", f"{path} should be a bool, not {describe(got)}.")
         return None
-    if isinstance(expected, (int, float)):
+    if isinstance(expected, int):
+        if isinstance(got, torch.Tensor):
+            return Problem(
+                "wrong_type",
+                f"{path} is a tensor; return a Python int (`int(t)` or `t.item()` turns a one-element "
+                "integer tensor into one).",
+            )
+        if not isinstance(got, int) or isinstance(got, bool):
+            return Problem("wrong_type", f"{path} should be a Python int, not {describe(got)}.")
+        return None
+    if isinstance(expected, float):
         if isinstance(got, torch.Tensor):
             return Problem(
                 "wrong_type",
@@ -172,8 +182,12 @@ def _tensor_problem(got: torch.Tensor, expected: torch.Tensor, cmp: Compare, pat
 def _values_close(got: torch.Tensor, expected: torch.Tensor, cmp: Compare) -> bool:
     """``torch.testing.assert_close``'s rule (|got - expected| <= atol + rtol * |expected|, with
     its per-dtype default tolerances) computed with ``torch.isclose``: the same verdict without
-    assert_close's first-call import of sympy (about 0.5 s in a fresh kernel)."""
-    e = expected.to(got.dtype)
+    assert_close's first-call import of sympy (about 0.5 s in a fresh kernel). NaN matches NaN
+    only at the same positions (NaN where a number is expected was reported before this).
+    With ``Compare(dtype=False)`` both sides are compared in their promoted dtype, so an
+    integer result never passes against truncated float values."""
+    common = torch.promote_types(got.dtype, expected.dtype)
+    got, e = got.to(common), expected.to(common)
     if not (got.is_floating_point() or got.is_complex()):
         return bool(torch.equal(got, e))
     default_rtol, default_atol = _default_tol(got.dtype)
@@ -184,6 +198,8 @@ def _values_close(got: torch.Tensor, expected: torch.Tensor, cmp: Compare) -> bo
 
 def _mismatch_summary(got: torch.Tensor, expected: torch.Tensor, cmp: Compare) -> str:
     """Describe how values differ without printing the expected values."""
+    common = torch.promote_types(got.dtype, expected.dtype)
+    got, expected = got.to(common), expected.to(common)
     if got.dtype == torch.bool or not (got.is_floating_point() or got.is_complex()):
         differ = got != expected.to(got.dtype)
         n = int(differ.sum())

@@ -33,8 +33,8 @@ def _modules_in(objects: Iterable[Any]) -> list[torch.nn.Module]:
 
 @contextlib.contextmanager
 def preserved_state(*watch: Any) -> Iterator[None]:
-    """Restore RNG states, grad mode, default dtype and the train/eval flags of any module in
-    ``watch`` when the block ends, however it ends."""
+    """Restore RNG states (CPU, and CUDA when in use), grad mode, default dtype and the
+    train/eval flags of any module in ``watch`` when the block ends, however it ends."""
     grad_enabled = torch.is_grad_enabled()
     default_dtype = torch.get_default_dtype()
     py_state = random.getstate()
@@ -47,7 +47,9 @@ def preserved_state(*watch: Any) -> Iterator[None]:
         np_state = None
     modes = [(m, m.training) for m in _modules_in(watch)]
     try:
-        with torch.random.fork_rng(devices=[]):
+        # CUDA generators too, when present (initialising CUDA just to save them is avoided)
+        cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+        with torch.random.fork_rng(devices=cuda_devices):
             yield
     finally:
         torch.set_grad_enabled(grad_enabled)

@@ -103,9 +103,13 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _check_side_effects(ex: Exercise, pristine: tuple, used: tuple, got: Any) -> None:
-    names = _arg_names(ex, len(pristine))
+    """``pristine`` and ``used`` are ``(args, kwargs)`` before and after the learner's call."""
+    (args_before, kwargs_before), (args_after, kwargs_after) = pristine, used
+    names = _arg_names(ex, len(args_before)) + list(kwargs_before)
+    befores = list(args_before) + list(kwargs_before.values())
+    afters = list(args_after) + [kwargs_after[k] for k in kwargs_before]
     if ex.compare.mutation:
-        for name, before, after in zip(names, pristine, used):
+        for name, before, after in zip(names, befores, afters):
             for b, a in zip(_tensors(before), _tensors(after)):
                 if not _same(b, a):
                     raise _Fail(
@@ -115,7 +119,7 @@ def _check_side_effects(ex: Exercise, pristine: tuple, used: tuple, got: Any) ->
                         "input as it was.",
                     )
     if ex.compare.views:
-        for name, arg in zip(names, used):
+        for name, arg in zip(names, afters):
             for inp in _tensors(arg):
                 for out in _tensors(got):
                     if inp.numel() and out.numel() and out.untyped_storage().data_ptr() == inp.untyped_storage().data_ptr():
@@ -173,6 +177,8 @@ def _name_exception(ex: Exercise, case: Case, exc: Exception) -> _Fail | None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 _call(ex, m.example, copy.deepcopy(case))
+        except Incorrect:
+            continue
         except Exception as other:  # noqa: BLE001 - that is what we are looking for
             if type(other) is type(exc) and str(other) == str(exc):
                 said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -255,12 +261,14 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
                 if ex.cases is not None:
                     plan += [(None, seed + i) for i in range(n_random)]
                 for fixed, case_seed in plan:
+                    torch.set_grad_enabled(True)  # a learner's set_grad_enabled(False) ends with its case
                     rand = Rand(case_seed if case_seed is not None else seed)
                     case = fixed if fixed is not None else ex.cases(rand)  # type: ignore[misc]
                     current = _describe_case(ex, case, case_seed)
                     _check_one(ex, answer, case, rand)
                     n_cases += 1
                 for j, probe in enumerate(ex.probes):
+                    torch.set_grad_enabled(True)
                     current = f"In a behaviour test (seed {seed})."
                     probe(answer, Rand(seed + 10_000 + j))
                     n_cases += 1
@@ -324,12 +332,14 @@ def _failed(ex: Exercise, seed: int, fail: _Fail, printed: io.StringIO) -> Resul
 def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
     case_ref = copy.deepcopy(case)
     expected = _call(ex, ex.reference, case_ref)
-    pristine = copy.deepcopy(case.args)
+    pristine = copy.deepcopy((case.args, case.kwargs))
     case_got = copy.deepcopy(case)
     try:
         got = _call(ex, answer, case_got)
     except NotImplementedError as exc:
         raise _NotAttempted() from exc
+    except Incorrect:
+        raise  # a custom run's verdict, not an error of the learner's code
     except Exception as exc:
         named = _name_exception(ex, case, exc)
         if named is not None:
@@ -339,6 +349,6 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
     if problem:
         mistake, message = _name_mistake(ex, case, got, problem)
         raise _Fail(mistake, message)
-    _check_side_effects(ex, pristine, case_got.args, got)
+    _check_side_effects(ex, pristine, (case_got.args, case_got.kwargs), got)
     if ex.compare.grad:
         _check_grads(ex, case_ref, expected, case_got, got, rand)

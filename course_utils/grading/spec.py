@@ -109,6 +109,8 @@ class Compare:
     ``graph`` requires the output to stay connected to inputs that require grad.
     ``mutation`` fails answers that modify their inputs in place; ``views`` fails outputs that
     share storage with an input (set it when the exercise asks for a new tensor).
+    NaN in the learner's output where the reference has a number always fails; NaN where the
+    reference has NaN matches.
     """
 
     rtol: float | None = None
@@ -118,7 +120,6 @@ class Compare:
     graph: bool = True
     mutation: bool = True
     views: bool = False
-    equal_nan: bool = False
 
 
 @dataclass
