@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
 LESSON = "01_tensors"
 
@@ -81,6 +81,20 @@ def _scores_case(r: Rand) -> Case:
     return Case((r.randn(n, c), r.randint(0, c, (n,))))
 
 
+def _count_run(answer, case: Case):
+    out = answer(*case.args, **case.kwargs)
+    # the framework's comparison accepts a float equal to an expected int; a fraction (an
+    # accuracy) is left to the comparison, which names it
+    if isinstance(out, float) and out.is_integer():
+        raise Incorrect("float_not_int", _FLOAT_COUNT)
+    return out
+
+
+_FLOAT_COUNT = ("You returned a float (such as `3.0`); the exercise asks for a Python `int`. A `.float()` "
+                "before `.sum()` makes the sum a float: sum the booleans directly, then `int(...)` or "
+                "`.item()`.")
+
+
 def _correct_case(r: Rand) -> Case:
     n = r.integer(2, 9)
     c = r.choice([k for k in range(2, 6) if k != n])
@@ -119,7 +133,9 @@ register(
         title="Flatten every sample of a batch (N, C, H, W) into a row: (N, C*H*W)",
         reference=batch_flatten, cases=_flatten_case,
         edge_cases=[Case((torch.arange(24.0).reshape(2, 4, 3, 1).permute(0, 3, 1, 2),),
-                         label="a permuted (non-contiguous) batch")],
+                         label="a permuted (non-contiguous) batch"),
+                    # N = C = 1: `x.squeeze()` would drop the batch dimension too
+                    Case((torch.arange(12.0).reshape(1, 1, 3, 4),), label="a batch of one single-channel image")],
         mistakes=[
             Mistake("view_non_contiguous", "`.view` only works when the memory layout allows it; "
                     "after `permute`/`transpose` it does not. Use `.reshape` (or `.flatten(1)`).",
@@ -195,8 +211,9 @@ register(
         lesson=LESSON, name="masked_mean",
         title="Mean of each row of x over the positions where mask is True (0 for empty rows)",
         reference=masked_mean, cases=_masked_case,
-        edge_cases=[Case((torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]),
-                          torch.tensor([[True, False, True], [False, False, False]])),
+        # 4 columns, 2 selected: dividing by (count + 1) must not look like dividing by the row length
+        edge_cases=[Case((torch.tensor([[1.0, 2.0, 3.0, 4.0], [4.0, 5.0, 6.0, 7.0]]),
+                          torch.tensor([[True, False, True, False], [False, False, False, False]])),
                          label="a row with nothing selected", show_inputs=True)],
         mistakes=[
             Mistake("ignored_mask", "You averaged every element; only positions where `mask` is True count.",
@@ -243,7 +260,7 @@ register(
     Exercise(
         lesson=LESSON, name="count_correct",
         title="Count the predictions (argmax of logits (N, C)) that equal labels (N,): a Python int",
-        reference=count_correct, cases=_correct_case,
+        reference=count_correct, cases=_correct_case, run=_count_run,
         edge_cases=[Case((torch.tensor([[2.0, 1.0], [0.0, 3.0], [5.0, -1.0]]), torch.tensor([0, 1, 1])),
                          label="three predictions, two right", show_inputs=True)],
         mistakes=[
@@ -253,6 +270,8 @@ register(
                     "`argmax(dim=1)`.", lambda z, y: int((z.argmax(dim=0) == y).sum())),
             Mistake("accuracy_not_count", "That is the fraction correct; the exercise asks for the count.",
                     lambda z, y: (z.argmax(dim=1) == y).float().mean().item()),
+            Mistake("float_not_int", _FLOAT_COUNT,
+                    lambda z, y: (z.argmax(dim=1) == y).float().sum().item(), match_output=False),
             Mistake("flat_argmax", "`argmax()` without `dim` returns one index into the flattened "
                     "tensor; pass `dim=1`.", lambda z, y: int((z.argmax() == y).sum())),
         ],

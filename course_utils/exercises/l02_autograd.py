@@ -25,6 +25,10 @@ LESSON = "02_autograd"
 # Feedback for mistakes found by a check's own code (not by matching outputs). The runner shows
 # a declared Mistake's message for its id, so the check raises exactly these texts.
 _MESSAGES: dict[tuple[str, str], str] = {
+    ("dfdx", "used_autograd"): (
+        "Your function used autograd (`backward()` or `torch.autograd.grad`), so it failed when the "
+        "check ran it under `torch.no_grad()`. This exercise asks for the derivative as a formula: "
+        "apply the product rule and write it with `torch.sin` and `torch.cos`."),
     ("vjp", "accumulated_grad"): (
         "Calling your function twice on the same tensor gives a different answer the "
         "second time: you turned on `requires_grad` on the caller's `x` and read "
@@ -65,11 +69,22 @@ _MESSAGES: dict[tuple[str, str], str] = {
         "Each of your steps uses the sum of all gradients so far: `.grad` accumulates "
         "across `backward()` calls and your loop never clears it. After the update, "
         "`x.grad.zero_()` (or `x.grad = None`)."),
+    ("gradient_descent", "mutated_input"): (
+        "Your loop changed the caller's `x0`: you called `requires_grad_()` on it, or updated it "
+        "in place (`x0.detach()` shares `x0`'s memory, so updating that changes `x0` too). Start "
+        "from a copy: `x = x0.clone().requires_grad_()`."),
+    ("gradient_descent", "returned_requires_grad"): (
+        "You returned `x` itself, a leaf that still requires grad (and holds a `.grad`): everything "
+        "computed from it afterwards is recorded by autograd. Return the final point without a "
+        "graph: `x.detach()`."),
     ("gradient_descent", "update_tracked"): (
         "Your update is recorded in the autograd graph: `x = x - lr * x.grad` makes a new "
         "non-leaf tensor whose history grows with every step (memory and time grow, and "
         "gradients would flow through the updates). Update the leaf in place without "
         "tracking: `with torch.no_grad(): x -= lr * x.grad`."),
+    ("MySiLU", "not_a_function"): (
+        "`MySiLU` must be a subclass of `torch.autograd.Function` with a hand-written `backward`: "
+        "`class MySiLU(torch.autograd.Function):` with `forward` and `backward` staticmethods."),
     ("MySiLU", "mutated_input"): (
         "Your forward changed its input in place (`x.mul_(...)`, `x *= ...`). The caller's "
         "tensor is modified and autograd's bookkeeping breaks. Return a new tensor: `x * s`."),
@@ -129,13 +144,33 @@ def dfdx(x):
     return 2 * x * torch.sin(x) + x**2 * torch.cos(x)
 '''
 
+
+def _dfdx_run(answer: Any, case: Case) -> Any:
+    """The answer runs under ``torch.no_grad()``: a formula does not care, autograd fails."""
+    try:
+        with torch.no_grad():
+            return answer(*case.args, **case.kwargs)
+    except RuntimeError as exc:
+        if "does not require grad and does not have a grad_fn" in str(exc):
+            raise _fail("dfdx", "used_autograd") from None
+        raise
+
+
+def _dfdx_with_backward(x):
+    x = x.detach().requires_grad_()
+    (x**2 * torch.sin(x)).sum().backward()
+    return x.grad
+
+
 register(Exercise(
     lesson=LESSON, name="dfdx", title="Differentiate f(x) = x² sin(x) by hand, checked against autograd",
     reference=dfdx_by_autograd,
     solution=_DFDX_SOLUTION,
     cases=lambda r: Case((r.randn(*_shape(r)) * 3,)),
     edge_cases=[Case((torch.tensor([0.0, 1.5707964, 3.1415927, -2.0]),), label="0, π/2, π and -2",
-                     show_inputs=True)],
+                     show_inputs=True),
+                Case((torch.tensor([[0.5, -1.0, 2.0], [3.0, -2.5, 1.0]]),), label="a 2x3 x")],
+    run=_dfdx_run,
     compare=Compare(rtol=1e-5, atol=1e-5),
     mistakes=[
         Mistake("forgot_product_rule",
@@ -150,6 +185,7 @@ register(Exercise(
                 "Check the sign: the derivative of sin(x) is +cos(x) (it is the derivative of "
                 "cos(x) that is −sin(x)).",
                 lambda x: 2 * x * torch.sin(x) - x**2 * torch.cos(x)),
+        Mistake("used_autograd", _MESSAGES["dfdx", "used_autograd"], _dfdx_with_backward, match_output=False),
     ],
     hints=[
         "f(x) = x² · sin(x) is a product: use the product rule (u·v)' = u'·v + u·v'.",
@@ -267,7 +303,9 @@ register(Exercise(
     reference=huber,
     cases=lambda r: Case((r.randn(*_shape(r)).mul_(2).requires_grad_(), round(r.uniform(0.5, 2.0), 3))),
     edge_cases=[Case((torch.tensor([-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0], requires_grad=True), 1.0),
-                     label="x from -3 to 3 with delta = 1")],
+                     label="x from -3 to 3 with delta = 1"),
+                Case((torch.tensor([[-2.0, 0.3, 1.5], [0.8, -0.1, 4.0]], requires_grad=True), 1.2),
+                     label="a 2x3 x with delta = 1.2")],
     run=lambda answer, case: _autograd_errors(answer, *case.args),
     compare=Compare(grad=True),
     mistakes=[
@@ -351,7 +389,9 @@ register(Exercise(
     lesson=LESSON, name="second_derivative", title="Second derivatives with torch.autograd.grad",
     reference=second_derivative,
     cases=lambda r: Case((_elementwise_fn(r), r.randn(*_shape(r)) * 1.5)),
-    edge_cases=[Case((lambda x: x**3, torch.tensor([-2.0, 0.0, 1.0, 3.0])), label="f(x) = x³ at -2, 0, 1, 3")],
+    edge_cases=[Case((lambda x: x**3, torch.tensor([-2.0, 0.0, 1.0, 3.0])), label="f(x) = x³ at -2, 0, 1, 3"),
+                Case((lambda x: x * torch.sin(x), torch.tensor([[0.5, -1.0, 2.0], [3.0, -2.5, 1.0]])),
+                     label="f(x) = x·sin(x) on a 2x3 x")],
     run=_second_run,
     compare=Compare(rtol=1e-4, atol=1e-5),
     mistakes=[
@@ -409,6 +449,11 @@ def _fd_cases(r: Rand) -> Case:
     return Case((_scalar_fn(r, shape), r.randn(*shape, dtype=torch.float64), r.choice([1e-2, 5e-3])))
 
 
+def _fd_fixed_fn(x: torch.Tensor) -> torch.Tensor:
+    w = torch.arange(1.0, x.numel() + 1, dtype=x.dtype).reshape(x.shape)
+    return (x**3).sum() / 3 + (torch.sin(x) * w).sum()
+
+
 def _fd_run(answer: Any, case: Case) -> Any:
     fn, x, eps = case.args
     before = x.clone()
@@ -457,6 +502,8 @@ register(Exercise(
     lesson=LESSON, name="finite_difference_grad", title="A finite-difference gradient checker",
     reference=finite_difference_grad,
     cases=_fd_cases,
+    edge_cases=[Case((_fd_fixed_fn, torch.tensor([[0.5, -1.0, 2.0], [1.5, -0.5, 0.25]], dtype=torch.float64), 1e-2),
+                     label="fn(x) = sum(x³)/3 + sum(sin(x)·[1..6]) on a 2x3 x, eps = 0.01")],
     run=_fd_run,
     # central differences agree with each other to ~1e-13 in float64; forward differences and
     # the exact (autograd) gradient differ from them by ~1e-4 and ~1e-5
@@ -565,9 +612,13 @@ def _gd_run(answer: Any, case: Case) -> Any:
 
     with torch.enable_grad():
         out = answer(watched, x0, lr, num_steps)
+    if x0.requires_grad or x0.grad is not None:
+        raise _fail("gradient_descent", "mutated_input")
     if any(tracked for _, tracked in seen) or (isinstance(out, torch.Tensor) and out.grad_fn is not None):
         raise _fail("gradient_descent", "update_tracked")
     _diagnose_steps(fn, [p for p, _ in seen], lr)
+    if isinstance(out, torch.Tensor) and out.requires_grad:
+        raise _fail("gradient_descent", "returned_requires_grad")
     return out
 
 
@@ -599,6 +650,16 @@ def _gd_uphill(fn, x0, lr, num_steps):
     return x.detach()
 
 
+def _gd_not_detached(fn, x0, lr, num_steps):
+    x = x0.clone().requires_grad_(True)
+    for _ in range(num_steps):
+        fn(x).backward()
+        with torch.no_grad():
+            x -= lr * x.grad
+        x.grad.zero_()
+    return x
+
+
 def _gd_on_x0(fn, x0, lr, num_steps):
     x = x0.requires_grad_(True)
     for _ in range(num_steps):
@@ -620,10 +681,9 @@ register(Exercise(
         Mistake("update_tracked", _MESSAGES["gradient_descent", "update_tracked"], _gd_tracked, match_output=False),
         Mistake("grad_not_cleared", _MESSAGES["gradient_descent", "grad_not_cleared"], _gd_never_cleared, match_output=False),
         Mistake("wrong_sign", _MESSAGES["gradient_descent", "wrong_sign"], _gd_uphill, match_output=False),
-        Mistake("mutated_input",
-                "Your loop changed the caller's `x0` (you called `requires_grad_()` on it and "
-                "updated it in place). Start from a copy: `x = x0.clone().requires_grad_()`.",
-                _gd_on_x0, match_output=False),
+        Mistake("mutated_input", _MESSAGES["gradient_descent", "mutated_input"], _gd_on_x0, match_output=False),
+        Mistake("returned_requires_grad", _MESSAGES["gradient_descent", "returned_requires_grad"],
+                _gd_not_detached, match_output=False),
     ],
     hints=[
         "Start from a copy that requires grad: `x = x0.clone().requires_grad_()`. Each step: "
@@ -662,6 +722,8 @@ def _silu_cases(r: Rand) -> Case:
 def _silu_run(answer: Any, case: Case) -> Any:
     (x,) = case.args
     upstream = case.kwargs["upstream"]
+    if not (isinstance(answer, type) and issubclass(answer, torch.autograd.Function)):
+        raise _fail("MySiLU", "not_a_function")
     before = x.detach().clone()
     with torch.enable_grad():
         y = answer.apply(x)
@@ -741,6 +803,12 @@ class _SigmoidNotSiLU(torch.autograd.Function):
         return grad_output * s * (1 - s)
 
 
+class _SiLUModuleNotFunction:
+    """Not a Function: autograd differentiates ``F.silu`` itself, no backward is written."""
+
+    apply = staticmethod(torch.nn.functional.silu)
+
+
 register(Exercise(
     lesson=LESSON, name="MySiLU", title="A custom autograd.Function for SiLU that passes gradcheck",
     reference=MySiLU, kind="class",
@@ -758,6 +826,7 @@ register(Exercise(
                 "Your forward returns sigmoid(x). SiLU is x · sigmoid(x).",
                 _SigmoidNotSiLU),
         Mistake("wrong_backward", _MESSAGES["MySiLU", "wrong_backward"], match_output=False),
+        Mistake("not_a_function", _MESSAGES["MySiLU", "not_a_function"], _SiLUModuleNotFunction, match_output=False),
         Mistake("backward_returned_none", _MESSAGES["MySiLU", "backward_returned_none"], match_output=False),
         Mistake("failed_gradcheck", _MESSAGES["MySiLU", "failed_gradcheck"], match_output=False),
     ],

@@ -58,6 +58,9 @@ _MESSAGES: dict[tuple[str, str], str] = {
     ("Tower", "scale_not_parameter"): (
         "`self.scale` is a plain tensor attribute: it is not in `parameters()` (never trained) "
         "nor in `state_dict()` (never saved). Wrap it: `self.scale = nn.Parameter(torch.ones(width))`."),
+    ("Tower", "frozen_parameter"): (
+        "Some of your parameters do not require grad (`requires_grad=False`), so the optimizer "
+        "would never train them. Leave `requires_grad` at its default."),
     ("Tower", "wrong_init"): (
         "`scale` should start as all ones (`torch.ones(width)`)."),
     ("RMSNorm", "unregistered_parameters"): (
@@ -81,6 +84,18 @@ _MESSAGES: dict[tuple[str, str], str] = {
     ("RMSNorm", "ignored_eps"): (
         "You left out eps: add it inside the square root, "
         "`torch.sqrt(mean_of_squares + self.eps)`."),
+    ("RMSNorm", "frozen_weight"): (
+        "Your weight does not require grad, so it can never learn. Leave `requires_grad` at its "
+        "default: `self.weight = nn.Parameter(torch.ones(dim))`."),
+    ("RMSNorm", "weight_outside_graph"): (
+        "No gradient (or the wrong one) reaches your weight: the forward uses it outside autograd "
+        "(`self.weight.data`, `.detach()`, a copy), so training would never change it. Multiply "
+        "by `self.weight` itself."),
+    ("RMSNorm", "partial_graph_cut"): (
+        "Your values are right but the gradient with respect to `x` is not: part of the forward "
+        "(the RMS?) is computed outside the graph (`.detach()`, `.data`, `torch.tensor(...)`), so "
+        "autograd misses how it depends on x. Compute everything from `x` itself with tensor "
+        "operations."),
     ("RMSNorm", "graph_cut"): (
         "No gradient reaches the input: somewhere your forward leaves the graph "
         "(`.item()`, `.tolist()`, `.numpy()`, `torch.tensor(...)` on an intermediate, or "
@@ -109,6 +124,10 @@ _MESSAGES: dict[tuple[str, str], str] = {
         "so every batch's graph stays alive and the next `backward()` fails with \"Trying "
         "to backward through the graph a second time\". Update under `torch.no_grad()` "
         "(or use `x.detach()`)."),
+    ("RunningMean", "output_detached"): (
+        "Your output is not connected to `x`'s graph, so no gradient reaches the layers before "
+        "this one. Only the *update* of `running_mean` belongs under `torch.no_grad()`; return "
+        "`x - self.running_mean` outside that block."),
     ("RunningMean", "updates_in_eval"): (
         "Your module also updates `running_mean` in eval mode. Statistics are collected only "
         "while training: check `self.training` before updating (like BatchNorm does)."),
@@ -117,6 +136,9 @@ _MESSAGES: dict[tuple[str, str], str] = {
         "Sequential, LayerNorm, ReLU...), and on one of them your code asked for an "
         "attribute it does not have (`weight`, `bias`, `in_features`). Start with "
         "`if isinstance(m, nn.Linear):`."),
+    ("init_weights", "bias_none"): (
+        "Some Linear layers have no bias (`nn.Linear(..., bias=False)` sets `m.bias = None`), and "
+        "your code used it anyway. Guard the bias: `if m.bias is not None: nn.init.zeros_(m.bias)`."),
     ("init_weights", "touched_other_layers"): (
         "Your function also changed the parameters of a layer that is not Linear (a "
         "LayerNorm's weight or bias). Only Linear layers should be initialised; check "
@@ -156,6 +178,9 @@ _MESSAGES: dict[tuple[str, str], str] = {
         "Some items you returned are not the model's own Parameter objects (a copy, "
         "`.detach()`, `.data`?). The optimizer must receive the parameters themselves to "
         "update the model."),
+    ("freeze_backbone", "returned_pairs"): (
+        "Your list holds (name, parameter) pairs from `named_parameters()`. An optimizer takes the "
+        "parameters themselves: `[p for p in model.parameters() if p.requires_grad]`."),
     ("freeze_backbone", "returned_frozen"): (
         "Your list includes frozen parameters. Return only those that still require grad, "
         "so the optimizer (and its memory) only holds what is trained."),
@@ -167,11 +192,16 @@ _MESSAGES: dict[tuple[str, str], str] = {
         "Your probabilities carry an autograd graph: predicting recorded every operation for a "
         "backward pass that never comes (memory and time). Wrap the forward in "
         "`torch.no_grad()` (or `torch.inference_mode()`)."),
+    ("predict_proba", "graph_then_detach"): (
+        "Your forward ran with autograd recording: the graph was built (memory and time) and only "
+        "thrown away afterwards (`.detach()`). Run the forward inside `torch.no_grad()` (or "
+        "`torch.inference_mode()`) so that no graph is recorded at all."),
     ("predict_proba", "mode_not_restored"): (
         "Your function left the model in a different mode than it found it (a model in "
         "training mode came back in eval mode, or the other way round). A training loop that "
         "calls it would go on training without dropout. Remember `was_training = "
-        "model.training` first and end with `model.train(was_training)`."),
+        "model.training` first and end with `model.train(was_training)` (a method: setting "
+        "`model.training = ...` does not reach the Dropout and BatchNorm inside)."),
 }
 
 
@@ -340,6 +370,9 @@ register(Exercise(
     lesson=LESSON, name="MLP", title="An MLP to a given spec (logits out)",
     reference=MLP, kind="class",
     cases=_mlp_cases,
+    # "for each size in hidden_sizes": an empty list is a plain linear classifier; code that
+    # starts from hidden_sizes[0] or ends with hidden_sizes[-1] fails on it
+    edge_cases=[Case((5, [], 3), {"seed": 12345}, label="no hidden layers", show_inputs=True)],
     run=_mlp_run,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
@@ -406,6 +439,8 @@ def _tower_run(answer: Any, case: Case) -> Any:
             "wrong_structure",
             f"Your state_dict has keys {got_keys}; the fixed Tower keeps the attribute names of the "
             f"broken one, which gives {expected_keys}.")
+    if not all(p.requires_grad for p in model.parameters()):
+        raise _fail("Tower", "frozen_parameter")
     if not torch.equal(model.scale.detach(), torch.ones(width)):
         raise _fail("Tower", "wrong_init")
     model.load_state_dict(ref.state_dict())
@@ -449,6 +484,12 @@ class _TowerBufferScale(nn.Module):
         return x * self.scale
 
 
+class _TowerFrozenScale(Tower):
+    def __init__(self, width, depth):
+        super().__init__(width, depth)
+        self.scale = nn.Parameter(torch.ones(width), requires_grad=False)
+
+
 class _TowerSequentialNoRelu(nn.Module):
     def __init__(self, width, depth):
         super().__init__()
@@ -476,6 +517,7 @@ register(Exercise(
                 _TowerSequentialNoRelu),
         Mistake("missing_super_init", _MESSAGES["shared", "missing_super_init"], match_output=False),
         Mistake("wrong_init", _MESSAGES["Tower", "wrong_init"], match_output=False),
+        Mistake("frozen_parameter", _MESSAGES["Tower", "frozen_parameter"], _TowerFrozenScale, match_output=False),
     ],
     hints=[
         "Two attributes are invisible to PyTorch: a Python list of layers and a plain tensor. "
@@ -527,6 +569,8 @@ def _rms_run(answer: Any, case: Case) -> Any:
         raise _fail("RMSNorm", "float64_drift")
     if not torch.equal(weight.detach(), torch.ones(dim, dtype=weight.dtype)):
         raise _fail("RMSNorm", "wrong_init")
+    if not weight.requires_grad:
+        raise _fail("RMSNorm", "frozen_weight")
     new_weight = torch.randn(dim, generator=gen) * 0.5 + 1.0
     model.load_state_dict({params[0][0]: new_weight}, strict=False)
     x = torch.randn(*case.kwargs["shape"], generator=gen).mul_(2).requires_grad_(True)
@@ -534,7 +578,8 @@ def _rms_run(answer: Any, case: Case) -> Any:
     out = _forward_errors(model, x)
     if not torch.equal(x.detach(), before):
         raise _fail("RMSNorm", "mutated_input")
-    if isinstance(out, torch.Tensor) and out.shape == x.shape and out.requires_grad:
+    if (isinstance(out, torch.Tensor) and out.shape == x.shape and out.dtype == x.dtype
+            and out.requires_grad):
         expected = _rms_reference_over(before, new_weight, eps, -1)
         if not torch.allclose(out.detach(), expected, rtol=1e-4, atol=1e-5):
             for d in range(x.dim() - 1):
@@ -542,10 +587,20 @@ def _rms_run(answer: Any, case: Case) -> Any:
                     raise _fail("RMSNorm", "wrong_dim")
             if torch.allclose(out.detach(), _rms_reference_over(before, new_weight, 0.0, -1), rtol=1e-4, atol=1e-5):
                 raise _fail("RMSNorm", "ignored_eps")
-        if out.grad_fn is not None:
-            (gx,) = torch.autograd.grad(out, x, torch.ones_like(out), allow_unused=True, retain_graph=True)
-            if gx is None:
-                raise _fail("RMSNorm", "graph_cut")
+            return out  # other wrong values: the output comparison reports them
+        # right values: the gradients must be right too (a `.detach()`ed RMS or `weight.data`
+        # give the same values and wrong gradients)
+        upstream = torch.randn(out.shape, generator=gen)
+        gx, gw = torch.autograd.grad(out, [x, weight], upstream, allow_unused=True, retain_graph=True)
+        if gx is None:
+            raise _fail("RMSNorm", "graph_cut")
+        xr = before.clone().requires_grad_(True)
+        wr = new_weight.clone().requires_grad_(True)
+        want_gx, want_gw = torch.autograd.grad(_rms_reference_over(xr, wr, eps, -1), [xr, wr], upstream)
+        if not torch.allclose(gx, want_gx, rtol=1e-4, atol=1e-5):
+            raise _fail("RMSNorm", "partial_graph_cut")
+        if gw is None or not torch.allclose(gw, want_gw, rtol=1e-4, atol=1e-5):
+            raise _fail("RMSNorm", "weight_outside_graph")
     return out
 
 
@@ -580,6 +635,20 @@ def _rms_detached(self, x):
     return x.detach() / rms * self.weight
 
 
+def _rms_detached_rms(self, x):
+    return x / torch.sqrt(x.detach().pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+def _rms_weight_data(self, x):
+    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight.data
+
+
+class _RMSFrozenWeight(RMSNorm):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__(dim, eps)
+        self.weight.requires_grad_(False)
+
+
 def _ones_from_numpy(dim):
     import numpy as np
 
@@ -604,6 +673,11 @@ register(Exercise(
         Mistake("ignored_eps", _MESSAGES["RMSNorm", "ignored_eps"],
                 _rmsnorm_variant(forward=lambda self, x: x / x.pow(2).mean(-1, keepdim=True).sqrt() * self.weight),
                 match_output=False),
+        Mistake("partial_graph_cut", _MESSAGES["RMSNorm", "partial_graph_cut"],
+                _rmsnorm_variant(forward=_rms_detached_rms), match_output=False),
+        Mistake("weight_outside_graph", _MESSAGES["RMSNorm", "weight_outside_graph"],
+                _rmsnorm_variant(forward=_rms_weight_data), match_output=False),
+        Mistake("frozen_weight", _MESSAGES["RMSNorm", "frozen_weight"], _RMSFrozenWeight, match_output=False),
         Mistake("wrong_init", _MESSAGES["RMSNorm", "wrong_init"], match_output=False),
         Mistake("missing_super_init", _MESSAGES["shared", "missing_super_init"], match_output=False),
     ],
@@ -668,6 +742,8 @@ def _rm_run(answer: Any, case: Case) -> Any:
             raise
         if model.running_mean.requires_grad:
             raise _fail("RunningMean", "buffer_in_graph")
+        if isinstance(out, torch.Tensor) and not out.requires_grad:
+            raise _fail("RunningMean", "output_detached")
         outs.append(out.detach() if isinstance(out, torch.Tensor) else out)
     after_training = model.running_mean.detach().clone()
     model.eval()
@@ -708,6 +784,14 @@ class _RMInGraph(RunningMean):
         return x - self.running_mean
 
 
+class _RMAllNoGrad(RunningMean):
+    def forward(self, x):
+        with torch.no_grad():
+            if self.training:
+                self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(dim=0))
+            return x - self.running_mean
+
+
 class _RMWrongDim(RunningMean):
     def forward(self, x):
         if self.training:
@@ -736,6 +820,7 @@ register(Exercise(
         Mistake("updates_in_eval", _MESSAGES["RunningMean", "updates_in_eval"], _RMAlwaysUpdates, match_output=False),
         Mistake("buffer_in_graph", _MESSAGES["RunningMean", "buffer_in_graph"], _RMInGraph, match_output=False),
         Mistake("wrong_dim", _MESSAGES["RunningMean", "wrong_dim"], _RMWrongDim, match_output=False),
+        Mistake("output_detached", _MESSAGES["RunningMean", "output_detached"], _RMAllNoGrad, match_output=False),
         Mistake("momentum_swapped",
                 "Your running mean moves almost all the way to each new batch: the momentum weights "
                 "the *new* value. `running = (1 - momentum) * running + momentum * batch_mean`.",
@@ -771,8 +856,9 @@ _WIDTH_CHAINS = [(64, 256, 64), (32, 512, 32), (128, 192, 96), (256, 64, 256)]
 def _init_cases(r: Rand) -> Case:
     widths = r.choice(_WIDTH_CHAINS)
     layers: list[nn.Module] = []
+    no_bias = r.integer(0, 1)  # every case has a Linear with a bias and one without
     for k, (a, b) in enumerate(zip(widths, widths[1:])):
-        layers.append(nn.Linear(a, b, bias=bool(k == 0 or r.integer(0, 1))))
+        layers.append(nn.Linear(a, b, bias=k != no_bias))
         layers.append(nn.LayerNorm(b))
         layers.append(nn.ReLU())
     model = nn.Sequential(nn.Sequential(*layers[:3]), *layers[3:])
@@ -788,9 +874,12 @@ def _init_run(answer: Any, case: Case) -> Any:
     try:
         model.apply(answer)
     except AttributeError as exc:
-        if "object has no attribute" in str(exc):
+        msg = str(exc)
+        if msg.startswith("'NoneType' object has no attribute"):
+            raise _fail("init_weights", "bias_none") from None
+        if "object has no attribute" in msg and not msg.startswith("'Linear' object"):
             raise _fail("init_weights", "no_isinstance_check") from None
-        raise
+        raise  # e.g. a typo on a Linear (`m.in_feature`): the learner sees the real error
     for name, module in model.named_modules():
         for pname, p in module.named_parameters(recurse=False):
             full = f"{name}.{pname}" if name else pname
@@ -856,9 +945,16 @@ def _init_hasattr(m):
             nn.init.zeros_(m.bias)
 
 
+def _init_unguarded_bias(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, std=1 / math.sqrt(m.in_features))
+        nn.init.zeros_(m.bias)
+
+
 def _init_no_isinstance(m):
     nn.init.normal_(m.weight, std=1 / math.sqrt(m.in_features))
-    nn.init.zeros_(m.bias)
+    if m.bias is not None:
+        nn.init.zeros_(m.bias)
 
 
 register(Exercise(
@@ -873,6 +969,7 @@ register(Exercise(
         Mistake("bias_not_zero", _MESSAGES["init_weights", "bias_not_zero"], _init_keeps_bias, match_output=False),
         Mistake("touched_other_layers", _MESSAGES["init_weights", "touched_other_layers"], _init_hasattr, match_output=False),
         Mistake("no_isinstance_check", _MESSAGES["init_weights", "no_isinstance_check"], _init_no_isinstance, match_output=False),
+        Mistake("bias_none", _MESSAGES["init_weights", "bias_none"], _init_unguarded_bias, match_output=False),
         Mistake("uniform_not_normal", _MESSAGES["init_weights", "uniform_not_normal"],
                 lambda m: (nn.init.uniform_(m.weight, -math.sqrt(3 / m.in_features), math.sqrt(3 / m.in_features)),
                            m.bias is not None and nn.init.zeros_(m.bias)) if isinstance(m, nn.Linear) else None,
@@ -923,6 +1020,8 @@ def _freeze_run(answer: Any, case: Case) -> Any:
     if out is not None and not isinstance(out, (list, tuple)) and hasattr(out, "__next__"):
         raise _fail("freeze_backbone", "returned_generator")
     if isinstance(out, (list, tuple)):
+        if any(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in out):
+            raise _fail("freeze_backbone", "returned_pairs")
         names = {id(p): n for n, p in model.named_parameters()}
         if any(id(p) not in names for p in out):
             raise _fail("freeze_backbone", "returned_copies")
@@ -955,6 +1054,11 @@ def _freeze_returns_all(model):
     return list(model.parameters())
 
 
+def _freeze_named(model):
+    model.backbone.requires_grad_(False)
+    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+
 def _freeze_generator(model):
     model.backbone.requires_grad_(False)
     return (p for p in model.parameters() if p.requires_grad)
@@ -972,6 +1076,7 @@ register(Exercise(
         Mistake("returned_frozen", _MESSAGES["freeze_backbone", "returned_frozen"], _freeze_returns_all, match_output=False),
         Mistake("returned_generator", _MESSAGES["freeze_backbone", "returned_generator"], _freeze_generator, match_output=False),
         Mistake("returned_copies", _MESSAGES["freeze_backbone", "returned_copies"], match_output=False),
+        Mistake("returned_pairs", _MESSAGES["freeze_backbone", "returned_pairs"], _freeze_named, match_output=False),
     ],
     hints=[
         "`module.requires_grad_(False)` (a method, with the underscore) sets `requires_grad` on "
@@ -992,7 +1097,7 @@ def predict_proba(model, X):
     return probs
 
 
-def _proba_cases(r: Rand) -> Case:
+def _proba_cases(r: Rand, training: bool | None = None) -> Case:
     n_in, hidden = r.integer(2, 6), r.integer(4, 10)
     n_cls = r.integer(2, 5)
     model = nn.Sequential(nn.Linear(n_in, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Dropout(0.5),
@@ -1002,16 +1107,29 @@ def _proba_cases(r: Rand) -> Case:
             p.copy_(torch.randn(p.shape, generator=r.torch))
         model[1].running_mean.copy_(torch.randn(hidden, generator=r.torch))
         model[1].running_var.copy_(torch.rand(hidden, generator=r.torch) + 0.5)
-    model.train(r.integer(0, 3) > 0)  # usually in training mode, as inside a training loop
+    random_mode = r.integer(0, 3) > 0  # usually in training mode, as inside a training loop
+    model.train(random_mode if training is None else training)
     batch = r.choice([b for b in range(3, 9) if b != n_cls])
     return Case((model, r.randn(batch, n_in)))
 
 
+def _proba_fixed_case(seed: int, training: bool) -> Case:
+    # the layers' default initialisation draws from the global RNG: keep the importer's intact
+    with torch.random.fork_rng(devices=[]):
+        case = _proba_cases(Rand(seed), training)
+    case.label = f"a model in {'training' if training else 'eval'} mode"
+    return case
+
+
 def _proba_run(answer: Any, case: Case) -> Any:
     model, X = case.args
-    was_training = model.training
+    modes_before = [m.training for m in model.modules()]
     seen: list[tuple[bool, bool]] = []
-    handle = model.register_forward_pre_hook(lambda m, args: seen.append((m.training, torch.is_grad_enabled())))
+
+    def record(m: nn.Module, args: Any) -> None:  # every submodule: `model.training = False` is not eval()
+        seen.append((any(sub.training for sub in m.modules()), torch.is_grad_enabled()))
+
+    handle = model.register_forward_pre_hook(record)
     try:
         with torch.enable_grad():
             out = answer(model, X)
@@ -1021,7 +1139,9 @@ def _proba_run(answer: Any, case: Case) -> Any:
         raise _fail("predict_proba", "forgot_eval")
     if isinstance(out, torch.Tensor) and out.requires_grad:
         raise _fail("predict_proba", "kept_graph")
-    if model.training != was_training:
+    if any(grad_enabled for _, grad_enabled in seen):
+        raise _fail("predict_proba", "graph_then_detach")
+    if [m.training for m in model.modules()] != modes_before:
         raise _fail("predict_proba", "mode_not_restored")
     return out
 
@@ -1054,6 +1174,14 @@ def _proba_stays_eval(model, X):
         return torch.softmax(model(X), dim=1)
 
 
+def _proba_detached(model, X):
+    was = model.training
+    model.eval()
+    out = torch.softmax(model(X), dim=1).detach()
+    model.train(was)
+    return out
+
+
 def _proba_logits(model, X):
     was = model.training
     model.eval()
@@ -1067,6 +1195,8 @@ register(Exercise(
     lesson=LESSON, name="predict_proba", title="Predict probabilities: eval mode, no graph, softmax over classes",
     reference=predict_proba,
     cases=_proba_cases,
+    # both modes every time: "model.train() at the end" and "never restored" each fail one of them
+    edge_cases=[_proba_fixed_case(101, True), _proba_fixed_case(202, False)],
     run=_proba_run,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
@@ -1077,6 +1207,7 @@ register(Exercise(
                 _proba_dim0),
         Mistake("kept_graph", _MESSAGES["predict_proba", "kept_graph"], _proba_keeps_graph, match_output=False),
         Mistake("mode_not_restored", _MESSAGES["predict_proba", "mode_not_restored"], _proba_stays_eval, match_output=False),
+        Mistake("graph_then_detach", _MESSAGES["predict_proba", "graph_then_detach"], _proba_detached, match_output=False),
         Mistake("returned_logits",
                 "You returned the logits (raw scores). Turn them into probabilities with "
                 "`torch.softmax(logits, dim=1)`.",
