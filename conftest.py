@@ -1,7 +1,7 @@
 """Shared test setup.
 
 - Progress events written while testing go to a temporary log, never to the tester's home;
-  notebook kernels inherit the variable.
+  notebook kernels inherit the variable (and ``OMP_NUM_THREADS=1``, see below).
 - Learner notebooks: every check cell (``ex.NAME.check(ANSWER)``) must report "not
   attempted" when nbval runs the untouched notebook: a stub that passes or fails a check is a
   broken exercise.
@@ -19,6 +19,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 _LOG_DIR = tempfile.mkdtemp(prefix="course-test-progress-")
 os.environ["COURSE_PROGRESS_LOG"] = os.path.join(_LOG_DIR, "progress.jsonl")
+# Two pytest workers each drive a kernel on a 2-core machine: one thread per kernel avoids
+# oversubscription (measured: lesson 05 took 89-170 s with 2 threads each, 32 s with 1).
+# `build --execute` stores solution outputs with the same setting, so numbers match.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 CHECK_CELL = re.compile(r"^ex\.(\w+)\.check\((\w+)\)\s*$", re.M)
 

@@ -183,17 +183,21 @@ def execute(stem: str, timeout: int = 600) -> float:
 
     sol_py = SOLUTIONS / f"{stem}.py"
     nb = read_py(sol_py)
-    saved = os.environ.get("COURSE_PROGRESS_LOG")
-    os.environ["COURSE_PROGRESS_LOG"] = ""  # executing solutions is not learner progress
+    # Executing solutions is not learner progress; one thread per kernel, as under the tests
+    # (conftest.py), so thread-count-dependent numbers in the stored outputs match nbval's run.
+    env = {"COURSE_PROGRESS_LOG": "", "OMP_NUM_THREADS": "1"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     start = time.perf_counter()
     try:
         NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                        resources={"metadata": {"path": str(SOLUTIONS)}}).execute()
     finally:
-        if saved is None:
-            os.environ.pop("COURSE_PROGRESS_LOG", None)
-        else:
-            os.environ["COURSE_PROGRESS_LOG"] = saved
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     took = time.perf_counter() - start
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"},
                    **({"widgets": nb.metadata["widgets"]} if "widgets" in nb.metadata else {})}

@@ -113,12 +113,20 @@ ex.celsius_to_fahrenheit.check(celsius_to_fahrenheit)
 
 # %% [markdown]
 # Try it yourself: break your answer on purpose (for example use `5 / 9`) and check again to
-# see what a named mistake looks like. Here is what a few wrong answers get:
+# see what a named mistake looks like. Here is what three wrong answers get. (This demo calls
+# `grading.check`, the same checker without the progress log, so these are not counted as
+# your attempts.)
 
 # %%
-print(ex.celsius_to_fahrenheit.check(lambda c: c * 5 / 9 + 32).message)
-print(ex.celsius_to_fahrenheit.check(lambda c: c.mul_(9 / 5).add_(32)).message)
-print(ex.celsius_to_fahrenheit.check(lambda c: None).message)
+from course_utils import grading
+
+wrong_answers = [
+    lambda c: c * 5 / 9 + 32,           # the ratio upside down
+    lambda c: c.mul_(9 / 5).add_(32),   # right numbers, but changes the input tensor
+    lambda c: None,                      # forgot `return`
+]
+for wrong in wrong_answers:
+    print(grading.check("00_start_here.celsius_to_fahrenheit", wrong).message)
 
 # %% [markdown]
 # Hints come in levels:
@@ -129,14 +137,15 @@ ex.celsius_to_fahrenheit.hint()
 # %% [markdown]
 # ## 4. Your progress
 #
-# `progress.summary()` lists every exercise of the course with what you have done so far.
-# The log is a plain JSON-lines file (`~/.pytorch_course/progress.jsonl`; set the
-# environment variable `COURSE_PROGRESS_LOG` to put it elsewhere).
+# The dashboard lists every lesson and exercise with your status, checks, hints and solution
+# views. Open it in any notebook; it refreshes after each check. The data is a plain
+# JSON-lines file (`~/.pytorch_course/progress.jsonl`; set the environment variable
+# `COURSE_PROGRESS_LOG` to put it elsewhere), and `progress.summary()` prints the same as text.
 
 # %% tags=["nbval-ignore-output"]
-from course_utils import progress
+from course_utils.dashboard import dashboard
 
-progress.summary()
+dashboard()
 
 # %% [markdown]
 # ## The syllabus
