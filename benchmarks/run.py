@@ -2,7 +2,7 @@
 """Measure the course: not a test, a report.
 
     python benchmarks/run.py                  # everything
-    python benchmarks/run.py --only checks    # one section: import, notebooks, checks
+    python benchmarks/run.py --only checks    # one section: import, notebooks, checks, lessons, grading
     python benchmarks/run.py --lessons 01 02  # restrict notebooks/checks to some lessons
     python benchmarks/run.py --json out.json  # also write the numbers as JSON
 
@@ -12,6 +12,13 @@ Sections:
   (nbclient), wall time each. Target: <= 60 s on a 2-core CPU.
 - checks: every exercise's check with its reference answer, ``--repeat`` times (fresh random
   cases each time): median and max latency. Targets: median <= 0.2 s, max <= 1 s.
+- lessons: what a learner faces per lesson, for workshop planning (docs/instructor_guide.md):
+  words of prose, code cells, exercises, and an estimate of learner time (reading at
+  ``READ_WPM`` words a minute, ``EXAMPLE_MIN`` per example cell, ``EXERCISE_MIN`` per exercise).
+- grading: the instructor grader (``python -m course_utils grade``) on ``--grading-notebooks``
+  submissions (copies of the selected lessons' solution and learner notebooks) with each of
+  ``--grading-workers`` parallel workers: wall time and notebooks graded per minute; then a
+  30-learner room summary (``progress summary``) of synthetic logs: table and PNG plot.
 
 Run it on a quiet machine: other processes inflate every number.
 """
@@ -32,6 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_TARGET_S = 60.0
 CHECK_MEDIAN_TARGET_S = 0.2
 CHECK_MAX_TARGET_S = 1.0
+READ_WPM = 120  # technical prose, read attentively
+EXAMPLE_MIN = 0.75  # run an example cell and look at its output
+EXERCISE_MIN = 7.0  # median exercise, including a failed check or a hint
 
 
 def _flag(ok: bool) -> str:
@@ -100,14 +110,90 @@ def bench_checks(lessons: list[str], repeat: int) -> list[dict]:
     return rows
 
 
+def bench_lessons(lessons: list[str]) -> list[dict]:
+    import re
+
+    import nbformat
+
+    rows = []
+    for path in _selected(sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), lessons):
+        nb = nbformat.read(path, as_version=4)
+        words = sum(len(re.findall(r"[A-Za-z0-9']+", c.source)) for c in nb.cells if c.cell_type == "markdown")
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        checks = [c for c in code if re.search(r"^ex\.\w+\.check\(\w+\)\s*$", c.source, re.M)]
+        stubs = sum(1 for c in code if "raise NotImplementedError(" in c.source)
+        examples = len(code) - len(checks) - stubs
+        minutes = words / READ_WPM + examples * EXAMPLE_MIN + len(checks) * EXERCISE_MIN
+        rows.append({"lesson": path.stem, "words": words, "code_cells": len(code), "exercises": len(checks),
+                     "estimated_minutes": round(minutes)})
+        print(f"{path.stem:<24} {words:6d} words  {len(code):3d} code cells  {len(checks):2d} exercises  "
+              f"~{minutes:4.0f} min for a learner", flush=True)
+    return rows
+
+
+def bench_grading(lessons: list[str], n_notebooks: int, workers: list[int], timeout: float) -> dict:
+    import shutil
+    import tempfile
+
+    from course_utils.instructor import grade, room
+
+    os.environ["COURSE_PROGRESS_LOG"] = ""
+    sources = []
+    for folder in ("solutions", "notebooks"):
+        sources += _selected(sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb")), lessons)
+    if not sources:
+        print("no notebooks selected")
+        return {}
+    out: dict = {"notebooks": n_notebooks, "lessons": sorted({p.stem for p in sources}), "runs": []}
+    tmp = Path(tempfile.mkdtemp(prefix="bench-grading-"))
+    try:
+        for i in range(n_notebooks):
+            src = sources[i % len(sources)]
+            student = tmp / "submissions" / f"student{i:02d}"
+            student.mkdir(parents=True)
+            shutil.copy(src, student / src.name)
+        for n in workers:
+            start = time.perf_counter()
+            reports = grade.grade([tmp / "submissions"], workers=n, timeout=timeout)
+            took = time.perf_counter() - start
+            broken = sum(1 for r in reports if r.error)
+            per_min = 60.0 * len(reports) / took
+            out["runs"].append({"workers": n, "seconds": round(took, 1), "per_minute": round(per_min, 1),
+                                "broken": broken})
+            print(f"grade {len(reports)} notebooks with {n} worker(s): {took:6.1f} s  "
+                  f"= {per_min:5.1f} notebooks/min{'  (' + str(broken) + ' BROKEN)' if broken else ''}", flush=True)
+        logs = tmp / "room"
+        room.synthetic_logs(logs, 30, seed=0)
+        start = time.perf_counter()
+        summary = room.room_summary([logs])
+        summary.text()
+        summary.plot(tmp / "room.png")
+        took = time.perf_counter() - start
+        cli = [sys.executable, "-m", "course_utils", "progress", "summary", str(logs), "--plot", str(tmp / "room2.png")]
+        start = time.perf_counter()
+        subprocess.run(cli, check=True, capture_output=True)
+        cli_took = time.perf_counter() - start
+        out["room_summary_30"] = {"seconds": round(took, 3), "cli_seconds": round(cli_took, 2),
+                                  "events": summary.events}
+        print(f"room summary of 30 learners ({summary.events} events): {took:.2f} s in-process (table + PNG), "
+              f"{cli_took:.1f} s as a command (imports included)", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["import", "notebooks", "checks"], action="append")
+    ap.add_argument("--only", choices=["import", "notebooks", "checks", "lessons", "grading"], action="append")
     ap.add_argument("--lessons", nargs="*", default=[])
     ap.add_argument("--repeat", type=int, default=10, help="checks per exercise (default 10)")
+    ap.add_argument("--grading-notebooks", type=int, default=8, help="submissions to grade (default 8)")
+    ap.add_argument("--grading-workers", type=int, nargs="+", default=[1, 2],
+                    help="parallel workers to time the grader with (default: 1 2)")
+    ap.add_argument("--grading-timeout", type=float, default=120, help="per-cell timeout while grading")
     ap.add_argument("--json", type=Path, help="write all numbers to this file")
     args = ap.parse_args(argv)
-    sections = args.only or ["import", "notebooks", "checks"]
+    sections = args.only or ["import", "notebooks", "checks", "lessons", "grading"]
     report: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                 "platform": platform.platform()}}
     import torch
@@ -124,6 +210,14 @@ def main(argv: list[str] | None = None) -> int:
     if "checks" in sections:
         print(f"\n## checks (reference answer, {args.repeat} runs each)")
         report["checks"] = bench_checks(args.lessons, args.repeat)
+    if "lessons" in sections:
+        print(f"\n## lessons (learner time: {READ_WPM} words/min, {EXAMPLE_MIN:g} min per example cell, "
+              f"{EXERCISE_MIN:g} min per exercise)")
+        report["lessons"] = bench_lessons(args.lessons)
+    if "grading" in sections:
+        print(f"\n## grading ({args.grading_notebooks} submissions; room summary of 30 synthetic learners)")
+        report["grading"] = bench_grading(args.lessons, args.grading_notebooks, args.grading_workers,
+                                          args.grading_timeout)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
         print(f"\nwrote {args.json}")

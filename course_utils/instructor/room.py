@@ -1,0 +1,360 @@
+"""The room view: many learners' progress logs merged into one picture for the instructor.
+
+    python -m course_utils progress summary logs/ --plot room.png
+    python -m course_utils progress summary /home/*/.pytorch_course/progress.jsonl --watch 30
+
+For every exercise: how many learners attempted it, how many passed (pass rate), the median
+number of checks (all attempts, and until the first pass), hints and solution views, the most
+common named mistakes, and who is *stuck* (checked it at least ``stuck_after`` times, or viewed
+the solution, without passing yet) or *working on it now* (their latest event is on it).
+
+Logs are the learners' ``progress.jsonl`` files (see :mod:`course_utils.progress`); one file
+may hold several learners (the ``learner`` field of each event). Reading reuses
+:func:`course_utils.progress.read_events` and folds with
+:func:`course_utils.progress.exercise_progress`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import random
+import statistics
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..progress import ExerciseProgress, exercise_progress, read_events
+
+STUCK_AFTER = 3
+
+
+@dataclass
+class ExerciseStats:
+    exercise: str
+    learners: int  # learners in the room
+    attempted: int = 0  # learners with at least one check
+    correct: int = 0
+    stuck: list[str] = field(default_factory=list)  # learner names
+    working: list[str] = field(default_factory=list)  # latest event is on this exercise
+    median_attempts: float | None = None  # checks per learner who attempted
+    median_attempts_to_pass: float | None = None  # checks up to the first pass
+    hints: int = 0
+    solutions: int = 0
+    mistakes: Counter = field(default_factory=Counter)  # mistake id -> checks that made it
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Share of the learners who attempted it that passed (None when nobody tried)."""
+        return self.correct / self.attempted if self.attempted else None
+
+    @property
+    def failing(self) -> int:
+        return self.attempted - self.correct
+
+    def top_mistakes(self, n: int = 3) -> list[tuple[str, int]]:
+        return self.mistakes.most_common(n)
+
+
+@dataclass
+class RoomSummary:
+    learners: list[str]
+    rows: list[ExerciseStats]
+    events: int
+    since: float | None = None
+
+    # ------------------------------------------------------------------ views
+    def stuck_spots(self) -> list[ExerciseStats]:
+        """Exercises where learners are stuck, most stuck first."""
+        return sorted((r for r in self.rows if r.stuck), key=lambda r: (-len(r.stuck), r.exercise))
+
+    def active_rows(self) -> list[ExerciseStats]:
+        """Exercises somebody has touched (checked, asked a hint, viewed the solution)."""
+        return [r for r in self.rows if r.attempted or r.hints or r.solutions or r.working]
+
+    def table(self, all_rows: bool = False) -> str:
+        rows = self.rows if all_rows else self.active_rows()
+        if not rows:
+            return "No events yet."
+        w = max(8, *(len(r.exercise) for r in rows))
+        head = (f"{'exercise':<{w}}  {'tried':>5}  {'passed':>6}  {'pass %':>6}  {'med.chk':>7}  "
+                f"{'hints':>5}  {'sol.':>4}  {'stuck':>5}  {'now':>3}  common mistakes")
+        lines = [head, "-" * len(head)]
+        for r in rows:
+            rate = f"{100 * r.pass_rate:5.0f}%" if r.pass_rate is not None else "     -"
+            med = f"{r.median_attempts:7.1f}" if r.median_attempts is not None else "      -"
+            common = ", ".join(f"{m} ({k})" for m, k in r.top_mistakes(2))
+            lines.append(f"{r.exercise:<{w}}  {r.attempted:>5}  {r.correct:>6}  {rate:>6}  {med}  "
+                         f"{r.hints:>5}  {r.solutions:>4}  {len(r.stuck):>5}  {len(r.working):>3}  {common}")
+        hidden = len(self.rows) - len(rows)
+        if hidden:
+            lines.append(f"({hidden} exercise{'s' * (hidden != 1)} nobody has touched yet not shown)")
+        return "\n".join(lines)
+
+    def text(self, all_rows: bool = False) -> str:
+        n = len(self.learners)
+        head = f"Room: {n} learner{'s' * (n != 1)}, {self.events} events"
+        if self.since is not None:
+            head += f" since {time.strftime('%H:%M', time.localtime(self.since))}"
+        lines = [head + ".", "", self.table(all_rows)]
+        spots = self.stuck_spots()
+        if spots:
+            lines += ["", "Where people are stuck (attempted, not passed; most stuck first):"]
+            for r in spots[:10]:
+                names = ", ".join(r.stuck[:8]) + (" …" if len(r.stuck) > 8 else "")
+                common = r.top_mistakes(1)
+                tip = f"; most common mistake: {common[0][0]} ({common[0][1]}×)" if common else ""
+                lines.append(f"  {r.exercise}: {len(r.stuck)} stuck ({names}){tip}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        body = []
+        for r in self.active_rows():
+            rate = r.pass_rate
+            color = "#ccc" if rate is None else ("#1b7f3b" if rate >= 0.8 else "#8a6d00" if rate >= 0.5 else "#b3261e")
+            pct = "–" if rate is None else f"{100 * rate:.0f}%"
+            common = ", ".join(f"<code>{html.escape(m)}</code> ({k})" for m, k in r.top_mistakes(2))
+            body.append(
+                f"<tr><td><code>{html.escape(r.exercise)}</code></td><td>{r.attempted}</td><td>{r.correct}</td>"
+                f"<td style='color:{color};font-weight:bold'>{pct}</td>"
+                f"<td>{'' if r.median_attempts is None else f'{r.median_attempts:.1f}'}</td>"
+                f"<td>{r.hints}</td><td>{r.solutions}</td>"
+                f"<td title='{html.escape(', '.join(r.stuck))}'>{len(r.stuck) or ''}</td>"
+                f"<td>{len(r.working) or ''}</td><td>{common}</td></tr>")
+        return (f"<div><b>Room: {len(self.learners)} learners, {self.events} events</b>"
+                "<table><tr><th>exercise</th><th>tried</th><th>passed</th><th>pass rate</th><th>median checks</th>"
+                "<th>hints</th><th>solutions</th><th>stuck</th><th>now</th><th>common mistakes</th></tr>"
+                + "".join(body) + "</table></div>")
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = []
+        for r in self.rows:
+            d = asdict(r)
+            d["mistakes"] = dict(r.mistakes.most_common())
+            d["pass_rate"] = r.pass_rate
+            rows.append(d)
+        return {"learners": self.learners, "events": self.events, "since": self.since, "exercises": rows}
+
+    def write_csv(self, path: str | os.PathLike[str]) -> None:
+        import csv
+
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["exercise", "learners", "attempted", "correct", "pass_rate", "median_attempts",
+                        "median_attempts_to_pass", "hints", "solutions", "stuck", "working_now", "common_mistakes"])
+            for r in self.rows:
+                w.writerow([r.exercise, r.learners, r.attempted, r.correct,
+                            "" if r.pass_rate is None else round(r.pass_rate, 3),
+                            "" if r.median_attempts is None else r.median_attempts,
+                            "" if r.median_attempts_to_pass is None else r.median_attempts_to_pass,
+                            r.hints, r.solutions, len(r.stuck), len(r.working),
+                            "; ".join(f"{m}={k}" for m, k in r.top_mistakes(5))])
+
+    def plot(self, path: str | os.PathLike[str] | None = None, ax: Any = None, all_rows: bool = False) -> Any:
+        """Horizontal bars per exercise: learners passed / attempted but not passed (stuck in
+        red) / not attempted, with the median number of checks. Saves a PNG when ``path``."""
+        from matplotlib.figure import Figure  # no pyplot: works headless and leaves no open figures
+
+        rows = self.rows if all_rows else self.active_rows()
+        if ax is None:
+            fig = Figure(figsize=(9, 1.6 + 0.32 * max(1, len(rows))))
+            ax = fig.add_subplot()
+        else:
+            fig = ax.figure
+        names = [r.exercise for r in rows]
+        y = list(range(len(rows)))[::-1]
+        passed = [r.correct for r in rows]
+        stuck = [len(r.stuck) for r in rows]
+        trying = [r.failing - len(r.stuck) for r in rows]
+        untried = [r.learners - r.attempted for r in rows]
+        left = [0] * len(rows)
+        for values, color, label in ((passed, "#1b7f3b", "passed"), (trying, "#e0a800", "trying"),
+                                     (stuck, "#b3261e", "stuck"), (untried, "#d9d9d9", "not attempted")):
+            ax.barh(y, values, left=left, color=color, label=label, height=0.7)
+            left = [a + b for a, b in zip(left, values)]
+        for yi, r in zip(y, rows):
+            if r.median_attempts is not None:
+                ax.text(r.learners + 0.2, yi, f"{r.median_attempts:g} checks", va="center", fontsize=8, color="#444")
+        ax.set_yticks(y)
+        ax.set_yticklabels(names, fontsize=8)
+        ax.set_xlim(0, max(1, len(self.learners)) * 1.2)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_xlabel("learners")
+        ax.set_title(f"Room: {len(self.learners)} learners, {self.events} events "
+                     "(label: median checks of those who tried)", fontsize=10, pad=22)
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.04), fontsize=8, ncols=4, frameon=False)
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=110)
+        return fig
+
+
+# ---------------------------------------------------------------------- reading and folding
+
+
+def log_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Log files named directly, plus every ``*.jsonl`` under folders named."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*.jsonl") if q.is_file())
+        elif p.exists():
+            out.append(p)
+    seen: set[Path] = set()
+    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
+
+
+def learners_events(files: Iterable[Path], since: float | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Events grouped by learner. The learner is each event's ``learner`` field; the same name
+    in two different files (everyone is ``jovyan`` on Binder) counts as two learners."""
+    raw: dict[tuple[str, Path], list[dict[str, Any]]] = {}
+    for f in files:
+        for ev in read_events(f):
+            if since is not None and float(ev.get("ts", 0) or 0) < since:
+                continue
+            who = str(ev.get("learner") or f.stem)
+            raw.setdefault((who, f), []).append(ev)
+    names = Counter(who for who, _ in raw)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for (who, f), evs in raw.items():
+        key = who if names[who] == 1 else f"{who} ({f.parent.name + '/' if f.parent.name else ''}{f.name})"
+        evs.sort(key=lambda e: float(e.get("ts", 0) or 0))
+        out.setdefault(key, []).extend(evs)
+    return dict(sorted(out.items()))
+
+
+def _attempts_to_pass(events: list[dict[str, Any]]) -> int | None:
+    n = 0
+    for ev in events:
+        if ev["event"] == "check":
+            n += 1
+            if ev.get("status") == "correct":
+                return n
+    return None
+
+
+def summarize(per_learner: dict[str, list[dict[str, Any]]], exercises: Iterable[str] | None = None,
+              stuck_after: int = STUCK_AFTER, since: float | None = None) -> RoomSummary:
+    """Fold each learner's events with :func:`exercise_progress` and aggregate per exercise."""
+    folded: dict[str, dict[str, ExerciseProgress]] = {who: exercise_progress(evs) for who, evs in per_learner.items()}
+    latest: dict[str, str] = {}
+    for who, evs in per_learner.items():
+        if evs:
+            latest[who] = evs[-1]["exercise"]
+    ids = list(exercises) if exercises is not None else _course_ids()
+    seen = {ex for f in folded.values() for ex in f}
+    ids += sorted(seen - set(ids))
+    learners = list(per_learner)
+    rows = []
+    for ex in ids:
+        st = ExerciseStats(ex, learners=len(learners))
+        attempts, to_pass = [], []
+        for who in learners:
+            p = folded[who].get(ex)
+            if p is None:
+                continue
+            st.hints += p.hints
+            st.solutions += int(p.solution_viewed)
+            if latest.get(who) == ex:
+                st.working.append(who)
+            if p.attempts == 0:
+                continue
+            st.attempted += 1
+            attempts.append(p.attempts)
+            st.mistakes.update(p.mistakes)
+            if p.status == "correct":
+                st.correct += 1
+                k = _attempts_to_pass([e for e in per_learner[who] if e["exercise"] == ex])
+                if k is not None:
+                    to_pass.append(k)
+            elif p.attempts >= stuck_after or p.solution_viewed:
+                st.stuck.append(who)
+        st.median_attempts = float(statistics.median(attempts)) if attempts else None
+        st.median_attempts_to_pass = float(statistics.median(to_pass)) if to_pass else None
+        rows.append(st)
+    n_events = sum(len(v) for v in per_learner.values())
+    return RoomSummary(learners, rows, n_events, since)
+
+
+def _course_ids() -> list[str]:
+    try:
+        from ..grading import exercises
+
+        return exercises()
+    except Exception:  # noqa: BLE001 - a broken lesson module must not hide the room view
+        return []
+
+
+def room_summary(paths: Iterable[str | os.PathLike[str]], exercises: Iterable[str] | None = None,
+                 stuck_after: int = STUCK_AFTER, since: float | None = None) -> RoomSummary:
+    """Read logs (files or folders) and summarise the room."""
+    return summarize(learners_events(log_files(paths), since), exercises, stuck_after, since)
+
+
+# ---------------------------------------------------------------------- synthetic rooms
+
+
+def synthetic_logs(folder: str | os.PathLike[str], n_learners: int = 30, seed: int = 0,
+                   exercises: list[str] | None = None, start: float | None = None) -> list[Path]:
+    """Write ``n_learners`` plausible progress logs (one file each) for demos, tests and the
+    benchmark: learners of varied speed work through the exercises in order, fail with the
+    exercises' own named mistakes, take hints, sometimes view solutions."""
+    rng = random.Random(seed)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    ids = exercises if exercises is not None else _course_ids()
+    mistakes = _mistake_ids(ids)
+    t0 = time.time() - 3 * 3600 if start is None else start
+    paths = []
+    for i in range(n_learners):
+        who = f"learner{i + 1:02d}"
+        skill = rng.uniform(0.35, 0.9)
+        reach = max(1, int(len(ids) * min(1.0, rng.uniform(0.3, 1.2))))
+        t = t0 + rng.uniform(0, 300)
+        lines = []
+
+        def ev(kind: str, ex: str, **kw: Any) -> None:
+            nonlocal t
+            t += rng.uniform(20, 240)
+            lines.append(json.dumps({"ts": round(t, 3), "learner": who, "event": kind, "exercise": ex, **kw}))
+
+        for ex in ids[:reach]:
+            for attempt in range(rng.randint(1, 7)):
+                if rng.random() < 0.15:
+                    ev("hint", ex, level=attempt + 1)
+                if rng.random() < skill:
+                    ev("check", ex, status="correct", mistake=None)
+                    break
+                if rng.random() < 0.1:
+                    ev("check", ex, status="not_attempted", mistake=None)
+                    continue
+                options = mistakes.get(ex) or ["wrong_shape", "wrong_values", "exception"]
+                ev("check", ex, status="incorrect", mistake=rng.choice(options + ["wrong_values"]))
+            else:
+                if rng.random() < 0.3:
+                    ev("solution", ex)
+        path = folder / f"{who}.jsonl"
+        path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _mistake_ids(ids: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    try:
+        from ..grading import exercise
+
+        for ex_id in ids:
+            try:
+                out[ex_id] = [m.id for m in exercise(ex_id).mistakes]
+            except KeyError:
+                pass
+    except Exception:  # noqa: BLE001
+        pass
+    return out

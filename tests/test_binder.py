@@ -1,0 +1,127 @@
+"""binder/ stays consistent with requirements.txt, and builds what the course needs.
+
+repo2docker reads only binder/ when it exists, so the runtime requirements are repeated there;
+these tests keep the two lists in line (same packages, compatible versions), with a CPU-only
+torch and without the test-only packages.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+BINDER = ROOT / "binder"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def parse(path: Path) -> tuple[dict[str, Requirement], dict[str, str], list[str]]:
+    """``(requirements by name, section of each name, option lines)``; sections are the
+    ``# comment`` headers above blocks."""
+    reqs: dict[str, Requirement] = {}
+    sections: dict[str, str] = {}
+    options: list[str] = []
+    section = ""
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            section = line.lstrip("# ").split(" ")[0].lower()
+            continue
+        line = line.split(" #", 1)[0].strip()
+        if line.startswith("-"):
+            options.append(line)
+            continue
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        reqs[name] = req
+        sections[name] = section
+    return reqs, sections, options
+
+
+ROOT_REQS, ROOT_SECTIONS, ROOT_OPTIONS = parse(ROOT / "requirements.txt")
+BINDER_REQS, _, BINDER_OPTIONS = parse(BINDER / "requirements.txt")
+TEST_ONLY = {name for name, section in ROOT_SECTIONS.items() if section == "tests"}
+RUNTIME = set(ROOT_REQS) - TEST_ONLY
+
+
+def test_root_requirements_have_a_tests_section():
+    assert {"pytest", "nbval"} <= TEST_ONLY, "the root requirements.txt should keep test-only packages under '# tests'"
+    assert "torch" in RUNTIME and "jupyterlab" in RUNTIME
+
+
+def test_same_runtime_packages_without_test_only_ones():
+    assert set(BINDER_REQS) == RUNTIME, (
+        f"missing in binder/: {sorted(RUNTIME - set(BINDER_REQS))}; "
+        f"extra in binder/: {sorted(set(BINDER_REQS) - RUNTIME)}")
+
+
+@pytest.mark.parametrize("name", sorted(RUNTIME))
+def test_versions_are_compatible(name):
+    root, binder = ROOT_REQS[name], BINDER_REQS[name]
+    pins = [s for s in binder.specifier if s.operator == "=="]
+    if pins:
+        version = Version(pins[0].version)
+        assert root.specifier.contains(version, prereleases=True), \
+            f"binder pins {name}=={version}, outside requirements.txt's {root.specifier}"
+    else:
+        assert binder.specifier == root.specifier, \
+            f"{name}: binder/ has {binder.specifier}, requirements.txt has {root.specifier}"
+
+
+def test_torch_is_the_cpu_build():
+    torch = BINDER_REQS["torch"]
+    pins = [s.version for s in torch.specifier if s.operator == "=="]
+    assert pins and pins[0].endswith("+cpu"), "binder/ must pin the CPU-only torch wheel (small image)"
+    assert f"--extra-index-url {CPU_INDEX}" in BINDER_OPTIONS or f"--index-url {CPU_INDEX}" in BINDER_OPTIONS
+
+
+def test_the_package_is_installed_by_postbuild_not_requirements():
+    assert not any(o.startswith("-e") for o in BINDER_OPTIONS), \
+        "repo2docker resolves relative paths in binder/requirements.txt unreliably; install the package in postBuild"
+
+
+def test_runtime_python_is_supported():
+    text = (BINDER / "runtime.txt").read_text().strip()
+    m = re.fullmatch(r"python-3\.(\d+)", text)
+    assert m, f"runtime.txt should read python-3.X, not {text!r}"
+    assert 10 <= int(m.group(1)) <= 12, "the README supports Python 3.10-3.12"
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    low = re.search(r'requires-python\s*=\s*">=3\.(\d+)"', pyproject)
+    assert low and int(m.group(1)) >= int(low.group(1))
+
+
+def test_postbuild_is_a_strict_executable_script():
+    post = BINDER / "postBuild"
+    text = post.read_text()
+    assert os.access(post, os.X_OK), "postBuild must be executable (git update-index --chmod=+x)"
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    assert text.startswith("#!/bin/bash") or text.startswith("#!/usr/bin/env bash")
+    assert lines[0].startswith("set -e"), "the first command of postBuild must be `set -e` (fail the build early)"
+    assert re.search(r"pip install .*-e \.", text), "postBuild installs the course package"
+    assert "--no-deps" in text, "pip must not re-resolve torch while installing the package"
+    assert "python -m course_utils doctor" in text, "postBuild should fail the build on a broken environment"
+    for key in ("Jupytext Notebook", "autoStartDefaultKernel", "fetchNews"):
+        assert key in text
+    bash = shutil.which("bash")
+    if bash:
+        proc = subprocess.run([bash, "-n", str(post)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_binder_opens_the_first_notebook_from_the_readme_badge():
+    assert (ROOT / "notebooks" / "00_start_here.ipynb").exists()
+    readme = (ROOT / "README.md").read_text()
+    m = re.search(r"https://mybinder\.org/v2/gh/[^)\s]+", readme)
+    assert m, "README.md should have a Binder badge linking to mybinder.org"
+    assert "labpath=notebooks%2F00_start_here.ipynb" in m.group(0)
+    assert "mybinder.org/badge_logo.svg" in readme

@@ -1,0 +1,195 @@
+"""``python -m course_utils reset``: one exercise or a whole learner notebook back to what
+``build`` generates, with a backup, keeping the rest of the learner's work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+from course_utils import build, reset
+
+STEM = "99_demo"
+
+
+def _solution() -> nbformat.NotebookNode:
+    cells = [
+        nbformat.v4.new_markdown_cell("# 99 demo"),
+        nbformat.v4.new_code_cell("from course_utils.grading import exercises_for\nex = exercises_for('99_demo')"),
+        nbformat.v4.new_markdown_cell("### Exercise 1\nWrite `double`."),
+        nbformat.v4.new_code_cell("def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"),
+        nbformat.v4.new_code_cell("ex.double.check(double)"),
+        nbformat.v4.new_markdown_cell("### Exercise 2\nBuild `table`."),
+        nbformat.v4.new_code_cell("import torch"),
+        nbformat.v4.new_code_cell("### BEGIN SOLUTION\ntable = torch.arange(3)\n### END SOLUTION"),
+        nbformat.v4.new_code_cell("ex.table.check(table)"),
+        nbformat.v4.new_markdown_cell("The end."),
+    ]
+    return nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": dict(build.KERNELSPEC)})
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    """A course folder with one solution (99_demo) and its generated learner pair."""
+    sol, nbs = tmp_path / "solutions", tmp_path / "notebooks"
+    sol.mkdir()
+    nbs.mkdir()
+    (tmp_path / "jupytext.toml").write_text((build.ROOT / "jupytext.toml").read_text())
+    nbformat.write(_solution(), sol / f"{STEM}.ipynb")
+    (sol / f"{STEM}.py").write_text(build.py_text(_solution(), sol / f"{STEM}.py"))
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    monkeypatch.setattr(build, "SOLUTIONS", sol)
+    monkeypatch.setattr(build, "NOTEBOOKS", nbs)
+    build.write([STEM])
+    return tmp_path
+
+
+def _paths(course):
+    return course / "notebooks" / f"{STEM}.ipynb", course / "notebooks" / f"{STEM}.py"
+
+
+def _save_like_jupyterlab(nb, ipynb: Path):
+    """JupyterLab with jupytext writes both files of the pair."""
+    nbformat.write(nb, ipynb)
+    ipynb.with_suffix(".py").write_text(build.py_text(nb, ipynb.with_suffix(".py")))
+
+
+def _learner_work(course):
+    """Both exercises answered, notes added, the first check cell deleted."""
+    ipynb, _ = _paths(course)
+    nb = nbformat.read(ipynb, as_version=4)
+    nb.cells[3].source = "def double(x):\n    return x + x  # mine"
+    nb.cells[3].outputs = [nbformat.v4.new_output("stream", text="x")]
+    nb.cells[3].execution_count = 4
+    del nb.cells[4]  # the check cell of `double`
+    nb.cells.insert(3, nbformat.v4.new_markdown_cell("my notes on doubling"))
+    i = next(i for i, c in enumerate(nb.cells) if c.source.startswith("# YOUR CODE HERE"))  # `table`
+    nb.cells[i].source = "table = torch.arange(3)  # mine"
+    nb.cells[i].metadata = {}
+    nb.cells.append(nbformat.v4.new_code_cell("print('my experiment')"))
+    _save_like_jupyterlab(nb, ipynb)
+    return nb
+
+
+def _sources(path: Path) -> list[str]:
+    return [c.source for c in nbformat.read(path, as_version=4).cells]
+
+
+def test_whole_notebook_reset_is_what_build_generates_and_keeps_a_backup(course, tmp_path):
+    ipynb, py = _paths(course)
+    fresh_ipynb, fresh_py = ipynb.read_text(), py.read_text()
+    _learner_work(course)
+    worked_ipynb = ipynb.read_text()
+    res = reset.reset(ipynb, backup_to=tmp_path / "bk")
+    assert ipynb.read_text() == fresh_ipynb and py.read_text() == fresh_py
+    assert sorted(p.suffix for p in res.backups) == [".ipynb", ".py"]
+    backup = next(p for p in res.backups if p.suffix == ".ipynb")
+    assert backup.read_text() == worked_ipynb and STEM in backup.name and backup.parent == tmp_path / "bk"
+
+
+def test_reset_one_exercise_keeps_everything_else(course, tmp_path):
+    ipynb, py = _paths(course)
+    before = _learner_work(course)
+    ids_before = {c.source: c.id for c in before.cells}
+    res = reset.reset(ipynb, exercise="double", backup_to=tmp_path / "bk")
+    src = _sources(ipynb)
+    fresh_answer = "def double(x):\n    # YOUR CODE HERE\n    raise NotImplementedError(\"Replace this line with your code\")"
+    i = src.index(fresh_answer)
+    assert src[i + 1] == "ex.double.check(double)"  # the deleted check cell is back, after the answer
+    assert "my notes on doubling" in src and "print('my experiment')" in src
+    assert "table = torch.arange(3)  # mine" in src  # the other exercise's answer is untouched
+    assert not any("# mine" in s and "double" in s for s in src)
+    nb = nbformat.read(ipynb, as_version=4)
+    assert nb.cells[i].outputs == [] and nb.cells[i].execution_count is None
+    assert nb.cells[i].id == ids_before["def double(x):\n    return x + x  # mine"]  # same cell, same id
+    assert any("put back" in c for c in res.changes) and any("restored" in c for c in res.changes)
+    # the pair agrees: the .py has exactly the reset cells
+    assert [c.source for c in jupytext.read(py).cells] == src
+    assert len(res.backups) == 2
+
+
+def test_reset_top_level_stub_restores_its_tag(course, tmp_path):
+    ipynb, _ = _paths(course)
+    _learner_work(course)
+    reset.reset(ipynb, exercise="99_demo.table", backup_to=tmp_path / "bk")
+    nb = nbformat.read(ipynb, as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("# YOUR CODE HERE"))
+    assert "raises-exception" in cell.metadata.get("tags", [])
+    assert "def double(x):\n    return x + x  # mine" in _sources(ipynb)
+
+
+def test_inputs_come_from_the_paired_py_like_jupyterlab(course, tmp_path):
+    ipynb, py = _paths(course)
+    # edited in a text editor: only the .py has the learner's answer for `table`
+    stub = '# YOUR CODE HERE\nraise NotImplementedError("Replace this line with your code")'
+    assert stub in py.read_text()
+    text = py.read_text().replace(stub, "table = torch.arange(3)  # from the py")
+    py.write_text(text.replace('    # YOUR CODE HERE\n    raise NotImplementedError("Replace this line with your code")',
+                               "    return x * 2  # from the py"))
+    assert "# from the py" in py.read_text() and "return x * 2" in py.read_text()
+    res = reset.reset(ipynb, exercise="double", backup_to=tmp_path / "bk")
+    assert res.written
+    assert "table = torch.arange(3)  # from the py" in _sources(ipynb)
+    assert "return x * 2" not in ipynb.read_text() + py.read_text()
+
+
+def test_already_fresh_changes_nothing(course, tmp_path):
+    ipynb, _ = _paths(course)
+    res = reset.reset(ipynb, exercise="double", backup_to=tmp_path / "bk")
+    assert not res.backups and "nothing changed" in res.changes[0]
+    res = reset.reset(ipynb, backup_to=tmp_path / "bk")
+    assert not res.backups and not (tmp_path / "bk").exists()
+
+
+def test_dry_run_writes_nothing(course, tmp_path):
+    ipynb, _ = _paths(course)
+    _learner_work(course)
+    text = ipynb.read_text()
+    res = reset.reset(ipynb, exercise="double", backup_to=tmp_path / "bk", dry_run=True)
+    assert res.changes and ipynb.read_text() == text and not (tmp_path / "bk").exists()
+
+
+def test_errors_name_the_problem(course, tmp_path):
+    ipynb, _ = _paths(course)
+    with pytest.raises(reset.ResetError, match="double, table"):
+        reset.reset(ipynb, exercise="triple")
+    other = tmp_path / "holiday.ipynb"
+    other.write_text("{}")
+    with pytest.raises(reset.ResetError, match="not a lesson notebook"):
+        reset.reset(other)
+    ipynb.write_text("{ corrupt")
+    with pytest.raises(reset.ResetError, match="reset the whole notebook instead"):
+        reset.reset(ipynb, exercise="double")
+    res = reset.reset(ipynb, backup_to=tmp_path / "bk")  # the whole notebook can always be reset
+    assert nbformat.read(ipynb, as_version=4).cells and any(p.read_text() == "{ corrupt" for p in res.backups)
+
+
+def test_cli(course, tmp_path, capsys):
+    ipynb, _ = _paths(course)
+    assert reset.main([str(ipynb), "--list"]) == 0
+    assert "double, table" in capsys.readouterr().out
+    _learner_work(course)
+    assert reset.main([str(ipynb), "-e", "double", "--backup-dir", str(tmp_path / "bk")]) == 0
+    out = capsys.readouterr().out
+    assert "Reset exercise `double`" in out and "backup:" in out and "Reload Notebook from Disk" in out
+    assert reset.main([str(ipynb), "-e", "nope"]) == 2
+    assert "no exercise 'nope'" in capsys.readouterr().err
+
+
+def test_default_backup_folder_is_next_to_the_progress_log(monkeypatch, tmp_path):
+    monkeypatch.setenv("COURSE_PROGRESS_LOG", str(tmp_path / "logs" / "progress.jsonl"))
+    assert reset.backup_dir() == tmp_path / "logs" / "backups"
+
+
+def test_real_lesson_round_trip(tmp_path):
+    """Lesson 00 as shipped: answer the exercise, reset it, get the generated notebook back."""
+    ipynb = tmp_path / "00_start_here.ipynb"
+    ipynb.write_text((build.NOTEBOOKS / "00_start_here.ipynb").read_text())
+    nb = nbformat.read(ipynb, as_version=4)
+    i = next(i for i, c in enumerate(nb.cells) if c.source.startswith("def celsius_to_fahrenheit"))
+    nb.cells[i].source = "def celsius_to_fahrenheit(c):\n    return c * 9 / 5 + 32"
+    nbformat.write(nb, ipynb)
+    reset.reset(ipynb, exercise="celsius_to_fahrenheit", backup_to=tmp_path / "bk")
+    assert ipynb.read_text() == (build.NOTEBOOKS / "00_start_here.ipynb").read_text()
