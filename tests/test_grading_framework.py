@@ -302,3 +302,21 @@ def test_incorrect_from_custom_run_is_not_renamed_by_exception_matching():
     ex = _toy(run=run, mistakes=[Mistake("also_none", "should not be used", lambda x: None)])
     res = run_check(ex, lambda x: None)
     assert res.mistake == "custom_none" and res.message == "custom says None"
+
+
+def test_stub_reached_from_a_probe_is_not_attempted_but_torch_notimplemented_is_an_error():
+    def probe(answer, rand):
+        answer(torch.ones(2))
+
+    ex = _toy(probes=[probe], cases=None, edge_cases=[])
+
+    def stub(x):
+        raise NotImplementedError("Replace this line with your code")
+
+    assert run_check(ex, stub).status == "not_attempted"
+
+    def missing_kernel(x):  # torch itself raises NotImplementedError for an unsupported op
+        return torch.ones(2, device="meta").nonzero()
+
+    res = run_check(_toy(), missing_kernel)
+    assert res.status == "incorrect" and res.mistake == "exception"

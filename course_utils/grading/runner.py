@@ -76,6 +76,13 @@ def _learner_frame(exc: BaseException) -> str:
     return ""
 
 
+def _raised_by_learner(exc: BaseException) -> bool:
+    """True when the innermost frame is outside installed packages (torch raises
+    NotImplementedError for missing kernels; that is an error, not a stub)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and "/site-packages/" not in frames[-1].filename and "/course_utils/" not in frames[-1].filename
+
+
 def _exception_failure(exc: Exception, where: str) -> _Fail:
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     msg = f"Your code raised {type(exc).__name__}{': ' + first_line if first_line else ''}{_learner_frame(exc)}."
@@ -273,11 +280,7 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
                     probe(answer, Rand(seed + 10_000 + j))
                     n_cases += 1
         except _NotAttempted:
-            return Result(
-                ex.id, "not_attempted",
-                "Your code still raises `NotImplementedError`: replace the `raise "
-                "NotImplementedError` line with your solution, run that cell, then check again.",
-            )
+            return _not_attempted(ex)
         except CheckTimeout:
             return _failed(ex, seed, _Fail(
                 "timeout",
@@ -289,6 +292,10 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
         except _Fail as fail:
             fail.details.insert(0, current)
             return _failed(ex, seed, fail, printed)
+        except NotImplementedError as exc:
+            if _raised_by_learner(exc):  # a stub reached from a probe or a custom run
+                return _not_attempted(ex)
+            return _failed(ex, seed, _exception_failure(exc, current), printed)
         except RecursionError as exc:
             return _failed(ex, seed, _exception_failure(exc, current), printed)
         except Exception as exc:  # noqa: BLE001 - a learner's exception is feedback
@@ -309,6 +316,14 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
         parts.append(f"{len(ex.probes)} behaviour test{'s' * (len(ex.probes) != 1)}")
     summary = " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
     return Result(ex.id, "correct", f"`{ex.name}` passed {summary}.", None, extra, seed, n_cases)
+
+
+def _not_attempted(ex: Exercise) -> Result:
+    return Result(
+        ex.id, "not_attempted",
+        "Your code still raises `NotImplementedError`: replace the `raise "
+        "NotImplementedError` line with your solution, run that cell, then check again.",
+    )
 
 
 def _failed(ex: Exercise, seed: int, fail: _Fail, printed: io.StringIO) -> Result:
@@ -337,7 +352,9 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
     try:
         got = _call(ex, answer, case_got)
     except NotImplementedError as exc:
-        raise _NotAttempted() from exc
+        if _raised_by_learner(exc):
+            raise _NotAttempted() from exc
+        raise
     except Incorrect:
         raise  # a custom run's verdict, not an error of the learner's code
     except Exception as exc:
