@@ -1,0 +1,355 @@
+"""Exercises of 08_capstone: a confusion matrix, and the graded task, a digit classifier that
+reaches at least 97 % accuracy on held-out images within a time budget.
+
+How the classifier is graded (the learner passes the class ``DigitClassifier``):
+
+1. A quick interface test: ``fit`` on 40 images, ``predict`` on 10; predictions must be an
+   int64 tensor of shape (10,). This also reports a stub as "not attempted".
+2. The real test, with a fresh seed every time: the 1797 digits are split at random into 1437
+   training and 360 held-out images, and the class names are shuffled (every image of a 3
+   becomes, say, a 7: a permutation with no fixed points), so only what ``fit`` learns from the
+   ``(X, y)`` it is given can score. ``fit`` gets the training part and may use at most
+   :data:`TIME_BUDGET_S` seconds of CPU time (it runs with one torch thread, so CPU time is
+   also its wall time on an idle machine, and other programs do not count against it);
+   ``predict`` gets the held-out images only. Forward pre-hooks on every module record train/eval mode and grad mode during
+   ``predict``; ``self.model`` must return logits, not probabilities.
+
+Known wrong answers are named: never trained, softmax before ``CrossEntropyLoss``, ``predict``
+without ``eval()`` or without ``inference_mode``/``no_grad``, training on the digits from
+scikit-learn instead of the given data, too slow, and too inaccurate.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from course_utils.datasets import load_digits
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.threads import single_thread
+
+LESSON = "08_capstone"
+TIME_BUDGET_S = 20.0
+"""Seconds of CPU time ``fit`` may use on the 1437 training images, run with one torch thread
+(the reference needs about one second)."""
+TARGET_ACCURACY = 0.97
+N_HELD_OUT = 360
+
+
+# --------------------------------------------------------------------------- 1. confusion_matrix
+def confusion_matrix(preds, targets, num_classes):
+    """Counts: entry [t, p] is the number of items of true class t predicted as p."""
+    cm = torch.zeros(num_classes, num_classes, dtype=torch.int64)
+    cm.index_put_((targets, preds), torch.ones_like(targets), accumulate=True)
+    return cm
+
+
+def _cm_transposed(preds, targets, num_classes):
+    return confusion_matrix(preds, targets, num_classes).T
+
+
+def _cm_size_from_data(preds, targets, num_classes):
+    k = int(max(preds.max(), targets.max())) + 1
+    cm = torch.zeros(k, k, dtype=torch.int64)
+    cm.index_put_((targets, preds), torch.ones_like(targets), accumulate=True)
+    return cm
+
+
+def _cm_no_accumulate(preds, targets, num_classes):
+    cm = torch.zeros(num_classes, num_classes, dtype=torch.int64)
+    cm[targets, preds] += 1
+    return cm
+
+
+def _cm_normalized(preds, targets, num_classes):
+    cm = confusion_matrix(preds, targets, num_classes).double()
+    return cm / cm.sum(dim=1, keepdim=True).clamp(min=1)
+
+
+def _cm_cases(r: Rand) -> Case:
+    k = r.integer(2, 10)
+    n = r.integer(5, 60)
+    targets = r.randint(0, k, (n,))
+    preds = torch.where(r.rand(n) < 0.6, targets, r.randint(0, k, (n,)))
+    return Case((preds, targets, k + r.integer(0, 1)))
+
+
+register(Exercise(
+    lesson=LESSON, name="confusion_matrix", title="A confusion matrix",
+    reference=confusion_matrix, cases=_cm_cases,
+    edge_cases=[
+        Case((torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3), label="preds [0,1,1,2], targets [0,1,2,2]",
+             show_inputs=True),
+        Case((torch.tensor([1, 1, 1]), torch.tensor([1, 1, 0]), 4), label="class 3 never appears"),
+    ],
+    mistakes=[
+        Mistake("transposed", "Rows are the *true* classes and columns the *predicted* ones: count "
+                "`cm[target, pred]`, not `cm[pred, target]`.", _cm_transposed),
+        Mistake("size_from_data", "Make the matrix `num_classes × num_classes`, even when some classes do not "
+                "occur in this batch of predictions.", _cm_size_from_data),
+        Mistake("no_accumulate", "`cm[targets, preds] += 1` with repeated index pairs adds 1 only once per "
+                "pair: indexed assignment does not accumulate. Use `index_put_(..., accumulate=True)`, "
+                "`torch.bincount`, or a loop.", _cm_no_accumulate),
+        Mistake("normalized", "Return the raw counts (int64); normalise later, when plotting.", _cm_normalized),
+    ],
+    hints=[
+        "Start from `torch.zeros(num_classes, num_classes, dtype=torch.int64)` and add 1 at `[t, p]` for "
+        "every pair.",
+        "A loop `for t, p in zip(targets.tolist(), preds.tolist()): cm[t, p] += 1` is fine; vectorised: "
+        "`cm.index_put_((targets, preds), torch.ones_like(targets), accumulate=True)`.",
+        "Or: `torch.bincount(targets * num_classes + preds, minlength=num_classes**2).reshape(num_classes, num_classes)`.",
+    ],
+))
+
+
+# --------------------------------------------------------------------------- 2. DigitClassifier
+class DigitClassifier:
+    """fit(X, y) trains a small CNN; predict(X) returns int64 class predictions."""
+
+    def __init__(self):
+        self.model = None
+
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(32 * 4 * 4, 64), nn.ReLU(), nn.Linear(64, 10),
+        )
+        loader = DataLoader(TensorDataset(X, y), batch_size=64, shuffle=True,
+                            generator=torch.Generator().manual_seed(0))
+        num_epochs = 10
+        optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-2)
+        scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-2,
+                                                        total_steps=num_epochs * len(loader))
+        loss_fn = nn.CrossEntropyLoss()
+        self.model.train()
+        for _ in range(num_epochs):
+            for xb, yb in loader:
+                optimizer.zero_grad()
+                loss_fn(self.model(xb), yb).backward()
+                optimizer.step()
+                scheduler.step()
+        return self
+
+    def predict(self, X):
+        self.model.eval()
+        with torch.inference_mode():
+            return self.model(X).argmax(dim=1)
+
+
+def _cnn(final: nn.Module | None = None) -> nn.Module:
+    layers = [nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 16, 10)]
+    return nn.Sequential(*layers, *([final] if final is not None else []))
+
+
+def _quick_train(model: nn.Module, X, y, num_epochs: int, lr: float = 1e-2) -> nn.Module:
+    torch.manual_seed(0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    g = torch.Generator().manual_seed(0)
+    model.train()
+    for _ in range(num_epochs):
+        perm = torch.randperm(len(y), generator=g)
+        for i in range(0, len(y), 64):
+            idx = perm[i : i + 64]
+            optimizer.zero_grad()
+            loss_fn(model(X[idx]), y[idx]).backward()
+            optimizer.step()
+    return model
+
+
+class _NeverTrained(DigitClassifier):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = _cnn()
+        return self
+
+
+class _SoftmaxOutput(DigitClassifier):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = _quick_train(_cnn(nn.Softmax(dim=1)), X, y, num_epochs=3)
+        return self
+
+
+class _ForgotEval(DigitClassifier):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = _quick_train(_cnn(), X, y, num_epochs=2)
+        return self
+
+    def predict(self, X):
+        with torch.inference_mode():
+            return self.model(X).argmax(dim=1)
+
+
+class _ForgotNoGrad(DigitClassifier):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = _quick_train(_cnn(), X, y, num_epochs=2)
+        return self
+
+    def predict(self, X):
+        self.model.eval()
+        return self.model(X).argmax(dim=1)
+
+
+class _IgnoresGivenData(DigitClassifier):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        X_all, y_all = load_digits(images=True)  # the learner's own copy of the digits
+        self.model = _quick_train(_cnn(), X_all, y_all, num_epochs=3)
+        return self
+
+
+class _BelowBar(DigitClassifier):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = _quick_train(nn.Sequential(nn.Flatten(), nn.Linear(64, 10)), X, y, num_epochs=1, lr=3e-3)
+        return self
+
+
+@functools.lru_cache(maxsize=1)
+def _digits() -> tuple[torch.Tensor, torch.Tensor]:
+    return load_digits(images=True)
+
+
+def _new_classifier(answer):
+    if isinstance(answer, type):
+        clf = answer()
+    elif callable(getattr(answer, "fit", None)) and not callable(answer):
+        raise Incorrect("wrong_type", "You passed an instance; pass the class itself (`DigitClassifier`).")
+    elif callable(answer):
+        clf = answer()
+    else:
+        raise Incorrect("wrong_type", f"You passed a {type(answer).__name__}; pass your class `DigitClassifier`.")
+    if not (callable(getattr(clf, "fit", None)) and callable(getattr(clf, "predict", None))):
+        raise Incorrect("no_fit_predict", "Your class needs two methods, `fit(X, y)` and `predict(X)`.")
+    return clf
+
+
+def _check_predictions(preds, n: int) -> torch.Tensor:
+    if preds is None:
+        raise Incorrect("returned_none", "`predict` returned None: return the tensor of predicted classes.")
+    if not isinstance(preds, torch.Tensor):
+        raise Incorrect("predictions_type", f"`predict` should return a tensor, not {type(preds).__name__}.")
+    if preds.shape != (n,):
+        extra = " Take `argmax(dim=1)` of the logits." if preds.dim() == 2 and preds.shape == (n, 10) else ""
+        raise Incorrect("predictions_shape", f"For {n} images `predict` should return shape ({n},), not "
+                        f"{tuple(preds.shape)}.{extra}")
+    if preds.is_floating_point() or preds.dtype == torch.bool:
+        raise Incorrect("predictions_dtype", "Predictions are class indices: an int64 tensor (`argmax` gives one).")
+    return preds.long()
+
+
+def _interface_run(answer, case: Case):
+    X, y = _digits()
+    n_train, n_query = case.kwargs["n_train"], case.kwargs["n_query"]
+    clf = _new_classifier(answer)
+    with torch.enable_grad(), single_thread():
+        clf.fit(X[:n_train].clone(), y[:n_train].clone())
+    _check_predictions(clf.predict(X[n_train : n_train + n_query].clone()), n_query)
+    return True
+
+
+def _derangement(n: int, r: Rand) -> torch.Tensor:
+    while True:
+        perm = torch.randperm(n, generator=r.torch)
+        if not bool((perm == torch.arange(n)).any()):
+            return perm
+
+
+def _heldout_probe(answer, r: Rand) -> None:
+    X, y_true = _digits()
+    order = torch.randperm(len(y_true), generator=r.torch)
+    held, train = order[:N_HELD_OUT], order[N_HELD_OUT:]
+    rename = _derangement(10, r)
+    y = rename[y_true]
+    clf = _new_classifier(answer)
+    start = time.process_time()
+    with torch.enable_grad(), single_thread():
+        clf.fit(X[train].clone(), y[train].clone())
+    seconds = time.process_time() - start
+    if seconds > TIME_BUDGET_S:
+        raise Incorrect("too_slow", f"`fit` used {seconds:.1f} s of CPU time; the budget is {TIME_BUDGET_S:g} s. "
+                        "Train for fewer epochs, use a smaller model or larger batches.")
+    model = getattr(clf, "model", None)
+    if not isinstance(model, nn.Module):
+        raise Incorrect("no_model", "Keep the trained network in `self.model` (an `nn.Module`).")
+    records: list[tuple[bool, bool]] = []
+    handle = nn.modules.module.register_module_forward_pre_hook(
+        lambda m, args: records.append((m.training, torch.is_grad_enabled())))
+    try:
+        with torch.enable_grad(), single_thread():
+            preds = clf.predict(X[held].clone())
+    finally:
+        handle.remove()
+    preds = _check_predictions(preds, len(held))
+    if any(training for training, _ in records):
+        raise Incorrect("forgot_eval", "`predict` ran the network in training mode: call `self.model.eval()` "
+                        "first (Dropout and BatchNorm behave differently when training).")
+    if any(grad for _, grad in records):
+        raise Incorrect("forgot_no_grad", "`predict` recorded an autograd graph: wrap it in "
+                        "`with torch.inference_mode():` (or `torch.no_grad()`).")
+    probe_model = copy.deepcopy(model).eval()
+    with torch.no_grad():
+        out = probe_model(X[held][:64].clone())
+    if (isinstance(out, torch.Tensor) and out.dim() == 2 and out.is_floating_point() and bool((out >= 0).all())
+            and torch.allclose(out.sum(dim=1), torch.ones(len(out)), atol=1e-4)):
+        raise Incorrect("softmax_output", "Your network outputs probabilities (every row sums to 1), but "
+                        "`CrossEntropyLoss` expects logits and applies log-softmax itself; softmax before it "
+                        "squashes the gradients. Remove the final `Softmax` (use it only to display probabilities).")
+    accuracy = float((preds == y[held]).double().mean())
+    if accuracy >= TARGET_ACCURACY:
+        return
+    if float((preds == y_true[held]).double().mean()) > 0.5:
+        raise Incorrect("ignored_given_data", "Your predictions match the digits' original labels, not the "
+                        "labels `fit` was given (the check renames the classes): train only on the `X, y` "
+                        "passed to `fit`.")
+    if accuracy < 0.3:
+        raise Incorrect("not_trained", f"Held-out accuracy {accuracy:.1%} is close to chance (10 %): was the "
+                        "network trained? Check that `fit` runs the training loop on `self.model` (not on a "
+                        "copy) and that `predict` uses that same model.")
+    raise Incorrect("below_bar", f"Held-out accuracy {accuracy:.1%} is below {TARGET_ACCURACY:.0%} (fit took "
+                    f"{seconds:.1f} s of the {TIME_BUDGET_S:g} s CPU budget). Try a small CNN, Adam, more epochs, "
+                    "a learning-rate schedule.")
+
+
+register(Exercise(
+    lesson=LESSON, name="DigitClassifier",
+    title=f"A digit classifier with ≥ {TARGET_ACCURACY:.0%} held-out accuracy within {TIME_BUDGET_S:g} s of CPU time",
+    reference=DigitClassifier, kind="any", run=_interface_run,
+    edge_cases=[Case(kwargs=dict(n_train=40, n_query=10), label="fit on 40 images, then predict 10")],
+    probes=[_heldout_probe],
+    timeout=TIME_BUDGET_S + 40,
+    mistakes=[
+        Mistake("not_trained", "The held-out accuracy is at chance level: the network was never trained.",
+                _NeverTrained, match_output=False),
+        Mistake("softmax_output", "The network ends in a softmax: `CrossEntropyLoss` needs logits.",
+                _SoftmaxOutput, match_output=False),
+        Mistake("forgot_eval", "`predict` must call `self.model.eval()` first.", _ForgotEval, match_output=False),
+        Mistake("forgot_no_grad", "`predict` must run under `torch.inference_mode()` or `torch.no_grad()`.",
+                _ForgotNoGrad, match_output=False),
+        Mistake("ignored_given_data", "Train on the `X, y` given to `fit`, not on your own copy of the digits.",
+                _IgnoresGivenData, match_output=False),
+        Mistake("below_bar", "The held-out accuracy is below the bar: train a better model.", _BelowBar,
+                match_output=False),
+        Mistake("timeout", f"Checking stopped after {TIME_BUDGET_S + 40:g} s: `fit` (or `predict`) ran far past "
+                f"the {TIME_BUDGET_S:g} s budget, or never ends. Train for a fixed number of epochs.",
+                match_output=False),
+    ],
+    hints=[
+        "Start from the baseline's loop, but build a CNN in `fit`: `Conv2d(1, 16, 3, padding=1)`, ReLU, "
+        "`Conv2d(16, 32, 3, padding=1)`, ReLU, `MaxPool2d(2)`, `Flatten()`, `Linear(32 * 4 * 4, 64)`, ReLU, "
+        "`Linear(64, 10)`.",
+        "Adam with lr 1e-2 and a `OneCycleLR` schedule (stepped after every batch) for about 10 epochs of batch "
+        "size 64 gets close to 99 %; `BatchNorm2d` after each convolution makes it steadier.",
+        "`predict`: `self.model.eval()`, then `with torch.inference_mode(): return self.model(X).argmax(dim=1)`.",
+    ],
+))

@@ -1,0 +1,567 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Data: `Dataset` and `DataLoader`
+#
+# A model learns from batches. Two classes turn your data into batches:
+#
+# - a **`Dataset`** knows how many items there are and how to get item `i`;
+# - a **`DataLoader`** draws items from it in some order, groups them into batches, and can
+#   prepare them in parallel worker processes.
+#
+# You will learn to
+#
+# 1. write map-style datasets (`__len__` / `__getitem__`) and use `TensorDataset`;
+# 2. split data reproducibly (`random_split`, `Subset`, a stratified split);
+# 3. control batching (`batch_size`, `shuffle`, `drop_last`), samplers and `collate_fn`;
+# 4. stream data with an `IterableDataset` and split the stream between workers;
+# 5. measure when `num_workers` helps and when it hurts;
+# 6. keep randomness reproducible in workers.
+#
+# Six exercises are checked along the way. About 50 minutes.
+
+# %%
+import os
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+from course_utils import data_lab
+from course_utils import data_workers as dw
+from course_utils.datasets import DigitsDataset, SequenceDataset, load_digits, sine_series
+from course_utils.grading import exercises_for, reference
+
+ex = exercises_for("04_data")
+_ = torch.manual_seed(0)
+
+# %% [markdown]
+# ## 1. A dataset is anything with `__len__` and `__getitem__`
+#
+# That is the whole *map-style* contract: `len(ds)` items, and `ds[i]` returns item `i`
+# (usually an `(input, target)` pair). Even a plain list of pairs qualifies:
+
+# %%
+pairs = [(torch.tensor([float(i), float(i)]), i % 2) for i in range(5)]
+loader = DataLoader(pairs, batch_size=2)
+for xb, yb in loader:
+    print(xb.tolist(), yb)
+
+# %% [markdown]
+# The DataLoader fetched items one by one and **collated** each group: tensors were stacked
+# along a new first dimension, Python ints became an int64 tensor.
+#
+# When inputs and targets are already tensors with one row per item, `TensorDataset` indexes
+# them together:
+
+# %%
+X, y = load_digits()
+digits = TensorDataset(X, y)
+x0, y0 = digits[0]
+print(len(digits), "items; item 0:", tuple(x0.shape), x0.dtype, "label", y0.item())
+
+
+# %% [markdown]
+# Writing your own is three methods. `DigitsDataset` (from `course_utils.datasets`) is one:
+# it loads the scikit-learn digits once in `__init__` and returns `(image, label)` in
+# `__getitem__`, applying an optional `transform` to the image. Transforms are plain
+# callables, functions or objects with `__call__`, chained by calling one after the other:
+
+# %%
+def add_noise(image, scale=0.15):
+    return (image + scale * torch.randn_like(image)).clamp(0, 1)
+
+
+def flip(image):
+    return image.flip(-1)
+
+
+def noisy_flip(image):
+    return add_noise(flip(image))
+
+
+plain = DigitsDataset("train", images=True)
+augmented = DigitsDataset("train", images=True, transform=noisy_flip)
+torch.manual_seed(0)
+shown = torch.stack([plain[i][0] for i in range(6)] + [augmented[i][0] for i in range(6)])
+labels = [int(plain[i][1]) for i in range(6)] * 2
+
+from course_utils.plotting import image_grid  # noqa: E402
+
+image_grid(shown, labels, ncols=6)
+plt.show()
+
+# %% [markdown]
+# The top row is the data, the bottom row the same items through `noisy_flip`. The transform
+# runs every time an item is fetched, so the noise differs each epoch: that is how data
+# augmentation works.
+
+# %% [markdown]
+# ## 2. Your own Dataset: sliding windows over a time series
+#
+# To forecast a series, each training item is a **window** of past values `x` and the value
+# that follows as target `y`. A series of 8 values with a window of 3 gives:
+#
+# | item | x (indices) | y (index) |
+# |---|---|---|
+# | 0 | 0, 1, 2 | 3 |
+# | 1 | 1, 2, 3 | 4 |
+# | ... | ... | ... |
+# | 4 | 4, 5, 6 | 7 |
+#
+# Five items, not six: the window starting at 5 has no value after it. With a *horizon* `h`
+# the target is `h` steps after the window's last value, so fewer windows fit.
+#
+# Off-by-one errors here are common and silent: a target that is the window's own last value
+# gives a model that "forecasts" by copying its input, with an excellent loss.
+
+# %%
+series = sine_series(200)
+window, i = 20, 60
+fig, ax = plt.subplots(figsize=(7, 2.5))
+ax.plot(series.numpy(), color="0.7", lw=1, label="series")
+ax.plot(range(i, i + window), series[i : i + window].numpy(), color="tab:blue", lw=2, label="x: the window")
+ax.scatter([i + window], [series[i + window].item()], color="tab:red", zorder=3, label="y: the next value")
+ax.set_xlabel("time step")
+ax.legend(fontsize=8, loc="upper left")
+fig.tight_layout()
+
+
+# %% [markdown]
+# ### Exercise 1: `WindowDataset`
+#
+# Complete the class. `series` is a 1-D float tensor; item `i` is the pair `(x, y)` where `x`
+# is the tensor of `window` values starting at index `i` (shape `(window,)`) and `y` is the
+# 0-dim tensor `horizon` steps after the last value of `x`. `__len__` is the number of
+# windows whose target still lies inside the series.
+
+# %%
+class WindowDataset(Dataset):
+    def __init__(self, series, window, horizon=1):
+        self.series = series
+        self.window = window
+        self.horizon = horizon
+
+    def __len__(self):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+    def __getitem__(self, i):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.WindowDataset.check(WindowDataset)
+
+# %% [markdown]
+# ## 3. Splitting: `random_split` and `Subset`
+#
+# `random_split` cuts a dataset into random parts, given as counts or fractions. Pass a
+# `generator` with a fixed seed and the split is the same in every run (and does not depend on
+# what else used the global random state before):
+
+# %%
+gen = torch.Generator().manual_seed(42)
+train_set, test_set = torch.utils.data.random_split(digits, [0.8, 0.2], generator=gen)
+print(type(train_set).__name__, len(train_set), len(test_set))
+print("first test indices:", test_set.indices[:8])
+
+# %% [markdown]
+# Each part is a `Subset`: the original dataset plus a list of indices. `Subset(ds, indices)`
+# makes one directly, for any indices you choose.
+#
+# A random split does not look at the labels. With imbalanced classes a small class can end
+# up with too few, or no, test items. Here is a dataset with 40 / 8 / 4 items per class,
+# split 75/25 five times:
+
+# %%
+y_small = torch.tensor([0] * 40 + [1] * 8 + [2] * 4)
+small = TensorDataset(torch.arange(len(y_small)), y_small)
+for seed in range(5):
+    _, test_part = torch.utils.data.random_split(small, [0.75, 0.25], generator=torch.Generator().manual_seed(seed))
+    print(f"seed {seed}: test items per class", torch.bincount(y_small[test_part.indices], minlength=3).tolist())
+print("stratified would be                  ", [10, 2, 1])
+
+
+# %% [markdown]
+# ### Exercise 2: `stratified_split`
+#
+# Write `stratified_split(y, test_fraction, generator)`. `y` is an int64 tensor of class
+# labels. Return `(train_idx, test_idx)`, two 1-D int64 tensors of positions in `y`, such
+# that every index is in exactly one of them, each class `c` puts `round(n_c *
+# test_fraction)` of its `n_c` items into test (chosen at random), and the same `generator`
+# seed always gives the same split. Use only `generator` for randomness.
+
+# %%
+def stratified_split(y, test_fraction, generator):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.stratified_split.check(stratified_split)
+
+# %% [markdown]
+# The indices go straight into `Subset(dataset, train_idx)` and `Subset(dataset, test_idx)`.
+# (scikit-learn's `train_test_split(..., stratify=y)` does the same for NumPy arrays.)
+
+# %% [markdown]
+# ## 4. Batches: `batch_size`, `shuffle`, `drop_last`
+#
+# A DataLoader yields `ceil(n / batch_size)` batches; the last one is smaller unless
+# `drop_last=True` throws it away (useful when every batch must have the same size, for
+# example with BatchNorm and tiny remainders).
+
+# %%
+loader = DataLoader(digits, batch_size=256)
+print(len(loader), "batches:", [len(xb) for xb, _ in loader])
+loader = DataLoader(digits, batch_size=256, drop_last=True)
+print(len(loader), "batches:", [len(xb) for xb, _ in loader])
+
+# %% [markdown]
+# Move the sliders: how many batches, how big is the last one, how many items are lost?
+
+# %% tags=["nbval-ignore-output"]
+from ipywidgets import Checkbox, IntSlider, interact  # noqa: E402
+
+
+def show_batches(batch_size, drop_last):
+    data_lab.plot_batch_sizes(100, batch_size, drop_last)
+    plt.show()
+
+
+interact(show_batches, batch_size=IntSlider(32, 1, 100), drop_last=Checkbox(False));
+
+
+# %% [markdown]
+# `shuffle=True` visits the items in a new random order every epoch, which is what training
+# wants (evaluation does not need it). The order comes from the global random state unless you
+# give the loader its own `generator`; with a seeded generator the sequence of epochs is
+# reproducible:
+
+# %%
+def first_labels(loader):
+    return [next(iter(loader))[1][:8].tolist() for _ in range(2)]  # first batch of two epochs
+
+
+for run in range(2):
+    loader = DataLoader(digits, batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(0))
+    print(f"run {run}: labels of the first batch in epoch 1 and in epoch 2:", *first_labels(loader), sep="\n  ")
+
+# %% [markdown]
+# Each epoch differs, yet both runs repeat the same sequence.
+
+# %% [markdown]
+# ## 5. Samplers decide the order
+#
+# Behind `shuffle` is a **sampler**: an iterable of indices. `shuffle=False` uses a
+# `SequentialSampler`, `shuffle=True` a `RandomSampler`; you can pass your own with
+# `sampler=`. A `BatchSampler` groups indices into lists, one list per batch, and goes in
+# `batch_sampler=` (then `batch_size`, `shuffle`, `sampler` and `drop_last` must stay unset):
+
+# %%
+from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler  # noqa: E402
+
+print(list(SequentialSampler(range(6))))
+print(list(RandomSampler(range(6), generator=torch.Generator().manual_seed(0))))
+batches = BatchSampler(SequentialSampler(range(7)), batch_size=3, drop_last=False)
+print(list(batches))
+loader = DataLoader(digits, batch_sampler=batches)
+print([yb.tolist() for _, yb in loader])
+
+# %% [markdown]
+# `WeightedRandomSampler(weights, num_samples, replacement=True)` draws item `i` with
+# probability proportional to `weights[i]`. With the right weights, a rare class is drawn as
+# often as a common one: the model sees balanced batches without throwing data away.
+#
+# ### Exercise 3: `balanced_sampler`
+#
+# Write `balanced_sampler(y, generator=None)`: return a `WeightedRandomSampler` that draws
+# `len(y)` indices with replacement such that every class is equally likely, passing
+# `generator` on to the sampler. Each item's weight is `1 / (number of items in its class)`.
+
+# %%
+from torch.utils.data import WeightedRandomSampler  # noqa: E402
+
+
+def balanced_sampler(y, generator=None):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.balanced_sampler.check(balanced_sampler)
+
+# %% [markdown]
+# Here is the effect, with the course's reference answer, on a dataset whose classes have 200,
+# 50 and 10 items:
+
+# %%
+y_imb = torch.tensor([0] * 200 + [1] * 50 + [2] * 10)
+shuffled = list(RandomSampler(y_imb, generator=torch.Generator().manual_seed(0)))
+balanced = list(reference("04_data.balanced_sampler")(y_imb, generator=torch.Generator().manual_seed(0)))
+print("shuffle=True     draws per class:", data_lab.class_counts_drawn(y_imb, shuffled).tolist())
+print("balanced sampler draws per class:", data_lab.class_counts_drawn(y_imb, balanced).tolist())
+data_lab.plot_class_balance(y_imb, {"shuffle=True": torch.tensor(shuffled), "balanced sampler": torch.tensor(balanced)})
+plt.show()
+
+# %% [markdown]
+# The 10 items of class 2 are each drawn about 8 times per epoch: balance by repetition.
+# Watch for overfitting on them.
+
+# %% [markdown]
+# ## 6. `collate_fn`: batching items of different sizes
+#
+# The default collate stacks tensors, which needs equal shapes. Token sequences have
+# different lengths. `SequenceDataset` returns `(tokens, label)` with 2 to 12 tokens, and
+# batching it fails with the message you will meet in your own projects:
+
+# %%
+seqs = SequenceDataset(n=200)
+print([len(seqs[i][0]) for i in range(4)])
+
+# %% tags=["raises-exception"]
+next(iter(DataLoader(seqs, batch_size=4)))
+
+# %% [markdown]
+# A `collate_fn` receives the list of items of one batch and builds the batch however you
+# like. For sequences: pad every sequence to the longest one in the batch with a padding token
+# (0 here, `course_utils.datasets.PAD`) and return the true lengths, so a model can ignore the
+# padding.
+#
+# ### Exercise 4: `pad_collate`
+#
+# Write `pad_collate(batch)`: `batch` is a list of `(tokens, label)` pairs, `tokens` a 1-D
+# int64 tensor, `label` a 0-dim int64 tensor. Return `(padded, lengths, labels)`: `padded`
+# int64 of shape `(batch, longest)` filled with `PAD` after each sequence, `lengths` int64
+# `(batch,)`, `labels` int64 `(batch,)`.
+
+# %%
+from torch.nn.utils.rnn import pad_sequence  # noqa: E402
+
+from course_utils.datasets import PAD  # noqa: E402
+
+
+def pad_collate(batch):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.pad_collate.check(pad_collate)
+
+# %% [markdown]
+# With the reference answer as `collate_fn`, a batch of four:
+
+# %%
+loader = DataLoader(seqs, batch_size=4, collate_fn=reference("04_data.pad_collate"))
+padded, lengths, labels = next(iter(loader))
+print(padded)
+print("lengths", lengths.tolist(), "labels", labels.tolist())
+
+# %% [markdown]
+# ## 7. `IterableDataset`: streams, and workers that duplicate them
+#
+# Some data cannot be indexed: lines arriving from a file or a socket, records generated on
+# the fly. An `IterableDataset` only defines `__iter__`, and the DataLoader batches whatever it
+# yields. `dw.UnshardedRange(0, 6)` yields 0, ..., 5:
+
+# %%
+print([int(v) for v in DataLoader(dw.UnshardedRange(0, 6), batch_size=None)])
+
+# %% [markdown]
+# With `num_workers=2`, **each worker process gets its own copy of the dataset and iterates
+# all of it**, so every item arrives twice:
+
+# %%
+print([int(v) for v in DataLoader(dw.UnshardedRange(0, 6), batch_size=None, num_workers=2)])
+
+# %% [markdown]
+# The fix is to let each copy yield only its share. Inside a worker,
+# `torch.utils.data.get_worker_info()` returns the worker's `id` (0, 1, ...), the total
+# `num_workers`, a per-worker `seed` and this worker's copy of the `dataset`. In the main
+# process (`num_workers=0`) it returns `None`.
+#
+# (Map-style datasets do not have this problem: the main process hands each worker the
+# indices it should fetch.)
+#
+# ### Exercise 5: `ShardedRange`
+#
+# Complete `__iter__` so that the integers `start, ..., end - 1` come out exactly once in
+# total, with any number of workers, including none. The check runs your class as 0, 1, 2
+# and 3 workers would see it and, where worker processes are forked (Linux), through a real
+# DataLoader with 1 and 2 workers.
+
+# %%
+from torch.utils.data import IterableDataset, get_worker_info  # noqa: E402
+
+
+class ShardedRange(IterableDataset):
+    def __init__(self, start, end):
+        self.start = start
+        self.end = end
+
+    def __iter__(self):
+        # YOUR CODE HERE
+        raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.ShardedRange.check(ShardedRange)
+
+# %% [markdown]
+# The course's version is `dw.ShardedRange`. Every item once, whatever the number of workers
+# (the order interleaves the workers' shares):
+
+# %%
+for num_workers in (0, 1, 2):
+    items = [int(v) for v in DataLoader(dw.ShardedRange(0, 7), batch_size=None, num_workers=num_workers)]
+    print(f"num_workers={num_workers}: {items}")
+
+
+# %% [markdown]
+# Why are these classes in a module (`course_utils.data_workers`) and not in the notebook?
+# On Windows and macOS (and on Linux from Python 3.14) workers are started fresh and receive
+# the dataset by pickling; a class defined in a notebook cannot be found there and the loader
+# fails with `Can't get attribute 'ShardedRange' on <module '__main__'>`. Classes (and
+# `collate_fn`s, transforms, `worker_init_fn`s) that workers use belong in a `.py` file.
+
+# %% [markdown]
+# ## 8. `num_workers`: when workers help and when they hurt
+#
+# Workers prepare batches in parallel processes while the main process trains. That pays
+# when preparing an item costs real CPU time (decoding images, parsing text, augmenting), and
+# costs when items are cheap: every batch is pickled and sent between processes, and workers
+# take time to start.
+#
+# Measure it. `dw.SlowItems` spends about half a millisecond of Python work on each item;
+# the second dataset is in-memory tensors. Workers are kept alive between epochs
+# (`persistent_workers=True`) and one warm-up epoch runs first, so start-up is not counted.
+# This takes about 5 seconds; the numbers depend on your machine and on what else it is doing.
+
+# %% tags=["nbval-ignore-output"]
+def throughput(dataset, batch_size, worker_counts=(0, 1, 2)):
+    speeds = {}
+    for n in worker_counts:
+        loader = DataLoader(dataset, batch_size=batch_size, num_workers=n, persistent_workers=n > 0)
+        speeds[n] = dw.time_loader(loader)
+        del loader
+    return speeds
+
+
+cheap = TensorDataset(torch.randn(8192, 16), torch.randint(0, 10, (8192,)))
+results = {
+    "slow items (CPU work per item)": throughput(dw.SlowItems(n=256), batch_size=32),
+    "cheap in-memory tensors": throughput(cheap, batch_size=64),
+}
+for name, speeds in results.items():
+    print(name, {n: f"{s:,.0f} items/s" for n, s in speeds.items()})
+data_lab.plot_worker_throughput(results, title=f"a machine with {os.cpu_count()} CPU cores")
+plt.show()
+
+# %% [markdown]
+# On an otherwise idle 2-core machine the slow items run about 1.7× faster with 2 workers,
+# while the cheap tensors run 3–6× *slower* with any workers. On a busy machine (other
+# programs, a shared cloud notebook) the gain shrinks or vanishes: workers need free cores.
+# Rules of thumb:
+#
+# - start with `num_workers=0`; add workers when the loader, not the model, is the
+#   bottleneck (the GPU or the training step waits for data);
+# - more workers than CPU cores does not help (the DataLoader warns about it);
+# - `persistent_workers=True` avoids restarting workers every epoch.
+#
+# **`pin_memory=True`** puts batches in page-locked memory so that copies to a GPU are faster
+# and can overlap with compute. It only pays with an accelerator; without one, PyTorch warns
+# and ignores it:
+
+# %% tags=["nbval-ignore-output"]
+import warnings  # noqa: E402
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    next(iter(DataLoader(digits, batch_size=8, pin_memory=True)))
+print(caught[0].message if caught else "no warning: this machine has an accelerator, pinning is used")
+
+
+# %% [markdown]
+# ## 9. Randomness inside workers
+#
+# Each worker seeds `torch`, Python's `random` and NumPy's *global* RNG with its own seed,
+# different per worker and per epoch, and derived from the main process's random state (or
+# from the loader's `generator`). Random transforms that use those are fine.
+#
+# The trap is a generator stored **on the dataset**. `dw.NoisyItems` creates
+# `self.rng = np.random.default_rng(0)` in `__init__` and returns `i + noise` with noise from
+# `self.rng`. Every worker receives a copy of the dataset in the same state, so the workers
+# produce the same "random" numbers. Watch the noise (item minus index) with two workers,
+# which fetch items 0, 2, 4, 6 and 1, 3, 5, 7:
+
+# %%
+def noise_of(loader):
+    return [round(float(v) - i, 4) for i, v in enumerate(loader)]
+
+
+print("0 workers:", noise_of(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=None)))
+print("2 workers:", noise_of(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=None, num_workers=2)))
+
+
+# %% [markdown]
+# Without workers every item gets fresh noise. With two, items 0 and 1, 2 and 3, ... get
+# identical noise, and the two workers together only repeat the first half of the stream:
+# augmentations repeat across workers.
+#
+# The fix is a `worker_init_fn`: the DataLoader calls it with the worker id at the start of
+# every worker, where `get_worker_info()` gives this worker's dataset copy and seed.
+#
+# ### Exercise 6: `reseed_worker`
+#
+# Write `reseed_worker(worker_id)` that replaces the dataset copy's `rng` with
+# `np.random.default_rng(...)` seeded from this worker's `get_worker_info().seed` (which
+# differs per worker and per epoch and is reproducible from the loader's `generator`).
+
+# %%
+def reseed_worker(worker_id):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.reseed_worker.check(reseed_worker)
+
+# %% [markdown]
+# With the course's `dw.reseed_worker` (a `worker_init_fn` must be importable too) every item
+# gets its own noise, and a seeded loader `generator` makes the run repeatable:
+
+# %%
+for run in range(2):
+    loader = DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=None, num_workers=2, worker_init_fn=dw.reseed_worker,
+                        generator=torch.Generator().manual_seed(0))
+    print(f"run {run}:", noise_of(loader))
+
+# %% [markdown]
+# ## Summary
+#
+# - A map-style `Dataset` is `__len__` + `__getitem__`; `TensorDataset` wraps tensors;
+#   transforms are plain callables applied in `__getitem__`.
+# - Split with `random_split(..., generator=...)` or your own indices and `Subset`; stratify
+#   when classes are imbalanced.
+# - `DataLoader`: `batch_size`, `shuffle` (with a seeded `generator` for reproducible order),
+#   `drop_last`; samplers choose indices (`WeightedRandomSampler` balances classes,
+#   `BatchSampler` groups them); `collate_fn` builds a batch, e.g. padding ragged sequences.
+# - Default collate needs equal shapes: "stack expects each tensor to be equal size".
+# - `IterableDataset` streams; with workers, shard with `get_worker_info()` or every item
+#   arrives once per worker.
+# - Workers help when items cost CPU time and hurt for cheap in-memory tensors: measure.
+#   `pin_memory` only matters with an accelerator. Keep worker code in modules.
+# - Generators stored on a dataset are copied into every worker: reseed them in a
+#   `worker_init_fn` from `get_worker_info().seed`.
+#
+# Next: **05_training_loop**, where these loaders feed a model.

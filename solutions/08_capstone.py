@@ -1,0 +1,269 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 08 · Capstone: a digit classifier, end to end
+#
+# This project puts the course together on the handwritten digits: a data pipeline, a model,
+# a training loop, an evaluation that goes beyond one accuracy number, saving and reloading,
+# and finally **your own classifier**, graded on images your code never sees.
+#
+# 1. The data pipeline: images, a validation split, loaders.
+# 2. A baseline, end to end: a small model and the training loop from lesson 05.
+# 3. Evaluation: a confusion matrix and the images the model gets wrong.
+# 4. Save and reload the trained model.
+# 5. **The graded task**: write `DigitClassifier` that reaches **≥ 97 % accuracy on held-out
+#    images within 20 seconds of CPU time for training**.
+#
+# About 60 minutes, most of it in section 5.
+
+# %%
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from course_utils import training_lab as lab
+from course_utils.datasets import digits_split
+from course_utils.grading import exercises_for, reference
+from course_utils.plotting import image_grid, plot_curves
+
+ex = exercises_for("08_capstone")
+
+# %% [markdown]
+# ## 1. The data pipeline
+#
+# The digits as images: `X` of shape `(N, 1, 8, 8)` (one grey channel), values in [0, 1];
+# `y` int64 labels 0–9. `digits_split` holds out 360 test images. From the 1437 training
+# images we hold out another 20 % for **validation**, to watch training and choose settings,
+# so that the test set is used once, at the end.
+
+# %%
+split = digits_split(images=True)
+X_test, y_test = split.X_test, split.y_test
+generator = torch.Generator().manual_seed(0)
+perm = torch.randperm(len(split.y_train), generator=generator)
+n_val = round(0.2 * len(perm))
+X_val, y_val = split.X_train[perm[:n_val]], split.y_train[perm[:n_val]]
+X_train, y_train = split.X_train[perm[n_val:]], split.y_train[perm[n_val:]]
+print(f"train {tuple(X_train.shape)}, validation {tuple(X_val.shape)}, test {tuple(X_test.shape)}")
+print("training images per class:", torch.bincount(y_train).tolist())
+
+# %%
+image_grid(X_train[:20], y_train[:20], ncols=10)
+plt.show()
+
+# %%
+train_loader = DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True,
+                          generator=torch.Generator().manual_seed(0))
+val_loader = DataLoader(TensorDataset(X_val, y_val), batch_size=512)
+test_loader = DataLoader(TensorDataset(X_test, y_test), batch_size=512)
+
+# %% [markdown]
+# ## 2. A baseline, end to end
+#
+# Start with the simplest thing that works: flatten each image and use a linear layer, i.e.
+# multinomial logistic regression, trained with plain SGD for a few epochs. `lab.fit` is the
+# loop of lesson 05: `train_one_epoch` and `evaluate` for every epoch.
+
+# %% tags=["nbval-ignore-output"]
+torch.manual_seed(0)
+baseline = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
+loss_fn = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(baseline.parameters(), lr=0.1)
+history = lab.fit(baseline, train_loader, val_loader, loss_fn, optimizer, num_epochs=5)
+plot_curves(history, title="baseline: logistic regression")
+plt.show()
+
+# %% tags=["nbval-ignore-output"]
+val_loss, val_acc = lab.evaluate(baseline, val_loader, loss_fn)
+print(f"baseline validation accuracy: {val_acc:.0%}")
+
+# %% [markdown]
+# A start, far from 97 %. Before improving it, look at *what* it gets wrong.
+
+# %% [markdown]
+# ## 3. Evaluation beyond accuracy
+#
+# A **confusion matrix** counts, for every true class (row), how often each class was
+# predicted (column). The diagonal holds the correct predictions; large off-diagonal entries
+# name the confusions.
+#
+# ### Exercise 1: `confusion_matrix`
+#
+# Write `confusion_matrix(preds, targets, num_classes)`: `preds` and `targets` are int64
+# tensors of shape `(N,)`. Return an int64 tensor of shape `(num_classes, num_classes)` whose
+# entry `[t, p]` counts the items of true class `t` predicted as `p`.
+
+# %%
+def confusion_matrix(preds, targets, num_classes):
+    ### BEGIN SOLUTION
+    cm = torch.zeros(num_classes, num_classes, dtype=torch.int64)
+    cm.index_put_((targets, preds), torch.ones_like(targets), accumulate=True)
+    return cm
+    ### END SOLUTION
+
+
+# %%
+ex.confusion_matrix.check(confusion_matrix)
+
+# %% [markdown]
+# The baseline's confusion matrix on the validation images (computed with the course's
+# answer), and the images it got wrong, titled `predicted/true`:
+
+# %%
+def predict(model, X):
+    model.eval()
+    with torch.inference_mode():
+        return model(X).argmax(dim=1)
+
+
+def show_confusion(cm, title):
+    fig, ax = plt.subplots(figsize=(4, 4))
+    ax.imshow(cm, cmap="Blues")
+    for (t, p), count in zip(torch.cartesian_prod(torch.arange(10), torch.arange(10)).tolist(), cm.flatten().tolist()):
+        if count:
+            ax.text(p, t, count, ha="center", va="center", fontsize=7, color="white" if count > cm.max() / 2 else "black")
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("true")
+    ax.set_xticks(range(10))
+    ax.set_yticks(range(10))
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+val_preds = predict(baseline, X_val)
+cm = reference("08_capstone.confusion_matrix")(val_preds, y_val, 10)
+show_confusion(cm, "baseline, validation set")
+plt.show()
+
+# %% tags=["nbval-ignore-output"]
+wrong = (val_preds != y_val).nonzero().flatten()
+print(f"{len(wrong)} of {len(y_val)} validation images are wrong")
+image_grid(X_val[wrong[:20]], y_val[wrong[:20]], val_preds[wrong[:20]], ncols=10)
+plt.show()
+
+# %% [markdown]
+# Some mistakes are understandable (a sloppy 1 and a 7), others are not: a linear model
+# cannot see shapes, only where ink tends to be. A convolutional network can.
+
+# %% [markdown]
+# ## 4. Save and reload
+#
+# Save the **`state_dict`** (the tensors), not the model object; to reload, build the same
+# architecture and load the tensors into it. `torch.load` only unpickles tensors and plain
+# containers by default (`weights_only=True`), which makes loading files from elsewhere safe.
+# Lesson 07 covers checkpoints, resuming and export in depth.
+
+# %%
+folder = Path(tempfile.mkdtemp())
+torch.save(baseline.state_dict(), folder / "baseline.pt")
+
+restored = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
+restored.load_state_dict(torch.load(folder / "baseline.pt"))
+print("same predictions after reloading:", torch.equal(predict(restored, X_val), val_preds))
+print("file size:", (folder / "baseline.pt").stat().st_size, "bytes")
+
+# %% [markdown]
+# ## 5. Your turn: a classifier that reaches 97 %
+#
+# Write the class `DigitClassifier` with two methods, in the style of scikit-learn:
+#
+# - `fit(X, y)`: train a new network from scratch on images `X` (float32, shape `(N, 1, 8,
+#   8)`, values in [0, 1]) and labels `y` (int64, `(N,)`, classes 0–9). Keep the network in
+#   `self.model`. It must output **logits**, shape `(N, 10)`.
+# - `predict(X)`: the predicted classes for images `X`, an int64 tensor of shape `(N,)`.
+#
+# **How it is graded.** The check calls `DigitClassifier()`, then `fit` on 1437 digits chosen
+# at random, and `predict` on the other 360, which your code never sees during training. To
+# pass, the predictions must be at least **97 %** right and `fit` may use at most **20
+# seconds of CPU time** (the check runs it on one CPU thread). The check also shuffles the class names (every 3 might become a 7) so that only
+# what `fit` learns from the `X, y` it is given counts, and it watches `predict` for
+# `eval()` and `inference_mode()`. A new random split is drawn every time; aim for 98 % or
+# more so that an unlucky split does not fail you.
+#
+# Ideas, from the lessons: two `Conv2d` layers with ReLU and a `MaxPool2d`, then `Flatten`
+# and two `Linear` layers; Adam; a learning-rate schedule; about 10 epochs; `BatchNorm2d`.
+# Try your settings on the validation split above before checking. Training takes about a
+# second; the check takes about as long.
+
+# %%
+class DigitClassifier:
+    def __init__(self):
+        self.model = None
+
+    def fit(self, X, y):
+        ### BEGIN SOLUTION
+        torch.manual_seed(0)
+        self.model = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(32 * 4 * 4, 64), nn.ReLU(), nn.Linear(64, 10),
+        )
+        loader = DataLoader(TensorDataset(X, y), batch_size=64, shuffle=True,
+                            generator=torch.Generator().manual_seed(0))
+        num_epochs = 10
+        optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-2)
+        scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-2,
+                                                        total_steps=num_epochs * len(loader))
+        loss_fn = nn.CrossEntropyLoss()
+        self.model.train()
+        for _ in range(num_epochs):
+            for xb, yb in loader:
+                optimizer.zero_grad()
+                loss_fn(self.model(xb), yb).backward()
+                optimizer.step()
+                scheduler.step()
+        ### END SOLUTION
+        return self
+
+    def predict(self, X):
+        ### BEGIN SOLUTION
+        self.model.eval()
+        with torch.inference_mode():
+            return self.model(X).argmax(dim=1)
+        ### END SOLUTION
+
+
+# %% [markdown]
+# The check takes a second or two (it trains your model once):
+
+# %%
+ex.DigitClassifier.check(DigitClassifier)
+
+# %% [markdown]
+# The course's reference classifier, trained on the training split and measured once on the
+# test set, with its confusion matrix and remaining mistakes (about 2 seconds):
+
+# %% tags=["nbval-ignore-output"]
+clf = reference("08_capstone.DigitClassifier")().fit(split.X_train, split.y_train)
+test_preds = clf.predict(X_test)
+print(f"test accuracy: {(test_preds == y_test).float().mean().item():.1%}")
+show_confusion(reference("08_capstone.confusion_matrix")(test_preds, y_test, 10), "reference CNN, test set")
+wrong = (test_preds != y_test).nonzero().flatten()
+image_grid(X_test[wrong], y_test[wrong], test_preds[wrong], ncols=10)
+plt.show()
+
+# %% [markdown]
+# ## Summary
+#
+# - A project is a pipeline: data and splits (train for fitting, validation for choosing,
+#   test once at the end), a model, the training loop, evaluation, saving.
+# - A confusion matrix and a grid of mistakes show *what* a model gets wrong; a better
+#   architecture (convolutions) fixes what more epochs cannot.
+# - Save `state_dict`s; reload into the same architecture with `torch.load` (tensors only by
+#   default).
+# - A fair grade trains from scratch on data the model's author did not choose and tests on
+#   data it never saw.
+#
+# Where next: run the same classifier on a GPU with mixed precision (lesson 06), export it
+# (lesson 07), or take the pipeline to a dataset of your own.
