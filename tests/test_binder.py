@@ -125,3 +125,11 @@ def test_binder_opens_the_first_notebook_from_the_readme_badge():
     assert m, "README.md should have a Binder badge linking to mybinder.org"
     assert "labpath=notebooks%2F00_start_here.ipynb" in m.group(0)
     assert "mybinder.org/badge_logo.svg" in readme
+
+
+def test_binder_start_limits_threads_and_hands_over():
+    start = ROOT / "binder" / "start"
+    text = start.read_text()
+    assert start.stat().st_mode & 0o111, "binder/start must be executable"
+    assert 'export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"' in text
+    assert text.rstrip().endswith('exec "$@"'), "start must hand over to the command it is given"
