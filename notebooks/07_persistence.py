@@ -1,0 +1,644 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 07 · Saving, resuming and exporting models
+#
+# Training produces numbers: the weights. This lesson is about keeping them. You will save them
+# so that they load anywhere, write checkpoints that resume training as if it had never stopped,
+# load files safely, and export models so that they run without your Python code.
+#
+# You will learn to
+#
+# 1. save and load a `state_dict`, and why pickling the whole model is fragile;
+# 2. load safely: why `torch.load` must keep `weights_only=True` for files you did not write;
+# 3. fix the usual loading problems: GPU checkpoints on a CPU (`map_location`), renamed or
+#    reshaped layers (`strict=False`), the `module.` prefix of DDP models;
+# 4. write checkpoints that resume **bit-identically**, and see what breaks when a piece is
+#    missing;
+# 5. use `safetensors`, export with `torch.export` (with a dynamic batch size) and to ONNX, and
+#    run the ONNX file in onnxruntime.
+#
+# Five exercises are checked along the way. About 50 minutes.
+
+# %%
+import hashlib
+import os
+import tempfile
+import warnings
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from course_utils.datasets import digits_split
+from course_utils.grading import exercises_for
+
+ex = exercises_for("07_persistence")
+X_train, y_train, X_test, y_test = digits_split()
+train_set = TensorDataset(X_train, y_train)
+loss_fn = nn.CrossEntropyLoss()
+# every file of this lesson goes into a temporary folder, deleted when the kernel stops
+scratch = tempfile.TemporaryDirectory(prefix="lesson07_")
+workdir = scratch.name
+
+
+def path(name):
+    return os.path.join(workdir, name)
+
+
+# %% [markdown]
+# A model to save: a small digit classifier with dropout, trained for a few epochs.
+
+# %%
+def make_model():
+    return nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))
+
+
+def train(model, optimizer, loader, epochs, scheduler=None):
+    model.train()
+    for _ in epochs:
+        for X, y in loader:
+            optimizer.zero_grad()
+            loss_fn(model(X), y).backward()
+            optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+
+
+def accuracy(model):
+    model.eval()
+    with torch.no_grad():
+        return (model(X_test).argmax(1) == y_test).float().mean().item()
+
+
+torch.manual_seed(0)
+model = make_model()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+train(model, optimizer, DataLoader(train_set, batch_size=64, shuffle=True), range(5))
+print(f"test accuracy: {accuracy(model):.0%}")
+
+# %% [markdown]
+# ## 1. The `state_dict`
+#
+# A module's `state_dict()` maps names to tensors: every parameter and every buffer (such as
+# BatchNorm's running statistics). It holds no code. To load it you rebuild the model with
+# your code and copy the numbers in.
+
+# %%
+for name, tensor in model.state_dict().items():
+    print(f"{name:10s} {tuple(tensor.shape)}")
+
+torch.save(model.state_dict(), path("digits.pt"))
+
+restored = make_model()                                   # same architecture, fresh weights
+restored.load_state_dict(torch.load(path("digits.pt")))   # weights_only=True is the default
+print(f"restored test accuracy: {accuracy(restored):.0%}")
+
+# %% [markdown]
+# A freshly built module is in **training mode**, so its dropout is active and the same input
+# gives different outputs. Call `model.eval()` after loading, before predicting. (The `accuracy`
+# function above does it for you.)
+
+# %%
+fresh = make_model()
+fresh.load_state_dict(torch.load(path("digits.pt")))
+print("training mode, two calls agree:  ", torch.equal(fresh(X_test[:5]), fresh(X_test[:5])))
+fresh.eval()
+print("evaluation mode, two calls agree:", torch.equal(fresh(X_test[:5]), fresh(X_test[:5])))
+
+
+# %% [markdown]
+# ### Why not save the whole model?
+#
+# `torch.save(model)` pickles the module object. A pickle does not contain your class's code,
+# only its import path, such as `__main__.TinyNet`. Since PyTorch 2.6, `torch.load` refuses to
+# load such a file by default, and this is the error you meet:
+
+# %%
+class TinyNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+torch.save(TinyNet(), path("whole_model.pt"))
+
+# %% tags=["raises-exception"]
+torch.load(path("whole_model.pt"))
+
+# %% [markdown]
+# `weights_only=False` loads it, but only for files you trust (section 2 shows why). Even then,
+# loading needs the class, importable under the same name. Rename it, move it to another file,
+# or open the checkpoint in another notebook, and the file no longer loads. Here we delete the
+# class to get the same effect:
+
+# %% tags=["raises-exception"]
+del TinyNet
+torch.load(path("whole_model.pt"), weights_only=False)
+
+
+# %% [markdown]
+# Save `state_dict`s, and keep the code that builds the model in a module.
+#
+# ## 2. Loading untrusted files: `weights_only`
+#
+# Unpickling can *call functions*. An object's `__reduce__` tells pickle "to rebuild me, call this
+# function with these arguments", and a malicious file names `os.system` instead. Here is a
+# harmless version that only prints:
+
+# %%
+class Payload:
+    def __reduce__(self):
+        return (print, ("!!! This line was printed by code hidden in the checkpoint file !!!",))
+
+
+torch.save({"weights": torch.ones(3), "extra": Payload()}, path("suspicious.pt"))
+
+# %% [markdown]
+# `weights_only=True`, the default, allows only tensors, primitive Python values and containers.
+# It refuses the file before running anything:
+
+# %% tags=["raises-exception"]
+torch.load(path("suspicious.pt"))
+
+# %% [markdown]
+# With `weights_only=False` the hidden call runs while the file loads:
+
+# %%
+# never do this with a file you did not make yourself:
+loaded = torch.load(path("suspicious.pt"), weights_only=False)
+print("the 'extra' entry became:", loaded["extra"])
+
+# %% [markdown]
+# Keep `weights_only=True` for every file you did not write yourself. If a trusted checkpoint
+# contains one extra type, such as a NumPy scalar or your own small class, allow just that type
+# with `torch.serialization.safe_globals([...])` instead of turning the check off. Better still,
+# save `.item()` or plain values. Section 6 shows `safetensors`, a format that cannot contain
+# code at all.
+#
+# ## 3. Loading problems you will meet
+#
+# ### A checkpoint saved on a GPU
+#
+# `torch.save` records which device every tensor was on. A file written on a GPU machine
+# therefore tries to load onto CUDA. `save_as_if_on_cuda` writes exactly such a file (the
+# tensors marked as `cuda:0`), so you can see the error on any machine. On a machine with a GPU,
+# this cell loads without error.
+
+# %% tags=["raises-exception", "nbval-ignore-output"]
+from course_utils.persistence import save_as_if_on_cuda  # noqa: E402
+
+save_as_if_on_cuda(model.state_dict(), path("from_gpu.pt"))
+torch.load(path("from_gpu.pt"))
+
+# %% [markdown]
+# `map_location` says where the tensors should go: `"cpu"`, or your `device`.
+
+# %%
+state = torch.load(path("from_gpu.pt"), map_location="cpu")
+print({name: t.device.type for name, t in state.items()})
+
+# %% [markdown]
+# ### The model changed: missing, unexpected and reshaped entries
+#
+# `load_state_dict` is strict: every key must match in both directions. Add a layer to the model
+# and the old checkpoint no longer loads:
+
+# %%
+bigger = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10),
+                       nn.ReLU(), nn.Linear(10, 10))
+
+# %% tags=["raises-exception"]
+bigger.load_state_dict(torch.load(path("digits.pt")))
+
+# %% [markdown]
+# `strict=False` loads what matches and *returns* the keys that did not. Read them: a typo in
+# a layer name becomes a silently untrained layer.
+
+# %%
+result = bigger.load_state_dict(torch.load(path("digits.pt")), strict=False)
+print("missing:   ", result.missing_keys)
+print("unexpected:", result.unexpected_keys)
+
+# %% [markdown]
+# `strict=False` does not forgive tensors whose **shape** changed, which happens when you reuse
+# a trained model for a task with a different number of classes:
+
+# %%
+five_classes = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 5))
+
+# %% tags=["raises-exception"]
+five_classes.load_state_dict(torch.load(path("digits.pt")), strict=False)
+
+
+# %% [markdown]
+# ### Exercise 1: load what fits
+#
+# Write `load_matching(model, state_dict)`. It loads every entry of `state_dict` whose key exists
+# in `model.state_dict()` **and** whose shape matches, and leaves everything else in the model
+# as it is. It returns the sorted list of the model's `state_dict` keys that were **not**
+# loaded: the layers that still need training. The check uses models with BatchNorm, so buffers
+# count too.
+
+# %%
+def load_matching(model, state_dict):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.load_matching.check(load_matching)
+
+# %% [markdown]
+# ### The `module.` prefix of DDP models
+#
+# `DistributedDataParallel` (lesson 06) wraps your model and stores it as the attribute
+# `module`, so every key gets a `module.` prefix. A single process can build a DDP model too:
+# a one-rank "group" whose store lives in memory.
+
+# %%
+import torch.distributed as dist  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+ddp_model = DDP(make_model())
+print(list(ddp_model.state_dict()))
+torch.save(ddp_model.state_dict(), path("ddp.pt"))
+dist.destroy_process_group()
+
+# %% tags=["raises-exception"]
+make_model().load_state_dict(torch.load(path("ddp.pt")))
+
+# %% [markdown]
+# Best: save `ddp_model.module.state_dict()` in the first place. For files that already have
+# the prefix, PyTorch has a helper that removes it in place:
+
+# %%
+from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present  # noqa: E402
+
+state = torch.load(path("ddp.pt"))
+consume_prefix_in_state_dict_if_present(state, "module.")
+print(make_model().load_state_dict(state))
+
+
+# %% [markdown]
+# ### Exercise 2: load a GPU/DDP checkpoint on a CPU
+#
+# Write `load_state_dict_cpu(path)`. It loads the `state_dict` saved at `path` **safely**
+# (`weights_only=True`) onto the CPU, wherever it was saved. It returns a new dict in which a
+# leading `module.` is removed from every key that has one. All other keys stay unchanged,
+# including keys such as `submodule.weight` that merely contain `module.`. The check saves files
+# as a GPU machine would, with and without the prefix, and gives your function one file with a
+# harmless payload, which must not run.
+
+# %%
+def load_state_dict_cpu(path):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.load_state_dict_cpu.check(load_state_dict_cpu)
+
+
+# %% [markdown]
+# ## 4. Checkpoints that resume exactly
+#
+# A training run depends on more than the weights. To continue an interrupted run *exactly*,
+# a checkpoint needs everything that training reads:
+#
+# | piece | why |
+# |---|---|
+# | `model.state_dict()` | the weights |
+# | `optimizer.state_dict()` | momentum buffers, Adam's running averages, the current rate |
+# | `scheduler.state_dict()` | where the learning-rate schedule is |
+# | `epoch` | where to continue |
+# | `torch.get_rng_state()` | the global random stream: dropout masks, random augmentation |
+# | the DataLoader generator's `get_state()` | the shuffle order of the coming epochs |
+#
+# (With a `GradScaler`, add `scaler.state_dict()`; on a GPU, `torch.cuda.get_rng_state_all()`.)
+#
+# ### Exercise 3: save a checkpoint
+#
+# Write `save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)`. It saves,
+# with `torch.save`, one dict with exactly these keys: `"model"`, `"optimizer"`, `"scheduler"`
+# (their `state_dict()`s), `"epoch"` (the int given: the number of completed epochs),
+# `"rng_state"` (`torch.get_rng_state()`) and `"loader_generator"` (`loader_generator.get_state()`).
+# The check trains a small model with dropout, saves with your function halfway through, loads
+# the file in a "new process" (fresh objects, different random state), and checks that the
+# resumed run ends with **exactly** the same weights as the uninterrupted one. It writes to a
+# temporary folder.
+
+# %%
+def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.save_checkpoint.check(save_checkpoint)
+
+
+# %% [markdown]
+# ### Exercise 4: load it and resume
+#
+# Write `load_checkpoint(path, model, optimizer, scheduler, loader_generator)`. It loads the dict
+# that `save_checkpoint` writes (safely: `weights_only=True`), restores every piece into the
+# objects it is given (`load_state_dict`, `torch.set_rng_state`, `loader_generator.set_state`),
+# and returns the epoch to continue from: the saved `"epoch"`, since training continues with
+# `range(start, num_epochs)`.
+
+# %%
+def load_checkpoint(path, model, optimizer, scheduler, loader_generator):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.load_checkpoint.check(load_checkpoint)
+
+
+# %% [markdown]
+# ### Seeing it: fingerprints of the weights
+#
+# "Nearly equal" hides bugs, so compare weights **bit for bit**. A SHA-256 hash of every
+# entry's name and raw bytes changes if a single bit changes anywhere:
+
+# %%
+def weights_sha256(model):
+    h = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def make_training(seed):
+    """A fresh run: model, optimizer, scheduler, and a DataLoader shuffled by its own generator."""
+    torch.manual_seed(seed)
+    model = make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5)
+    generator = torch.Generator().manual_seed(seed)
+    loader = DataLoader(train_set, batch_size=128, shuffle=True, generator=generator)
+    return model, optimizer, scheduler, loader, generator
+
+
+num_epochs, stop_after = 5, 2
+
+# the uninterrupted run
+model, optimizer, scheduler, loader, generator = make_training(seed=0)
+train(model, optimizer, loader, range(num_epochs), scheduler)
+uninterrupted = weights_sha256(model)
+uninterrupted_state = {k: v.clone() for k, v in model.state_dict().items()}
+
+# the same run, interrupted after 2 epochs ...
+model, optimizer, scheduler, loader, generator = make_training(seed=0)
+train(model, optimizer, loader, range(stop_after), scheduler)
+torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(), "epoch": stop_after,
+            "rng_state": torch.get_rng_state(), "loader_generator": generator.get_state()},
+           path("checkpoint.pt"))
+del model, optimizer, scheduler, loader, generator       # the process "crashes"
+
+
+def resume(skip=()):
+    """A new process: different initial weights and random state, then load and continue.
+    The pieces named in `skip` are not restored."""
+    model, optimizer, scheduler, loader, generator = make_training(seed=123)
+    checkpoint = torch.load(path("checkpoint.pt"))
+    model.load_state_dict(checkpoint["model"])
+    if "optimizer" not in skip:
+        optimizer.load_state_dict(checkpoint["optimizer"])
+    if "scheduler" not in skip:
+        scheduler.load_state_dict(checkpoint["scheduler"])
+    if "rng_state" not in skip:
+        torch.set_rng_state(checkpoint["rng_state"])
+    if "loader_generator" not in skip:
+        generator.set_state(checkpoint["loader_generator"])
+    train(model, optimizer, loader, range(checkpoint["epoch"], num_epochs), scheduler)
+    return model
+
+
+resumed = resume()
+print("resumed == uninterrupted, bit for bit:", weights_sha256(resumed) == uninterrupted)
+
+# %% [markdown]
+# The fingerprints themselves (they depend on your CPU and PyTorch build, but the two always
+# agree with each other):
+
+# %% tags=["nbval-ignore-output"]
+print("uninterrupted:", uninterrupted)
+print("resumed:      ", weights_sha256(resumed))
+
+# %% [markdown]
+# Now leave out one piece at a time. Each omission changes the result. The runs still train
+# fine, which is exactly why such bugs go unnoticed:
+
+# %%
+left_out = {}
+for piece in ["optimizer", "scheduler", "rng_state", "loader_generator"]:
+    model = resume(skip={piece})
+    left_out[piece] = model
+    print(f"without {piece:17s} bit-identical: {weights_sha256(model) == uninterrupted}")
+
+# %% tags=["nbval-ignore-output"]
+for piece, model in left_out.items():
+    state = model.state_dict()
+    diff = max((state[k] - v).abs().max().item() for k, v in uninterrupted_state.items())
+    print(f"without {piece:17s} largest weight difference {diff:.3f}, "
+          f"test accuracy {accuracy(model):.1%}")
+
+# %% [markdown]
+# ## 5. safetensors
+#
+# `safetensors` is a file format that holds only tensors: a small JSON header (names, dtypes,
+# shapes, offsets) followed by raw bytes. It cannot contain code, so loading it is safe by
+# construction. It loads fast, and the Hugging Face Hub uses it for model weights.
+
+# %%
+from safetensors.torch import load_file, load_model, save_file, save_model  # noqa: E402
+
+save_file(resumed.state_dict(), path("digits.safetensors"), metadata={"epochs": str(num_epochs)})
+again = make_model()
+again.load_state_dict(load_file(path("digits.safetensors")))
+print("same weights:", weights_sha256(again) == weights_sha256(resumed))
+
+# %% [markdown]
+# It has limits. Values must be tensors (metadata are strings only), so a training checkpoint
+# with an epoch number or optimizer settings needs `torch.save`:
+
+# %% tags=["raises-exception"]
+save_file({"weights": torch.ones(2), "epoch": 3}, path("checkpoint.safetensors"))
+
+
+# %% [markdown]
+# It also refuses tensors that share memory. *Tied weights* are the common case: language
+# models often use one matrix as both the input embedding and the output layer. `save_file`
+# raises (the order of the names in the message varies from run to run), and `save_model` /
+# `load_model` handle the sharing for you:
+
+# %%
+class TiedLM(nn.Module):
+    def __init__(self, vocab=20, dim=8):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.out = nn.Linear(dim, vocab, bias=False)
+        self.out.weight = self.embed.weight          # one matrix, two names
+
+
+tied = TiedLM()
+
+# %% tags=["raises-exception", "nbval-ignore-output"]
+save_file(tied.state_dict(), path("tied.safetensors"))
+
+# %%
+save_model(tied, path("tied.safetensors"))
+tied_again = TiedLM()
+load_model(tied_again, path("tied.safetensors"))
+print("still tied after loading:", tied_again.out.weight is tied_again.embed.weight)
+print("same values:", torch.equal(tied_again.embed.weight, tied.embed.weight))
+
+# %% [markdown]
+# ## 6. Exporting: a model without your Python code
+#
+# A `state_dict` needs your model class to be useful. An **export** captures the computation
+# itself as a graph that runs without your code: in another Python program through
+# `torch.export`, or in other languages and runtimes through ONNX.
+#
+# ### `torch.export`
+#
+# Put the model in evaluation mode first. The exported graph records dropout and BatchNorm the
+# way they behave at export time, and it cannot be switched afterwards. Exporting with just an
+# example input fixes *every* shape, including the batch size:
+
+# %%
+model = resumed.eval()
+example = X_test[:4]
+program = torch.export.export(model, (example,))
+
+# %% tags=["raises-exception"]
+program.module()(X_test[:7])
+
+# %% [markdown]
+# Declare the batch dimension dynamic with a named `Dim`:
+
+# %%
+batch = torch.export.Dim("batch")
+program = torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
+print(program.module()(X_test[:7]).shape, program.module()(X_test).shape)
+
+# %% [markdown]
+# Save it as a `.pt2` file. Loading it needs no model class:
+
+# %%
+torch.export.save(program, path("digits.pt2"))
+reloaded = torch.export.load(path("digits.pt2"))
+with torch.no_grad():
+    print("same outputs as the model:", torch.allclose(reloaded.module()(X_test), model(X_test)))
+
+
+# %% [markdown]
+# ### Exercise 5: export with a dynamic batch
+#
+# Write `export_with_dynamic_batch(model, example_input)`. It returns the `ExportedProgram`
+# of `model` in evaluation mode, with dimension 0 of the input (the batch) dynamic. The models
+# in the check have dropout and BatchNorm and arrive in training mode. The check calls your
+# exported program with other batch sizes and compares with the model's evaluation-mode outputs.
+
+# %%
+def export_with_dynamic_batch(model, example_input):
+    # YOUR CODE HERE
+    raise NotImplementedError("Replace this line with your code")
+
+
+# %%
+ex.export_with_dynamic_batch.check(export_with_dynamic_batch)
+
+# %% [markdown]
+# ### ONNX, and running it with onnxruntime
+#
+# ONNX is the common format of inference engines (onnxruntime, TensorRT, OpenVINO, browsers).
+# `torch.onnx.export` uses the `torch.export`-based exporter (`dynamo=True`), which needs the
+# `onnxscript` package. Two settings matter:
+#
+# - `external_data=False` writes **one** `.onnx` file. Otherwise the weights go into a separate
+#   `.onnx.data` file, and a model file copied without it is broken.
+# - `dynamic_shapes=` declares the dynamic batch, as for `torch.export`. The old `dynamic_axes=`
+#   is meant for the previous exporter.
+#
+# The exporter is chatty. It logs that torchvision is not installed (it registers torchvision's
+# operators when that package is present, which this course does not need). In PyTorch 2.13 it
+# also triggers a `FutureWarning` about `LeafSpec` from inside PyTorch itself, not from our code.
+# Both are harmless.
+
+# %% tags=["nbval-ignore-output"]
+onnx_program = torch.onnx.export(model, (example,), path("digits.onnx"), dynamo=True,
+                                 external_data=False, dynamic_shapes=({0: batch},), verbose=False)
+
+# %%
+print(sorted(name for name in os.listdir(workdir) if ".onnx" in name))
+
+# %% [markdown]
+# onnxruntime runs the file on NumPy arrays. The input's name and shape come from the file, and
+# the batch dimension is the symbol we declared:
+
+# %%
+import onnxruntime as ort  # noqa: E402
+
+session = ort.InferenceSession(path("digits.onnx"), providers=["CPUExecutionProvider"])
+model_input = session.get_inputs()[0]
+print(model_input.name, model_input.shape, model_input.type)
+
+X_new = X_test[:9]
+onnx_logits = session.run(None, {model_input.name: X_new.numpy()})[0]
+with torch.no_grad():
+    torch_logits = model(X_new).numpy()
+print("onnxruntime matches PyTorch:", np.allclose(onnx_logits, torch_logits, rtol=1e-4, atol=1e-5))
+print("same predictions:", (onnx_logits.argmax(1) == torch_logits.argmax(1)).all())
+
+# %% [markdown]
+# ### TorchScript is deprecated
+#
+# Older tutorials export with `torch.jit.script` or `torch.jit.trace`. Both still work in
+# PyTorch 2.13 but are **deprecated** in favour of `torch.export` (and `torch.compile` for
+# speed). The warning is a `DeprecationWarning`, which Python hides by default outside
+# `__main__`, so you may never have seen it:
+
+# %%
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    torch.jit.script(model)        # deprecated: shown only to read its warning
+messages = {f"{w.category.__name__}: {w.message}" for w in caught
+            if issubclass(w.category, DeprecationWarning)}
+print(*sorted(messages), sep="\n")
+
+# %% [markdown]
+# ## Summary
+#
+# - Save `model.state_dict()`, rebuild the model in code, `load_state_dict`, then call
+#   `model.eval()` before predicting. Pickled whole models break when code moves.
+# - `torch.load` defaults to `weights_only=True`. Keep it for any file you did not write:
+#   unpickling can run code. `safe_globals` allows one trusted extra type; `safetensors` cannot
+#   hold code at all (but holds only tensors, and needs `save_model` for tied weights).
+# - `map_location="cpu"` loads GPU checkpoints anywhere. `strict=False` returns the missing and
+#   unexpected keys, so read them. Shape mismatches need filtering. DDP adds `module.` to every
+#   key, so remove it only at the start of keys.
+# - A resumable checkpoint holds model, optimizer, scheduler, epoch, RNG state and the data
+#   generator's state. With all of them, resuming is bit-identical, as a hash of the weights
+#   proves.
+# - `torch.export` with `Dim` for a dynamic batch gives a `.pt2`. `torch.onnx.export(...,
+#   dynamo=True, external_data=False)` gives one `.onnx` file that onnxruntime runs.
+#   TorchScript is deprecated.
+#
+# Next: **08_capstone**, a digit classifier from data to exported model.
