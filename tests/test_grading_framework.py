@@ -320,3 +320,33 @@ def test_stub_reached_from_a_probe_is_not_attempted_but_torch_notimplemented_is_
 
     res = run_check(_toy(), missing_kernel)
     assert res.status == "incorrect" and res.mistake == "exception"
+
+
+def test_timeout_survives_being_swallowed_once():
+    import gc
+    import weakref
+
+    class Box:
+        pass
+
+    def answer(x):
+        # an endless loop that keeps firing weakref callbacks, where a raised exception is
+        # printed and ignored by Python; the repeated alarm still stops it
+        while True:
+            b = Box()
+            weakref.ref(b, lambda _: sum(range(2000)))
+            del b
+            gc.collect(0)
+
+    start = time.perf_counter()
+    res = run_check(_toy(timeout=0.3, mistakes=[]), answer)
+    assert res.mistake == "timeout"
+    assert time.perf_counter() - start < 10
+
+
+def test_check_runs_single_threaded_and_restores_thread_count():
+    seen = []
+    before = torch.get_num_threads()
+    run_check(_toy(mistakes=[]), lambda x: seen.append(torch.get_num_threads()) or 2 * x)
+    assert set(seen) == {1}
+    assert torch.get_num_threads() == before

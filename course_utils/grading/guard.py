@@ -19,6 +19,9 @@ from typing import Any, Iterable, Iterator
 import torch
 
 
+REPEAT_S = 0.5  # seconds between repeated timeout signals
+
+
 class CheckTimeout(BaseException):
     """The learner's code ran past the check's time limit."""
 
@@ -33,10 +36,12 @@ def _modules_in(objects: Iterable[Any]) -> list[torch.nn.Module]:
 
 @contextlib.contextmanager
 def preserved_state(*watch: Any) -> Iterator[None]:
-    """Restore RNG states (CPU, and CUDA when in use), grad mode, default dtype and the
-    train/eval flags of any module in ``watch`` when the block ends, however it ends."""
+    """Restore RNG states (CPU, and CUDA when in use), grad mode, default dtype, torch's
+    thread count and the train/eval flags of any module in ``watch`` when the block ends,
+    however it ends."""
     grad_enabled = torch.is_grad_enabled()
     default_dtype = torch.get_default_dtype()
+    threads = torch.get_num_threads()
     py_state = random.getstate()
     try:
         import numpy as np
@@ -54,6 +59,8 @@ def preserved_state(*watch: Any) -> Iterator[None]:
     finally:
         torch.set_grad_enabled(grad_enabled)
         torch.set_default_dtype(default_dtype)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
         random.setstate(py_state)
         if np is not None:
             np.random.set_state(np_state)
@@ -81,14 +88,20 @@ def time_limit(seconds: float) -> Iterator[None]:
     use_signal = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if use_signal:
 
+        active = [True]
+
         def _raise(signum: int, frame: Any) -> None:
-            raise CheckTimeout()
+            if active[0]:
+                raise CheckTimeout()
 
         previous = signal.signal(signal.SIGALRM, _raise)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        # The alarm repeats: an exception raised where Python swallows it (a weakref
+        # callback, a __del__) would otherwise leave an endless loop running forever.
+        signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_S)
         try:
             yield
         finally:
+            active[0] = False
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
         return
@@ -98,9 +111,11 @@ def time_limit(seconds: float) -> Iterator[None]:
     done = threading.Event()
 
     def _watchdog() -> None:
-        if not done.wait(seconds):
+        wait = seconds
+        while not done.wait(wait):  # repeat until the block has ended (see above)
             fired.set()
             _async_exc(target, CheckTimeout)
+            wait = REPEAT_S
 
     watchdog = threading.Thread(target=_watchdog, daemon=True)
     watchdog.start()

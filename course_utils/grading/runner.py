@@ -261,7 +261,9 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
         warnings.simplefilter("always")
         try:
             # Checks run with autograd on, whatever context the learner called them from
-            # (inside `torch.no_grad()`, say); preserved_state restores their mode afterwards.
+            # (inside `torch.no_grad()`, say), and on one thread: on a busy 2-core machine a
+            # second thread made tiny ops 10-50x slower. preserved_state restores both.
+            torch.set_num_threads(1)  # tiny tensors: a second thread only adds overhead
             with time_limit(ex.timeout), contextlib.redirect_stdout(printed), \
                     torch.inference_mode(False), torch.enable_grad():
                 plan: list[tuple[Case | None, int | None]] = [(c, None) for c in ex.edge_cases]
