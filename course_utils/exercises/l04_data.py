@@ -16,6 +16,7 @@ import collections
 import contextlib
 import copy
 import itertools
+import math
 import multiprocessing
 import random
 
@@ -115,7 +116,11 @@ def _window_cases(r: Rand) -> Case:
 
 def _window_run(answer, case: Case):
     series, window, horizon = case.args
-    ds = _construct(answer, series, window, horizon)
+    # horizon 1 is the default: build those cases without it, so a wrong default is caught too
+    ds = _construct(answer, series, window) if horizon == 1 else _construct(answer, series, window, horizon)
+    if horizon == 1 and getattr(ds, "horizon", 1) != 1:
+        raise Incorrect("wrong_default_horizon", "`WindowDataset(series, window)` must mean horizon 1 (the "
+                        "value right after the window): keep the default `horizon=1` in `__init__`.")
     if not (hasattr(ds, "__len__") and hasattr(ds, "__getitem__")):
         raise Incorrect("not_a_dataset", "Calling your class did not give an object with `__len__` and "
                         f"`__getitem__` (got {type(ds).__name__}). Subclass `Dataset` and define both.")
@@ -250,14 +255,18 @@ def _index_tensor(t, name: str) -> torch.Tensor:
 
 def _split_run(answer, case: Case):
     (y, frac), seed = case.args, case.kwargs["seed"]
+    touched_global: list[bool] = []
 
-    def call(s):
+    def call(s, watch_global=False):
+        before = _global_rng_states() if watch_global else None
         out = answer(y.clone(), frac, torch.Generator().manual_seed(s))
+        if watch_global and _global_rng_states() != before:
+            touched_global.append(True)
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise Incorrect("wrong_type", "Return a pair `(train_idx, test_idx)` of index tensors.")
         return _index_tensor(out[0], "train_idx"), _index_tensor(out[1], "test_idx")
 
-    tr, te = call(seed)
+    tr, te = call(seed, watch_global=True)
     n = len(y)
     both = torch.cat([tr, te])
     if len(both) and (both.min() < 0 or both.max() >= n):
@@ -287,7 +296,27 @@ def _split_run(answer, case: Case):
         raise Incorrect("not_shuffled", "Different generator seeds give the same test set: shuffle the "
                         "indices of each class before taking the first part, or the split just follows "
                         "the order of the data.")
+    # every class must be shuffled, not just some: a class with at least a million possible test
+    # parts gives the same one under three seeds with probability below 1e-12
+    tests = [set(te.tolist())] + [set(o) for o in others]
+    for c in range(len(counts)):
+        members = set((y == c).nonzero().flatten().tolist())
+        k = int(test_counts[c])
+        if math.comb(len(members), k) >= 10**6 and len({frozenset(t & members) for t in tests}) == 1:
+            raise Incorrect("class_not_shuffled", "Different generator seeds give the same test items for "
+                            "one class: shuffle the indices of *every* class with the generator before taking "
+                            "its first part.")
+    if touched_global:
+        raise Incorrect("used_global_rng", "Your split changed the global random state (`torch.manual_seed`, "
+                        "or `torch.randperm`/`random`/NumPy without the generator): use only the `generator` "
+                        "you are given, e.g. `torch.randperm(k, generator=generator)`, and leave the global "
+                        "random state of the notebook alone.")
     return True
+
+
+def _global_rng_states() -> tuple:
+    np_state = np.random.get_state()
+    return torch.get_rng_state().numpy().tobytes(), random.getstate(), np_state[1].tobytes(), np_state[2]
 
 
 register(Exercise(
@@ -372,6 +401,19 @@ def _sampler_run(answer, case: Case):
     if s.generator is not g:
         raise Incorrect("ignored_generator", "Pass the `generator` argument on to the sampler "
                         "(`WeightedRandomSampler(..., generator=generator)`), so its draws can be repeated.")
+    if not bool(torch.isfinite(w).all()) or bool((w < 0).any()) or not bool((w > 0).any()):
+        raise Incorrect("invalid_weights", "Sampling weights must be finite and not negative (the sampler "
+                        "draws item `i` with probability `weights[i] / weights.sum()`): "
+                        "`weights = 1.0 / class_counts[y]`.")
+    # what the sampler really draws: exactly what a WeightedRandomSampler with these settings draws
+    # (other sizes are reported by the comparison below)
+    g.manual_seed(seed + 1)
+    drawn = [int(i) for i in itertools.islice(iter(s), len(y) + 1)] if s.num_samples == len(y) else None
+    plain = WeightedRandomSampler(s.weights, len(y), s.replacement, generator=torch.Generator().manual_seed(seed + 1))
+    if drawn is not None and drawn != [int(i) for i in plain]:
+        raise Incorrect("draws_differ", "Iterating your sampler does not give the draws of a "
+                        "`WeightedRandomSampler` with its weights: return a plain "
+                        "`WeightedRandomSampler(weights, num_samples=len(y), replacement=True, generator=generator)`.")
     return w / w.sum(), int(s.num_samples), bool(s.replacement)
 
 
@@ -551,8 +593,9 @@ def _sharded_run(answer, case: Case):
         raise Incorrect("not_iterable_dataset", "Subclass `torch.utils.data.IterableDataset`: a DataLoader "
                         "only treats those as streams (anything else is indexed with `dataset[i]`).")
     cap = max(end - start, 0) + 1
+    main_copy = copy.deepcopy(ds)
     try:
-        got = _items(copy.deepcopy(ds), cap, "Without workers")
+        got = _items(main_copy, cap, "Without workers")
     except (AttributeError, TypeError) as exc:
         if "NoneType" in str(exc):
             raise Incorrect("no_main_process_path", "With `num_workers=0` (or iterating the dataset "
@@ -560,15 +603,28 @@ def _sharded_run(answer, case: Case):
                             "whole range.") from None
         raise
     _judge_stream(got, start, end, 1, "Without workers")
+    # a second epoch iterates the same object again (num_workers=0, or persistent workers)
+    _same_next_epoch(got, _items(main_copy, cap, "In a second epoch without workers"))
     if _CAN_SIMULATE:
         for n in (1, 2, 3):
-            got = []
+            epochs = []
             for k in range(n):
                 worker_copy = copy.deepcopy(ds)
                 with as_worker(k, n, 1234, worker_copy):
-                    got += _items(worker_copy, cap, f"In worker {k} of {n}")
-            _judge_stream(got, start, end, n, f"With num_workers={n}")
+                    epochs.append((_items(worker_copy, cap, f"In worker {k} of {n}"),
+                                   _items(worker_copy, cap, f"In worker {k} of {n}, second epoch")))
+            _judge_stream([v for first, _ in epochs for v in first], start, end, n, f"With num_workers={n}")
+            for first, second in epochs:
+                _same_next_epoch(first, second)
     return True
+
+
+def _same_next_epoch(first: list[int], second: list[int]) -> None:
+    if sorted(first) != sorted(second):
+        raise Incorrect("not_repeatable", "Iterating the same dataset object a second time (the next epoch: "
+                        "with `num_workers=0`, or with `persistent_workers=True`) gave other items. Compute "
+                        "this worker's share inside `__iter__` from `self.start`, `self.end` and "
+                        "`get_worker_info()` without changing `self`, and return a fresh iterator every time.")
 
 
 def _real_workers_probe(answer, r: Rand) -> None:

@@ -56,7 +56,9 @@ def _loop_case(r: Rand) -> Case:
     d, c = r.integer(3, 6), r.integer(2, 4)
     bs = r.integer(4, 9)
     n = r.integer(2, 4) * bs + r.integer(1, bs - 1)  # the last batch is always shorter
-    return Case(kwargs=dict(X=r.randn(n, d), y=r.randint(0, c, (n,)), batch_size=bs, seed=r.integer(0, 2**31)))
+    return Case(kwargs=dict(X=r.randn(n, d), y=r.randint(0, c, (n,)), batch_size=bs, seed=r.integer(0, 2**31),
+                            # for train_one_epoch: an optimizer and a loss the learner cannot guess
+                            lr=round(r.uniform(0.05, 0.5), 3), smoothing=round(r.uniform(0.05, 0.3), 2)))
 
 
 def _model_for(X: torch.Tensor, y: torch.Tensor, seed: int, dropout: float = 0.0) -> nn.Module:
@@ -69,9 +71,17 @@ def _model_for(X: torch.Tensor, y: torch.Tensor, seed: int, dropout: float = 0.0
 
 
 def _record_modes(model: nn.Module) -> tuple[list, list]:
+    """Forward pre-hooks on the model *and every submodule*: ``model.forward(X)`` skips the
+    model's own hooks but still calls its layers."""
     records: list[tuple[bool, bool]] = []
-    hooks = [model.register_forward_pre_hook(lambda m, args: records.append((m.training, torch.is_grad_enabled())))]
+    hooks = [m.register_forward_pre_hook(lambda m, args: records.append((m.training, torch.is_grad_enabled())))
+             for m in model.modules()]
     return records, hooks
+
+
+def _count_steps(optimizer: torch.optim.Optimizer) -> tuple[list, object]:
+    steps: list[int] = []
+    return steps, optimizer.register_step_post_hook(lambda opt, args, kwargs: steps.append(1))
 
 
 # --------------------------------------------------------------------------- 1. train_one_epoch
@@ -124,6 +134,15 @@ def _train_batch_mean(model, loader, loss_fn, optimizer):
     return sum(losses) / len(losses)
 
 
+def _train_own_optimizer(model, loader, loss_fn, optimizer):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)  # shadows the argument
+    return train_one_epoch(model, loader, loss_fn, optimizer)
+
+
+def _train_ignores_loss_fn(model, loader, loss_fn, optimizer):
+    return train_one_epoch(model, loader, nn.functional.cross_entropy, optimizer)
+
+
 def _train_no_train_mode(model, loader, loss_fn, optimizer):
     total, n = 0.0, 0
     for X, y in loader:
@@ -137,7 +156,7 @@ def _train_no_train_mode(model, loader, loss_fn, optimizer):
 
 
 def _train_trial(fn, case: Case):
-    X, y, bs, seed = (case.kwargs[k] for k in ("X", "y", "batch_size", "seed"))
+    X, y, bs, seed, lr, smoothing = (case.kwargs[k] for k in ("X", "y", "batch_size", "seed", "lr", "smoothing"))
     model = _model_for(X, y, seed)
     g = torch.Generator().manual_seed(seed)
     for p in model.parameters():  # stale gradients, as an earlier backward would leave them
@@ -146,20 +165,22 @@ def _train_trial(fn, case: Case):
     start = _flat(model)
     records, hooks = _record_modes(model)
     loader = DataLoader(TensorDataset(X, y), batch_size=bs)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    steps, step_hook = _count_steps(optimizer)
     try:
         with torch.enable_grad(), single_thread():
-            out = fn(model, loader, nn.CrossEntropyLoss(), optimizer)
+            out = fn(model, loader, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer)
     finally:
         for h in hooks:
             h.remove()
-    return out, _flat(model), start, records
+        step_hook.remove()
+    return out, _flat(model), start, records, len(steps)
 
 
 def _train_run(answer, case: Case):
     if not callable(answer):
         raise Incorrect("wrong_type", f"You passed a {type(answer).__name__}; pass your function itself.")
-    out, params, start, records = _train_trial(answer, case)
+    out, params, start, records, steps = _train_trial(answer, case)
     if not records:
         raise Incorrect("no_forward", "Your function never called the model: loop over the loader and "
                         "compute `model(X)` for every batch.")
@@ -172,13 +193,16 @@ def _train_run(answer, case: Case):
                         "of the epoch. After an evaluation the model is still in eval mode, and Dropout and "
                         "BatchNorm would then behave as in testing.")
     _number_problem(out, "the mean training loss")
-    exp_out, exp_params, _, _ = _train_trial(train_one_epoch, case)
+    exp_out, exp_params, _, _, _ = _train_trial(train_one_epoch, case)
     if torch.equal(params, start):
         raise Incorrect("forgot_step", "The parameters did not change. After `loss.backward()` computes the "
                         "gradients, `optimizer.step()` must apply them, once per batch.")
+    if not steps:
+        raise Incorrect("ignores_optimizer", _TRAIN_MESSAGES["ignores_optimizer"])
     if not _close(params, exp_params):
         for mistake, variant in (("forgot_zero_grad", _train_no_zero_grad),
-                                 ("zero_grad_at_end", _train_zero_grad_at_end)):
+                                 ("zero_grad_at_end", _train_zero_grad_at_end),
+                                 ("ignores_loss_fn", _train_ignores_loss_fn)):
             if _close(params, _train_trial(variant, case)[1]):
                 raise Incorrect(mistake, _TRAIN_MESSAGES[mistake])
         diff = float((params - exp_params).abs().max())
@@ -204,6 +228,12 @@ _TRAIN_MESSAGES = {
     "batch_mean_average": "You averaged the batch losses, but the last batch is smaller, so its loss "
     "counts too much. Weight each batch's loss by its size: sum `loss.item() * len(y)` and divide by the "
     "number of samples.",
+    "ignores_optimizer": "The optimizer you were given never stepped: you made your own. Use the "
+    "`optimizer` argument (its learning rate and settings are the caller's choice, and a new optimizer "
+    "would also lose its state, e.g. Adam's moments, every epoch).",
+    "ignores_loss_fn": "You computed a loss of your own (`F.cross_entropy`, a new `nn.CrossEntropyLoss()`) "
+    "instead of calling the `loss_fn` you were given (the check's has label smoothing). Use "
+    "`loss = loss_fn(logits, y)`.",
 }
 
 register(Exercise(
@@ -218,6 +248,8 @@ register(Exercise(
         Mistake("batch_mean_average", _TRAIN_MESSAGES["batch_mean_average"], _train_batch_mean, match_output=False),
         Mistake("forgot_train_mode", "Call `model.train()` at the start of the epoch: the model may still be "
                 "in eval mode from the last evaluation.", _train_no_train_mode, match_output=False),
+        Mistake("ignores_optimizer", _TRAIN_MESSAGES["ignores_optimizer"], _train_own_optimizer, match_output=False),
+        Mistake("ignores_loss_fn", _TRAIN_MESSAGES["ignores_loss_fn"], _train_ignores_loss_fn, match_output=False),
     ],
     hints=[
         "Start with `model.train()`, then `for X, y in loader:` and the five steps inside the loop.",
@@ -267,6 +299,16 @@ def _eval_percent(model, loader, loss_fn):
     return loss, 100 * acc
 
 
+_GRAD_LEFT_OFF = ("Your function switched autograd off for the rest of the session "
+                  "(`torch.set_grad_enabled(False)` without switching it back), so the next training step "
+                  "fails. Use a block that restores it: `with torch.inference_mode():` or `with torch.no_grad():`.")
+
+
+def _eval_grad_left_off(model, loader, loss_fn):
+    torch.set_grad_enabled(False)
+    return evaluate(model, loader, loss_fn)
+
+
 def _eval_run(answer, case: Case):
     if not callable(answer):
         raise Incorrect("wrong_type", f"You passed a {type(answer).__name__}; pass your function itself.")
@@ -277,6 +319,7 @@ def _eval_run(answer, case: Case):
     try:
         with torch.enable_grad(), single_thread():
             out = answer(model, DataLoader(TensorDataset(X, y), batch_size=bs), nn.CrossEntropyLoss())
+            grad_left_on = torch.is_grad_enabled()  # (leaving the `with` restores it)
     finally:
         for h in hooks:
             h.remove()
@@ -287,6 +330,8 @@ def _eval_run(answer, case: Case):
         raise Incorrect("forgot_no_grad", "The forward passes recorded an autograd graph: wrap the loop in "
                         "`with torch.inference_mode():` (or `torch.no_grad()`). Evaluation needs no gradients, "
                         "and the graph costs memory and time.")
+    if not grad_left_on:
+        raise Incorrect("grad_left_off", _GRAD_LEFT_OFF)
     if isinstance(out, tuple) and len(out) == 2:
         for value, what in zip(out, ("the mean loss", "the accuracy")):
             _number_problem(value, what)
@@ -307,6 +352,7 @@ register(Exercise(
                 "predictions over all batches, then divide by the number of samples.", _eval_batch_mean),
         Mistake("accuracy_in_percent", "Return the accuracy as a fraction between 0 and 1, not a percentage.",
                 _eval_percent),
+        Mistake("grad_left_off", _GRAD_LEFT_OFF, _eval_grad_left_off, match_output=False),
     ],
     hints=[
         "`model.eval()`, then `with torch.inference_mode():` around the loop over the loader.",
@@ -347,6 +393,7 @@ def _clip_always(parameters, max_norm):
 
 
 def _clip_returns_after(parameters, max_norm):
+    parameters = list(parameters)
     grads = [p.grad for p in parameters if p.grad is not None]
     clip_grad_norm(parameters, max_norm)
     return torch.sqrt(sum((g**2).sum() for g in grads)).item()
@@ -358,6 +405,15 @@ def _clip_sum_of_norms(parameters, max_norm):
     if total_norm > max_norm:
         for g in grads:
             g.mul_(max_norm / (total_norm + 1e-6))
+    return total_norm.item()
+
+
+def _clip_iterates_twice(parameters, max_norm):
+    total_norm = torch.sqrt(sum((p.grad**2).sum() for p in parameters if p.grad is not None))
+    if total_norm > max_norm:
+        for p in parameters:  # a generator such as model.parameters() is already used up here
+            if p.grad is not None:
+                p.grad.mul_(max_norm / (total_norm + 1e-6))
     return total_norm.item()
 
 
@@ -373,7 +429,8 @@ def _clip_cases(r: Rand) -> Case:
 
 def _clip_run(answer, case: Case):
     params, max_norm = case.args
-    out = answer(params, max_norm)
+    # as `model.parameters()` would be: a generator, which can be iterated only once
+    out = answer((p for p in params), max_norm)
     return out, [None if p.grad is None else p.grad.clone() for p in params]
 
 
@@ -402,6 +459,10 @@ register(Exercise(
         Mistake("sum_of_norms", "The total norm is the square root of the sum of all squared entries, "
                 "`sqrt(sum(g.pow(2).sum() for g in grads))`, not the sum of the per-tensor norms.",
                 _clip_sum_of_norms),
+        Mistake("parameters_iterated_twice", "`parameters` may be a generator such as `model.parameters()`, "
+                "which is empty the second time you loop over it, so nothing was clipped. Loop once: "
+                "`grads = [p.grad for p in parameters if p.grad is not None]`, then use `grads`.",
+                _clip_iterates_twice),
     ],
     hints=[
         "Collect `grads = [p.grad for p in parameters if p.grad is not None]`.",
@@ -466,26 +527,47 @@ def _acc_cases(r: Rand) -> Case:
     if r.integer(0, 1):
         sizes = [sizes[0]] * len(sizes)
     micro = [(r.randn(s, d), r.randint(0, c, (s,))) for s in sizes]
-    return Case(kwargs=dict(micro_batches=micro, classes=c, seed=r.integer(0, 2**31)))
+    return Case(kwargs=dict(micro_batches=micro, classes=c, seed=r.integer(0, 2**31),
+                            smoothing=round(r.uniform(0.05, 0.3), 2)))
 
 
 def _acc_run(answer, case: Case):
-    micro, c, seed = (case.kwargs[k] for k in ("micro_batches", "classes", "seed"))
+    micro, c, seed, smoothing = (case.kwargs[k] for k in ("micro_batches", "classes", "seed", "smoothing"))
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(micro[0][0].shape[1], 6), nn.Tanh(), nn.Linear(6, c))
     g = torch.Generator().manual_seed(seed)
     for p in model.parameters():
         p.grad = torch.randn(p.shape, generator=g)  # stale gradients
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    with torch.enable_grad(), single_thread():
-        answer(model, nn.CrossEntropyLoss(), optimizer, micro)
+    steps, step_hook = _count_steps(optimizer)
+    try:
+        with torch.enable_grad(), single_thread():
+            answer(model, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer, micro)
+    finally:
+        step_hook.remove()
+    if len(steps) != 1:  # even a second step with zero gradients moves Adam or momentum SGD
+        if len(steps) == len(micro):
+            raise Incorrect("step_per_micro_batch", _ACC_MESSAGES["step_per_micro_batch"])
+        raise Incorrect("not_one_step", f"`optimizer.step()` ran {len(steps)} times; gradient accumulation makes "
+                        "exactly one step, after `backward()` of every micro-batch.")
     return _flat(model)
+
+
+_ACC_MESSAGES = {
+    "step_per_micro_batch": "You stepped after every micro-batch: that is several small steps, not one "
+    "big-batch step. Call `optimizer.step()` once, after the loop.",
+}
+
+
+def _acc_ignores_loss_fn(model, loss_fn, optimizer, micro_batches):
+    accumulated_step(model, nn.functional.cross_entropy, optimizer, micro_batches)
 
 
 def _acc_edge() -> Case:
     g = torch.Generator().manual_seed(3)
     micro = [(torch.randn(s, 3, generator=g), torch.randint(0, 3, (s,), generator=g)) for s in (6, 2, 4)]
-    return Case(kwargs=dict(micro_batches=micro, classes=3, seed=11), label="three micro-batches of 6, 2 and 4 samples")
+    return Case(kwargs=dict(micro_batches=micro, classes=3, seed=11, smoothing=0.1),
+                label="three micro-batches of 6, 2 and 4 samples")
 
 
 register(Exercise(
@@ -499,12 +581,14 @@ register(Exercise(
         Mistake("mean_of_means", "Dividing by the number of micro-batches is only right when they all have "
                 "the same size. Weight each micro-batch by its share of the samples: `len(y) / n_total`.",
                 _acc_mean_of_means),
-        Mistake("step_per_micro_batch", "You stepped after every micro-batch: that is several small steps, "
-                "not one big-batch step. Call `optimizer.step()` once, after the loop.", _acc_step_each),
+        Mistake("step_per_micro_batch", _ACC_MESSAGES["step_per_micro_batch"], _acc_step_each, match_output=False),
         Mistake("zero_grad_per_micro_batch", "`zero_grad()` inside the loop throws away the gradients of the "
                 "earlier micro-batches; only the last one counts. Zero once, before the loop.", _acc_zero_each),
         Mistake("forgot_zero_grad", "Gradients left over from before (the check puts some there) were added to "
                 "yours. Call `optimizer.zero_grad()` once before the loop.", _acc_no_zero),
+        Mistake("ignores_loss_fn", "You computed a loss of your own (`F.cross_entropy`, a new "
+                "`nn.CrossEntropyLoss()`) instead of calling the `loss_fn` you were given (the check's has label "
+                "smoothing). Use `loss_fn(model(X), y)`.", _acc_ignores_loss_fn),
     ],
     hints=[
         "`backward()` adds to `.grad`, so calling it once per micro-batch accumulates the gradients.",
@@ -610,10 +694,19 @@ def _es_run(answer, case: Case):
     if state is None:
         raise Incorrect("no_best_state", "After training, `best_state` is still None: store a copy of "
                         "`model.state_dict()` whenever the loss improves.")
-    if not isinstance(state, dict) or "weight" not in state:
+    if not (isinstance(state, dict) and set(state) == {"weight", "bias"}
+            and all(isinstance(v, torch.Tensor) for v in state.values())):
         raise Incorrect("best_state_not_state_dict", "`best_state` should be a copy of `model.state_dict()` "
                         f"(a dict of tensors), not {type(state).__name__}.")
-    return stop_epoch, int(state["weight"].flatten()[0]), float(getattr(stopper, "best_loss", float("nan")))
+    if len({float(v.flatten()[0]) for v in state.values()}) != 1:  # weight and bias of different epochs
+        raise Incorrect("state_not_copied", "Part of your `best_state` changed with later epochs: it still "
+                        "refers to the model's live tensors. Store `copy.deepcopy(model.state_dict())`.")
+    best_loss = getattr(stopper, "best_loss", None)
+    if not _is_number(best_loss):
+        raise Incorrect("no_best_loss", "Keep the best validation loss so far in `self.best_loss` (a number).")
+    # named parts, so that feedback says which one is wrong (stopping epoch -1: never stopped)
+    return {"stopping epoch": stop_epoch, "epoch of the weights in best_state": int(state["weight"].flatten()[0]),
+            "best_loss": float(best_loss)}
 
 
 register(Exercise(
@@ -625,6 +718,9 @@ register(Exercise(
         Case((3,), dict(losses=[1.0, 0.9, 0.95, 0.85, 0.86, 0.87, 0.88, 0.5]),
              label="patience 3, losses 1.0, 0.9, 0.95, 0.85, 0.86, 0.87, 0.88, 0.5"),
         Case((1,), dict(losses=[0.5, 0.4, 0.3]), label="patience 1, always improving"),
+        Case((1,), dict(losses=[1.0, 0.9999, 0.99985, 1.0]), label="patience 1, tiny improvements still count"),
+        Case((2,), dict(losses=[1.0, 0.8, 0.9, 0.85, 0.95]),
+             label="patience 2, losses 1.0, 0.8, 0.9, 0.85, 0.95 (0.85 beats the epoch before, not the best)"),
     ],
     mistakes=[
         Mistake("state_not_copied", "`model.state_dict()` returns the model's live tensors, not a snapshot: "

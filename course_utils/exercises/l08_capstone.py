@@ -12,11 +12,14 @@ How the classifier is graded (the learner passes the class ``DigitClassifier``):
    :data:`TIME_BUDGET_S` seconds of CPU time (it runs with one torch thread, so CPU time is
    also its wall time on an idle machine, and other programs do not count against it);
    ``predict`` gets the held-out images only. Forward pre-hooks on every module record train/eval mode and grad mode during
-   ``predict``; ``self.model`` must return logits, not probabilities.
+   ``predict``, and a forward hook on ``self.model`` records what it returns there (after any
+   preprocessing ``predict`` does): ``predict`` must run ``self.model``, which must return
+   logits of shape (N, 10), not probabilities.
 
 Known wrong answers are named: never trained, softmax before ``CrossEntropyLoss``, ``predict``
-without ``eval()`` or without ``inference_mode``/``no_grad``, training on the digits from
-scikit-learn instead of the given data, too slow, and too inaccurate.
+without ``eval()`` or without ``inference_mode``/``no_grad`` (or leaving autograd off),
+``predict`` that does not use the network (e.g. nearest neighbour on stored images), training
+on the digits from scikit-learn instead of the given data, too slow, and too inaccurate.
 """
 
 from __future__ import annotations
@@ -208,6 +211,19 @@ class _IgnoresGivenData(DigitClassifier):
         return self
 
 
+class _NearestNeighbour(DigitClassifier):
+    """Memorises the training images and predicts the label of the closest one: a decent
+    classifier, but not the trained network the task asks for."""
+
+    def fit(self, X, y):
+        self.model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))  # there, but never used
+        self.X, self.y = X.flatten(1), y
+        return self
+
+    def predict(self, X):
+        return self.y[torch.cdist(X.flatten(1), self.X).argmin(dim=1)]
+
+
 class _BelowBar(DigitClassifier):
     def fit(self, X, y):
         torch.manual_seed(0)
@@ -245,7 +261,7 @@ def _check_predictions(preds, n: int) -> torch.Tensor:
                         f"{tuple(preds.shape)}.{extra}")
     if preds.is_floating_point() or preds.dtype == torch.bool:
         raise Incorrect("predictions_dtype", "Predictions are class indices: an int64 tensor (`argmax` gives one).")
-    return preds.long()
+    return preds.detach().cpu().long()  # (predictions made on a GPU are fine)
 
 
 def _interface_run(answer, case: Case):
@@ -282,24 +298,52 @@ def _heldout_probe(answer, r: Rand) -> None:
     model = getattr(clf, "model", None)
     if not isinstance(model, nn.Module):
         raise Incorrect("no_model", "Keep the trained network in `self.model` (an `nn.Module`).")
-    records: list[tuple[bool, bool]] = []
-    handle = nn.modules.module.register_module_forward_pre_hook(
-        lambda m, args: records.append((m.training, torch.is_grad_enabled())))
+    records: list[tuple[bool, bool, bool]] = []
+    own = {id(m) for m in model.modules()}
+    outputs: list = []  # what self.model returns during predict (after any preprocessing in predict)
+    handles = [
+        nn.modules.module.register_module_forward_pre_hook(
+            lambda m, args: records.append((m.training, torch.is_grad_enabled(), id(m) in own))),
+        model.register_forward_hook(lambda m, args, out: outputs.append(out)),
+    ]
     try:
         with torch.enable_grad(), single_thread():
             preds = clf.predict(X[held].clone())
+            grad_left_on = torch.is_grad_enabled()  # (leaving the `with` restores it)
     finally:
-        handle.remove()
+        for handle in handles:
+            handle.remove()
     preds = _check_predictions(preds, len(held))
-    if any(training for training, _ in records):
+    if any(training for training, _, _ in records):
         raise Incorrect("forgot_eval", "`predict` ran the network in training mode: call `self.model.eval()` "
                         "first (Dropout and BatchNorm behave differently when training).")
-    if any(grad for _, grad in records):
+    if any(grad for _, grad, _ in records):
         raise Incorrect("forgot_no_grad", "`predict` recorded an autograd graph: wrap it in "
                         "`with torch.inference_mode():` (or `torch.no_grad()`).")
-    probe_model = copy.deepcopy(model).eval()
-    with torch.no_grad():
-        out = probe_model(X[held][:64].clone())
+    if not grad_left_on:
+        raise Incorrect("grad_left_off", "`predict` switched autograd off for the rest of the session "
+                        "(`torch.set_grad_enabled(False)` without switching it back), so later training fails. Use "
+                        "`with torch.inference_mode():`, which restores it.")
+    if not any(mine for _, _, mine in records):
+        raise Incorrect("predict_without_model", "`predict` never ran `self.model`: the predictions must come "
+                        "from the network that `fit` trained (its logits' `argmax(dim=1)`), not from another "
+                        "method such as comparing with the stored training images.")
+    if outputs:  # self.model(...) was called: look at what it returned
+        if not all(isinstance(o, torch.Tensor) and o.dim() == 2 and o.shape[1] == 10 and o.is_floating_point()
+                   for o in outputs):
+            got = next(o for o in outputs if not (isinstance(o, torch.Tensor) and o.dim() == 2
+                                                  and o.shape[1] == 10 and o.is_floating_point()))
+            shown = f"shape {tuple(got.shape)}, {got.dtype}" if isinstance(got, torch.Tensor) else type(got).__name__
+            raise Incorrect("model_output", "`self.model` must return logits, a float tensor of shape (N, 10) "
+                            f"(one score per class); it returned {shown}.")
+        out = torch.cat([o.detach().float().cpu() for o in outputs])[:64]
+    else:  # predict called self.model.forward(...) directly: run it on the images ourselves
+        probe_model = copy.deepcopy(model).eval()
+        try:
+            with torch.no_grad():
+                out = probe_model(X[held][:64].clone())
+        except Exception:  # noqa: BLE001 - a model that needs predict's preprocessing: nothing to probe
+            out = None
     if (isinstance(out, torch.Tensor) and out.dim() == 2 and out.is_floating_point() and bool((out >= 0).all())
             and torch.allclose(out.sum(dim=1), torch.ones(len(out)), atol=1e-4)):
         raise Incorrect("softmax_output", "Your network outputs probabilities (every row sums to 1), but "
@@ -339,6 +383,8 @@ register(Exercise(
         Mistake("ignored_given_data", "Train on the `X, y` given to `fit`, not on your own copy of the digits.",
                 _IgnoresGivenData, match_output=False),
         Mistake("below_bar", "The held-out accuracy is below the bar: train a better model.", _BelowBar,
+                match_output=False),
+        Mistake("predict_without_model", "`predict` must use the trained `self.model`.", _NearestNeighbour,
                 match_output=False),
         Mistake("timeout", f"Checking stopped after {TIME_BUDGET_S + 40:g} s: `fit` (or `predict`) ran far past "
                 f"the {TIME_BUDGET_S:g} s budget, or never ends. Train for a fixed number of epochs.",
