@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import re
 import sys
 import time
 from pathlib import Path

@@ -140,17 +140,6 @@ class _WindowsByUnfold(torch.utils.data.Dataset):
         return self.X[i], self.y[i]
 
 
-def _split_with_floor(y, test_fraction, generator):
-    train, test = [], []
-    for c in y.unique().tolist():
-        idx = torch.nonzero(y == c).squeeze(1)
-        idx = idx[torch.randperm(len(idx), generator=generator)]
-        k = int(len(idx) * test_fraction)
-        test.append(idx[:k])
-        train.append(idx[k:])
-    return torch.cat(train), torch.cat(test)
-
-
 def _sampler_max_normalised(y, generator=None):
     counts = torch.bincount(y).float()
     return WeightedRandomSampler((counts.max() / counts)[y], len(y), replacement=True, generator=generator)
@@ -190,7 +179,6 @@ def _reseed_docs_style(worker_id):
 
 @pytest.mark.parametrize("name,answer", [
     ("WindowDataset", _WindowsByUnfold),
-    ("stratified_split", _split_with_floor),
     ("balanced_sampler", _sampler_max_normalised),
     ("pad_collate", _collate_by_hand),
     ("ShardedRange", _ChunkedRange),

@@ -201,6 +201,17 @@ def stratified_split(y, test_fraction, generator):
     return torch.cat(train), torch.cat(test)
 
 
+def _split_floor(y, test_fraction, generator):
+    train, test = [], []
+    for c in torch.unique(y).tolist():
+        idx = torch.nonzero(y == c).squeeze(1)
+        idx = idx[torch.randperm(len(idx), generator=generator)]
+        k = int(len(idx) * test_fraction)  # floor, not round
+        test.append(idx[:k])
+        train.append(idx[k:])
+    return torch.cat(train), torch.cat(test)
+
+
 def _split_not_stratified(y, test_fraction, generator):
     perm = torch.randperm(len(y), generator=generator)
     n_test = round(len(y) * test_fraction)
@@ -281,8 +292,18 @@ def _split_run(answer, case: Case):
                         "to train or to test.")
     counts = torch.bincount(y, minlength=int(y.max()) + 1)
     test_counts = torch.bincount(y[te], minlength=len(counts))
-    ideal = counts.double() * frac
-    if bool(((test_counts.double() - ideal).abs() >= 1).any()):
+    # exactly round(n_c * test_fraction) per class; on an exact .5 tie either neighbour is fine
+    # (Python rounds half to even, `int(x + 0.5)` rounds half up: the text doesn't pick one)
+    ideal = [c * frac for c in counts.tolist()]
+    allowed = [{round(v)} | ({math.floor(v), math.ceil(v)} if abs(v - math.floor(v) - 0.5) < 1e-9 else set())
+               for v in ideal]
+    off = [int(t) not in ok for t, ok, c in zip(test_counts.tolist(), allowed, counts.tolist()) if c]
+    near = all(abs(int(t) - v) < 1 for t, v in zip(test_counts.tolist(), ideal))
+    if any(off) and near:
+        raise Incorrect("wrong_rounding", "Each class must put `round(n_c * test_fraction)` of its items into "
+                        "test; your counts are rounded down or up (`int(...)`, `math.floor`, `math.ceil`). "
+                        "Use `round(...)`.")
+    if any(off):
         raise Incorrect("not_stratified", "The classes do not keep their shares in your test set: each "
                         "class must put about `test_fraction` of *its own* items into test. Split every "
                         "class separately (e.g. loop over `torch.unique(y)`).")
@@ -327,6 +348,8 @@ register(Exercise(
         Case((torch.tensor([0, 1] * 15), 0.5), dict(seed=3), label="two balanced classes, half for test"),
     ],
     mistakes=[
+        Mistake("wrong_rounding", "Each class must put `round(n_c * test_fraction)` of its items into test.",
+                _split_floor, match_output=False),
         Mistake("not_stratified", "Your split ignores the classes (one permutation of all items), so small "
                 "classes can vanish from the test set. Split each class separately.",
                 _split_not_stratified, match_output=False),

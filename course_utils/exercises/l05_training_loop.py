@@ -22,7 +22,6 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
-from course_utils.threads import single_thread
 from course_utils.training_lab import evaluate, train_one_epoch
 
 LESSON = "05_training_loop"
@@ -168,7 +167,7 @@ def _train_trial(fn, case: Case):
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     steps, step_hook = _count_steps(optimizer)
     try:
-        with torch.enable_grad(), single_thread():
+        with torch.enable_grad():
             out = fn(model, loader, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer)
     finally:
         for h in hooks:
@@ -304,6 +303,18 @@ _GRAD_LEFT_OFF = ("Your function switched autograd off for the rest of the sessi
                   "fails. Use a block that restores it: `with torch.inference_mode():` or `with torch.no_grad():`.")
 
 
+def _eval_ignores_loss_fn(model, loader, loss_fn):
+    model.eval()
+    total, hits, n = 0.0, 0, 0
+    with torch.inference_mode():
+        for X, y in loader:
+            logits = model(X)
+            total += nn.functional.cross_entropy(logits, y, reduction="sum").item()
+            hits += int((logits.argmax(1) == y).sum())
+            n += len(y)
+    return total / n, hits / n
+
+
 def _eval_grad_left_off(model, loader, loss_fn):
     torch.set_grad_enabled(False)
     return evaluate(model, loader, loss_fn)
@@ -317,8 +328,10 @@ def _eval_run(answer, case: Case):
     model.train()  # as training leaves it
     records, hooks = _record_modes(model)
     try:
-        with torch.enable_grad(), single_thread():
-            out = answer(model, DataLoader(TensorDataset(X, y), batch_size=bs), nn.CrossEntropyLoss())
+        with torch.enable_grad():
+            # a loss with label smoothing: an answer that computes its own cross-entropy is caught
+            loss_fn = nn.CrossEntropyLoss(label_smoothing=case.kwargs["smoothing"])
+            out = answer(model, DataLoader(TensorDataset(X, y), batch_size=bs), loss_fn)
             grad_left_on = torch.is_grad_enabled()  # (leaving the `with` restores it)
     finally:
         for h in hooks:
@@ -353,6 +366,9 @@ register(Exercise(
         Mistake("accuracy_in_percent", "Return the accuracy as a fraction between 0 and 1, not a percentage.",
                 _eval_percent),
         Mistake("grad_left_off", _GRAD_LEFT_OFF, _eval_grad_left_off, match_output=False),
+        Mistake("ignores_loss_fn", "You computed a cross-entropy of your own instead of calling the "
+                "`loss_fn` you were given (the check's has label smoothing, so the numbers differ). Use "
+                "`loss_fn(logits, y)`.", _eval_ignores_loss_fn),
     ],
     hints=[
         "`model.eval()`, then `with torch.inference_mode():` around the loop over the loader.",
@@ -540,11 +556,16 @@ def _acc_run(answer, case: Case):
         p.grad = torch.randn(p.shape, generator=g)  # stale gradients
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     steps, step_hook = _count_steps(optimizer)
+    batch_sizes: list[int] = []
+    size_hook = model.register_forward_pre_hook(lambda m, args: batch_sizes.append(len(args[0])))
     try:
-        with torch.enable_grad(), single_thread():
+        with torch.enable_grad():
             answer(model, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer, micro)
     finally:
         step_hook.remove()
+        size_hook.remove()
+    if batch_sizes and max(batch_sizes) > max(len(x) for x, _ in micro):
+        raise Incorrect("concatenated", _ACC_MESSAGES["concatenated"])
     if len(steps) != 1:  # even a second step with zero gradients moves Adam or momentum SGD
         if len(steps) == len(micro):
             raise Incorrect("step_per_micro_batch", _ACC_MESSAGES["step_per_micro_batch"])
@@ -554,9 +575,20 @@ def _acc_run(answer, case: Case):
 
 
 _ACC_MESSAGES = {
+    "concatenated": "You concatenated the micro-batches into one big batch. That gives the right "
+    "gradient, but the big batch is exactly what does not fit in memory: run forward and backward "
+    "once per micro-batch and let the gradients add up.",
     "step_per_micro_batch": "You stepped after every micro-batch: that is several small steps, not one "
     "big-batch step. Call `optimizer.step()` once, after the loop.",
 }
+
+
+def _acc_concatenated(model, loss_fn, optimizer, micro_batches):
+    X = torch.cat([x for x, _ in micro_batches])
+    y = torch.cat([t for _, t in micro_batches])
+    optimizer.zero_grad()
+    loss_fn(model(X), y).backward()
+    optimizer.step()
 
 
 def _acc_ignores_loss_fn(model, loss_fn, optimizer, micro_batches):
@@ -589,6 +621,7 @@ register(Exercise(
         Mistake("ignores_loss_fn", "You computed a loss of your own (`F.cross_entropy`, a new "
                 "`nn.CrossEntropyLoss()`) instead of calling the `loss_fn` you were given (the check's has label "
                 "smoothing). Use `loss_fn(model(X), y)`.", _acc_ignores_loss_fn),
+        Mistake("concatenated", _ACC_MESSAGES["concatenated"], _acc_concatenated, match_output=False),
     ],
     hints=[
         "`backward()` adds to `.grad`, so calling it once per micro-batch accumulates the gradients.",

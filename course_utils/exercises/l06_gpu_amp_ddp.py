@@ -8,7 +8,6 @@ every machine), so a tensor left behind is visible without a GPU.
 from __future__ import annotations
 
 import copy
-import functools
 import math
 import warnings
 
@@ -20,20 +19,6 @@ from torch.utils.checkpoint import checkpoint
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
 LESSON = "06_gpu_amp_ddp"
-
-def _one_thread(run):
-    """Run a grader with one intra-op thread (restored afterwards). Checks use tiny tensors, for
-    which a second thread only adds synchronisation, and on a busy 2-core machine it can make
-    each small operation 10-50x slower."""
-    @functools.wraps(run)
-    def wrapped(answer, case):
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return run(answer, case)
-        finally:
-            torch.set_num_threads(threads)
-    return wrapped
 
 META = torch.device("meta")
 
@@ -347,7 +332,7 @@ register(Exercise(
     cases=_amp_cases,
     n_random=4,
     timeout=10.0,
-    run=_one_thread(_run_amp),
+    run=_run_amp,
     compare=Compare(rtol=1e-3, atol=1e-4),
     mistakes=[
         Mistake("no_autocast", "The forward pass ran in float32. Wrap the model call and the loss in "
@@ -493,7 +478,7 @@ register(Exercise(
     edge_cases=[_fixed_ckpt_case(False), _fixed_ckpt_case(True)],
     n_random=4,
     timeout=10.0,
-    run=_one_thread(_run_ckpt),
+    run=_run_ckpt,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
         Mistake("not_checkpointed", "The blocks ran normally, so every activation was stored. Wrap each "
@@ -677,7 +662,7 @@ register(Exercise(
     edge_cases=[_fixed_dp_case()],
     n_random=5,
     timeout=10.0,
-    run=_one_thread(_run_dp),
+    run=_run_dp,
     compare=Compare(rtol=1e-4, atol=1e-6),
     mistakes=[
         Mistake("summed_not_averaged", "Your gradients are world_size times too large: an all-reduce SUMs, "

@@ -9,7 +9,6 @@ counts that it ran.
 from __future__ import annotations
 
 import copy
-import functools
 import os
 import pickle
 import tempfile
@@ -23,20 +22,6 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from course_utils.persistence import HarmlessPayload, payload_runs, reset_payload_runs, save_as_if_on_cuda
 
 LESSON = "07_persistence"
-
-def _one_thread(run):
-    """Run a grader with one intra-op thread (restored afterwards). Checks use tiny tensors, for
-    which a second thread only adds synchronisation, and on a busy 2-core machine it can make
-    each small operation 10-50x slower."""
-    @functools.wraps(run)
-    def wrapped(answer, case):
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return run(answer, case)
-        finally:
-            torch.set_num_threads(threads)
-    return wrapped
 
 EXACT = Compare(rtol=0, atol=0)
 KEYS = ("model", "optimizer", "scheduler", "epoch", "rng_state", "loader_generator")
@@ -317,7 +302,7 @@ register(
         cases=_resume_case,
         n_random=3,
         timeout=10.0,
-        run=_one_thread(lambda answer, case: _run_resume(answer, case, "save")),
+        run=lambda answer, case: _run_resume(answer, case, "save"),
         compare=EXACT,
         mistakes=[
             Mistake("missing_rng_state", "Without the global RNG state, dropout draws different masks after "
@@ -340,7 +325,7 @@ register(
         cases=_resume_case,
         n_random=3,
         timeout=10.0,
-        run=_one_thread(lambda answer, case: _run_resume(answer, case, "load")),
+        run=lambda answer, case: _run_resume(answer, case, "load"),
         compare=EXACT,
         probes=[_probe_unsafe_load],
         mistakes=[
@@ -451,7 +436,7 @@ register(Exercise(
         _cpu_case(Rand(72), prefixed=False, on_gpu=False, label="saved on a CPU from a plain model"),
     ],
     n_random=4,
-    run=_one_thread(_run_cpu),
+    run=_run_cpu,
     compare=EXACT,
     probes=[_probe_cpu_unsafe],
     mistakes=[
@@ -558,7 +543,7 @@ register(Exercise(
         _matching_case(Rand(82), "extra_layer", "a checkpoint with an extra layer at the end"),
     ],
     n_random=6,
-    run=_one_thread(_run_matching),
+    run=_run_matching,
     compare=EXACT,
     mistakes=[
         Mistake("size_mismatch", "`strict=False` alone still fails on shape mismatches: filter by key and "
@@ -683,7 +668,7 @@ register(Exercise(
     cases=_export_case,
     n_random=2,
     timeout=15.0,
-    run=_one_thread(_run_export),
+    run=_run_export,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
         Mistake("static_batch", "Without `dynamic_shapes` the batch size is fixed to the example's.",
