@@ -66,15 +66,24 @@ def test_known_mistake_fails_with_its_name(exercise_id, mistake_id):
         assert res.message and "Traceback" not in res.message
 
 
+def _raise_stub(*args, **kwargs):
+    raise NotImplementedError("Replace this line with your code")
+
+
 def _stub_for(ex: grading.Exercise):
-    if ex.kind == "class":
-        base = ex.reference.__mro__[1] if isinstance(ex.reference, type) else object
-
-        class Stub(base):  # type: ignore[misc, valid-type]
-            def __init__(self, *args, **kwargs):
-                raise NotImplementedError("Replace this line with your code")
-
-        return Stub
+    """What `build` makes of the reference: the same class with every method the learner
+    writes (those defined on the reference itself) raising NotImplementedError."""
+    if ex.kind == "class" or (ex.kind == "any" and isinstance(ex.reference, type)):
+        ref = ex.reference
+        body = {}
+        for name, attr in vars(ref).items():
+            if isinstance(attr, staticmethod):
+                body[name] = staticmethod(_raise_stub)
+            elif isinstance(attr, classmethod):
+                body[name] = classmethod(_raise_stub)
+            elif callable(attr) and not isinstance(attr, type):
+                body[name] = _raise_stub
+        return type(ref.__name__, ref.__bases__, body)
     if ex.kind == "module":
         return None
 

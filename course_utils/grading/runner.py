@@ -84,7 +84,7 @@ def _raised_by_learner(exc: BaseException) -> bool:
 
 
 def _exception_failure(exc: Exception, where: str) -> _Fail:
-    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    first_line = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else ""
     msg = f"Your code raised {type(exc).__name__}{': ' + first_line if first_line else ''}{_learner_frame(exc)}."
     return _Fail("exception", msg, [where] if where else [])
 
