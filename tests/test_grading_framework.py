@@ -350,3 +350,12 @@ def test_check_runs_single_threaded_and_restores_thread_count():
     run_check(_toy(mistakes=[]), lambda x: seen.append(torch.get_num_threads()) or 2 * x)
     assert set(seen) == {1}
     assert torch.get_num_threads() == before
+
+
+def test_naming_mistakes_leaves_warning_filters_as_they_were():
+    import warnings
+
+    before = list(warnings.filters)
+    run_check(_toy(), lambda x: 3 * x, seed=1)  # matched by the first example: early return
+    run_check(_toy(), lambda x: x.no_such(), seed=1)
+    assert warnings.filters == before

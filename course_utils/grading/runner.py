@@ -23,7 +23,7 @@ import torch
 from .compare import Problem, compare, describe
 from .feedback import Result
 from .guard import CheckTimeout, preserved_state, time_limit
-from .spec import Case, Exercise, Incorrect, Rand
+from .spec import Case, Exercise, Incorrect, Mistake, Rand
 
 _SYSRAND = random.SystemRandom()
 _HERE = __file__.rsplit("/", 2)[0]  # the course_utils/grading folder
@@ -160,36 +160,38 @@ def _check_grads(ex: Exercise, case_ref: Case, expected: Any, case_got: Case, go
             raise _Fail("wrong_grad", p.message)
 
 
-def _name_mistake(ex: Exercise, case: Case, got: Any, problem: Problem) -> tuple[str, str]:
+def _run_examples(ex: Exercise, case: Case) -> Iterator[tuple[Mistake, Any, Exception | None]]:
+    """Each output-matched mistake's example run on ``case``: ``(mistake, output, error)``."""
     for m in ex.mistakes:
         if not m.match_output or m.example is None:
             continue
+        out: Any = None
+        error: Exception | None = None
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings():  # (never yield inside: it would hold the filters)
                 warnings.simplefilter("ignore")
                 out = _call(ex, m.example, copy.deepcopy(case))
-        except Exception:  # noqa: BLE001 - an example that fails on this case says nothing
+        except Incorrect:
             continue
-        if compare(got, out, ex.compare) is None:
+        except Exception as exc:  # noqa: BLE001 - an example's error is information
+            error = exc
+        yield m, out, error
+
+
+def _name_mistake(ex: Exercise, case: Case, got: Any, problem: Problem) -> tuple[str, str]:
+    """A known mistake whose example gives the same (wrong) output on this case."""
+    for m, out, error in _run_examples(ex, case):
+        if error is None and compare(got, out, ex.compare) is None:
             return m.id, m.message
     return problem.mistake, problem.message
 
 
 def _name_exception(ex: Exercise, case: Case, exc: Exception) -> _Fail | None:
     """A known mistake whose example raises the same error (type and message) on this case."""
-    for m in ex.mistakes:
-        if not m.match_output or m.example is None:
-            continue
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                _call(ex, m.example, copy.deepcopy(case))
-        except Incorrect:
-            continue
-        except Exception as other:  # noqa: BLE001 - that is what we are looking for
-            if type(other) is type(exc) and str(other) == str(exc):
-                said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                return _Fail(m.id, f"{m.message} (PyTorch said: {type(exc).__name__}: {said})")
+    for m, _, error in _run_examples(ex, case):
+        if error is not None and type(error) is type(exc) and str(error) == str(exc):
+            said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return _Fail(m.id, f"{m.message} (PyTorch said: {type(exc).__name__}: {said})")
     return None
 
 
