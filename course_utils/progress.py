@@ -80,7 +80,7 @@ def _parse_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
 class ExerciseProgress:
     exercise: str
     status: str = "not_attempted"  # correct once any check passed; else last check's status
-    attempts: int = 0
+    attempts: int = 0  # checks of an actual answer (correct or incorrect)
     hints: int = 0
     solution_viewed: bool = False
     last_mistake: str | None = None
@@ -94,8 +94,9 @@ def exercise_progress(events: Iterable[dict[str, Any]]) -> dict[str, ExercisePro
         p = out.setdefault(ev["exercise"], ExerciseProgress(ev["exercise"]))
         kind = ev["event"]
         if kind == "check":
-            p.attempts += 1
             status = ev.get("status")
+            if status in ("correct", "incorrect"):  # running an untouched stub is no attempt
+                p.attempts += 1
             if status == "correct":
                 p.status = "correct"
             elif p.status != "correct" and status in ("incorrect", "not_attempted"):

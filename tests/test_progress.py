@@ -50,3 +50,11 @@ def test_summary_lists_every_exercise_once(tmp_path):
     assert len(ids) == len(set(ids)) and "00_start_here.celsius_to_fahrenheit" in ids
     assert s.counts["correct"] == 1
     assert "1 of" in s.text() and "<table>" in s._repr_html_()
+
+
+def test_checks_of_an_untouched_stub_are_not_attempts(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(json.dumps({"event": "check", "exercise": "a.b", "status": st})
+                             for st in ["not_attempted", "not_attempted", "incorrect", "correct"]) + "\n")
+    p = progress.exercise_progress(progress.read_events(log))["a.b"]
+    assert p.attempts == 2 and p.status == "correct"

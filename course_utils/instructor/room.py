@@ -232,7 +232,7 @@ def learners_events(files: Iterable[Path], since: float | None = None) -> dict[s
 def _attempts_to_pass(events: list[dict[str, Any]]) -> int | None:
     n = 0
     for ev in events:
-        if ev["event"] == "check":
+        if ev["event"] == "check" and ev.get("status") in ("correct", "incorrect"):
             n += 1
             if ev.get("status") == "correct":
                 return n
