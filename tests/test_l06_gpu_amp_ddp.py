@@ -164,16 +164,28 @@ def test_amp_step_with_backward_inside_autocast_passes():
 
 
 def test_checkpoint_variants_pass():
-    def sequential(blocks, x):
-        return checkpoint_sequential(list(blocks), len(blocks), x, use_reentrant=False)
-
     def with_rng_preservation_off(blocks, x):
         for block in blocks:
             x = checkpoint(block, x, use_reentrant=False, preserve_rng_state=False)
         return x
 
-    assert check("checkpointed_forward", sequential).passed
+    def by_index(blocks, x):
+        for i in range(len(blocks)):
+            x = checkpoint(blocks[i].forward, x, use_reentrant=False)
+        return x
+
     assert check("checkpointed_forward", with_rng_preservation_off).passed
+    assert check("checkpointed_forward", by_index).passed
+
+
+def test_checkpoint_sequential_leaves_the_last_block_unchecked():
+    # checkpoint_sequential runs its last segment normally, so the last block is not checkpointed,
+    # which the exercise ("checkpoints each block") does not allow
+    def sequential(blocks, x):
+        return checkpoint_sequential(list(blocks), len(blocks), x, use_reentrant=False)
+
+    res = check("checkpointed_forward", sequential)
+    assert res.status == "incorrect" and res.mistake == "not_checkpointed", res.text()
 
 
 def test_checkpointing_only_the_first_block_fails():

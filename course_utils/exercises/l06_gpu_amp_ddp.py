@@ -84,11 +84,11 @@ def _to_device_cases(r: Rand) -> Case:
     return Case((batch,))
 
 
-def _check_moved(got, original, path: str) -> None:
+def _check_moved(got, original, path: str, device_type: str = META.type) -> None:
     if isinstance(original, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             raise Incorrect("changed_structure", f"`{path}` should be a tensor, but it is {type(got).__name__}.")
-        if got.device.type != META.type:
+        if got.device.type != device_type:
             raise Incorrect(
                 "not_moved",
                 f"`{path}` is still on `{got.device}` after moving the batch to `meta`. Tensors inside "
@@ -117,7 +117,7 @@ def _check_moved(got, original, path: str) -> None:
                 + ". Entries that are not tensors (names, ids, numbers) must come back unchanged, not be left out.",
             )
         for key in original:
-            _check_moved(got[key], original[key], f"{path}[{key!r}]")
+            _check_moved(got[key], original[key], f"{path}[{key!r}]", device_type)
         return
     if isinstance(original, (list, tuple)):
         if type(got) is not type(original):
@@ -133,7 +133,7 @@ def _check_moved(got, original, path: str) -> None:
                 "must come back unchanged, not be left out.",
             )
         for i, (g, o) in enumerate(zip(got, original)):
-            _check_moved(g, o, f"{path}[{i}]")
+            _check_moved(g, o, f"{path}[{i}]", device_type)
         return
     if type(got) is not type(original) or got != original:
         raise Incorrect("changed_non_tensor",
@@ -163,7 +163,9 @@ def _run_to_device(answer, case: Case):
             "a new container instead of assigning into the old one: the caller may still need the original.",
         )
     _check_moved(moved, batch, "result")
-    return answer(batch, torch.device("cpu"))
+    on_cpu = answer(batch, torch.device("cpu"))
+    _check_moved(on_cpu, batch, "result", "cpu")  # the same structure for every device
+    return on_cpu
 
 
 def _mistake_shallow(batch, device):
@@ -280,9 +282,14 @@ def _run_amp(answer, case: Case):
     optimizer = torch.optim.SGD(model.parameters(), lr=case.kwargs["lr"])
     seen = []
     handle = model[0].register_forward_hook(lambda mod, inp, out: seen.append(out.dtype))
+    # autocast's default dtype is bfloat16 on a CPU but float16 on CUDA: during the step the CPU
+    # default is float16 too, so an autocast without `dtype=` shows up as float16 here.
+    default = torch.get_autocast_dtype(X.device.type)
+    torch.set_autocast_dtype(X.device.type, torch.float16)
     try:
         loss = answer(model, X, y, nn.CrossEntropyLoss(), optimizer)
     finally:
+        torch.set_autocast_dtype(X.device.type, default)
         handle.remove()
     params = [p.detach().clone() for p in model.parameters()]
     if any(p.dtype != torch.float32 for p in params):
@@ -295,8 +302,9 @@ def _run_amp(answer, case: Case):
     if seen and seen[0] == torch.float16:
         raise Incorrect(
             "float16_autocast",
-            "The forward pass ran in float16. Use `dtype=torch.bfloat16`: it has float32's range, so no "
-            "GradScaler is needed; float16 gradients can underflow to zero without one.",
+            "The forward pass ran in float16. Pass `dtype=torch.bfloat16` to `torch.autocast` (without "
+            "`dtype=`, autocast uses the device's default, which is float16 on CUDA): bfloat16 has "
+            "float32's range, so no GradScaler is needed; float16 gradients can underflow to zero without one.",
         )
     if seen and seen[0] == torch.float32:
         raise Incorrect(
@@ -312,6 +320,16 @@ def _autocast_step(model, X, y, loss_fn, optimizer, dtype, zero=True):
         optimizer.zero_grad()
     with torch.autocast(device_type=X.device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
         loss = loss_fn(model(X), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _mistake_loss_outside(model, X, y, loss_fn, optimizer):
+    optimizer.zero_grad()
+    with torch.autocast(device_type=X.device.type, dtype=torch.bfloat16):
+        logits = model(X)
+    loss = loss_fn(logits, y)  # outside autocast: cross-entropy of bfloat16 logits runs in bfloat16
     loss.backward()
     optimizer.step()
     return loss.item()
@@ -342,9 +360,13 @@ register(Exercise(
         Mistake("cast_model", "Converting the model with `.bfloat16()` is not mixed precision: the weights "
                 "lose precision and small updates vanish. Keep float32 weights; use autocast.",
                 _mistake_cast_model, match_output=False),
-        Mistake("float16_autocast", "float16 autocast needs a GradScaler; on the CPU use bfloat16.",
+        Mistake("float16_autocast", "float16 autocast needs a GradScaler; on the CPU use bfloat16. (Without "
+                "`dtype=`, autocast uses the device's default, which is float16 on CUDA.)",
                 lambda model, X, y, loss_fn, opt: _autocast_step(model, X, y, loss_fn, opt, torch.float16),
                 match_output=False),
+        Mistake("loss_outside_autocast", "Only the model call was inside autocast, so cross-entropy ran on "
+                "bfloat16 logits in bfloat16 (autocast would have run it in float32). Put the loss inside the "
+                "`with torch.autocast(...)` block too.", _mistake_loss_outside),
         Mistake("forgot_zero_grad", "Your step used gradients left over from an earlier step: call "
                 "`optimizer.zero_grad()` before `backward()`, otherwise gradients add up across steps.",
                 lambda model, X, y, loss_fn, opt: _autocast_step(model, X, y, loss_fn, opt, torch.bfloat16,
@@ -395,6 +417,20 @@ def _saved_bytes(fn):
 
 def _run_ckpt(answer, case: Case):
     blocks, x = case.args
+    # Which block's first layer runs when: checkpointing every block on its own recomputes each
+    # block once during backward, the last block first. (The layer, not the block, is watched so
+    # that `block.forward(x)` is seen too.)
+    calls: list[int] = []
+    handles = [block[0].register_forward_pre_hook(lambda mod, args, i=i: calls.append(i))
+               for i, block in enumerate(blocks)]
+    try:
+        return _run_ckpt_watched(answer, blocks, x, calls)
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _run_ckpt_watched(answer, blocks, x, calls: list[int]):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         used, out = _saved_bytes(lambda: answer(blocks, x))
@@ -415,9 +451,18 @@ def _run_ckpt(answer, case: Case):
             "gradient. `torch.no_grad()` saves memory only where no gradients are needed; gradient "
             "checkpointing keeps the graph and recomputes the activations during backward.",
         )
+    if _uses_reentrant(out):
+        raise Incorrect(
+            "reentrant_checkpoint",
+            "Your forward pass used `checkpoint` in its old *reentrant* mode (`use_reentrant=True`, the "
+            "default when `use_reentrant` is not given). It drops the graph when a block's input does not "
+            "require grad, and it does not work with `torch.autograd.grad`. Pass `use_reentrant=False`.",
+        )
     upstream = torch.ones_like(out) / out.numel() + out.detach() * 0.01
     inputs = params + ([x] if x.requires_grad else [])
+    n_forward = len(calls)
     grads = torch.autograd.grad(out, inputs, upstream, allow_unused=True)
+    recomputed = calls[n_forward:]
     if any(g is None for g in grads):
         raise Incorrect(
             "cut_between_blocks",
@@ -435,7 +480,37 @@ def _run_ckpt(answer, case: Case):
             f"keeps only each block's input ({ckpt} bytes here). Wrap each block call: "
             "`x = checkpoint(block, x, use_reentrant=False)`.",
         )
+    n = len(blocks)
+    missing = [i for i in range(n) if i not in recomputed]
+    if missing:
+        raise Incorrect(
+            "not_checkpointed",
+            f"During backward, block(s) {missing} of {n} were not recomputed, so they were not checkpointed "
+            "(their activations were kept, or stored some other way). `checkpoint_sequential` runs its last "
+            "segment normally. Wrap every block call: `x = checkpoint(block, x, use_reentrant=False)`.",
+        )
+    if recomputed != list(range(n - 1, -1, -1)):
+        raise Incorrect(
+            "coarse_checkpoint",
+            "Several blocks share one checkpoint, so backward recomputes them together and needs all "
+            "their activations at once. Checkpoint each block on its own: "
+            "`x = checkpoint(block, x, use_reentrant=False)` inside the loop.",
+        )
     return out.detach(), [g.detach() for g in grads]
+
+
+def _uses_reentrant(out: torch.Tensor) -> bool:
+    """Whether the graph behind ``out`` holds a reentrant checkpoint node."""
+    seen, todo = set(), [out.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        if type(fn).__name__ == "CheckpointFunctionBackward":
+            return True
+        todo.extend(next_fn for next_fn, _ in fn.next_functions)
+    return False
 
 
 def _plain_forward(blocks, x):
@@ -455,6 +530,10 @@ def _mistake_no_grad(blocks, x):
         for block in blocks:
             x = block(x)
     return x
+
+
+def _mistake_one_segment(blocks, x):
+    return checkpoint(_plain_forward, blocks, x, use_reentrant=False)  # one checkpoint for all blocks
 
 
 def _mistake_detach(blocks, x):
@@ -490,6 +569,8 @@ register(Exercise(
                 "Checkpointing keeps the graph and recomputes activations.", _mistake_no_grad, match_output=False),
         Mistake("cut_between_blocks", "`.detach()` between blocks stops gradients from reaching the earlier "
                 "blocks.", _mistake_detach, match_output=False),
+        Mistake("coarse_checkpoint", "One checkpoint around all the blocks recomputes them all at once in "
+                "backward: checkpoint each block on its own.", _mistake_one_segment, match_output=False),
     ],
     hints=[
         "`from torch.utils.checkpoint import checkpoint`; `checkpoint(fn, *args, use_reentrant=False)` runs "
@@ -537,6 +618,40 @@ def _mistake_rank_seed(n, world_size, rank, epoch, shuffle=True, seed=0):
     return shard_indices(n, world_size, rank, epoch + rank, shuffle, seed)
 
 
+def _mistake_pad_once(n, world_size, rank, epoch, shuffle=True, seed=0):
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch)).tolist() if shuffle else list(range(n))
+    total = math.ceil(n / world_size) * world_size
+    order = order + order[:total - n]  # too short when more than n items are needed to pad
+    return order[rank::world_size]
+
+
+def _mistake_global_seed(n, world_size, rank, epoch, shuffle=True, seed=0):
+    if shuffle:
+        torch.manual_seed(seed + epoch)  # the same order, but it resets the training's random stream
+        order = torch.randperm(n).tolist()
+    else:
+        order = list(range(n))
+    total = math.ceil(n / world_size) * world_size
+    return (order * math.ceil(total / n))[:total][rank::world_size]
+
+
+def _probe_global_rng(answer, r: Rand) -> None:
+    """Building the order must not touch the global random stream (that drives dropout,
+    augmentation and the model's initialisation in the training that calls it)."""
+    world_size = r.integer(2, 4)
+    before = torch.get_rng_state()
+    answer(r.integer(5, 20), world_size, r.integer(0, world_size - 1), r.integer(1, 6), shuffle=True,
+           seed=r.integer(0, 1000))
+    if not torch.equal(before, torch.get_rng_state()):
+        raise Incorrect(
+            "global_rng",
+            "Your function changed the global random state (`torch.manual_seed`, or drawing from the "
+            "global generator). Every call would then reset the random stream of the training that uses "
+            "it. Draw the permutation from its own generator: "
+            "`torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))`.",
+        )
+
+
 register(Exercise(
     lesson=LESSON, name="shard_indices", title="Give each rank its share of the data, like DistributedSampler",
     reference=shard_indices,
@@ -545,12 +660,18 @@ register(Exercise(
         Case((10, 3, 2, 1), {"shuffle": True, "seed": 0}, label="10 items, 3 ranks, rank 2, epoch 1", show_inputs=True),
         Case((2, 4, 3, 0), {"shuffle": False, "seed": 0}, label="2 items, 4 ranks, rank 3, no shuffle", show_inputs=True),
         Case((8, 2, 1, 3), {"shuffle": True, "seed": 5}, label="8 items, 2 ranks, rank 1, epoch 3", show_inputs=True),
+        Case((2, 5, 4, 2), {"shuffle": True, "seed": 3}, label="2 items, 5 ranks, rank 4, epoch 2 (more padding "
+             "than items)", show_inputs=True),
     ],
     n_random=20,
+    probes=[_probe_global_rng],
     mistakes=[
         Mistake("contiguous_blocks", "You gave each rank a contiguous block. DistributedSampler deals the "
                 "(shuffled, padded) order round-robin: rank r takes positions r, r + world_size, ... "
                 "(`order[rank::world_size]`).", _mistake_blocks),
+        Mistake("short_padding", "Padding with `order[:total - n]` is too short when more than n items are "
+                "needed (2 items for 5 ranks): repeat the whole order as often as needed, "
+                "`(order * math.ceil(total / n))[:total]`.", _mistake_pad_once),
         Mistake("no_padding", "Your rank got fewer items than DistributedSampler gives it. It pads the order "
                 "by repeating items from its start until the length is a multiple of world_size (round up "
                 "with `math.ceil`, do not drop the tail), so every rank gets the same number of items; "
@@ -561,6 +682,9 @@ register(Exercise(
         Mistake("rank_dependent_shuffle", "Each rank shuffled differently, so ranks overlap and miss items. "
                 "All ranks must build the same permutation (seeded by `seed + epoch` only) and then take "
                 "different positions of it.", _mistake_rank_seed),
+        Mistake("global_rng", "Seeding the global generator (`torch.manual_seed`) resets the training's "
+                "random stream on every call. Use `generator=torch.Generator().manual_seed(seed + epoch)`.",
+                _mistake_global_seed, match_output=False),
     ],
     hints=[
         "Three steps: (1) the order: `torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))` "
@@ -595,13 +719,19 @@ def _run_dp(answer, case: Case):
     model, loss_fn, X, y, world_size = case.args
     before = [p.detach().clone() for p in model.parameters()]
     batch_sizes: list[int] = []
-    model.register_forward_pre_hook(lambda mod, args: batch_sizes.append(len(args[0])))  # copied by deepcopy
+    # on the first layer (Sequential calls it positionally, also for `model(input=X)` or
+    # `model.forward(X)`); the hook is copied by deepcopy into every replica
+    handle = model[0].register_forward_pre_hook(lambda mod, args: batch_sizes.append(len(args[0])))
     grads = answer(model, loss_fn, X, y, world_size)
-    if world_size > 1 and batch_sizes and max(batch_sizes) > len(X) // world_size:
+    handle.remove()
+    shard = len(X) // world_size
+    if any(size != shard for size in batch_sizes):
+        wrong = max(batch_sizes, key=lambda size: abs(size - shard))
         raise Incorrect(
             "not_sharded",
-            f"Your model saw a batch of {max(batch_sizes)} samples, but each of the {world_size} ranks sees "
-            f"only its own {len(X) // world_size}. Split X and y into world_size shards, compute each "
+            f"Your model saw a batch of {wrong} samples, but each of the {world_size} ranks sees "
+            f"exactly its own shard of {shard}. Split X and y into world_size shards with "
+            "`X.chunk(world_size)` (`X.split(k)` makes pieces of k rows, not k pieces), compute each "
             "shard's gradients separately, then average them.",
         )
     if any(p.grad is not None for p in model.parameters()) or any(

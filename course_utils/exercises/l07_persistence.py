@@ -135,6 +135,13 @@ def _diagnose(snapshot: dict, model, optimizer, scheduler, generator, start, epo
                 f"After your `load_checkpoint`, {what} is not restored, so the resumed run differs "
                 f"from the uninterrupted one. Restore it from `checkpoint[{key!r}]`.",
             )
+    if role == "save" and (isinstance(start, bool) or not isinstance(start, int) or start != epoch):
+        raise Incorrect(
+            "wrong_epoch",
+            f"Your checkpoint's 'epoch' is {start!r} ({type(start).__name__}), but `save_checkpoint` was "
+            f"called with epoch={epoch}, the number of completed epochs. Save that int unchanged: the "
+            "loader returns it, and training resumes with `range(epoch, num_epochs)`.",
+        )
     if isinstance(start, bool) or not isinstance(start, int):
         raise Incorrect("wrong_start_epoch", f"`load_checkpoint` should return the epoch as an int, not {type(start).__name__}.")
     if start != epoch:
@@ -228,6 +235,10 @@ def _save_without(key):
     return save
 
 
+def _save_epoch_plus_one(path, model, optimizer, scheduler, epoch, loader_generator):
+    save_checkpoint(path, model, optimizer, scheduler, epoch + 1, loader_generator)
+
+
 def _save_objects(path, model, optimizer, scheduler, epoch, loader_generator):
     torch.save({"model": model, "optimizer": optimizer, "scheduler": scheduler.state_dict(), "epoch": epoch,
                 "rng_state": torch.get_rng_state(), "loader_generator": loader_generator.get_state()}, path)
@@ -314,6 +325,8 @@ register(
             Mistake("missing_loader_generator", "Without the DataLoader generator's state the resumed epochs "
                     "shuffle differently. Save `loader_generator.get_state()`.", _save_without("loader_generator"),
                     match_output=False),
+            Mistake("wrong_epoch", "Save the `epoch` you are given unchanged: it already counts the completed "
+                    "epochs.", _save_epoch_plus_one, match_output=False),
             Mistake("pickled_objects", "You saved the model and optimizer objects; save their `state_dict()`s so "
                     "that `weights_only=True` can load the file.", _save_objects, match_output=False),
         ],
@@ -354,11 +367,13 @@ def load_state_dict_cpu(path):
     return {(key[len(prefix):] if key.startswith(prefix) else key): value for key, value in state_dict.items()}
 
 
-_LAYER_NAMES = ["encoder", "head", "blocks.0", "blocks.1", "norm", "classifier"]
+_LAYER_NAMES = ["encoder", "head", "blocks.0", "blocks.1", "norm", "classifier", "layers.0", "embedding",
+                "module_list.0"]
 
 
-def _cpu_case(r: Rand, prefixed: bool | None = None, on_gpu: bool | None = None, label: str = "") -> Case:
-    names = ["submodule"] + r.py.sample(_LAYER_NAMES, r.integer(1, 3))
+def _cpu_case(r: Rand, prefixed: bool | None = None, on_gpu: bool | None = None, label: str = "",
+              names: list[str] | None = None) -> Case:
+    names = names or ["submodule"] + r.py.sample(_LAYER_NAMES, r.integer(1, 3))
     state = {}
     for name in names:
         rows, cols = r.integer(1, 4), r.integer(1, 4)
@@ -422,6 +437,11 @@ def _mistake_strip_always(path):
     return {k[len("module."):]: v for k, v in state_dict.items()}
 
 
+def _mistake_lstrip(path):
+    state_dict = torch.load(path, map_location="cpu", weights_only=True)
+    return {k.lstrip("module."): v for k, v in state_dict.items()}  # strips characters, not a prefix
+
+
 def _mistake_cpu_unsafe(path):
     state_dict = torch.load(path, map_location="cpu", weights_only=False)
     return {(k[7:] if k.startswith("module.") else k): v for k, v in state_dict.items()}
@@ -432,8 +452,12 @@ register(Exercise(
     reference=load_state_dict_cpu,
     cases=_cpu_case,
     edge_cases=[
-        _cpu_case(Rand(71), prefixed=True, on_gpu=True, label="saved on a GPU from a DDP model"),
-        _cpu_case(Rand(72), prefixed=False, on_gpu=False, label="saved on a CPU from a plain model"),
+        # 'encoder' and 'layers.0' start with letters of 'module.' (`key.lstrip('module.')` damages
+        # them); 'module_list.0' starts with 'module' but not with the prefix 'module.'
+        _cpu_case(Rand(71), prefixed=True, on_gpu=True, label="saved on a GPU from a DDP model",
+                  names=["submodule", "encoder", "head"]),
+        _cpu_case(Rand(72), prefixed=False, on_gpu=False, label="saved on a CPU from a plain model",
+                  names=["submodule", "layers.0", "module_list.0", "norm"]),
     ],
     n_random=4,
     run=_run_cpu,
@@ -448,6 +472,10 @@ register(Exercise(
         Mistake("stripped_unconditionally", "Not every checkpoint comes from a DDP model: you cut the first "
                 "7 characters of keys that did not start with 'module.'. Check `key.startswith('module.')` "
                 "first.", _mistake_strip_always),
+        Mistake("lstrip_characters", "`key.lstrip('module.')` removes any of the characters m, o, d, u, l, e "
+                "and '.' from the start ('encoder.weight' becomes 'ncoder.weight'), not the prefix. Use "
+                "`key[len('module.'):]` when `key.startswith('module.')` (or `key.removeprefix('module.')`).",
+                _mistake_lstrip),
         Mistake("unsafe_load", _UNSAFE_MESSAGE, _mistake_cpu_unsafe, match_output=False),
     ],
     hints=[
@@ -484,8 +512,8 @@ def _bn_mlp(r: Rand, d: int, h: int, c: int, extra: bool = False) -> nn.Sequenti
 
 def _matching_case(r: Rand, variant: str | None = None, label: str = "") -> Case:
     d, h, c = r.integer(2, 6), r.integer(3, 8), r.integer(2, 5)
-    variant = variant or r.choice(["new_head", "extra_layer", "wider", "same", "new_head"])
-    model = _bn_mlp(r, d, h, c)
+    variant = variant or r.choice(["new_head", "extra_layer", "wider", "same", "new_head", "model_extra_layer"])
+    model = _bn_mlp(r, d, h, c, extra=variant == "model_extra_layer")
     if variant == "new_head":
         source = _bn_mlp(r, d, h, c + r.integer(1, 3))
     elif variant == "extra_layer":
@@ -527,6 +555,13 @@ def _mistake_parameters_only(model, state_dict):
     return sorted(k for k, _ in model.named_parameters() if k not in loaded)
 
 
+def _mistake_mismatched_only(model, state_dict):
+    own = model.state_dict()
+    matching = {k: v for k, v in state_dict.items() if k in own and own[k].shape == v.shape}
+    model.load_state_dict(matching, strict=False)
+    return sorted(k for k, v in state_dict.items() if k in own and own[k].shape != v.shape)
+
+
 def _mistake_checkpoint_keys(model, state_dict):
     own = model.state_dict()
     matching = {k: v for k, v in state_dict.items() if k in own and own[k].shape == v.shape}
@@ -541,8 +576,9 @@ register(Exercise(
     edge_cases=[
         _matching_case(Rand(81), "new_head", "a checkpoint whose output layer has more classes"),
         _matching_case(Rand(82), "extra_layer", "a checkpoint with an extra layer at the end"),
+        _matching_case(Rand(83), "model_extra_layer", "a model with a layer the checkpoint does not have"),
     ],
-    n_random=6,
+    n_random=5,
     run=_run_matching,
     compare=EXACT,
     mistakes=[
@@ -551,6 +587,9 @@ register(Exercise(
         Mistake("parameters_only", "You copied parameters only. A state_dict also holds buffers (BatchNorm's "
                 "running mean and variance, its batch counter): load from `model.state_dict()`'s keys.",
                 _mistake_parameters_only),
+        Mistake("missing_keys_not_listed", "You listed only the keys whose shapes differ. Keys of the model "
+                "that the checkpoint does not have at all were not loaded either: return every key of "
+                "`model.state_dict()` that was not loaded.", _mistake_mismatched_only),
         Mistake("checkpoint_keys", "Return the keys of the *model* that were not loaded (they keep their "
                 "fresh initialisation and need training), not the checkpoint's leftover keys.",
                 _mistake_checkpoint_keys),
