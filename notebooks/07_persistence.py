@@ -331,7 +331,7 @@ ex.load_state_dict_cpu.check(load_state_dict_cpu)
 # ### Exercise 3: save a checkpoint
 #
 # Write `save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)`. It saves,
-# with `torch.save`, one dict with exactly these keys: `"model"`, `"optimizer"`, `"scheduler"`
+# with `torch.save`, one dict with (at least) these keys: `"model"`, `"optimizer"`, `"scheduler"`
 # (their `state_dict()`s), `"epoch"` (the int given: the number of completed epochs),
 # `"rng_state"` (`torch.get_rng_state()`) and `"loader_generator"` (`loader_generator.get_state()`).
 # The check trains a small model with dropout, saves with your function halfway through, loads

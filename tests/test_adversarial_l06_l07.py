@@ -18,33 +18,10 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 from torch.utils.data import DistributedSampler
 
-from course_utils import grading
 from course_utils.exercises import l06_gpu_amp_ddp as L6
 from course_utils.exercises import l07_persistence as L7
 
-SEEDS = (1, 77, 4242)
-
-
-def check(exercise_id: str, answer, seed: int = 7, n_random: int | None = None):
-    return grading.check(exercise_id, answer, seed=seed, n_random=n_random)
-
-
-def rejected(exercise_id: str, answer, mistake: str | None = None, n_random: int | None = None,
-             seeds=SEEDS) -> grading.Result:
-    """Rejected on every seed (with ``mistake`` as the named mistake when given)."""
-    for seed in seeds:
-        res = check(exercise_id, answer, seed=seed, n_random=n_random)
-        assert res.status == "incorrect", f"false pass with seed {seed}: {exercise_id}"
-        if mistake is not None:
-            assert res.mistake == mistake, f"seed {seed}: expected {mistake}, got {res.mistake}: {res.message}"
-        assert "Checking stopped unexpectedly" not in res.message, res.text()
-    return res
-
-
-def accepted(exercise_id: str, answer, n_random: int | None = None, seeds=SEEDS) -> None:
-    for seed in seeds:
-        res = check(exercise_id, answer, seed=seed, n_random=n_random)
-        assert res.passed, f"seed {seed}: {res.text()}"
+from grading_asserts import accepted, check, rejected  # noqa: E402,F401 (tests/ is on sys.path)
 
 
 # =========================================================================== 06 to_device
