@@ -169,14 +169,8 @@ def render_text(lessons: list[LessonRow]) -> str:
     for les in lessons:
         lines.append(f"{les.title}: {les.correct}/{les.total} correct")
         for e in les.exercises:
-            extra = []
-            if e.attempts:
-                extra.append(f"{e.attempts} check{'s' * (e.attempts != 1)}")
-            if e.hints:
-                extra.append(f"{e.hints} hint{'s' * (e.hints != 1)}")
-            if e.solution_viewed:
-                extra.append("solution viewed")
-            lines.append(f"  {ICONS.get(e.status, '·')} {e.name:<28} {LABELS.get(e.status, e.status):<14} {', '.join(extra)}")
+            extra = progress.activity(e.attempts, e.hints, e.solution_viewed)
+            lines.append(f"  {ICONS.get(e.status, '·')} {e.name:<28} {LABELS.get(e.status, e.status):<14} {extra}")
     return "\n".join(lines)
 
 

@@ -112,6 +112,18 @@ def exercise_progress(events: Iterable[dict[str, Any]]) -> dict[str, ExercisePro
     return out
 
 
+def activity(attempts: int, hints: int, solution_viewed: bool) -> str:
+    """``"2 checks, 1 hint, solution viewed"`` (empty when nothing happened)."""
+    parts = []
+    if attempts:
+        parts.append(f"{attempts} check{'s' * (attempts != 1)}")
+    if hints:
+        parts.append(f"{hints} hint{'s' * (hints != 1)}")
+    if solution_viewed:
+        parts.append("solution viewed")
+    return ", ".join(parts)
+
+
 @dataclass
 class Summary:
     """Where a learner stands: every known exercise with its progress."""
@@ -130,14 +142,7 @@ class Summary:
         lines = [f"{c['correct']} of {len(self.rows)} exercises correct, {c['incorrect']} still incorrect."]
         for r in self.rows:
             mark = {"correct": "✅", "incorrect": "❌"}.get(r.status, "·")
-            extra = []
-            if r.attempts:
-                extra.append(f"{r.attempts} check{'s' * (r.attempts != 1)}")
-            if r.hints:
-                extra.append(f"{r.hints} hint{'s' * (r.hints != 1)}")
-            if r.solution_viewed:
-                extra.append("solution viewed")
-            lines.append(f"  {mark} {r.exercise:<40} {', '.join(extra)}")
+            lines.append(f"  {mark} {r.exercise:<40} {activity(r.attempts, r.hints, r.solution_viewed)}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -12,7 +12,6 @@ require grad``) are turned into named mistakes with targeted advice.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Callable
 
 import torch
@@ -708,10 +707,6 @@ class MySiLU(torch.autograd.Function):
         return grad_output * s * (1 + x * (1 - s))
 
 
-# Feedback names a case's arguments after the reference's signature; a Function's is
-# (*args, **kwargs), so name its one input for the learner ("x: tensor of shape ...").
-MySiLU.__signature__ = inspect.Signature([inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
-
 
 def _silu_cases(r: Rand) -> Case:
     shape = _shape(r)
@@ -811,7 +806,7 @@ class _SiLUModuleNotFunction:
 
 register(Exercise(
     lesson=LESSON, name="MySiLU", title="A custom autograd.Function for SiLU that passes gradcheck",
-    reference=MySiLU, kind="class",
+    reference=MySiLU, kind="class", arg_names=["x"],  # a Function's signature is (*args, **kwargs)
     cases=_silu_cases,
     edge_cases=[Case((torch.tensor([-30.0, -1.0, 0.0, 1.0, 30.0], dtype=torch.float64, requires_grad=True),),
                      {"upstream": torch.tensor([0.5, -1.0, 2.0, 1.5, -0.5], dtype=torch.float64)},
