@@ -19,10 +19,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 _LOG_DIR = tempfile.mkdtemp(prefix="course-test-progress-")
 os.environ["COURSE_PROGRESS_LOG"] = os.path.join(_LOG_DIR, "progress.jsonl")
-# Two pytest workers each drive a kernel on a 2-core machine: one thread per kernel avoids
-# oversubscription (measured: lesson 05 took 89-170 s with 2 threads each, 32 s with 1).
-# `build --execute` stores solution outputs with the same setting, so numbers match.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Two pytest workers each drive a kernel on a 2-core machine: the course's thread policy
+# (course_utils/threads.py: one thread per kernel, with the measured reason) avoids
+# oversubscription. `build --execute` stores solution outputs with the same setting.
+from course_utils import threads  # noqa: E402
+
+threads.apply_env()
 
 CHECK_CELL = re.compile(r"^ex\.(\w+)\.check\((\w+)\)\s*$", re.M)
 

@@ -184,7 +184,9 @@ def execute(stem: str, timeout: int = 600) -> float:
     nb = read_py(sol_py)
     # Executing solutions is not learner progress; one thread per kernel, as under the tests
     # (conftest.py), so thread-count-dependent numbers in the stored outputs match nbval's run.
-    env = {"COURSE_PROGRESS_LOG": "", "OMP_NUM_THREADS": "1"}
+    from . import threads
+
+    env = {"COURSE_PROGRESS_LOG": "", **threads.kernel_env({})}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     start = time.perf_counter()

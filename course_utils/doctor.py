@@ -1,14 +1,18 @@
 """``python -m course_utils doctor``: check this environment, with a fix for every problem.
 
-Prints one line per requirement, ``OK`` or ``FAIL`` (and ``INFO`` for facts such as which
-devices PyTorch can use), and under every FAIL the command or step that fixes it. The exit
-status is 1 when anything failed, else 0. ``--json`` prints the same as JSON.
+Prints one line per requirement, ``OK``, ``WARN`` (works, but outside what the course was
+tested with, or not ready to publish) or ``FAIL`` (and ``INFO`` for facts such as which
+devices PyTorch can use), and under every FAIL and WARN the command or step that fixes it. The
+exit status is 1 when anything failed, else 0 (warnings included). ``--json`` prints the same
+as JSON. It works in a clone (``pip install -e .``) and from a plain ``pip install`` of the
+wheel with no clone next to it.
 
 Checked: the Python version, torch (version, build, a real computation), the devices torch
 can use, JupyterLab, ipywidgets and its JupyterLab extension, jupytext and its JupyterLab
 extension and pairing config, the Jupyter kernel (does it run this Python?), the course's
-other packages (against ``requirements.txt``), the course package itself, and that the
-progress log is writable.
+other packages (against ``requirements.txt`` in a clone, else the package's own
+dependencies), the course package itself, the repository address badges use
+(``course_utils/links.py``), and that the progress log is writable.
 """
 
 from __future__ import annotations
@@ -26,15 +30,17 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
-PYTHON_RANGE = ((3, 10), (3, 12))
-TORCH_VERSION = "2.13"
+# The tested range (README, "Tested versions"; tools/test-matrix.sh). Outside it: a warning.
+PYTHON_RANGE = ((3, 10), (3, 13))
+TORCH_RANGE = ((2, 8), (2, 13))
+TORCH_VERSION = "2.13"  # what the stored outputs were made with; the README installs it
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 @dataclass
 class Check:
     name: str
-    status: str  # "OK", "FAIL" or "INFO"
+    status: str  # "OK", "WARN", "FAIL" or "INFO"
     detail: str
     fix: str = ""
 
@@ -49,6 +55,10 @@ def ok(name: str, detail: str) -> Check:
 
 def fail(name: str, detail: str, fix: str) -> Check:
     return Check(name, "FAIL", detail, fix)
+
+
+def warn(name: str, detail: str, fix: str) -> Check:
+    return Check(name, "WARN", detail, fix)
 
 
 def info(name: str, detail: str) -> Check:
@@ -75,9 +85,10 @@ def check_python(version: tuple[int, ...] | None = None) -> Check:
     lo, hi = PYTHON_RANGE
     if lo <= v[:2] <= hi:
         return ok("Python", f"{shown} ({sys.executable})")
-    return fail("Python", f"{shown}; the course needs Python {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}",
-                f"Install Python {hi[0]}.{hi[1]} (python.org, or `conda create -n course python={hi[0]}.{hi[1]}`), "
-                "make a virtual environment with it, and run the README's setup command there.")
+    return warn("Python", f"{shown}; the course is tested with Python {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]}",
+                f"If something breaks, use Python {hi[0]}.{hi[1] - 1} (python.org, or "
+                f"`conda create -n course python={hi[0]}.{hi[1] - 1}`), make a virtual environment with it, "
+                "and run the README's setup command there.")
 
 
 def check_torch() -> list[Check]:
@@ -89,10 +100,13 @@ def check_torch() -> list[Check]:
                      "(CPU build; for a GPU build see the README), then the README's setup command.")]
     out = []
     version = torch.__version__
-    if version.split("+")[0].rsplit(".", 1)[0] != TORCH_VERSION and not version.startswith(TORCH_VERSION + "."):
-        out.append(fail("torch version", f"{version}; the course is written for torch {TORCH_VERSION}",
-                        f"{Path(sys.executable).name} -m pip install torch=={TORCH_VERSION}.0 --index-url {CPU_INDEX}  "
-                        "(or the CUDA build for your GPU, see README)."))
+    lo, hi = TORCH_RANGE
+    numbers = tuple(int(x) for x in re.findall(r"\d+", version.split("+")[0])[:2])
+    if not lo <= numbers <= hi:
+        out.append(warn("torch version", f"{version}; the course is tested with torch {lo[0]}.{lo[1]}–{hi[0]}.{hi[1]} "
+                        f"(its stored outputs come from {TORCH_VERSION})",
+                        f"If a lesson misbehaves: {Path(sys.executable).name} -m pip install torch=={TORCH_VERSION}.0 "
+                        f"--index-url {CPU_INDEX}  (or the CUDA build for your GPU, see README)."))
     else:
         out.append(ok("torch version", version))
     build = []
@@ -203,7 +217,7 @@ def check_jupytext() -> Check:
         problems.append("its JupyterLab extension is missing")
     if _jupytext_server_extension_enabled() is not True:
         problems.append("its Jupyter server extension is not enabled")
-    if not (ROOT / "jupytext.toml").exists():
+    if (ROOT / "solutions").is_dir() and not (ROOT / "jupytext.toml").exists():  # a clone
         problems.append(f"{ROOT / 'jupytext.toml'} (the pairing config) is missing")
     if problems:
         return fail("jupytext", f"{v}, but " + "; ".join(problems),
@@ -257,6 +271,23 @@ HANDLED = {"torch", "jupyterlab", "ipywidgets", "jupytext"}
 TEST_ONLY = {"pytest", "pytest-xdist", "nbval", "playwright"}
 
 
+def _package_requirements() -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """``(requirements, {name: extra})`` from the installed course_utils' metadata (a wheel
+    install has no requirements.txt); lesson extras except ``test`` are optional."""
+    from packaging.requirements import Requirement
+
+    reqs, optional = [], {}
+    for line in md.requires("course_utils") or []:
+        req = Requirement(line)
+        extra = re.search(r"extra\s*==\s*['\"]([\w-]+)['\"]", str(req.marker or ""))
+        if extra and extra.group(1) == "test":
+            continue
+        reqs.append((req.name, str(req.specifier)))
+        if extra:
+            optional[req.name] = extra.group(1)
+    return reqs, optional
+
+
 def check_packages(requirements: Path | None = None) -> list[Check]:
     """Every other package of requirements.txt is installed with a matching version."""
     try:
@@ -265,13 +296,20 @@ def check_packages(requirements: Path | None = None) -> list[Check]:
     except ImportError:  # pragma: no cover - pip's vendored packaging is not importable
         SpecifierSet = None  # type: ignore[assignment,misc]
     out = []
-    reqs = _requirements(requirements or ROOT / "requirements.txt")
+    optional: dict[str, str] = {}
+    if requirements is None and not (ROOT / "requirements.txt").exists():
+        reqs, optional = _package_requirements()
+    else:
+        reqs = _requirements(requirements or ROOT / "requirements.txt")
     good = []
     for name, spec in reqs:
         if name.lower() in HANDLED or name.lower() in TEST_ONLY:
             continue
         v = _version(name)
-        if v is None:
+        if v is None and name in optional:
+            out.append(warn(name, f"not installed (only lessons using the [{optional[name]}] extra need it)",
+                            _pip(f"course_utils[{optional[name]}]")))
+        elif v is None:
             out.append(fail(name, "not installed", _pip(f"{name}{spec}")))
         elif spec and SpecifierSet is not None and not SpecifierSet(spec).contains(Version(v), prereleases=True):
             out.append(fail(name, f"{v} does not satisfy {spec}", _pip(f"{name}{spec}")))
@@ -287,12 +325,32 @@ def check_course() -> Check:
         mod = importlib.import_module("course_utils")
     except ImportError as exc:  # pragma: no cover - we are running from it
         return fail("course package", str(exc), f"{Path(sys.executable).name} -m pip install -e .  (in the course folder)")
+    from . import course_files
+
+    version = getattr(mod, "__version__", "?")
     where = Path(mod.__file__).resolve().parent.parent
-    nb = where / "notebooks" / "00_start_here.ipynb"
-    if not nb.exists():
-        return fail("course package", f"course_utils is imported from {where}, which has no notebooks/",
-                    "Install it from your clone of the course: `pip install -e .` in the course folder.")
-    return ok("course package", f"course_utils {getattr(mod, '__version__', '?')} from {where}")
+    if (where / course_files.START).exists():
+        return ok("course package", f"course_utils {version} from the clone {where}")
+    lessons = course_files.packaged_lessons()
+    if not lessons:
+        return fail("course package", f"course_utils {version} is installed in {where} without its lessons "
+                    "and there is no clone next to it",
+                    "Install it from a clone (`pip install -e .` in the course folder) or from the course's wheel.")
+    folder = course_files.course_folder()
+    where_lessons = (f"lessons in {folder}" if folder else
+                     f"`python -m course_utils lab` copies its {len(lessons)} lessons to {course_files.default_workspace()}")
+    return ok("course package", f"course_utils {version} installed in {where} (not editable); {where_lessons}")
+
+
+def check_links() -> Check:
+    from . import links
+
+    if links.is_placeholder():
+        return warn("course address", f"COURSE_REPO is still the placeholder {links.COURSE_REPO!r}: the Binder and "
+                    "Colab badges and the Colab install cell point nowhere",
+                    "Maintainers: set COURSE_REPO in course_utils/links.py to the GitHub owner/name, then run "
+                    "`python -m course_utils build`. Learners: nothing to do.")
+    return ok("course address", links.repo_url())
 
 
 def check_progress_log(path: Path | None | str = "default") -> Check:
@@ -320,7 +378,7 @@ def check_progress_log(path: Path | None | str = "default") -> Check:
 
 CHECKS: list[Callable[[], Check | list[Check]]] = [
     check_python, check_torch, check_devices, check_jupyterlab, check_widgets, check_jupytext,
-    check_kernel, check_packages, check_course, check_progress_log,
+    check_kernel, check_packages, check_course, check_links, check_progress_log,
 ]
 
 
@@ -344,9 +402,11 @@ def report(checks: list[Check]) -> str:
         if c.fix:
             lines.append(f"{'':<4}  {'':<{w}}  fix: {c.fix}")
     failed = [c for c in checks if c.status == "FAIL"]
+    warned = [c for c in checks if c.status == "WARN"]
     lines.append("")
     lines.append(f"{len(failed)} problem{'s' * (len(failed) != 1)} found." if failed
-                 else "All good: `python -m course_utils lab` opens the course.")
+                 else "All good: `python -m course_utils lab` opens the course." + (
+                     f" ({len(warned)} warning{'s' * (len(warned) != 1)} above.)" if warned else ""))
     return "\n".join(lines)
 
 

@@ -1,8 +1,12 @@
 """``python -m course_utils lab``: open JupyterLab on the course's first notebook.
 
-Equivalent to ``jupyter lab notebooks/00_start_here.ipynb`` run from the repository root,
-plus ``--allow-root`` when run as root (containers, some cloud machines). Extra arguments go
-to JupyterLab, e.g. ``python -m course_utils lab --port 8890 --no-browser``.
+Equivalent to ``jupyter lab notebooks/00_start_here.ipynb`` run from the course folder, plus
+``--allow-root`` when run as root (containers, some cloud machines) and the course's torch
+thread policy (course_utils/threads.py) for every kernel. The course folder is the clone the
+package is installed from; without a clone (``pip install`` of the wheel) it is the current
+folder when it holds ``notebooks/00_start_here.ipynb``, else ``~/pytorch-course``
+(``COURSE_HOME``), where the lessons shipped in the package are copied the first time. Extra
+arguments go to JupyterLab, e.g. ``python -m course_utils lab --port 8890 --no-browser``.
 """
 
 from __future__ import annotations
@@ -11,15 +15,28 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-START = "notebooks/00_start_here.ipynb"
+from . import course_files, threads
+
+ROOT = course_files.CLONE
+START = course_files.START
 
 
-def command(extra: list[str]) -> list[str]:
-    cmd = [sys.executable, "-m", "jupyterlab", START, f"--ServerApp.root_dir={ROOT}", *extra]
+def command(extra: list[str], root: Path = ROOT) -> list[str]:
+    cmd = [sys.executable, "-m", "jupyterlab", START, f"--ServerApp.root_dir={root}", *extra]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
         cmd.append("--allow-root")
     return cmd
+
+
+def course_root() -> Path:
+    """The folder to open, preparing the work folder from the wheel's lessons if needed."""
+    found = course_files.course_folder()
+    if found:
+        return found
+    folder, copied = course_files.prepare_workspace()
+    print(f"No clone of the course here: copied {len(copied)} lessons shipped with course_utils "
+          f"to {folder / 'notebooks'} (set COURSE_HOME to use another folder).")
+    return folder
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,11 +44,15 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] in ("-h", "--help"):
         print(__doc__)
         return 0
-    if not (ROOT / START).exists():
-        print(f"{ROOT / START} not found: is course_utils installed from a clone of the course "
-              "(`pip install -e .`)?", file=sys.stderr)
+    try:
+        root = course_root()
+    except OSError as exc:
+        print(f"cannot prepare the course folder: {exc}", file=sys.stderr)
         return 1
-    os.chdir(ROOT)
-    cmd = command(args)
+    n = threads.apply_env()  # kernels inherit it
+    print(f"Opening {root / START} (torch uses {n} CPU thread{'s' * (n != 1)} per notebook; "
+          f"set {threads.ENV} to change it).", flush=True)
+    os.chdir(root)
+    cmd = command(args, root)
     os.execv(cmd[0], cmd)
     return 0  # pragma: no cover

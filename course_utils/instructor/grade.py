@@ -455,7 +455,9 @@ async def grade_all(items: list[tuple[Path, Path | None]], workers: int, timeout
 
     loop.set_exception_handler(quiet)
     sem = asyncio.Semaphore(max(1, workers))
-    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    from course_utils import threads as thread_policy
+
+    threads = thread_policy.kernel_threads()  # one per grading kernel: course_utils/threads.py
 
     async def one(path: Path, root: Path | None) -> NotebookReport:
         async with sem:
