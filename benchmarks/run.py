@@ -5,6 +5,7 @@
     python benchmarks/run.py --only checks    # one section: import, notebooks, checks, lessons, grading
     python benchmarks/run.py --lessons 01 02  # restrict notebooks/checks to some lessons
     python benchmarks/run.py --json out.json  # also write the numbers as JSON
+    python benchmarks/run.py --only busy --busy-lesson 05   # a lesson idle vs. on a busy machine
 
 Sections:
 - import: ``import course_utils`` and ``import course_utils.grading`` in a fresh interpreter.
@@ -19,6 +20,12 @@ Sections:
   submissions (copies of the selected lessons' solution and learner notebooks) with each of
   ``--grading-workers`` parallel workers: wall time and notebooks graded per minute; then a
   30-learner room summary (``progress summary``) of synthetic logs: table and PNG plot.
+
+- busy: one solution notebook (``--busy-lesson``) run with the course's thread policy
+  (course_utils/threads.py) on the machine as it is, then again while another process runs a
+  2-thread torch job (``--busy-threads``): the ratio must stay <= ``BUSY_RATIO_TARGET``.
+  ``--busy-default-threads`` also times it with torch's default thread count (one per core),
+  to show what the policy avoids.
 
 Run it on a quiet machine: other processes inflate every number.
 """
@@ -42,6 +49,7 @@ CHECK_MAX_TARGET_S = 1.0
 READ_WPM = 120  # technical prose, read attentively
 EXAMPLE_MIN = 0.75  # run an example cell and look at its output
 EXERCISE_MIN = 7.0  # median exercise, including a failed check or a hint
+BUSY_RATIO_TARGET = 1.5
 
 
 def _flag(ok: bool) -> str:
@@ -182,18 +190,89 @@ def bench_grading(lessons: list[str], n_notebooks: int, workers: list[int], time
     return out
 
 
+BUSY_JOB = """
+import sys, time, torch
+torch.set_num_threads(int(sys.argv[1]))
+a = torch.randn(384, 384)
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    a = torch.tanh(a @ a)
+"""
+
+
+def _run_notebook(path: Path, env: dict[str, str | None]) -> float:
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    saved = {k: os.environ.get(k) for k in env}
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    try:
+        start = time.perf_counter()
+        NotebookClient(nb, timeout=1200, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        return time.perf_counter() - start
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def bench_busy(lesson: str, job_threads: int, default_threads: bool) -> dict:
+    """A lesson idle and next to a ``job_threads``-thread torch job, with the thread policy."""
+    from course_utils import threads
+
+    os.environ["COURSE_PROGRESS_LOG"] = ""
+    path = _selected(sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")), [lesson])[0]
+    policy = threads.kernel_env()
+    out: dict = {"notebook": f"solutions/{path.name}", "policy_threads": int(policy["OMP_NUM_THREADS"]),
+                 "job_threads": job_threads, "cpus": os.cpu_count()}
+    out["idle_s"] = round(_run_notebook(path, policy), 1)
+    print(f"{path.name}: {out['idle_s']:6.1f} s with {out['policy_threads']} thread(s), machine as it is", flush=True)
+    runs = [("busy_s", policy)]
+    if default_threads:
+        runs.append(("busy_default_threads_s", {k: None for k in policy}))
+    for key, env in runs:
+        job = subprocess.Popen([sys.executable, "-c", BUSY_JOB, str(job_threads), "3600"],
+                               env={**os.environ, "OMP_NUM_THREADS": str(job_threads)})
+        try:
+            time.sleep(2)  # let the job reach its loop
+            out[key] = round(_run_notebook(path, env), 1)
+        finally:
+            job.terminate()
+            job.wait()
+        label = "default threads" if key != "busy_s" else f"{out['policy_threads']} thread(s)"
+        print(f"{path.name}: {out[key]:6.1f} s with {label}, next to a {job_threads}-thread job "
+              f"({out[key] / out['idle_s']:.2f}x idle)", flush=True)
+    out["ratio"] = round(out["busy_s"] / out["idle_s"], 2)
+    print(f"busy / idle = {out['ratio']:.2f}  {_flag(out['ratio'] <= BUSY_RATIO_TARGET)} "
+          f"(target <= {BUSY_RATIO_TARGET})", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["import", "notebooks", "checks", "lessons", "grading"], action="append")
+    ap.add_argument("--only", choices=["import", "notebooks", "checks", "lessons", "grading", "busy"],
+                    action="append")
     ap.add_argument("--lessons", nargs="*", default=[])
     ap.add_argument("--repeat", type=int, default=10, help="checks per exercise (default 10)")
     ap.add_argument("--grading-notebooks", type=int, default=8, help="submissions to grade (default 8)")
     ap.add_argument("--grading-workers", type=int, nargs="+", default=[1, 2],
                     help="parallel workers to time the grader with (default: 1 2)")
     ap.add_argument("--grading-timeout", type=float, default=120, help="per-cell timeout while grading")
+    ap.add_argument("--busy-lesson", default="05", help="lesson for the busy-machine run (default 05)")
+    ap.add_argument("--busy-threads", type=int, default=2, help="threads of the competing job (default 2)")
+    ap.add_argument("--busy-default-threads", action="store_true",
+                    help="also time the lesson with torch's default thread count next to the job (slow)")
     ap.add_argument("--json", type=Path, help="write all numbers to this file")
     args = ap.parse_args(argv)
-    sections = args.only or ["import", "notebooks", "checks", "lessons", "grading"]
+    sections = args.only or ["import", "notebooks", "checks", "lessons", "grading", "busy"]
     report: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                 "platform": platform.platform()}}
     import torch
@@ -218,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n## grading ({args.grading_notebooks} submissions; room summary of 30 synthetic learners)")
         report["grading"] = bench_grading(args.lessons, args.grading_notebooks, args.grading_workers,
                                           args.grading_timeout)
+    if "busy" in sections:
+        print(f"\n## busy machine (lesson {args.busy_lesson}, next to a {args.busy_threads}-thread job)")
+        report["busy"] = bench_busy(args.busy_lesson, args.busy_threads, args.busy_default_threads)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
         print(f"\nwrote {args.json}")

@@ -134,6 +134,9 @@ def expected_files(stem: str) -> dict[Path, str]:
         raise BuildError(f"{sol_ipynb.relative_to(ROOT)} is missing: run `python -m course_utils build --execute {stem}`")
     solution = nbformat.read(sol_ipynb, as_version=4)
     learner = learner_notebook(solution, stem)
+    from . import colab  # the Colab badge and setup cell (course_utils/colab.py)
+
+    learner = colab.with_setup_cells(learner, stem)
     return {
         NOTEBOOKS / f"{stem}.ipynb": nbformat.writes(learner) + "\n",
         NOTEBOOKS / f"{stem}.py": py_text(learner, NOTEBOOKS / f"{stem}.py"),

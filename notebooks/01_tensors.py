@@ -24,6 +24,26 @@
 #
 # Seven exercises are checked along the way. About 45 minutes.
 
+# %% [markdown] tags=["course-setup"]
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/REPO/blob/main/notebooks/01_tensors.ipynb)
+#
+# *On Colab or a Jupyter without the course installed, run the next cell first: it installs the course package. Anywhere else it does nothing.*
+
+# %% tags=["course-setup"]
+# Colab, or a Jupyter without the course package: install it, then say so.
+# Set up with the README (or on Binder or a JupyterHub)? This cell does nothing.
+import importlib.util, os, subprocess, sys
+
+if importlib.util.find_spec("course_utils") is None:
+    source = os.environ.get("COURSE_PIP_SOURCE", "git+https://github.com/OWNER/REPO@main")
+    pip = [sys.executable, "-m", "pip", "install", "-q", *os.environ.get("COURSE_PIP_ARGS", "").split()]
+    if "google.colab" in sys.modules:  # keep Colab's own torch, NumPy, Matplotlib, widgets
+        subprocess.run(pip + ["--no-deps", f"course_utils @ {source}"], check=True)
+    else:
+        subprocess.run(pip + [f"course_utils @ {source}"], check=True)
+    importlib.invalidate_caches()
+    print(f"Installed the course package from {source}. Run the notebook from here on.")
+
 # %%
 import numpy as np
 import torch

@@ -1,0 +1,77 @@
+"""Test helpers: build the course's wheel from this checkout, and a fresh virtual environment
+where the course package is missing (as on Colab or a new machine).
+
+The environment reuses the base Python's packages (``--system-site-packages``: torch and
+JupyterLab are not downloaded again) but hides the course package the base Python has (the
+README installs it editable), so ``import course_utils`` fails there until something installs
+it into the environment itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HIDE = '''# Test scaffolding (tests/wheel_env.py): hide the base Python's course package, editable
+# or on a path, so this environment starts without course_utils.
+import os, sys, sysconfig
+_here = os.path.realpath(sysconfig.get_paths()["purelib"])
+sys.meta_path[:] = [f for f in sys.meta_path if "course_utils" not in getattr(f, "__module__", "") + repr(f)]
+sys.path[:] = [p for p in sys.path
+               if os.path.realpath(p or ".") == _here or not os.path.isdir(os.path.join(p or ".", "course_utils"))]
+'''
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without what would import the checkout's course_utils."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env.update(extra)
+    return env
+
+
+def build_wheel(out: Path) -> Path:
+    """``pip wheel`` of a copy of the checkout (nothing is written into the checkout)."""
+    src = out / "src"
+    for part in ("course_utils", "notebooks"):
+        shutil.copytree(ROOT / part, src / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                    "-w", str(out), str(src)], check=True, env=clean_env(), cwd=out)
+    return next(out.glob("course_utils-*.whl"))
+
+
+def make_venv(where: Path) -> Path:
+    """A venv without course_utils; returns its Python."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(where)], check=True)
+    python = where / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    (Path(site) / "sitecustomize.py").write_text(HIDE)
+    return python
+
+
+def kernelspec(python: Path, name: str, where: Path) -> Path:
+    """A Jupyter kernelspec running ``python``; returns the folder to put on JUPYTER_PATH."""
+    import json
+
+    folder = where / "kernels" / name
+    folder.mkdir(parents=True)
+    (folder / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": name, "language": "python"}))
+    return where
+
+
+def run(python: Path, *args: str, cwd: Path, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(python), *args], cwd=cwd, env=clean_env(**env), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+__all__ = ["build_wheel", "make_venv", "kernelspec", "run", "clean_env", "sysconfig"]
