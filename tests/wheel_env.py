@@ -29,8 +29,15 @@ sys.path[:] = [p for p in sys.path
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without what would import the checkout's course_utils."""
+    """This process's environment without what would import the checkout's course_utils.
+
+    The base Python's Jupyter data and config folders (JupyterLab extensions, jupytext's
+    server extension) are added to the search paths: a venv with --system-site-packages
+    reuses the base's packages but Jupyter would not look in the base's share/ and etc/."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    base = Path(sys.prefix)
+    env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [extra.pop("JUPYTER_PATH", ""), str(base / "share" / "jupyter")]))
+    env["JUPYTER_CONFIG_PATH"] = str(base / "etc" / "jupyter")
     env.update(extra)
     return env
 
