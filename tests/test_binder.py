@@ -115,8 +115,10 @@ def test_postbuild_is_a_strict_executable_script():
         "not editable: a hub's persistent home volume hides the clone an editable install points to"
     assert "--no-deps" in text, "pip must not re-resolve torch while installing the package"
     assert "python -m course_utils doctor" in text, "postBuild should fail the build on a broken environment"
+    assert "python -m course_utils.jupyter_settings" in text
+    settings = (ROOT / "course_utils" / "jupyter_settings.py").read_text()
     for key in ("Jupytext Notebook", "autoStartDefaultKernel", "fetchNews"):
-        assert key in text
+        assert key in settings
     bash = shutil.which("bash")
     if bash:
         proc = subprocess.run([bash, "-n", str(post)], capture_output=True, text=True)

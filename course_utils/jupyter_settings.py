@@ -1,0 +1,56 @@
+"""JupyterLab defaults for an image or a shared install of the course (Binder, JupyterHub).
+
+``python -m course_utils.jupyter_settings`` writes ``overrides.json`` into this environment's
+JupyterLab settings folder: ``.py`` lesson files open as notebooks, the notebook's kernel starts
+without a kernel-choice dialog, and no news is fetched from the internet. Learners' own
+settings still win. binder/postBuild and the JupyterHub recipe (docs/instructor_guide.md) run it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+OVERRIDES = {
+    "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}},
+    "@jupyterlab/notebook-extension:tracker": {"autoStartDefaultKernel": True},
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false"},
+}
+
+
+def settings_dir() -> Path:
+    try:
+        from jupyterlab.commands import get_app_dir
+
+        return Path(get_app_dir()) / "settings"
+    except ImportError:  # pragma: no cover - JupyterLab is a dependency
+        return Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings"
+
+
+def write_overrides(folder: Path | None = None) -> Path:
+    path = Path(folder or settings_dir()) / "overrides.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settings = json.loads(path.read_text()) if path.exists() else {}
+    for plugin, values in OVERRIDES.items():
+        current = settings.setdefault(plugin, {})
+        for key, value in values.items():
+            if isinstance(value, dict):
+                current.setdefault(key, {}).update(value)
+            else:
+                current[key] = value
+    path.write_text(json.dumps(settings, indent=2) + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    print(f"wrote {write_overrides(Path(args[0]) if args else None)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
