@@ -163,6 +163,10 @@ def check(stems: list[str], orphans: bool = True) -> list[str]:
             if not path.exists() or path.read_text() != text:
                 problems.append(f"{path.relative_to(ROOT)} is not what build generates from solutions/{stem}. "
                                 "Run `python -m course_utils build` (never edit learner notebooks by hand).")
+    from . import links  # README badges follow course_utils/links.py (COURSE_REPO)
+
+    if links.readme_out_of_date():
+        problems.append("README.md's badges do not match course_utils/links.py. Run `python -m course_utils build`.")
     extra = sorted({p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.*")} - set(solution_stems())) if orphans else []
     for stem in extra:
         problems.append(f"notebooks/{stem}.* has no solution notebook in solutions/.")
@@ -170,6 +174,10 @@ def check(stems: list[str], orphans: bool = True) -> list[str]:
 
 
 def write(stems: list[str]) -> None:
+    from . import links  # README badges follow course_utils/links.py (COURSE_REPO)
+
+    if links.write_readme():
+        print("wrote README.md (badges)")
     NOTEBOOKS.mkdir(exist_ok=True)
     for stem in stems:
         for path, text in expected_files(stem).items():

@@ -77,3 +77,26 @@ def sync_readme(text: str) -> str:
     """README text with its links block regenerated (unchanged when it has no block)."""
     pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), re.S)
     return pattern.sub(lambda m: readme_block(), text)
+
+
+def readme_path():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_out_of_date() -> bool:
+    path = readme_path()
+    if not path.exists():
+        return False
+    text = path.read_text(encoding="utf-8")
+    return sync_readme(text) != text
+
+
+def write_readme() -> bool:
+    """Regenerate README.md's links block; True when it changed."""
+    path = readme_path()
+    if not readme_out_of_date():
+        return False
+    path.write_text(sync_readme(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return True
