@@ -224,35 +224,44 @@ def _run_notebook(path: Path, env: dict[str, str | None]) -> float:
                 os.environ[k] = v
 
 
-def bench_busy(lesson: str, job_threads: int, default_threads: bool) -> dict:
-    """A lesson idle and next to a ``job_threads``-thread torch job, with the thread policy."""
+def bench_busy(lesson: str, job_threads: int, default_threads: bool, repeat: int = 2) -> dict:
+    """A lesson with the thread policy, on the machine as it is and next to a ``job_threads``-
+    thread torch job, alternating ``repeat`` times (medians: other load comes and goes)."""
     from course_utils import threads
 
     os.environ["COURSE_PROGRESS_LOG"] = ""
     path = _selected(sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")), [lesson])[0]
     policy = threads.kernel_env()
     out: dict = {"notebook": f"solutions/{path.name}", "policy_threads": int(policy["OMP_NUM_THREADS"]),
-                 "job_threads": job_threads, "cpus": os.cpu_count()}
-    out["idle_s"] = round(_run_notebook(path, policy), 1)
-    print(f"{path.name}: {out['idle_s']:6.1f} s with {out['policy_threads']} thread(s), machine as it is", flush=True)
-    runs = [("busy_s", policy)]
-    if default_threads:
-        runs.append(("busy_default_threads_s", {k: None for k in policy}))
-    for key, env in runs:
+                 "job_threads": job_threads, "cpus": os.cpu_count(), "loadavg_before": os.getloadavg()[0],
+                 "idle_runs": [], "busy_runs": []}
+
+    def busy(env: dict[str, str | None]) -> float:
         job = subprocess.Popen([sys.executable, "-c", BUSY_JOB, str(job_threads), "3600"],
                                env={**os.environ, "OMP_NUM_THREADS": str(job_threads)})
         try:
             time.sleep(2)  # let the job reach its loop
-            out[key] = round(_run_notebook(path, env), 1)
+            return _run_notebook(path, env)
         finally:
             job.terminate()
             job.wait()
-        label = "default threads" if key != "busy_s" else f"{out['policy_threads']} thread(s)"
-        print(f"{path.name}: {out[key]:6.1f} s with {label}, next to a {job_threads}-thread job "
-              f"({out[key] / out['idle_s']:.2f}x idle)", flush=True)
+
+    for i in range(repeat):
+        out["idle_runs"].append(round(_run_notebook(path, policy), 1))
+        out["busy_runs"].append(round(busy(policy), 1))
+        print(f"{path.name} run {i + 1}: {out['idle_runs'][-1]:6.1f} s as is, {out['busy_runs'][-1]:6.1f} s next to a "
+              f"{job_threads}-thread job ({out['policy_threads']} thread(s) per kernel)", flush=True)
+    out["idle_s"] = statistics.median(out["idle_runs"])
+    out["busy_s"] = statistics.median(out["busy_runs"])
+    if default_threads:
+        out["busy_default_threads_s"] = round(busy({k: None for k in policy}), 1)
+        print(f"{path.name}: {out['busy_default_threads_s']:6.1f} s with torch's default threads next to the job",
+              flush=True)
     out["ratio"] = round(out["busy_s"] / out["idle_s"], 2)
-    print(f"busy / idle = {out['ratio']:.2f}  {_flag(out['ratio'] <= BUSY_RATIO_TARGET)} "
-          f"(target <= {BUSY_RATIO_TARGET})", flush=True)
+    out["loadavg_after"] = os.getloadavg()[0]
+    print(f"busy / idle = {out['ratio']:.2f} (medians)  {_flag(out['ratio'] <= BUSY_RATIO_TARGET)} "
+          f"(target <= {BUSY_RATIO_TARGET}; load average {out['loadavg_before']:.1f} before, "
+          f"{out['loadavg_after']:.1f} after)", flush=True)
     return out
 
 
@@ -268,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grading-timeout", type=float, default=120, help="per-cell timeout while grading")
     ap.add_argument("--busy-lesson", default="05", help="lesson for the busy-machine run (default 05)")
     ap.add_argument("--busy-threads", type=int, default=2, help="threads of the competing job (default 2)")
+    ap.add_argument("--busy-repeat", type=int, default=2, help="alternating idle/busy runs (default 2)")
     ap.add_argument("--busy-default-threads", action="store_true",
                     help="also time the lesson with torch's default thread count next to the job (slow)")
     ap.add_argument("--json", type=Path, help="write all numbers to this file")
@@ -299,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                                           args.grading_timeout)
     if "busy" in sections:
         print(f"\n## busy machine (lesson {args.busy_lesson}, next to a {args.busy_threads}-thread job)")
-        report["busy"] = bench_busy(args.busy_lesson, args.busy_threads, args.busy_default_threads)
+        report["busy"] = bench_busy(args.busy_lesson, args.busy_threads, args.busy_default_threads,
+                                     args.busy_repeat)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
         print(f"\nwrote {args.json}")

@@ -53,7 +53,7 @@ def nbgitpuller_url(hub: str, path: str = START, repo: str | None = None, branch
     repo = COURSE_REPO if repo is None else repo
     url = repo if "://" in repo else repo_url(repo)
     query = urlencode({"repo": url, "branch": branch, "urlpath": f"lab/tree/{target}/{path}",
-                       "targetpath": target}, safe="/")
+                       "targetpath": target}, safe="/:")
     return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
 
 
