@@ -89,7 +89,9 @@ def test_batch_flatten_channels_last_order_is_rejected():
 
 def test_batch_flatten_alternatives_pass():
     accepted(T + "batch_flatten", lambda x: x.flatten(1))
-    accepted(T + "batch_flatten", lambda x: x.contiguous().view(len(x), -1))
+    accepted(T + "batch_flatten", lambda x: x.contiguous().view(len(x), x.shape[1] * x.shape[2] * x.shape[3]))
+    # the text's batches include an empty one, where `-1` cannot be inferred
+    rejected(T + "batch_flatten", lambda x: x.contiguous().view(len(x), -1), "reshape_minus_one_empty", n_random=0)
 
 
 @pytest.mark.parametrize("answer", [
