@@ -266,6 +266,8 @@ def _df_helper(x):
         return torch.autograd.grad((t**2 * t.sin()).sum(), t)[0]
 
 
+wrong(DF, "autograd.functional.vjp (redteam)", "used_autograd")(
+    lambda x: torch.autograd.functional.vjp(lambda t: t**2 * torch.sin(t), x, torch.ones_like(x))[1])
 valid(DF, "method calls")(lambda x: 2 * x * x.sin() + x.pow(2) * x.cos())
 valid(DF, "factored")(lambda x: x * (2 * torch.sin(x) + x * torch.cos(x)))
 valid(DF, "numpy via as_tensor")(lambda x: torch.as_tensor(x.numpy() * (2 * np.sin(x.numpy()) + x.numpy() * np.cos(x.numpy()))))
@@ -317,6 +319,21 @@ cheat(VJ, "finite differences instead of autograd")(lambda fn, x, v: torch.stack
 HU = "02_autograd.huber"
 wrong(HU, "no half", "missing_half")(lambda x, d: torch.where(x.abs() <= d, x**2, d * (x.abs() - 0.5 * d)))
 wrong(HU, "no offset", "missing_offset")(lambda x, d: torch.where(x.abs() <= d, 0.5 * x**2, d * x.abs()))
+wrong(HU, "numpy mask (redteam)")(lambda x, d: torch.where(
+    torch.from_numpy(np.abs(x.detach().numpy()) <= d), 0.5 * x**2, d * (x.abs() - 0.5 * d)))
+
+
+@wrong(HU, "item() and if per element, stacked (redteam)", "rule_broken")
+def _hu_item_loop(x, delta):
+    out = []
+    for v in x.flatten():
+        if abs(v.item()) <= delta:
+            out.append(0.5 * v**2)
+        else:
+            out.append(delta * (v.abs() - 0.5 * delta))
+    return torch.stack(out).reshape(x.shape) if out else 0.5 * x**2
+
+
 wrong(HU, "no abs in the condition")(lambda x, d: torch.where(x <= d, 0.5 * x**2, d * (x.abs() - 0.5 * d)))
 wrong(HU, "smooth_l1 without the delta factor")(lambda x, d: F.smooth_l1_loss(x, torch.zeros_like(x), beta=d, reduction="none"))
 wrong(HU, "item() in a loop", "graph_cut")(lambda x, d: torch.tensor(
@@ -420,6 +437,10 @@ wrong(FD, "divides by eps", "wrong_denominator")(_fd("half"))
 wrong(FD, "ignores eps")(_fd("tiny_eps"))
 wrong(FD, "float32 result", "wrong_dtype")(_fd("float32"))
 wrong(FD, "skips the last element")(_fd("off_by_one"))
+wrong(FD, "five-point stencil is not named used_autograd (redteam)")(
+    lambda fn, x, eps: torch.stack([(-fn(x + 2 * s) + 8 * fn(x + s) - 8 * fn(x - s) + fn(x - 2 * s)) / (12 * eps)
+                                    for s in (torch.eye(x.numel(), dtype=x.dtype) * eps).reshape(-1, *x.shape)]
+                                   ).reshape(x.shape))
 wrong(FD, "all at once", "nudged_all_at_once")(lambda fn, x, eps: torch.full_like(x, float((fn(x + eps) - fn(x - eps)) / (2 * eps))))
 
 
@@ -587,6 +608,8 @@ wrong(SI, "forgot the product rule's first term", "wrong_backward")(_silu(lambda
 wrong(SI, "forward is sigmoid", "wrong_forward")(_silu(lambda x, s: s, lambda g, x, s: g * s * (1 - s)))
 wrong(SI, "forward in place", "mutated_input")(_silu(lambda x, s: x.mul_(s), lambda g, x, s: g * s))
 valid(SI, "returns a tuple with an extra None (autograd allows it)")(_silu(lambda x, s: x * s, lambda g, x, s: (g * s * (1 + x * (1 - s)), None)))
+wrong(SI, "float32 forward (redteam: was misnamed failed_gradcheck)", "imprecise_forward")(
+    _silu(lambda x, s: (x.float() * torch.sigmoid(x.float())).to(x.dtype), lambda g, x, s: g * s * (1 + x * (1 - s))))
 valid(SI, "saves the output")(_silu(lambda x, s: x * s, lambda g, x, s: g * (s + x * s * (1 - s))))
 
 
@@ -648,7 +671,8 @@ def _ids(rows):
     return [f"{r[0].split('.')[-1]}: {r[1]}" for r in rows]
 
 
-NEVER_NAMED = {"01_tensors.count_correct": "flat_argmax"}  # misnamed before: named only on evidence
+NEVER_NAMED = {"01_tensors.count_correct": "flat_argmax",  # misnamed before: named only on evidence
+               "02_autograd.finite_difference_grad": "used_autograd"}  # misnamed before: named only on evidence
 
 
 @pytest.mark.parametrize("exercise_id,label,answer,mistake", WRONG, ids=_ids(WRONG))

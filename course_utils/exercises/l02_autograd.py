@@ -594,6 +594,12 @@ def _fd_run(answer: Any, case: Case) -> Any:
     out = answer(fn, x, eps)
     if not torch.equal(x, before):
         raise _fail("finite_difference_grad", "mutated_input")
+    if answer is not finite_difference_grad and isinstance(out, torch.Tensor) and out.shape == x.shape:
+        # the exact gradient to float64 precision (1e-12) is evidence of autograd; a five-point
+        # stencil or a tiny step is only close to it (1e-8..1e-10) and is reported as wrong values
+        exact = _with_autograd(fn, before, eps)
+        if _close(out, exact, 1e-12, 1e-13) and not _close(out, finite_difference_grad(fn, before, eps), 1e-7, 1e-9):
+            raise Incorrect("used_autograd", _FD_AUTOGRAD)
     return out
 
 
@@ -628,8 +634,15 @@ def _nudge_in_place(fn, x, eps):
 
 
 def _with_autograd(fn, x, eps):
-    x = x.detach().requires_grad_()
-    return torch.autograd.grad(fn(x), x)[0]
+    with torch.enable_grad():
+        x = x.detach().requires_grad_()
+        return torch.autograd.grad(fn(x), x)[0]
+
+
+_FD_AUTOGRAD = ("Your result is the exact gradient (to float64 precision), not the central "
+                "difference with the given `eps`: you used autograd, and this exercise builds the "
+                "numerical check that autograd is tested against. Compute "
+                "(fn(x + step) − fn(x − step)) / (2·eps) with the `eps` you are given.")
 
 
 register(Exercise(
@@ -664,12 +677,7 @@ register(Exercise(
                 "direction (one number), not each partial derivative. Nudge one element at a time.",
                 lambda fn, x, eps: torch.full_like(x, float((fn(x + eps) - fn(x - eps)) / (2 * eps)))),
         Mistake("mutated_input", _MESSAGES["finite_difference_grad", "mutated_input"], _nudge_in_place, match_output=False),
-        Mistake("used_autograd",
-                "Your result is the exact gradient, not the central difference with the given "
-                "`eps`: either you used autograd (this exercise builds the numerical check that "
-                "autograd is tested against), or you ignored `eps` and took a tiny step. Compute "
-                "(fn(x + step) − fn(x − step)) / (2·eps) with the `eps` you are given.",
-                _with_autograd),
+        Mistake("used_autograd", _FD_AUTOGRAD, _with_autograd, match_output=False),
     ],
     hints=[
         "For each position i: make `step = torch.zeros_like(x)`, set the i-th element of "
@@ -888,6 +896,11 @@ def _silu_run(answer: Any, case: Case) -> Any:
         s = torch.sigmoid(xd)
         if not (isinstance(y, torch.Tensor) and _close(y, xd * s, 1e-7, 1e-9)):
             return y  # a wrong forward: the output comparison reports it
+        if y.dtype == xd.dtype and not _close(y, xd * s, 1e-12, 1e-15):
+            # right to float32 precision only: gradcheck would fail and blame the backward
+            raise Incorrect("imprecise_forward", "Your forward is only about float32-accurate on a float64 "
+                            "input (a `.float()` somewhere?), so finite differences of it, as gradcheck "
+                            "takes them, are wrong. Compute in the input's dtype: `x * torch.sigmoid(x)`.")
         if y.grad_fn is None:
             return y
         (gx,) = torch.autograd.grad(y, x, upstream, retain_graph=True, allow_unused=True)
