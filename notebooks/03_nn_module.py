@@ -519,7 +519,8 @@ print(bn_model(torch.randn(1, 4)).shape)
 # its logits over the classes, `(N, C)` for `(N, C)` logits), computed in **eval** mode and
 # **without** an autograd graph. The model (with Dropout and BatchNorm inside) usually arrives
 # in training mode, as it would from inside a training loop; leave it in the mode you found
-# it in, whichever that was.
+# it in, whichever that was: per submodule, since a model can arrive with its Dropout already
+# in eval mode while the rest trains (`model.train(was_training)` would switch that Dropout on).
 
 # %%
 def predict_proba(model, X):

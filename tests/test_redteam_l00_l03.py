@@ -666,6 +666,365 @@ CHEATS.append((SI, "backward by autograd of F.silu", _SiLUAutogradBackward))
 CHEATS.append((SI, "subclass of the reference", _SiLUFromReference))
 
 
+# =========================================================================== 03 nn.Module
+ML = "03_nn_module.MLP"
+
+
+def _mlp(build, forward):
+    class Answer(nn.Module):
+        def __init__(self, in_features, hidden_sizes, num_classes):
+            super().__init__()
+            build(self, in_features, list(hidden_sizes), num_classes)
+
+        def forward(self, x):
+            return forward(self, x)
+    return Answer
+
+
+def _seq_build(self, i, h, c, act=nn.ReLU, last_act=False):
+    layers, w = [], i
+    for k in h:
+        layers += [nn.Linear(w, k), act()]
+        w = k
+    layers.append(nn.Linear(w, c))
+    if last_act:
+        layers.append(nn.ReLU())
+    self.net = nn.Sequential(*layers)
+
+
+def _out_first_build(self, i, h, c):  # output layer registered before the hidden ones
+    sizes = [i, *h]
+    self.out = nn.Linear(sizes[-1], c)
+    self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
+
+
+def _out_first_forward(self, x):
+    for layer in self.hidden:
+        x = torch.relu(layer(x))
+    return self.out(x)
+
+
+wrong(ML, "softmax output", "softmax_in_forward")(_mlp(_seq_build, lambda s, x: s.net(x).softmax(1)))
+wrong(ML, "ReLU after the output", "activation_on_output")(_mlp(lambda s, i, h, c: _seq_build(s, i, h, c, last_act=True), lambda s, x: s.net(x)))
+wrong(ML, "no activations", "missing_activation")(_mlp(lambda s, i, h, c: setattr(s, "net", nn.Sequential(
+    *[nn.Linear(a, b) for a, b in zip([i, *h], [*h, c])])), lambda s, x: s.net(x)))
+wrong(ML, "log_softmax output")(_mlp(_seq_build, lambda s, x: F.log_softmax(s.net(x), dim=1)))
+wrong(ML, "sigmoid instead of ReLU")(_mlp(lambda s, i, h, c: _seq_build(s, i, h, c, act=nn.Sigmoid), lambda s, x: s.net(x)))
+wrong(ML, "plain list of layers", "unregistered_parameters")(_mlp(
+    lambda s, i, h, c: setattr(s, "layers", [nn.Linear(a, b) for a, b in zip([i, *h], [*h, c])]),
+    lambda s, x: s.layers[-1](torch.relu(x)) if len(s.layers) == 1 else s.layers[-1](x)))
+wrong(ML, "needs a hidden layer")(_mlp(
+    lambda s, i, h, c: setattr(s, "net", nn.Sequential(nn.Linear(i, h[0]), nn.ReLU(), nn.Linear(h[-1], c))),
+    lambda s, x: s.net(x)))
+wrong(ML, "no biases", "wrong_parameter_count")(_mlp(lambda s, i, h, c: setattr(s, "net", nn.Sequential(
+    *[m for a, b in zip([i, *h], h) for m in (nn.Linear(a, b, bias=False), nn.ReLU())],
+    nn.Linear(([i, *h])[-1], c, bias=False))), lambda s, x: s.net(x)))
+valid(ML, "output layer registered first (redteam)")(_mlp(_out_first_build, _out_first_forward))
+valid(ML, "ModuleDict")(_mlp(
+    lambda s, i, h, c: setattr(s, "layers", nn.ModuleDict(
+        {f"fc{k}": nn.Linear(a, b) for k, (a, b) in enumerate(zip([i, *h], [*h, c]))})),
+    lambda s, x: [x := (torch.relu(l(x)) if k < len(s.layers) - 1 else l(x)) for k, l in enumerate(s.layers.values())][-1]))
+valid(ML, "F.relu loop over a ModuleList")(_mlp(
+    lambda s, i, h, c: setattr(s, "fcs", nn.ModuleList(nn.Linear(a, b) for a, b in zip([i, *h], [*h, c]))),
+    lambda s, x: s.fcs[-1](__import__("functools").reduce(lambda t, l: F.relu(l(t)), s.fcs[:-1], x))))
+cheat(ML, "the reference subclassed with a lying forward")(type("Cheat", (grading.reference(ML),), {
+    "forward": lambda self, x: torch.zeros(len(x), self.net[-1].out_features)}))
+cheat(ML, "right parameters, output ignores the input")(_mlp(_seq_build, lambda s, x: s.net(torch.zeros_like(x))))
+
+TW = "03_nn_module.Tower"
+
+
+def _tower(blocks="modulelist", scale="param", forward=None, relu_modules=False):
+    class Answer(nn.Module):
+        def __init__(self, width, depth):
+            super().__init__()
+            layers = [nn.Linear(width, width) for _ in range(depth)]
+            if blocks == "modulelist":
+                self.blocks = nn.ModuleList(layers)
+            elif blocks == "sequential_relu":
+                self.blocks = nn.Sequential(*[m for l in layers for m in (l, nn.ReLU())])
+            else:
+                self.blocks = layers
+            if scale == "param":
+                self.scale = nn.Parameter(torch.ones(width))
+            elif scale == "buffer":
+                self.register_buffer("scale", torch.ones(width))
+            elif scale == "zeros":
+                self.scale = nn.Parameter(torch.zeros(width))
+            else:
+                self.scale = torch.ones(width)
+
+        def forward(self, x):
+            if forward is not None:
+                return forward(self, x)
+            for b in self.blocks:
+                x = torch.relu(b(x))
+            return x * self.scale
+    return Answer
+
+
+def _relu_after_scale(self, x):
+    for b in self.blocks[:-1]:
+        x = torch.relu(b(x))
+    return torch.relu(self.blocks[-1](x) * self.scale)
+
+
+wrong(TW, "plain list", "unregistered_layers")(_tower(blocks="list"))
+wrong(TW, "tensor scale", "scale_not_parameter")(_tower(scale="tensor"))
+wrong(TW, "buffer scale", "scale_is_buffer")(_tower(scale="buffer"))
+wrong(TW, "scale starts at zeros", "wrong_init")(_tower(scale="zeros"))
+wrong(TW, "ReLU after the scale (redteam)")(_tower(forward=_relu_after_scale))
+wrong(TW, "no ReLU", "lost_activation")(_tower(forward=lambda s, x: [x := b(x) for b in s.blocks][-1] * s.scale))
+wrong(TW, "scale added, not multiplied")(_tower(forward=lambda s, x: [x := torch.relu(b(x)) for b in s.blocks][-1] + s.scale - 1))
+wrong(TW, "Sequential with ReLU modules changes the keys", "wrong_structure")(_tower(
+    blocks="sequential_relu", forward=lambda s, x: s.blocks(x) * s.scale))
+valid(TW, "the reference's forward with F.relu")(_tower(forward=lambda s, x: [x := F.relu(b(x)) for b in s.blocks][-1] * s.scale))
+
+
+class _TowerAddModule(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList()
+        for _ in range(depth):
+            self.blocks.append(nn.Linear(width, width))
+        self.register_parameter("scale", nn.Parameter(torch.ones(width)))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x).clamp(min=0)
+        return x * self.scale
+
+
+class _TowerScaleFirst(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(width))
+        self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.relu(block(x))
+        return self.scale * x
+
+
+valid(TW, "append and register_parameter")(_TowerAddModule)
+valid(TW, "scale registered first")(_TowerScaleFirst)
+cheat(TW, "identity forward")(_tower(forward=lambda s, x: x))
+cheat(TW, "the reference subclassed, forward zeroed")(type("Cheat", (grading.reference(TW),), {
+    "forward": lambda self, x: torch.zeros_like(x)}))
+
+RM = "03_nn_module.RMSNorm"
+
+
+def _rmsn(forward, name="weight", default_eps=1e-6, init=lambda d: torch.ones(d)):
+    class Answer(nn.Module):
+        def __init__(self, dim, eps=default_eps):
+            super().__init__()
+            self.eps = eps
+            setattr(self, name, nn.Parameter(init(dim)))
+
+        def forward(self, x):
+            return forward(self, x, getattr(self, name))
+    return Answer
+
+
+def _rms_right(s, x, w):
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + s.eps) * w
+
+
+wrong(RM, "mean over dim 0", "wrong_dim")(_rmsn(lambda s, x, w: x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + s.eps) * w))
+wrong(RM, "no eps", "ignored_eps")(_rmsn(lambda s, x, w: x / x.pow(2).mean(-1, keepdim=True).sqrt() * w))
+wrong(RM, "eps outside the sqrt")(_rmsn(lambda s, x, w: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + s.eps) * w))
+wrong(RM, "no keepdim")(_rmsn(lambda s, x, w: x / torch.sqrt(x.pow(2).mean(-1) + s.eps)[..., None].squeeze(-1) * w))
+wrong(RM, "std instead of RMS")(_rmsn(lambda s, x, w: x / torch.sqrt(x.var(-1, keepdim=True) + s.eps) * w))
+wrong(RM, "LayerNorm-style centring")(_rmsn(lambda s, x, w: (x - x.mean(-1, keepdim=True))
+                                             / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + s.eps) * w))
+wrong(RM, "parameter named gain (redteam)", "weight_name")(_rmsn(_rms_right, name="gain"))
+wrong(RM, "default eps 1e-5")(_rmsn(_rms_right, default_eps=1e-5))
+wrong(RM, "float64 weight", "float64_drift")(_rmsn(_rms_right, init=lambda d: torch.ones(d, dtype=torch.float64)))
+wrong(RM, "in-place on x", "mutated_input")(_rmsn(lambda s, x, w: x.div_(torch.sqrt(x.pow(2).mean(-1, keepdim=True) + s.eps)) * w))
+valid(RM, "rsqrt")(_rmsn(lambda s, x, w: w * x * torch.rsqrt(x.square().mean(-1, keepdim=True) + s.eps)))
+valid(RM, "F.rms_norm")(_rmsn(lambda s, x, w: F.rms_norm(x, (x.shape[-1],), w, s.eps)))
+valid(RM, "norm divided by sqrt(dim)")(_rmsn(lambda s, x, w: x / torch.sqrt(
+    x.norm(dim=-1, keepdim=True) ** 2 / x.shape[-1] + s.eps) * w))
+cheat(RM, "returns x unchanged")(_rmsn(lambda s, x, w: x * w))
+cheat(RM, "normalises a detached copy", "partial_graph_cut")(_rmsn(lambda s, x, w: x / torch.sqrt(
+    x.detach().pow(2).mean(-1, keepdim=True) + s.eps) * w))
+
+RN = "03_nn_module.RunningMean"
+
+
+def _rmean(forward, register="buffer", momentum_default=0.1):
+    class Answer(nn.Module):
+        def __init__(self, num_features, momentum=momentum_default):
+            super().__init__()
+            self.momentum = momentum
+            if register == "buffer":
+                self.register_buffer("running_mean", torch.zeros(num_features))
+            elif register == "nonpersistent":
+                self.register_buffer("running_mean", torch.zeros(num_features), persistent=False)
+            else:
+                self.running_mean = nn.Parameter(torch.zeros(num_features), requires_grad=False)
+
+        def forward(self, x):
+            return forward(self, x)
+    return Answer
+
+
+def _rm_update_then(sub):
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(0))
+        return sub(self, x)
+    return forward
+
+
+def _rm_output_first(self, x):
+    out = x - self.running_mean.clone()
+    if self.training:
+        with torch.no_grad():
+            self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(0))
+    return out
+
+
+wrong(RN, "subtracts before updating")(_rmean(_rm_output_first))
+wrong(RN, "updates in eval too", "updates_in_eval")(_rmean(lambda s, x: (
+    s.running_mean.mul_(1 - s.momentum).add_(s.momentum * x.detach().mean(0)), x - s.running_mean)[1]))
+wrong(RN, "parameter", "parameter_not_buffer")(_rmean(_rm_update_then(lambda s, x: x - s.running_mean), register="param"))
+wrong(RN, "non-persistent buffer", "not_persistent")(_rmean(_rm_update_then(lambda s, x: x - s.running_mean),
+                                                            register="nonpersistent"))
+wrong(RN, "default momentum 0.01")(_rmean(_rm_update_then(lambda s, x: x - s.running_mean), momentum_default=0.01))
+wrong(RN, "momentum on the old value", "momentum_swapped")(_rmean(lambda s, x: (
+    s.training and s.running_mean.mul_(s.momentum).add_((1 - s.momentum) * x.detach().mean(0)), x - s.running_mean)[1]))
+wrong(RN, "returns x - batch mean")(_rmean(_rm_update_then(lambda s, x: x - x.mean(0))))
+valid(RN, "lerp_")(_rmean(lambda s, x: (s.training and s.running_mean.lerp_(x.detach().mean(0), s.momentum),
+                                        x - s.running_mean)[1]))
+
+
+class _RMCopy(nn.Module):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer("running_mean", torch.zeros(num_features))
+
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                self.running_mean.copy_((1 - self.momentum) * self.running_mean + self.momentum * x.sum(0) / len(x))
+        return x - self.running_mean
+
+
+valid(RN, "copy_ of the formula")(_RMCopy)
+valid(RN, "reassigned detached buffer")(_rmean(lambda s, x: (
+    s.training and setattr(s, "running_mean", (1 - s.momentum) * s.running_mean + s.momentum * x.detach().mean(0)),
+    x - s.running_mean)[1]))
+cheat(RN, "returns x")(_rmean(lambda s, x: x))
+cheat(RN, "the reference subclassed, buffer never updated")(type("Cheat", (grading.reference(RN),), {
+    "forward": lambda self, x: x - self.running_mean}))
+
+IW = "03_nn_module.init_weights"
+
+
+def _iw(weight, bias=True, which=lambda m: isinstance(m, nn.Linear)):
+    def init(m):
+        if which(m):
+            weight(m)
+            if bias and getattr(m, "bias", None) is not None:
+                nn.init.zeros_(m.bias)
+    return init
+
+
+wrong(IW, "fan_out", "used_fan_out")(_iw(lambda m: nn.init.normal_(m.weight, std=m.out_features ** -0.5)))
+wrong(IW, "1/fan_in as std", "variance_as_std")(_iw(lambda m: nn.init.normal_(m.weight, std=1 / m.in_features)))
+wrong(IW, "bias left alone", "bias_not_zero")(_iw(lambda m: nn.init.normal_(m.weight, std=m.in_features ** -0.5), bias=False))
+wrong(IW, "xavier")(_iw(nn.init.xavier_normal_))
+wrong(IW, "kaiming (fan_in, relu gain)")(_iw(lambda m: nn.init.kaiming_normal_(m.weight)))
+wrong(IW, "uniform", "uniform_not_normal")(_iw(lambda m: nn.init.uniform_(m.weight, -(3 / m.in_features) ** 0.5,
+                                                                      (3 / m.in_features) ** 0.5)))
+wrong(IW, "every 2-D weight (redteam)", "touched_other_layers")(_iw(
+    lambda m: nn.init.normal_(m.weight, 0, 1 / math.sqrt(m.weight.shape[1])),
+    which=lambda m: hasattr(m, "weight") and m.weight is not None and m.weight.dim() > 1))
+wrong(IW, "no isinstance", "no_isinstance_check")(lambda m: nn.init.normal_(m.weight, std=m.in_features ** -0.5))
+valid(IW, "kaiming linear")(_iw(lambda m: nn.init.kaiming_normal_(m.weight, nonlinearity="linear")))
+valid(IW, "torch.randn copy")(_iw(lambda m: m.weight.data.copy_(torch.randn_like(m.weight) / math.sqrt(m.in_features))))
+valid(IW, "type() is Linear")(_iw(lambda m: nn.init.normal_(m.weight, 0.0, m.weight.shape[1] ** -0.5),
+                                 which=lambda m: type(m) is nn.Linear))
+cheat(IW, "does nothing")(lambda m: None)
+cheat(IW, "zeros everywhere")(_iw(nn.init.zeros_))
+
+FB = "03_nn_module.freeze_backbone"
+wrong(FB, "attribute, not method", "set_module_attribute")(lambda m: (setattr(m.backbone, "requires_grad", False),
+                                                                    list(m.head.parameters()))[1])
+wrong(FB, "no_grad block", "backbone_not_frozen")(lambda m: list(m.head.parameters()))
+wrong(FB, "froze everything", "froze_head")(lambda m: (m.requires_grad_(False), list(m.head.parameters()))[1])
+wrong(FB, "returns all parameters", "returned_frozen")(lambda m: (m.backbone.requires_grad_(False), list(m.parameters()))[1])
+wrong(FB, "generator", "returned_generator")(lambda m: (m.backbone.requires_grad_(False), m.head.parameters())[1])
+wrong(FB, "named pairs", "returned_pairs")(lambda m: (m.backbone.requires_grad_(False),
+                                                      [(n, p) for n, p in m.named_parameters() if p.requires_grad])[1])
+wrong(FB, "copies", "returned_copies")(lambda m: (m.backbone.requires_grad_(False),
+                                                  [p.detach().clone().requires_grad_() for p in m.head.parameters()])[1])
+wrong(FB, "whole head although a head parameter was frozen", "returned_frozen")(
+    lambda m: (m.backbone.requires_grad_(False), list(m.head.parameters()))[1])
+valid(FB, "filter over parameters")(lambda m: (m.backbone.requires_grad_(False),
+                                               list(filter(lambda p: p.requires_grad, m.parameters())))[1])
+valid(FB, "per-parameter loop")(lambda m: ([p.requires_grad_(False) for p in m.backbone.parameters()],
+                                           [p for p in m.head.parameters() if p.requires_grad])[1])
+valid(FB, "named_parameters filter")(lambda m: (m.backbone.requires_grad_(False),
+                                                [p for n, p in m.named_parameters() if not n.startswith("backbone")
+                                                 and p.requires_grad])[1])
+cheat(FB, "empty list")(lambda m: [])
+cheat(FB, "freezes nothing, returns trainable")(lambda m: [p for p in m.parameters() if p.requires_grad])
+
+PP = "03_nn_module.predict_proba"
+
+
+def _pp(restore="modules", no_grad=True, eval_=True, dim=1, softmax=True):
+    def answer(model, X):
+        modes = [(m, m.training) for m in model.modules()]
+        was = model.training
+        if eval_:
+            model.eval()
+        with torch.set_grad_enabled(not no_grad):
+            z = model(X)
+            out = torch.softmax(z, dim=dim) if softmax else z
+        if restore == "modules":
+            for m, t in modes:
+                m.training = t
+        elif restore == "top":
+            model.train(was)
+        elif restore == "train":
+            model.train()
+        return out.detach() if not no_grad and restore == "detach" else out
+    return answer
+
+
+wrong(PP, "no eval", "forgot_eval")(_pp(eval_=False))
+wrong(PP, "graph kept", "kept_graph")(_pp(no_grad=False))
+wrong(PP, "softmax over dim 0", "wrong_dim")(_pp(dim=0))
+wrong(PP, "logits", "returned_logits")(_pp(softmax=False))
+wrong(PP, "model.train() at the end", "mode_not_restored")(_pp(restore="train"))
+wrong(PP, "never restored", "mode_not_restored")(_pp(restore="none"))
+wrong(PP, "model.train(was) on mixed modes (redteam)", "mixed_modes_not_restored")(_pp(restore="top"))
+valid(PP, "inference_mode")(lambda m, X: (modes := [(k, k.training) for k in m.modules()], m.eval(),
+                                          (out := torch.inference_mode()(lambda: m(X).softmax(-1))()),
+                                          [setattr(k, "training", t) for k, t in modes], out)[-1])
+valid(PP, "exp normalised")(lambda m, X: (modes := [(k, k.training) for k in m.modules()], m.eval(),
+                                          (z := torch.no_grad()(m)(X)), [k.train(t) for k, t in modes],
+                                          (z - z.max(1, keepdim=True).values).exp()
+                                          / (z - z.max(1, keepdim=True).values).exp().sum(1, keepdim=True))[-1])
+valid(PP, "named_modules dict restored with train(t), parents first")(
+    lambda m, X: (modes := dict(m.named_modules()), flags := {n: k.training for n, k in modes.items()}, m.eval(),
+                  (p := torch.no_grad()(lambda: F.softmax(m(X), 1))()),
+                  [modes[n].train(t) for n, t in flags.items()], p)[-1])
+wrong(PP, "per-module train(t) in reverse: the parent's train() overwrites its children")(
+    lambda m, X: (modes := [(k, k.training) for k in m.modules()], m.eval(),
+                  (p := torch.no_grad()(lambda: F.softmax(m(X), 1))()),
+                  [k.train(t) for k, t in reversed(modes)], p)[-1])
+cheat(PP, "uniform probabilities")(lambda m, X: torch.full((len(X), m[-1].out_features), 1.0 / m[-1].out_features))
+cheat(PP, "the reference, then flips the mode")(lambda m, X: (grading.reference(PP)(m, X), m.train())[0])
+
+
 # =========================================================================== the tests
 def _ids(rows):
     return [f"{r[0].split('.')[-1]}: {r[1]}" for r in rows]
@@ -703,4 +1062,4 @@ def test_every_exercise_has_five_wrong_three_valid_two_cheats():
         assert sum(c[0] == ex for c in CHEATS) >= 2, ex
 
 
-DONE = ("01", "02")
+DONE = ("01", "02", "03")
