@@ -36,6 +36,16 @@ def _close(ref, oracle, rtol=1e-5, atol=1e-6, where=""):
                                rtol=rtol, atol=atol, err_msg=where)
 
 
+# =========================================================================== 00 start here
+def test_celsius_reference_agrees_with_numpy():
+    ref = grading.reference("00_start_here.celsius_to_fahrenheit")
+    for where, case in _cases("00_start_here.celsius_to_fahrenheit"):
+        (c,) = case.args
+        got = ref(c)
+        assert got.dtype == c.dtype and got.shape == c.shape, where
+        _close(got, np.asarray(c.double().numpy() * 1.8 + 32.0), rtol=1e-6, atol=1e-4, where=where)
+
+
 # =========================================================================== 01 tensors
 def _oracle_image(a):
     h, w = a.shape

@@ -54,6 +54,34 @@ def cheat(ex: str, label: str, mistake: str | None = None):
     return deco
 
 
+# =========================================================================== 00 start here
+CF = "00_start_here.celsius_to_fahrenheit"
+wrong(CF, "5/9", "inverted_ratio")(lambda c: c * 5 / 9 + 32)
+wrong(CF, "offset first", "offset_first")(lambda c: (c + 32) * 9 / 5)
+wrong(CF, "no offset", "forgot_offset")(lambda c: c * 9 / 5)
+wrong(CF, "the reverse conversion", "reversed_conversion")(lambda c: (c - 32) * 5 / 9)
+wrong(CF, "rule of thumb 2C + 30")(lambda c: c * 2 + 30)
+wrong(CF, "floor division")(lambda c: c * 9 // 5 + 32)
+wrong(CF, "list comprehension over tolist()")(lambda c: torch.tensor([v * 9 / 5 + 32 for v in c.tolist()]))
+wrong(CF, "float32 always")(lambda c: c.float() * 1.8 + 32)
+wrong(CF, "item()")(lambda c: torch.tensor(c.item() * 1.8 + 32))
+
+
+@wrong(CF, "in place", "mutated_input")
+def _cf_in_place(c):
+    c *= 1.8
+    c += 32
+    return c
+
+
+valid(CF, "1.8 first")(lambda c: 32 + 1.8 * c)
+valid(CF, "method chain")(lambda c: c.mul(9).div(5).add(32))
+valid(CF, "torch.add with alpha")(lambda c: torch.add(torch.full_like(c, 32.0), c, alpha=1.8))
+valid(CF, "clone then in place")(lambda c: c.clone().mul_(9 / 5).add_(32))
+cheat(CF, "hard-coded first case")(lambda c: torch.tensor([32.0, 212.0, -40.0]))
+cheat(CF, "always 32")(lambda c: torch.full_like(c, 32.0))
+
+
 # =========================================================================== 01 tensors
 IMG = "01_tensors.image_to_tensor"
 wrong(IMG, "no scaling", "not_scaled")(lambda a: torch.tensor(a).float().unsqueeze(0))
@@ -1062,4 +1090,4 @@ def test_every_exercise_has_five_wrong_three_valid_two_cheats():
         assert sum(c[0] == ex for c in CHEATS) >= 2, ex
 
 
-DONE = ("01", "02", "03")
+DONE = ("00", "01", "02", "03")
