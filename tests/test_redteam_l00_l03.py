@@ -1053,6 +1053,105 @@ cheat(PP, "uniform probabilities")(lambda m, X: torch.full((len(X), m[-1].out_fe
 cheat(PP, "the reference, then flips the mode")(lambda m, X: (grading.reference(PP)(m, X), m.train())[0])
 
 
+# =========================================================================== findings of the read-only red team
+wrong(CF, "result requires grad (redteam)", "requires_grad")(lambda c: (c * 9 / 5 + 32).requires_grad_())
+wrong(IMG, "double() is not named a NumPy division (redteam)", "numpy_float64")(
+    lambda a: torch.from_numpy(a).double().div(255).unsqueeze(0))
+wrong(SD, "float64 central second difference (redteam)", "no_autograd")(
+    lambda fn, x: ((fn(x.double() + 1e-3) - 2 * fn(x.double()) + fn(x.double() - 1e-3)) / 1e-6).to(x.dtype))
+wrong(SI, "backward multiplies grad_output in place (redteam)", "mutated_grad_output")(
+    _silu(lambda x, s: x * s, lambda g, x, s: g.mul_(s * (1 + x * (1 - s)))))
+
+
+class _MLPMutatesList(nn.Module):
+    def __init__(self, i, h, c):
+        super().__init__()
+        sizes = h
+        sizes.insert(0, i)
+        sizes.append(c)
+        layers = []
+        for a, b in zip(sizes, sizes[1:]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        self.net = nn.Sequential(*layers[:-1])
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class _MLPHiddenNoGrad(nn.Module):
+    def __init__(self, i, h, c):
+        super().__init__()
+        layers, w = [], i
+        for k in h:
+            layers += [nn.Linear(w, k), nn.ReLU()]
+            w = k
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(w, c)
+
+    def forward(self, x):
+        with torch.no_grad():
+            f = self.body(x)
+        return self.head(f)
+
+
+WRONG.append((ML, "mutates the caller's hidden_sizes (redteam)", _MLPMutatesList, "mutated_input"))
+WRONG.append((ML, "hidden layers under no_grad (redteam)", _MLPHiddenNoGrad, "parameter_not_trained"))
+wrong(TW, "scale detached in forward (redteam)", "parameter_not_trained")(
+    _tower(forward=lambda s, x: [x := torch.relu(b(x)) for b in s.blocks][-1] * s.scale.detach()))
+
+
+class _TowerScaleRow(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+        self.scale = nn.Parameter(torch.ones(1, width))
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = torch.relu(b(x))
+        return x * self.scale
+
+
+class _RMRow(nn.Module):
+    def __init__(self, n, momentum=0.1):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer("running_mean", torch.zeros(1, n))
+
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(0, keepdim=True))
+        return x - self.running_mean
+
+
+WRONG.append((TW, "scale of shape (1, width) is a shape, not an init, problem (redteam)", _TowerScaleRow, "wrong_shape"))
+WRONG.append((RN, "buffer of shape (1, n) (redteam)", _RMRow, "wrong_shape"))
+
+
+@wrong(IW, "NumPy-drawn float64 weights (redteam)", "replaced_parameter")
+def _iw_numpy(m):
+    if isinstance(m, nn.Linear):
+        m.weight.data = torch.from_numpy(np.random.normal(0, 1 / np.sqrt(m.in_features), tuple(m.weight.shape)))
+        if m.bias is not None:
+            m.bias.data.zero_()
+
+
+def test_image_reference_accepts_a_flipped_image():
+    """(redteam) a flipped image has negative strides; the reference must not raise on it."""
+    img = np.arange(12, dtype=np.uint8).reshape(3, 4)[:, ::-1]
+    out = grading.reference(IMG)(img)
+    assert out.shape == (1, 3, 4) and torch.equal(out[0], torch.from_numpy(img.copy()).float() / 255)
+
+
+def test_finite_difference_reference_accepts_a_transposed_x():
+    """(redteam) the reference works on a non-contiguous x (the check does not draw one: see the report)."""
+    fd = grading.reference(FD)
+    x = torch.randn(3, 2, dtype=torch.float64).T
+    g = fd(lambda t: (t**2).sum(), x, 1e-3)
+    assert torch.allclose(g, 2 * x)
+
+
 # =========================================================================== the tests
 def _ids(rows):
     return [f"{r[0].split('.')[-1]}: {r[1]}" for r in rows]

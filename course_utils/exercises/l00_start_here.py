@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.grading import Case, Exercise, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 
 def celsius_to_fahrenheit(celsius: torch.Tensor) -> torch.Tensor:
     return celsius * 9 / 5 + 32
+
+
+def _run(answer, case: Case):
+    out = answer(*case.args, **case.kwargs)
+    if isinstance(out, torch.Tensor) and out.requires_grad and not case.args[0].requires_grad:
+        raise Incorrect("requires_grad", "Your result requires grad although the temperatures do not: a "
+                        "conversion is data, not a parameter. Drop the `requires_grad_()` (or `requires_grad=True`).")
+    return out
 
 
 def _cases(r: Rand) -> Case:
@@ -22,6 +30,7 @@ register(
         title="Convert a tensor of temperatures from Celsius to Fahrenheit",
         reference=celsius_to_fahrenheit,
         cases=_cases,
+        run=_run,
         edge_cases=[
             Case((torch.tensor([0.0, 100.0, -40.0]),), label="freezing, boiling and -40", show_inputs=True),
             Case((torch.zeros(0),), label="an empty tensor"),

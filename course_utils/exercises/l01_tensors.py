@@ -14,7 +14,9 @@ LESSON = "01_tensors"
 
 # --------------------------------------------------------------------------- references
 def image_to_tensor(image):
-    return torch.from_numpy(image).float().div(255).unsqueeze(0)
+    # ascontiguousarray: a flipped image (negative strides) is still "a uint8 array (H, W)", and
+    # torch.from_numpy refuses negative strides
+    return torch.from_numpy(np.ascontiguousarray(image)).float().div(255).unsqueeze(0)
 
 
 def batch_flatten(x):
@@ -163,8 +165,8 @@ register(
             Mistake("divided_by_max", "You divided by the image's own maximum; pixel values are scaled by "
                     "the fixed 255 (an image with no white pixel must not become brighter).",
                     lambda a: torch.from_numpy(a).float().div(float(a.max())).unsqueeze(0)),
-            Mistake("numpy_float64", "Dividing the NumPy array by 255.0 gives float64 (NumPy's default); "
-                    "convert to a float32 tensor first (`.float()`), then divide.",
+            Mistake("numpy_float64", "Your values are right but float64 (NumPy's default after `image / 255.0`, "
+                    "or a `.double()`); the exercise asks for float32: convert with `.float()`, then divide.",
                     lambda a: torch.from_numpy(a / 255.0).unsqueeze(0)),
             Mistake("not_scaled", "The values should be in [0, 1]: divide by 255.",
                     lambda a: torch.from_numpy(a).float().unsqueeze(0)),

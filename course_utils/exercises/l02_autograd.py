@@ -488,6 +488,11 @@ def _second_run(answer: Any, case: Case) -> Any:
             raise Incorrect("changed_caller_tensor", "Your function changed the caller's `x`: afterwards it "
                             "requires grad (or holds a `.grad`). The text says x arrives without "
                             "`requires_grad`; work on a fresh leaf: `x = x.detach().requires_grad_()`.")
+        if answer is not second_derivative and names_used(answer, {"grad", "backward", "hessian", "jacobian", "func",
+                                                                   "vmap", "jvp", "vjp", "hvp"}) is None:
+            raise Incorrect("no_autograd", "This exercise is “Second derivatives with torch.autograd.grad”: your "
+                            "function never calls autograd (a finite difference or a formula instead?). Use "
+                            "`torch.autograd.grad(..., create_graph=True)` twice.")
         if isinstance(out, torch.Tensor) and out.requires_grad and _close(out, second_derivative(fn, x), 1e-4, 1e-5):
             raise Incorrect("result_has_graph", "Your result still requires grad: it carries an autograd "
                             "graph. Only the *first* `torch.autograd.grad` needs `create_graph=True`; "
@@ -842,6 +847,9 @@ register(Exercise(
                 # no step at all: the result is (a copy of) x0, without a graph
                 Case((_gd_fixed_fn, torch.tensor([2.0, -3.0]), 0.1, 0), label="num_steps = 0")],
     run=_gd_run,
+    # `torch.optim.SGD(...)` (a valid answer) imports torch._dynamo on first construction:
+    # seconds on a busy machine, which must not count against the learner's time limit
+    preload=("torch._dynamo",),
     compare=Compare(rtol=1e-4, atol=1e-5),
     mistakes=[
         Mistake("update_tracked", _MESSAGES["gradient_descent", "update_tracked"], _gd_tracked, match_output=False),
@@ -903,7 +911,12 @@ def _silu_run(answer: Any, case: Case) -> Any:
                             "takes them, are wrong. Compute in the input's dtype: `x * torch.sigmoid(x)`.")
         if y.grad_fn is None:
             return y
+        upstream_before = upstream.clone()
         (gx,) = torch.autograd.grad(y, x, upstream, retain_graph=True, allow_unused=True)
+        if not torch.equal(upstream, upstream_before):
+            raise Incorrect("mutated_grad_output", "Your backward changed `grad_output` in place (`g.mul_(...)`, "
+                            "`g *= ...`): that tensor belongs to autograd (or to the caller who passed "
+                            "`grad_outputs`). Return a new tensor: `grad_output * local_derivative`.")
     local = s * (1 + xd * (1 - s))
     if gx is None:
         raise _fail("MySiLU", "backward_returned_none")

@@ -276,7 +276,7 @@ def _linears_in_call_order(model: nn.Module, x: torch.Tensor) -> list[nn.Linear]
     return called
 
 
-def _copy_linears_in_call_order(ref: nn.Module, model: nn.Module, in_features: int) -> None:
+def _copy_linears_in_call_order(ref: nn.Module, model: nn.Module, in_features: int) -> list:
     """Give the learner's model the reference's weights, layer by layer in the order the
     forward uses them: where the layers are registered (an output layer created first, a
     ModuleList, a dict) does not matter, only the computation. Models without nn.Linear
@@ -293,13 +293,45 @@ def _copy_linears_in_call_order(ref: nn.Module, model: nn.Module, in_features: i
                 f"Your Linear layers, in the order your forward uses them, have weight shapes {got}; "
                 f"the specification gives {want} (a weight is (out_features, in_features)). Check "
                 "the sizes of your layers.")
+        pairs = []
         with torch.no_grad():
-            for src, dst in zip(ref_linears, called):
+            for k, (src, dst) in enumerate(zip(ref_linears, called)):
                 dst.weight.copy_(src.weight)
+                pairs.append((f"layer {k + 1}'s weight", dst.weight, src.weight))
                 if dst.bias is not None and src.bias is not None:
                     dst.bias.copy_(src.bias)
-        return
+                    pairs.append((f"layer {k + 1}'s bias", dst.bias, src.bias))
+        return pairs
     _copy_parameters_in_order(ref, model)
+    return [(n, p, q) for (n, p), q in zip(model.named_parameters(), ref.parameters())]
+
+
+def _check_param_grads(model: nn.Module, out: Any, ref: nn.Module, x: torch.Tensor, pairs: list[tuple[str, nn.Parameter, nn.Parameter]],
+                       gen: torch.Generator) -> None:
+    """Backward a random upstream gradient through both models; every parameter the reference
+    trains must get the same gradient in the learner's (a forward run partly under
+    ``no_grad``, or with ``.detach()``/``.data``, gives right values and a model that never
+    learns). ``pairs`` is ``(name, learner_param, reference_param)``."""
+    if not (isinstance(out, torch.Tensor) and out.requires_grad):
+        return  # values or the generic graph check report it
+    want = ref(x.detach())
+    if want.shape != out.shape or want.dtype != out.dtype or not torch.allclose(
+            out.detach(), want.detach(), rtol=1e-5, atol=1e-6):
+        return  # wrong values: the output comparison reports (and names) them
+    upstream = torch.randn(out.shape, generator=gen)
+    names = [n for n, _, _ in pairs]
+    got_g = torch.autograd.grad(out, [p for _, p, _ in pairs], upstream, allow_unused=True, retain_graph=True)
+    want_g = torch.autograd.grad(want, [p for _, _, p in pairs], upstream, allow_unused=True)
+    for name, g, w in zip(names, got_g, want_g):
+        if w is None:
+            continue
+        if g is None or not torch.allclose(g, w, rtol=1e-4, atol=1e-5):
+            raise Incorrect(
+                "parameter_not_trained",
+                f"Your outputs are right, but the gradient reaching `{name}` is "
+                f"{'missing' if g is None else 'wrong'}: part of your forward runs outside autograd "
+                "(`torch.no_grad()`, `.detach()`, `.data`), so training would never update it. Use the "
+                "parameters and layers directly in forward.")
 
 
 def _forward_errors(module: nn.Module, x: torch.Tensor) -> Any:
@@ -338,7 +370,13 @@ def _mlp_run(answer: Any, case: Case) -> Any:
     gen = _gen(case.kwargs["seed"])
     ref = MLP(in_features, list(hidden), num_classes)
     _fill_from(ref, gen)
-    model = _build(answer, in_features, list(hidden), num_classes)
+    hidden_arg = list(hidden)
+    model = _build(answer, in_features, hidden_arg, num_classes)
+    if hidden_arg != list(hidden):
+        raise Incorrect("mutated_input", f"Your constructor changed the caller's `hidden_sizes` list (it is "
+                        f"now {hidden_arg}, it was {list(hidden)}): building a second model from the same "
+                        "list would give another network. Make a new list: `sizes = [in_features, *hidden_sizes, "
+                        "num_classes]`.")
     n_got, n_ref = _count(model), _count(ref)
     if n_got == 0:
         raise _fail("MLP", "unregistered_parameters")
@@ -348,9 +386,11 @@ def _mlp_run(answer: Any, case: Case) -> Any:
             f"Your model has {n_got} parameters; an MLP with in_features={in_features}, "
             f"hidden_sizes={list(hidden)}, num_classes={num_classes} has {n_ref} (Linear layers "
             "with biases). A layer in a plain list is not counted; check the sizes too.")
-    _copy_linears_in_call_order(ref, model, in_features)
+    pairs = _copy_linears_in_call_order(ref, model, in_features)
     x = torch.randn(r_batch(gen), in_features, generator=gen)
     out = model(x)
+    if pairs:
+        _check_param_grads(model, out, ref, x, pairs, gen)
     if isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[1] > 1:
         o = out.detach()
         if bool((o >= 0).all()) and bool(torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-4)):
@@ -492,11 +532,17 @@ def _tower_run(answer: Any, case: Case) -> Any:
             f"broken one, which gives {expected_keys}.")
     if not all(p.requires_grad for p in model.parameters()):
         raise _fail("Tower", "frozen_parameter")
+    if tuple(model.scale.shape) != (width,):
+        raise Incorrect("wrong_shape", f"`scale` has shape {tuple(model.scale.shape)}; it should be ({width},), "
+                        "one factor per feature: `torch.ones(width)`.")
     if not torch.equal(model.scale.detach(), torch.ones(width)):
         raise _fail("Tower", "wrong_init")
     model.load_state_dict(ref.state_dict())
     x = torch.randn(r_batch(gen), width, generator=gen)
-    return model(x)
+    out = model(x)
+    ref_params = dict(ref.named_parameters())
+    _check_param_grads(model, out, ref, x, [(n, p, ref_params[n]) for n, p in model.named_parameters()], gen)
+    return out
 
 
 class _TowerPlainList(nn.Module):
@@ -795,6 +841,9 @@ def _rm_run(answer: Any, case: Case) -> Any:
         raise _fail("RunningMean", "not_persistent")
     if list(model.parameters()):
         raise _fail("RunningMean", "has_parameters")
+    if tuple(model.running_mean.shape) != (n,):
+        raise Incorrect("wrong_shape", f"`running_mean` has shape {tuple(model.running_mean.shape)}; it should be "
+                        f"({n},), one value per feature: `torch.zeros(num_features)`.")
     if not torch.equal(model.running_mean, torch.zeros(n)):
         raise _fail("RunningMean", "wrong_init")
     outs = []
@@ -962,6 +1011,7 @@ def _init_fixed(no_bias: int) -> Case:
 def _init_run(answer: Any, case: Case) -> Any:
     (model,) = case.args
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    objects = {n: (p, p.dtype) for n, p in model.named_parameters()}
     try:
         model.apply(answer)
     except AttributeError as exc:
@@ -971,6 +1021,12 @@ def _init_run(answer: Any, case: Case) -> Any:
         if "object has no attribute" in msg and not msg.startswith("'Linear' object"):
             raise _fail("init_weights", "no_isinstance_check") from None
         raise  # e.g. a typo on a Linear (`m.in_feature`): the learner sees the real error
+    for name, p in model.named_parameters():
+        if name in objects and (p.dtype != objects[name][1] or p is not objects[name][0]):
+            raise Incorrect("replaced_parameter", f"`{name}` is no longer the model's float32 Parameter (it is now "
+                            f"{str(p.dtype).replace('torch.', '')}{'' if p is objects[name][0] else ', a new object'}): "
+                            "a NumPy-drawn array is float64, and the model would fail on float32 input. Fill the "
+                            "existing weight in place: `nn.init.normal_(m.weight, 0.0, std)`.")
     for name, module in model.named_modules():
         for pname, p in module.named_parameters(recurse=False):
             full = f"{name}.{pname}" if name else pname
