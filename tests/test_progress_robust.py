@@ -185,7 +185,7 @@ def _sane(ev):
         assert math.isfinite(ev["ts"])
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(_lines, max_size=25), raw=st.binary(max_size=40))
 def test_fuzz_every_reader_survives_any_log(tmp_path_factory, lines, raw):
     folder = tmp_path_factory.mktemp("fuzz")
@@ -209,7 +209,7 @@ def test_fuzz_every_reader_survives_any_log(tmp_path_factory, lines, raw):
     dash.render_text(lessons)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, database=None)
 @given(rec=_records)
 def test_fuzz_fold_ignores_what_the_validator_rejects(rec):
     """Folding a raw (unvalidated) event never raises; it counts only valid ones."""
