@@ -284,7 +284,22 @@ def _is_edited(path: Path) -> bool:
         fresh = _fresh(stem) if (SOLUTIONS / f"{stem}.ipynb").exists() else None
     except BuildError:
         fresh = None
-    return edited(nb, fresh)
+    if not edited(nb, fresh):
+        return False
+    # no record (a notebook from before build stored one): exactly as committed is nobody's
+    # uncommitted work, and git keeps it anyway
+    return generated_cells(nb) is not None or not _as_committed(path)
+
+
+def _as_committed(path: Path) -> bool:
+    import subprocess
+
+    try:
+        rel = path.resolve().relative_to(ROOT.resolve()).as_posix()
+        proc = subprocess.run(["git", "show", f"HEAD:{rel}"], cwd=ROOT, capture_output=True, timeout=30)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0 and proc.stdout == path.read_bytes()
 
 
 def _text_pair_edited(py: Path) -> bool:
