@@ -94,11 +94,23 @@ def merge_notebook(mine: dict, theirs: dict, base_nb: dict | None = None) -> Not
                           "so the learner's edits cannot be told apart")
     bh = [h for _, h in base]
     th = [build.cell_hash(c) for c in theirs.cells]
+    base_src = None  # the base cells' text, when the base file is at hand and matches the record
+    if base_nb is not None:
+        cells = nbformat.reads(json.dumps(base_nb), as_version=4).cells
+        if [build.cell_hash(c) for c in cells] == bh:
+            base_src = [c.source for c in cells]
     b2t: dict[int, int] = {}
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, bh, th, autojunk=False).get_opcodes():
-        if op in ("equal", "replace"):
-            for k in range(min(i2 - i1, j2 - j1)):
+        if op == "equal":
+            for k in range(i2 - i1):
                 b2t[i1 + k] = j1 + k
+        elif op == "replace":
+            if base_src is None:  # only hashes: the k-th changed cell is the k-th new one
+                pairs = [(k, k) for k in range(min(i2 - i1, j2 - j1))]
+            else:  # which changed cell became which: by similarity of text, in order
+                pairs = _similar_pairs(base_src[i1:i2], [c.source for c in theirs.cells[j1:j2]])
+            for a, b in pairs:
+                b2t[i1 + a] = j1 + b
     t2b = {j: i for i, j in b2t.items()}
     base_index = {}
     for i, (cid, _) in enumerate(base):
@@ -166,6 +178,28 @@ def merge_notebook(mine: dict, theirs: dict, base_nb: dict | None = None) -> Not
     merged.nbformat, merged.nbformat_minor = theirs.nbformat, theirs.nbformat_minor
     result.notebook = merged
     return result
+
+
+def _similar_pairs(old: list[str], new: list[str], threshold: float = 0.5) -> list[tuple[int, int]]:
+    """Order-preserving pairs ``(i, j)`` of ``old[i]`` edited into ``new[j]``, maximising the
+    total similarity; pairs less similar than ``threshold`` are a deletion plus an insertion."""
+    n, m = len(old), len(new)
+    ratio = [[difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() for b in new] for a in old]
+    best = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            take = best[i + 1][j + 1] + ratio[i][j] if ratio[i][j] >= threshold else -1.0
+            best[i][j] = max(best[i + 1][j], best[i][j + 1], take)
+    pairs, i, j = [], 0, 0
+    while i < n and j < m:
+        if ratio[i][j] >= threshold and best[i][j] == best[i + 1][j + 1] + ratio[i][j]:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif best[i][j] == best[i + 1][j]:
+            i += 1
+        else:
+            j += 1
+    return pairs
 
 
 # ---------------------------------------------------------------------- git

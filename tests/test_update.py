@@ -137,6 +137,29 @@ def test_merge_conflict_keeps_the_learner_cell():
     assert res.conflicts == 1 and "kept your `def double(x):`" in res.kept[0]
 
 
+def test_with_the_base_file_an_edited_cell_is_told_from_an_inserted_one():
+    """The course fixes a typo in a cell AND inserts a cell before it: with the base text at
+    hand (git), the fix is matched to its cell, so the learner's edit of another cell and the
+    new cell both come through without a conflict."""
+    base = build.learner_notebook(_solution(), STEM)
+    theirs = build.learner_notebook(_solution(intro="Write `double`, fixed.", extra_first="New intro"), STEM)
+    th = json.loads(nbformat.writes(theirs))
+    th["cells"].insert(2, nbformat.v4.new_markdown_cell("Another new cell"))
+    th["cells"][2]["id"] = "new-cell"
+    mine = json.loads(nbformat.writes(base))
+    mine["cells"][3]["source"] = ANSWER
+    res = update.merge_notebook(mine, th, json.loads(nbformat.writes(base)))
+    src = [c.source for c in res.notebook.cells]
+    assert res.conflicts == 0, res.kept
+    assert "New intro" in src and "Another new cell" in src and "### Exercise 1\nWrite `double`, fixed." in src
+    assert ANSWER in src and src.index(ANSWER) == src.index("### Exercise 1\nWrite `double`, fixed.") + 1
+
+
+def test_similar_pairs():
+    assert update._similar_pairs(["abc def", "xyz"], ["new", "abc deg", "xyz!"]) == [(0, 1), (1, 2)]
+    assert update._similar_pairs(["a"], ["zzzz"]) == []
+
+
 def test_merge_without_any_record_is_refused():
     nb = json.loads(nbformat.writes(_solution()))
     with pytest.raises(update.UpdateError, match="no record"):
@@ -271,3 +294,74 @@ def test_old_text_pair_cells_are_read_as_jupytext_writes_them():
     nb = build.learner_notebook(_solution(), STEM)
     cells = jupytext.reads(build.py_text(nb, Path("x.py")), fmt="py:percent").cells
     assert [build.cell_hash(c) for c in cells] == [build.cell_hash(c) for c in nb.cells]
+
+
+# ---------------------------------------------------------------------- the merge never loses an edit
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _stamped(sources: list[str]) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources],
+                                  metadata={"kernelspec": dict(build.KERNELSPEC)})
+    for i, c in enumerate(nb.cells):
+        c["id"] = f"cell-{i:03d}"
+    build.stamp(nb, STEM)
+    return nb
+
+
+_ops = st.lists(st.tuples(st.sampled_from(["edit", "delete", "insert"]), st.integers(0, 30)), max_size=8)
+
+
+def _apply(cells: list[dict], ops, tag: str) -> list[str]:
+    """Apply edit/delete/insert operations; returns the sources this side wrote."""
+    written = []
+    for k, (op, at) in enumerate(ops):
+        if op == "insert" or not cells:
+            new = nbformat.v4.new_code_cell(f"{tag}-added-{k}")
+            new["id"] = f"{tag}{k}"
+            cells.insert(at % (len(cells) + 1), new)
+            written.append(new.source)
+        elif op == "edit":
+            cell = cells[at % len(cells)]
+            cell["source"] = f"{tag}-edit-{k}"
+            written.append(cell["source"])
+        else:
+            cells.pop(at % len(cells))
+    return written
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(n=st.integers(0, 12), mine_ops=_ops, their_ops=_ops, with_base=st.booleans())
+def test_fuzz_merge_keeps_every_learner_edit_and_every_new_course_cell(n, mine_ops, their_ops, with_base):
+    base = _stamped([f"base-{i}" for i in range(n)])
+    mine = json.loads(nbformat.writes(base))
+    mine["cells"] = [nbformat.from_dict(c) for c in mine["cells"]]
+    for c in mine["cells"]:
+        c["source"] = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+    mine_written = _apply(mine["cells"], mine_ops, "mine")
+    theirs_cells = [nbformat.from_dict(json.loads(json.dumps(c))) for c in base.cells]
+    their_written = _apply(theirs_cells, their_ops, "theirs")
+    theirs = _stamped([c["source"] for c in theirs_cells])
+    res = update.merge_notebook(json.loads(json.dumps(mine)), json.loads(nbformat.writes(theirs)),
+                                json.loads(nbformat.writes(base)) if with_base else None)
+    merged = res.notebook
+    nbformat.validate(merged)
+    sources = [c.source for c in merged.cells]
+    ids = [c.id for c in merged.cells]
+    assert len(ids) == len(set(ids))
+    final_mine = {c["source"] for c in mine["cells"]}
+    for s in mine_written:  # every edit of the learner that is still in their notebook survives
+        if s in final_mine:
+            assert s in sources, (s, sources)
+    new_course = [s for s in their_written if s.startswith("theirs-added") and s in {c.source for c in theirs.cells}]
+    if not res.conflicts:  # every new cell of the course arrives (with a conflict, update saves
+        for s in new_course:  # the course's whole notebook beside the learner's)
+            assert s in sources
+    # learner cells keep their relative order
+    kept = [s for s in sources if s in final_mine and s.startswith("mine")]
+    assert kept == [c["source"] for c in mine["cells"] if c["source"].startswith("mine") and c["source"] in kept]
+    # nothing the learner did not write and the course does not have appears from nowhere
+    allowed = final_mine | {c.source for c in theirs.cells}
+    assert set(sources) <= allowed
