@@ -258,7 +258,9 @@ def check(stems: list[str], orphans: bool = True) -> list[str]:
     for py in stale_text_pairs():
         problems.append(f"{py.relative_to(ROOT)} is left over from the old text pairing (learner notebooks are "
                         "only .ipynb now): `python -m course_utils build` removes it, or keeps a backup if it was edited.")
-    extra = sorted({p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")} - set(solution_stems())) if orphans else []
+    # (a name with a dot is a copy: `update`'s NN_name.upstream-<time>.ipynb, a learner's own)
+    extra = sorted({p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if "." not in p.stem}
+                   - set(solution_stems())) if orphans else []
     for stem in extra:
         problems.append(f"notebooks/{stem}.ipynb has no solution notebook in solutions/.")
     return problems
