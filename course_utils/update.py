@@ -105,7 +105,7 @@ def merge_notebook(mine: dict, theirs: dict, base_nb: dict | None = None) -> Not
             for k in range(i2 - i1):
                 b2t[i1 + k] = j1 + k
         elif op == "replace":
-            if base_src is None:  # only hashes: the k-th changed cell is the k-th new one
+            if base_src is None or i2 - i1 == j2 - j1:  # the k-th changed cell is the k-th new one
                 pairs = [(k, k) for k in range(min(i2 - i1, j2 - j1))]
             else:  # which changed cell became which: by similarity of text, in order
                 pairs = _similar_pairs(base_src[i1:i2], [c.source for c in theirs.cells[j1:j2]])
