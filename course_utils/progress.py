@@ -47,7 +47,8 @@ def log_event(event: str, exercise: str, **fields: Any) -> None:
     path = log_path()
     if path is None:
         return
-    record = {"ts": round(time.time(), 3), "learner": _learner(), "event": event, "exercise": exercise}
+    who = "".join(ch if ch.isprintable() else "?" for ch in _learner())[:MAX_NAME] or "learner"
+    record = {"ts": round(time.time(), 3), "learner": who, "event": event, "exercise": exercise}
     record.update(fields)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,7 +77,7 @@ def _name(value: Any, pattern: re.Pattern[str] | None = _ID) -> bool:
         return False
     if pattern is not None:
         return pattern.fullmatch(value) is not None
-    return value.isprintable() and value.strip() == value
+    return value.isprintable()
 
 
 def event_problem(rec: Any) -> str | None:
@@ -85,7 +86,7 @@ def event_problem(rec: Any) -> str | None:
     The one schema every reader applies (:func:`read_log`, :func:`exercise_progress`, the room
     view, the dashboard): ``event`` is ``check``/``hint``/``solution``; ``exercise`` an id of
     letters, digits, ``_ . -`` (at most 200); a check has a ``status`` of ``correct``/
-    ``incorrect``/``not_attempted`` and a ``mistake`` that is null or an id; ``ts`` (seconds since
+    ``incorrect``/``not_attempted`` and a ``mistake`` that is null or a printable name; ``ts`` (seconds since
     1970, optional) a finite number between 0 and the year 3000; ``learner`` (optional) a
     printable name of at most 200 characters; a hint's ``level`` (optional) an integer 0-1000."""
     if not isinstance(rec, dict):
@@ -103,7 +104,7 @@ def event_problem(rec: Any) -> str | None:
     if rec["event"] == "check":
         if rec.get("status") not in STATUSES:
             return "bad or missing check status"
-        if rec.get("mistake") is not None and not _name(rec.get("mistake")):
+        if rec.get("mistake") is not None and not _name(rec.get("mistake"), None):
             return "bad mistake id"
     if rec["event"] == "hint" and "level" in rec:
         level = rec["level"]

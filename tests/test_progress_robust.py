@@ -215,3 +215,18 @@ def test_fuzz_fold_ignores_what_the_validator_rejects(rec):
     """Folding a raw (unvalidated) event never raises; it counts only valid ones."""
     folded = progress.exercise_progress([rec])
     assert bool(folded) == (progress.event_problem(rec) is None)
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(who=st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=300), mistake=st.one_of(st.none(), st.sampled_from(["wrong_dim", "wrong dtype", "off-by-1"])))
+def test_every_event_the_course_writes_is_read_back(tmp_path_factory, monkeypatch, who, mistake):
+    """Whatever COURSE_LEARNER holds (tabs, newlines, 300 characters), the writer's events pass
+    the readers' schema: the validator never drops a real check."""
+    log = tmp_path_factory.mktemp("w") / "log.jsonl"
+    monkeypatch.setenv("COURSE_PROGRESS_LOG", str(log))
+    monkeypatch.setenv("COURSE_LEARNER", who)
+    progress.log_event("check", A, status="incorrect", mistake=mistake)
+    progress.log_event("hint", A, level=2)
+    progress.log_event("solution", A)
+    read = progress.read_log(log)
+    assert read.skipped == 0 and len(read.events) == 3
