@@ -601,9 +601,11 @@ register(Exercise(
     lesson=LESSON, name="Tower", title="Fix a module whose layers and scale are not registered",
     reference=Tower, kind="class",
     cases=_tower_cases,
-    edge_cases=[Case((1, 1), {"seed": 31}, label="width 1, depth 1", show_inputs=True),
-                Case((4, 3), {"seed": 8}, label="width 4, depth 3", show_inputs=True),
-                Case((6, 2), {"seed": 99}, label="width 6, depth 2", show_inputs=True)],
+    # the deeper cases first: with width 1 a ReLU after the scale can give the same output as
+    # no ReLU at all, which would name the wrong mistake
+    edge_cases=[Case((4, 3), {"seed": 8}, label="width 4, depth 3", show_inputs=True),
+                Case((6, 2), {"seed": 99}, label="width 6, depth 2", show_inputs=True),
+                Case((1, 1), {"seed": 31}, label="width 1, depth 1", show_inputs=True)],
     run=_tower_run,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
