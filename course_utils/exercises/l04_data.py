@@ -261,7 +261,11 @@ def _index_tensor(t, name: str) -> torch.Tensor:
     if t.is_floating_point() or t.dim() != 1:
         raise Incorrect("wrong_type", f"`{name}` should be a 1-D integer tensor of indices, not "
                         f"{str(t.dtype).replace('torch.', '')} of shape {tuple(t.shape)}.")
-    return t.long()
+    if t.dtype != torch.int64 or type(t) is not torch.Tensor:
+        raise Incorrect("wrong_dtype", f"`{name}` is {type(t).__name__} of {str(t.dtype).replace('torch.', '')}; "
+                        "the task asks for \"two 1-D int64 tensors\" (plain `torch.Tensor`s, as "
+                        "`nonzero()` and `torch.cat` give them).")
+    return t
 
 
 def _split_run(answer, case: Case):
@@ -346,6 +350,9 @@ register(Exercise(
     edge_cases=[
         Case((torch.tensor([0] * 40 + [1] * 8 + [2] * 4), 0.25), dict(seed=7), label="imbalanced classes 40/8/4"),
         Case((torch.tensor([0, 1] * 15), 0.5), dict(seed=3), label="two balanced classes, half for test"),
+        Case((torch.tensor([7] * 12 + [2] * 9 + [4] * 20 + [9]), 0.3), dict(seed=11),
+             label="labels 2, 4, 7, 9 (not 0..k-1), one class with a single item"),
+        Case((torch.tensor([3] * 10), 0.2), dict(seed=5), label="a single class"),
     ],
     mistakes=[
         Mistake("wrong_rounding", "Each class must put `round(n_c * test_fraction)` of its items into test.",
@@ -443,7 +450,9 @@ def _sampler_run(answer, case: Case):
 register(Exercise(
     lesson=LESSON, name="balanced_sampler", title="A WeightedRandomSampler that balances classes",
     reference=balanced_sampler, kind="function", run=_sampler_run, cases=_sampler_cases,
-    edge_cases=[Case((torch.tensor([0] * 30 + [1] * 3),), dict(seed=5), label="30 items of class 0, 3 of class 1")],
+    edge_cases=[Case((torch.tensor([0] * 30 + [1] * 3),), dict(seed=5), label="30 items of class 0, 3 of class 1"),
+                Case((torch.tensor([5] * 4 + [1] * 12 + [3] * 2 + [5] * 3),), dict(seed=8),
+                     label="labels 1, 3, 5 (not 0..k-1)")],
     mistakes=[
         Mistake("proportional_weights", "Your weights grow with the class size, which makes the imbalance "
                 "worse. Each item's weight is 1 / (size of its class).", _sampler_proportional),
@@ -637,6 +646,12 @@ def _sharded_run(answer, case: Case):
                     epochs.append((_items(worker_copy, cap, f"In worker {k} of {n}"),
                                    _items(worker_copy, cap, f"In worker {k} of {n}, second epoch")))
             _judge_stream([v for first, _ in epochs for v in first], start, end, n, f"With num_workers={n}")
+            fair = math.ceil(max(end - start, 0) / n)
+            if any(len(first) > fair for first, _ in epochs):
+                raise Incorrect("unbalanced_shards", f"With num_workers={n} one worker yielded "
+                                f"{max(len(first) for first, _ in epochs)} of the {end - start} items, more than "
+                                f"its share (at most {fair}): \"let each copy yield only its share\", so the "
+                                "workers split the work (a stride `range(start + id, end, num_workers)` does).")
             for first, second in epochs:
                 _same_next_epoch(first, second)
     return True
