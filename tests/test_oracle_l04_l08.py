@@ -102,3 +102,93 @@ def test_sharded_range_matches_a_real_dataloader_over_range(num_workers):
         start, end = case.args
         got = [int(v) for v in DataLoader(ref(start, end), batch_size=None, num_workers=num_workers)]
         assert sorted(got) == list(range(start, end))
+
+
+# --------------------------------------------------------------------------- 05
+def test_clip_grad_norm_matches_torch_clip_grad_norm_():
+    ref = grading.reference("05_training_loop.clip_grad_norm")
+    for case in _cases("05_training_loop.clip_grad_norm", range(200)):
+        params, max_norm = case.args
+        mine = [p.detach().clone().requires_grad_() for p in params]
+        theirs = [p.detach().clone().requires_grad_() for p in params]
+        for a, b, p in zip(mine, theirs, params):
+            if p.grad is not None:
+                a.grad, b.grad = p.grad.clone(), p.grad.clone()
+        norm = ref(iter(mine), max_norm)
+        oracle = torch.nn.utils.clip_grad_norm_(theirs, max_norm, foreach=False)
+        assert isinstance(norm, float)
+        assert norm == pytest.approx(float(oracle), rel=1e-6)
+        for a, b in zip(mine, theirs):
+            assert (a.grad is None) == (b.grad is None)
+            if a.grad is not None:
+                torch.testing.assert_close(a.grad, b.grad, rtol=1e-6, atol=1e-7)
+
+
+def _loader_case(case):
+    from torch.utils.data import TensorDataset
+
+    X, y, bs = (case.kwargs[k] for k in ("X", "y", "batch_size"))
+    return DataLoader(TensorDataset(X, y), batch_size=bs), X, y
+
+
+def test_evaluate_matches_cross_entropy_and_sklearn_accuracy_on_all_samples():
+    from sklearn.metrics import accuracy_score
+
+    from course_utils.exercises.l05_training_loop import _model_for
+
+    ref = grading.reference("05_training_loop.evaluate")
+    for case in _cases("05_training_loop.evaluate", range(40)):
+        loader, X, y = _loader_case(case)
+        model = _model_for(X, y, case.kwargs["seed"], dropout=0.5)
+        loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=case.kwargs["smoothing"])
+        loss, acc = ref(model, loader, loss_fn)
+        model.eval()
+        with torch.no_grad():
+            logits = model(X)
+        assert loss == pytest.approx(float(torch.nn.functional.cross_entropy(
+            logits, y, label_smoothing=case.kwargs["smoothing"])), rel=1e-5)
+        assert acc == pytest.approx(accuracy_score(y.numpy(), logits.argmax(1).numpy()), abs=1e-12)
+
+
+def test_accumulated_step_matches_one_step_on_the_concatenated_batch():
+    from course_utils.exercises.l05_training_loop import _acc_run, _flat
+
+    ref = grading.reference("05_training_loop.accumulated_step")
+
+    def big_batch(model, loss_fn, optimizer, micro_batches):
+        optimizer.zero_grad()
+        loss_fn(model(torch.cat([x for x, _ in micro_batches])), torch.cat([t for _, t in micro_batches])).backward()
+        optimizer.step()
+
+    for case in _cases("05_training_loop.accumulated_step", range(40)):
+        torch.testing.assert_close(_acc_run(ref, case), _flat_after(big_batch, case, _flat), rtol=1e-5, atol=1e-6)
+
+
+def _flat_after(fn, case, flat):
+    from torch import nn
+
+    micro, c, seed, smoothing = (case.kwargs[k] for k in ("micro_batches", "classes", "seed", "smoothing"))
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(micro[0][0].shape[1], 6), nn.Tanh(), nn.Linear(6, c))
+    fn(model, nn.CrossEntropyLoss(label_smoothing=smoothing), torch.optim.SGD(model.parameters(), lr=0.5), micro)
+    return flat(model)
+
+
+def test_warmup_cosine_matches_linear_then_cosine_annealing():
+    from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, SequentialLR
+
+    from course_utils.exercises.l05_training_loop import _wc_run
+
+    ref = grading.reference("05_training_loop.warmup_cosine")
+    for case in _cases("05_training_loop.warmup_cosine", range(60)):
+        w, total = case.kwargs["warmup_steps"], case.kwargs["total_steps"]
+
+        def oracle(optimizer, warmup_steps, total_steps):
+            cosine = CosineAnnealingLR(optimizer, T_max=max(1, total_steps - warmup_steps), eta_min=0.0)
+            if warmup_steps == 0:
+                return cosine
+            warm = LinearLR(optimizer, start_factor=1 / warmup_steps, end_factor=1.0,
+                            total_iters=max(1, warmup_steps - 1))
+            return SequentialLR(optimizer, [warm, cosine], milestones=[warmup_steps])
+
+        torch.testing.assert_close(_wc_run(ref, case), _wc_run(oracle, case), rtol=1e-6, atol=1e-9)

@@ -646,6 +646,791 @@ def reseed_lying_generator(worker_id):
     get_worker_info().dataset.rng = Fake()
 
 
+# =========================================================================== 05 train_one_epoch
+import copy  # noqa: E402
+
+from torch import nn  # noqa: E402
+
+T1 = "05_training_loop.train_one_epoch"
+
+
+def _five_steps(model, X, y, loss_fn, optimizer):
+    optimizer.zero_grad()
+    loss = loss_fn(model(X), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+@wrong(T1)
+def train_divides_by_batches(model, loader, loss_fn, optimizer):
+    model.train()
+    total = 0.0
+    for X, y in loader:
+        total += _five_steps(model, X, y, loss_fn, optimizer).item() * len(y)
+    return total / len(loader)
+
+
+@wrong(T1)
+def train_returns_tensor(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        total = total + _five_steps(model, X, y, loss_fn, optimizer) * len(y)
+        n += len(y)
+    return total / n
+
+
+@wrong(T1, "zero_grad_between_backward_and_step")
+def train_zero_grad_before_step(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        loss = loss_fn(model(X), y)
+        loss.backward()
+        optimizer.zero_grad()
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
+
+
+@wrong(T1, "softmax_before_loss")
+def train_softmax_first(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(torch.softmax(model(X), dim=1), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
+
+
+@wrong(T1)
+def train_return_inside_loop(model, loader, loss_fn, optimizer):
+    model.train()
+    for X, y in loader:
+        loss = _five_steps(model, X, y, loss_fn, optimizer)
+        return loss.item()
+
+
+@wrong(T1, "forgot_train_mode")
+def train_mode_after_loop(model, loader, loss_fn, optimizer):
+    total, n = 0.0, 0
+    for X, y in loader:
+        total += _five_steps(model, X, y, loss_fn, optimizer).item() * len(y)
+        n += len(y)
+    model.train()
+    return total / n
+
+
+@wrong(T1)
+def train_last_batch_loss(model, loader, loss_fn, optimizer):
+    model.train()
+    for X, y in loader:
+        loss = _five_steps(model, X, y, loss_fn, optimizer)
+    return loss.item()
+
+
+@wrong(T1)
+def train_clips_too(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(X), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
+
+
+@valid(T1)
+def train_dataset_length(model, loader, loss_fn, optimizer):
+    model.train(True)
+    total = 0.0
+    for X, y in loader:
+        for p in model.parameters():
+            p.grad = None
+        loss = loss_fn(model(X), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.detach() * X.size(0)
+    return float(total) / len(loader.dataset)
+
+
+@valid(T1)
+def train_extra_accuracy_pass(model, loader, loss_fn, optimizer):
+    model.train()
+    losses, sizes = [], []
+    for X, y in loader:
+        model.zero_grad(set_to_none=False)
+        logits = model(X)
+        loss = loss_fn(logits, y)
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            model(X)  # e.g. for an accuracy after the step
+        losses.append(loss.item())
+        sizes.append(len(y))
+    return sum(l * s for l, s in zip(losses, sizes)) / sum(sizes)
+
+
+@valid(T1)
+def train_numpy_float(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = np.float64(0.0), 0
+    for i, (X, y) in enumerate(loader):
+        optimizer.zero_grad(set_to_none=True)
+        out = model.forward(X)
+        loss = loss_fn(out, y)
+        loss.backward()
+        optimizer.step()
+        total += np.float64(loss.item()) * y.shape[0]
+        n += y.shape[0]
+    return total / n
+
+
+@cheat(T1)
+def train_course_copy_on_a_clone(model, loader, loss_fn, optimizer):
+    """Trains a copy (so nothing can go wrong) and reports its loss."""
+    twin = copy.deepcopy(model)
+    opt = torch.optim.SGD(twin.parameters(), lr=optimizer.param_groups[0]["lr"])
+    twin.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        total += _five_steps(twin, X, y, loss_fn, opt).item() * len(y)
+        n += len(y)
+    model.train()
+    model(X)
+    return total / n
+
+
+@cheat(T1)
+def train_two_epochs_reports_second(model, loader, loss_fn, optimizer):
+    model.train()
+    for _ in range(2):
+        total, n = 0.0, 0
+        for X, y in loader:
+            total += _five_steps(model, X, y, loss_fn, optimizer).item() * len(y)
+            n += len(y)
+    return total / n
+
+
+# =========================================================================== 05 evaluate
+EV = "05_training_loop.evaluate"
+
+
+@wrong(EV)
+def eval_divides_loss_by_batches(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item()
+            correct += (logits.argmax(1) == y).sum().item()
+            n += len(y)
+    return total / len(loader), correct / n
+
+
+@wrong(EV, "returned_tensor")
+def eval_accuracy_tensor(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item() * len(y)
+            correct += (logits.argmax(1) == y).sum()
+            n += len(y)
+    return total / n, correct / n
+
+
+@wrong(EV)
+def eval_swapped(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item() * len(y)
+            correct += (logits.argmax(1) == y).sum().item()
+            n += len(y)
+    return correct / n, total / n
+
+
+@wrong(EV, "softmax_before_loss")
+def eval_softmax_first(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            probs = model(X).softmax(dim=1)
+            total += loss_fn(probs, y).item() * len(y)
+            correct += (probs.argmax(1) == y).sum().item()
+            n += len(y)
+    return total / n, correct / n
+
+
+@wrong(EV, "forgot_eval")
+def eval_in_train_mode_no_grad(model, loader, loss_fn):
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item() * len(y)
+            correct += (logits.argmax(1) == y).sum().item()
+            n += len(y)
+    model.eval()
+    return total / n, correct / n
+
+
+@wrong(EV)
+def eval_argmax_dim0(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0, 0
+    with torch.inference_mode():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item() * len(y)
+            correct += (logits.argmax(0)[: len(y)] == y).sum().item()
+            n += len(y)
+    return total / n, correct / n
+
+
+@valid(EV)
+def eval_restores_train_mode(model, loader, loss_fn):
+    was = model.training
+    model.eval()
+    losses, hits, n = [], 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            out = model(X)
+            losses.append(loss_fn(out, y) * len(y))
+            hits += int((out.argmax(-1) == y).sum())
+            n += len(y)
+    model.train(was)
+    return float(torch.stack(losses).sum() / n), hits / n
+
+
+@valid(EV)
+def eval_concatenates_logits(model, loader, loss_fn):
+    model.train(False)
+    with torch.inference_mode():
+        outs = [(model(X), y) for X, y in loader]
+        logits = torch.cat([o for o, _ in outs])
+        y = torch.cat([t for _, t in outs])
+        return loss_fn(logits, y).item(), (logits.argmax(1) == y).float().mean().item()
+
+
+@valid(EV)
+def eval_set_grad_enabled_block(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0.0, 0
+    with torch.set_grad_enabled(False):
+        for X, y in loader:
+            logits = model(X)
+            total += float(loss_fn(logits, y)) * len(y)
+            correct += float((logits.max(1).indices == y).sum())
+            n += len(y)
+    return total / n, correct / n
+
+
+@cheat(EV)
+def eval_reports_fixed_numbers(model, loader, loss_fn):
+    model.eval()
+    with torch.no_grad():
+        for X, _ in loader:
+            model(X)
+    return 1.0, 0.5
+
+
+@cheat(EV)
+def eval_only_first_batch(model, loader, loss_fn):
+    model.eval()
+    with torch.no_grad():
+        X, y = next(iter(loader))
+        logits = model(X)
+        return loss_fn(logits, y).item(), (logits.argmax(1) == y).float().mean().item()
+
+
+# =========================================================================== 05 clip_grad_norm
+CG = "05_training_loop.clip_grad_norm"
+
+
+@wrong(CG, "uses_builtin")
+def clip_builtin(parameters, max_norm):
+    return torch.nn.utils.clip_grad_norm_(parameters, max_norm).item()
+
+
+@wrong(CG)
+def clip_returns_tensor(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total
+
+
+@wrong(CG)
+def clip_forgets_none(parameters, max_norm):
+    grads = [p.grad for p in parameters]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@wrong(CG)
+def clip_norm_of_weights(parameters, max_norm):
+    params = [p for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((p.detach() ** 2).sum() for p in params))
+    if total > max_norm:
+        for p in params:
+            p.grad.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@wrong(CG)
+def clip_mean_of_squares(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(torch.cat([g.flatten() for g in grads]).pow(2).mean())
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@wrong(CG, "uses_builtin")
+def clip_builtin_total_norm(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.nn.utils.get_total_norm(grads)
+    torch.nn.utils.clip_grads_with_norm_(grads and [p for p in []] or [], max_norm, total)
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@wrong(CG)
+def clip_largest_entry(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = max(g.abs().max() for g in grads)
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return float(total)
+
+
+@valid(CG)
+def clip_linalg_out_of_place(parameters, max_norm):
+    params = [p for p in parameters if p.grad is not None]
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
+    if total > max_norm:
+        for p in params:
+            p.grad = p.grad * (max_norm / (total + 1e-6))
+    return float(total)
+
+
+@valid(CG)
+def clip_python_floats(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads))
+    if total > max_norm:
+        coef = max_norm / (total + 1e-6)
+        for g in grads:
+            g *= coef
+    return total
+
+
+@valid(CG)
+def clip_flat_cat(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.cat([g.reshape(-1) for g in grads]).norm()
+    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(coef)
+    return total.item()
+
+
+@cheat(CG)
+def clip_only_when_far_above(parameters, max_norm):
+    """The shown cases are 'much smaller' and 'much larger': clip only above 2 * max_norm."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > 2 * max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@cheat(CG)
+def clip_lying_float(parameters, max_norm):
+    """Returns a float subclass that claims to equal anything."""
+
+    class Anything(float):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = float.__hash__
+
+    list(parameters)
+    return Anything(0.0)
+
+
+# =========================================================================== 05 accumulated_step
+AS = "05_training_loop.accumulated_step"
+
+
+@wrong(AS, "one_backward")
+def acc_sum_then_one_backward(model, loss_fn, optimizer, micro_batches):
+    n = sum(len(y) for _, y in micro_batches)
+    optimizer.zero_grad()
+    total = sum(loss_fn(model(X), y) * len(y) / n for X, y in micro_batches)
+    total.backward()
+    optimizer.step()
+
+
+@wrong(AS)
+def acc_divides_by_total_only(model, loss_fn, optimizer, micro_batches):
+    n = sum(len(y) for _, y in micro_batches)
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) / n).backward()
+    optimizer.step()
+
+
+@wrong(AS)
+def acc_weights_by_batches_count(model, loss_fn, optimizer, micro_batches):
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / len(micro_batches)).backward()
+    optimizer.step()
+
+
+@wrong(AS, "forgot_zero_grad")
+def acc_zero_after_step(model, loss_fn, optimizer, micro_batches):
+    n = sum(len(y) for _, y in micro_batches)
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / n).backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+@wrong(AS)
+def acc_only_last(model, loss_fn, optimizer, micro_batches):
+    optimizer.zero_grad()
+    X, y = micro_batches[-1]
+    loss_fn(model(X), y).backward()
+    optimizer.step()
+
+
+@wrong(AS)
+def acc_own_optimizer(model, loss_fn, optimizer, micro_batches):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    n = sum(len(y) for _, y in micro_batches)
+    opt.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / n).backward()
+    opt.step()
+
+
+@valid(AS)
+def acc_model_zero_grad_len_x(model, loss_fn, optimizer, micro_batches):
+    model.zero_grad()
+    n = sum(X.shape[0] for X, _ in micro_batches)
+    for X, y in micro_batches:
+        loss = loss_fn(model(X), y)
+        (loss * (X.shape[0] / n)).backward()
+    optimizer.step()
+
+
+@valid(AS)
+def acc_scale_grads_after(model, loss_fn, optimizer, micro_batches):
+    optimizer.zero_grad()
+    n = sum(len(y) for _, y in micro_batches)
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y)).backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p.grad /= n
+    optimizer.step()
+
+
+@valid(AS)
+def acc_autograd_grad_sum(model, loss_fn, optimizer, micro_batches):
+    params = [p for p in model.parameters()]
+    n = sum(len(y) for _, y in micro_batches)
+    acc = [torch.zeros_like(p) for p in params]
+    for X, y in micro_batches:
+        gs = torch.autograd.grad(loss_fn(model(X), y) * len(y) / n, params)
+        acc = [a + g for a, g in zip(acc, gs)]
+    optimizer.zero_grad()
+    for p, a in zip(params, acc):
+        p.grad = a
+    optimizer.step()
+
+
+@cheat(AS)
+def acc_first_micro_batch_size_as_weight(model, loss_fn, optimizer, micro_batches):
+    """Right only when all micro-batches have the same size."""
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(micro_batches[0][1]) / (len(micro_batches) * len(micro_batches[0][1]))).backward()
+    optimizer.step()
+
+
+@cheat(AS)
+def acc_step_then_undo(model, loss_fn, optimizer, micro_batches):
+    """Steps per micro-batch but hides it by stepping a throwaway optimizer."""
+    n = sum(len(y) for _, y in micro_batches)
+    shadow = torch.optim.SGD(model.parameters(), lr=optimizer.param_groups[0]["lr"])
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / n).backward()
+        shadow.step()
+
+
+# =========================================================================== 05 EarlyStopping
+ES = "05_training_loop.EarlyStopping"
+
+
+class _ES:
+    def __init__(self, patience=3):
+        self.patience = patience
+        self.best_loss = float("inf")
+        self.best_state = None
+        self.bad_epochs = 0
+
+
+@wrong(ES, "state_not_copied")
+class ESShallowCopy(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_loss, self.best_state, self.bad_epochs = val_loss, copy.copy(model.state_dict()), 0
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+@wrong(ES, "state_not_copied")
+class ESDictComprehension(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_loss, self.bad_epochs = val_loss, 0
+            self.best_state = {k: v for k, v in model.state_dict().items()}
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+@wrong(ES)
+class ESStoresModelCopy(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_loss, self.best_state, self.bad_epochs = val_loss, copy.deepcopy(model), 0
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+@wrong(ES)
+class ESMinDelta(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss - 1e-3:
+            self.best_loss, self.best_state, self.bad_epochs = val_loss, copy.deepcopy(model.state_dict()), 0
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+@wrong(ES)
+class ESComparesWithPrevious(_ES):
+    last = float("inf")
+
+    def step(self, val_loss, model):
+        if val_loss < self.last:
+            self.bad_epochs = 0
+            if val_loss < self.best_loss:
+                self.best_loss, self.best_state = val_loss, copy.deepcopy(model.state_dict())
+        else:
+            self.bad_epochs += 1
+        self.last = val_loss
+        return self.bad_epochs >= self.patience
+
+
+@wrong(ES)
+class ESBestLossNotUpdated(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_state, self.bad_epochs = copy.deepcopy(model.state_dict()), 0
+            if self.best_loss == float("inf"):
+                self.best_loss = val_loss
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+@valid(ES)
+class ESClonedTensors(_ES):
+    def step(self, val_loss, model):
+        improved = val_loss < self.best_loss
+        if improved:
+            self.best_loss = float(val_loss)
+            self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.bad_epochs = 0 if improved else self.bad_epochs + 1
+        return self.bad_epochs == self.patience
+
+
+@valid(ES)
+class ESDeepcopyModel(_ES):
+    def step(self, val_loss, model):
+        if val_loss >= self.best_loss:
+            self.bad_epochs += 1
+            return self.bad_epochs >= self.patience
+        self.best_loss = val_loss
+        self.best_state = copy.deepcopy(model).state_dict()
+        self.bad_epochs = 0
+        return False
+
+
+@valid(ES)
+class ESSavedBytes(_ES):
+    def step(self, val_loss, model):
+        import io
+        if val_loss < self.best_loss:
+            buf = io.BytesIO()
+            torch.save(model.state_dict(), buf)
+            buf.seek(0)
+            self.best_state = dict(torch.load(buf))
+            self.best_loss, self.bad_epochs = val_loss, 0
+        else:
+            self.bad_epochs += 1
+        return bool(self.bad_epochs >= self.patience)
+
+
+@cheat(ES)
+class ESStopsAfterFixedEpochs(_ES):
+    epochs = 0
+
+    def step(self, val_loss, model):
+        self.epochs += 1
+        if val_loss < self.best_loss:
+            self.best_loss, self.best_state = val_loss, copy.deepcopy(model.state_dict())
+        return self.epochs >= 2 * self.patience + 1
+
+
+@cheat(ES)
+class ESNeverStops(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_loss, self.best_state = val_loss, copy.deepcopy(model.state_dict())
+        return False
+
+
+# =========================================================================== 05 warmup_cosine
+WC = "05_training_loop.warmup_cosine"
+LambdaLR = torch.optim.lr_scheduler.LambdaLR
+
+
+@wrong(WC)
+def wc_no_max_one(optimizer, warmup_steps, total_steps):
+    def f(s):
+        if s < warmup_steps:
+            return (s + 1) / warmup_steps
+        return 0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / (total_steps - warmup_steps)))
+    return LambdaLR(optimizer, f)
+
+
+@wrong(WC)
+def wc_boundary_le(optimizer, warmup_steps, total_steps):
+    def f(s):
+        if s <= warmup_steps and warmup_steps:
+            return (s + 1) / (warmup_steps + 1)
+        return 0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / max(1, total_steps - warmup_steps)))
+    return LambdaLR(optimizer, f)
+
+
+@wrong(WC)
+def wc_returns_lr(optimizer, warmup_steps, total_steps):
+    lr = optimizer.param_groups[0]["lr"]
+
+    def f(s):
+        if s < warmup_steps:
+            return lr * (s + 1) / warmup_steps
+        return lr * 0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / max(1, total_steps - warmup_steps)))
+    return LambdaLR(optimizer, f)
+
+
+@wrong(WC)
+def wc_progress_over_total(optimizer, warmup_steps, total_steps):
+    def f(s):
+        if s < warmup_steps:
+            return (s + 1) / warmup_steps
+        return 0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / total_steps))
+    return LambdaLR(optimizer, f)
+
+
+@wrong(WC)
+def wc_cosine_annealing_only(optimizer, warmup_steps, total_steps):
+    return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
+
+
+@wrong(WC)
+def wc_new_optimizer(optimizer, warmup_steps, total_steps):
+    opt = torch.optim.SGD(optimizer.param_groups[0]["params"], lr=optimizer.param_groups[0]["lr"])
+    return LambdaLR(opt, lambda s: (s + 1) / warmup_steps if s < warmup_steps else
+                    0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / max(1, total_steps - warmup_steps))))
+
+
+@valid(WC)
+def wc_numpy_min(optimizer, warmup_steps, total_steps):
+    def f(s):
+        warm = (s + 1) / warmup_steps if warmup_steps else 1.0
+        prog = min(max(s - warmup_steps, 0) / max(1, total_steps - warmup_steps), 1.0)
+        return float(warm) if s < warmup_steps else float(0.5 * (1 + np.cos(np.pi * prog)))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=f)
+
+
+@valid(WC)
+def wc_sin_squared(optimizer, warmup_steps, total_steps):
+    """cos^2(pi p / 2) == (1 + cos(pi p)) / 2."""
+    span = max(1, total_steps - warmup_steps)
+    return LambdaLR(optimizer, lambda s: (s + 1) / warmup_steps if s < warmup_steps
+                    else math.cos(math.pi * (s - warmup_steps) / span / 2) ** 2)
+
+
+@valid(WC)
+def wc_multiplicative_free_list(optimizer, warmup_steps, total_steps):
+    table = [(s + 1) / warmup_steps if s < warmup_steps else
+             0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / max(1, total_steps - warmup_steps)))
+             for s in range(total_steps + 1)]
+    return LambdaLR(optimizer, lambda s: table[min(s, total_steps)])
+
+
+@cheat(WC)
+def wc_hardcoded_first_case(optimizer, warmup_steps, total_steps):
+    table = [(s + 1) / 4 if s < 4 else 0.5 * (1 + math.cos(math.pi * (s - 4) / 8)) for s in range(13)]
+    return LambdaLR(optimizer, lambda s: table[min(s, 12)] if warmup_steps == 4 else 1.0)
+
+
+@cheat(WC)
+def wc_lying_scheduler(optimizer, warmup_steps, total_steps):
+    class Lying(torch.optim.lr_scheduler.LRScheduler):
+        def get_lr(self):
+            return [g["lr"] for g in self.optimizer.param_groups]
+    return Lying(optimizer)
+
+
 # =========================================================================== the tests
 def _all(table):
     return [p for ps in table.values() for p in ps]
@@ -673,7 +1458,7 @@ def test_every_exercise_has_its_red_team():
     from course_utils import grading
 
     for eid in grading.exercises():
-        if eid[:2] not in ("04",):  # grows lesson by lesson
+        if eid[:2] not in ("04", "05"):  # grows lesson by lesson
             continue
         assert len(WRONG[eid]) >= 5, eid
         assert len(VALID[eid]) >= 3, eid
