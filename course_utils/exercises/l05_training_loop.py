@@ -216,6 +216,41 @@ def _train_zero_before_step(model, loader, loss_fn, optimizer):
     return total / n
 
 
+class _Tag(torch.autograd.Function):
+    """Identity on the loss; its backward node holds a token, so the token lives exactly as long as
+    that batch's autograd graph."""
+
+    @staticmethod
+    def forward(ctx, loss, token):
+        ctx.token = token
+        return loss.view_as(loss)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class _Token:
+    pass
+
+
+def _watch_graphs(loss_fn: nn.Module, records: list) -> list:
+    """Every loss ``loss_fn`` returns carries a token; at each forward of the model, ``records``
+    gets the number of earlier batches whose graph is still alive."""
+    import weakref
+
+    tokens: list = []
+
+    def tag(module, args, out):
+        if not (isinstance(out, torch.Tensor) and out.requires_grad):
+            return None
+        token = _Token()
+        tokens.append(weakref.ref(token))
+        return _Tag.apply(out, token)
+
+    return [loss_fn.register_forward_hook(tag), tokens]
+
+
 def _train_trial(fn, case: Case):
     X, y, bs, seed, lr, smoothing = (case.kwargs[k] for k in ("X", "y", "batch_size", "seed", "lr", "smoothing"))
     model = _model_for(X, y, seed)
@@ -230,13 +265,21 @@ def _train_trial(fn, case: Case):
     loader = DataLoader(TensorDataset(X, y), batch_size=bs)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     steps, step_hook = _count_steps(optimizer)
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=smoothing)
+    tag_hook, tokens = _watch_graphs(loss_fn, [])
+    alive: list[int] = []  # at each forward: graphs of batches before the previous one still alive
+    hooks.append(model.register_forward_pre_hook(
+        lambda m, args: alive.append(sum(1 for t in tokens[:-1] if t() is not None))))
     try:
         with torch.enable_grad():
-            out = fn(model, loader, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer)
+            out = fn(model, loader, loss_fn, optimizer)
     finally:
         for h in hooks:
             h.remove()
         step_hook.remove()
+        tag_hook.remove()
+    if alive and max(alive) > 0 and fn is not train_one_epoch:
+        raise Incorrect("graph_kept_alive", _TRAIN_MESSAGES["graph_kept_alive"])
     return out, _flat(model), start, records, len(steps), len(backwards)
 
 
@@ -292,6 +335,9 @@ _SOFTMAX = ("You applied softmax to the logits before the loss: `nn.CrossEntropy
             "the loss is wrong and its gradients are much smaller.")
 
 _TRAIN_MESSAGES = {
+    "graph_kept_alive": "Your loop keeps the autograd graphs of earlier batches alive (e.g. `total = total + "
+    "loss * len(y)` or a list of loss tensors): memory grows with every batch. Take the number out with "
+    "`loss.item()` (or `loss.detach()`) before adding it up.",
     "forgot_backward": "The parameters did not change, and `loss.backward()` never ran: without it there are "
     "no gradients for `optimizer.step()` to apply. Per batch: `zero_grad()`, forward, loss, `backward()`, `step()`.",
     "softmax_before_loss": _SOFTMAX,
@@ -441,6 +487,9 @@ def _eval_run(answer, case: Case):
                         "and the graph costs memory and time.")
     if not grad_left_on:
         raise Incorrect("grad_left_off", _GRAD_LEFT_OFF)
+    if isinstance(out, list) and len(out) == 2:
+        raise Incorrect("wrong_type", "Return the pair as a tuple, `(mean_loss, accuracy)` (`return loss, acc`), "
+                        "not a list.")
     if isinstance(out, tuple) and len(out) == 2:
         for value, what in zip(out, ("the mean loss", "the accuracy")):
             _number_problem(value, what)
@@ -670,13 +719,22 @@ def _acc_run(answer, case: Case):
     size_hook = model.register_forward_pre_hook(lambda m, args: batch_sizes.append(len(args[0])))
     backwards: list[int] = []  # one call per backward pass through the first layer's weight
     grad_hook = model[0].weight.register_hook(lambda g: backwards.append(1))
+    given = list(micro)
+    pristine = [(X.clone(), y.clone()) for X, y in micro]
     try:
         with torch.enable_grad():
-            answer(model, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer, micro)
+            answer(model, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer, given)
     finally:
         step_hook.remove()
         size_hook.remove()
         grad_hook.remove()
+    if len(given) != len(pristine) or any(a is not b for a, b in zip(given, micro)):
+        raise Incorrect("changed_micro_batches", "Your function changed the list `micro_batches` it was given "
+                        "(`pop`, `del`, reassigning items): loop over it without modifying it.")
+    if any(not (torch.equal(X, X0) and torch.equal(y, y0)) for (X, y), (X0, y0) in zip(micro, pristine)):
+        raise Incorrect("mutated_input", "Your function changed the data in `micro_batches` in place (e.g. "
+                        "`X.zero_()` to free memory): the caller's tensors must stay as they were. Dropping your "
+                        "own references is enough to free memory.")
     if batch_sizes and max(batch_sizes) > max(len(x) for x, _ in micro):
         raise Incorrect("concatenated", _ACC_MESSAGES["concatenated"])
     if len(batch_sizes) >= len(micro) > 1 and len(backwards) == 1:

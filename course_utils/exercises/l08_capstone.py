@@ -302,9 +302,20 @@ def _heldout_probe(answer, r: Rand) -> None:
     rename = _derangement(10, r)
     y = rename[y_true]
     clf = _new_classifier(answer)
+    first_seen: dict[int, torch.Tensor] = {}  # each parameter's value when its module first ran in fit
+
+    def snapshot(module, args):
+        for p in module.parameters(recurse=False):
+            if id(p) not in first_seen:
+                first_seen[id(p)] = p.detach().clone()
+
+    watch = nn.modules.module.register_module_forward_pre_hook(snapshot)
     start = time.process_time()
-    with torch.enable_grad():
-        clf.fit(X[train].clone(), y[train].clone())
+    try:
+        with torch.enable_grad():
+            clf.fit(X[train].clone(), y[train].clone())
+    finally:
+        watch.remove()
     seconds = time.process_time() - start
     if seconds > TIME_BUDGET_S:
         raise Incorrect("too_slow", f"`fit` used {seconds:.1f} s of CPU time; the budget is {TIME_BUDGET_S:g} s. "
@@ -312,6 +323,21 @@ def _heldout_probe(answer, r: Rand) -> None:
     model = getattr(clf, "model", None)
     if not isinstance(model, nn.Module):
         raise Incorrect("no_model", "Keep the trained network in `self.model` (an `nn.Module`).")
+    params = [p for p in model.parameters() if p.requires_grad]
+    preds = _check_predict(clf, model, X, held)
+    if not params:
+        raise Incorrect("not_a_network", "`self.model` has no trainable parameters: the task is to \"train a new "
+                        "network from scratch\" in `fit` (layers such as `nn.Conv2d`/`nn.Linear` whose weights "
+                        "the training loop changes), not a lookup of the stored training images.")
+    if not any(id(p) in first_seen and not torch.equal(first_seen[id(p)], p.detach()) for p in params):
+        raise Incorrect("not_trained", "The parameters of `self.model` did not change during `fit`: the task is "
+                        "to \"train a new network from scratch\". Run the training loop (forward, loss, "
+                        "`backward()`, `optimizer.step()`) on `self.model` itself, not on a copy.")
+    _judge_accuracy(preds, y, y_true, held, seconds)
+
+
+def _check_predict(clf, model, X, held) -> torch.Tensor:
+    """Everything about `predict`: modes, grad, that it uses self.model and its logits."""
     records: list[tuple[bool, bool, bool]] = []
     own = {id(m) for m in model.modules()}
     outputs: list = []  # what self.model returns during predict (after any preprocessing in predict)
@@ -372,6 +398,10 @@ def _heldout_probe(answer, r: Rand) -> None:
         raise Incorrect("softmax_output", "Your network outputs probabilities (every row sums to 1), but "
                         "`CrossEntropyLoss` expects logits and applies log-softmax itself; softmax before it "
                         "squashes the gradients. Remove the final `Softmax` (use it only to display probabilities).")
+    return preds
+
+
+def _judge_accuracy(preds, y, y_true, held, seconds) -> None:
     accuracy = float((preds == y[held]).double().mean())
     if accuracy >= TARGET_ACCURACY:
         return
