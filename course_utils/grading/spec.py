@@ -147,6 +147,7 @@ class Exercise:
         solution: source shown by ``solution()``; defaults to the reference's source.
         arg_names: names of the positional arguments in feedback; defaults to the
             reference's signature (set it when that is ``*args``, e.g. ``Function.apply``).
+        points: what a correct answer is worth in the instructor's gradebook (default 1).
     """
 
     lesson: str
@@ -165,6 +166,7 @@ class Exercise:
     timeout: float = 3.0
     solution: str | None = None
     arg_names: Sequence[str] | None = None
+    points: float = 1.0
 
     @property
     def id(self) -> str:
