@@ -110,6 +110,53 @@ def _jacobians(outs: list, inputs: list) -> list:
     return jac
 
 
+_GUARDS: list[Any] = []
+
+
+def _from_course(frame: Any) -> bool:
+    from .sandbox import COURSE_IN_SANDBOX
+
+    return frame is not None and frame.f_code.co_filename.startswith(COURSE_IN_SANDBOX + "/course_utils/")
+
+
+def _install_guard(ex: Any, module: str, name: str, source: str) -> None:
+    """Give the staged lesson module its real reference ``name`` back, callable only from the
+    course's own code (a case's ``run`` that builds the reference, say): an answer calling it,
+    subclassing it or instantiating it gets the hidden-reference error."""
+    import functools
+    import types
+
+    from .sandbox import HIDDEN_MESSAGE
+
+    real_ns: dict[str, Any] = {"__name__": module + "._real", "__builtins__": builtins}
+    exec(compile(source, "<reference>", "exec"), real_ns)  # noqa: S102 - the course's own source
+    del source
+    real = real_ns[name]
+    if isinstance(real, type):
+        def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+            if cls is not guarded or not _from_course(sys._getframe(1)):
+                raise RuntimeError(HIDDEN_MESSAGE)
+            return object.__new__(cls)
+        guarded: Any = type(name, (real,), {"__new__": __new__, "__module__": module,
+                                            "__qualname__": name, "__init_subclass__": classmethod(
+                                                lambda cls, **k: (_ for _ in ()).throw(RuntimeError(HIDDEN_MESSAGE)))})
+    else:
+        @functools.wraps(real)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if not _from_course(sys._getframe(1)):
+                raise RuntimeError(HIDDEN_MESSAGE)
+            return real(*args, **kwargs)
+        guarded.__wrapped__ = None  # type: ignore[attr-defined]
+    _GUARDS.append(guarded)
+    mod = sys.modules[module]
+    stub = getattr(mod, name)
+    for m in list(sys.modules.values()):
+        if isinstance(m, types.ModuleType) and (getattr(m, "__name__", "") or "").startswith("course_utils."):
+            for key, value in list(vars(m).items()):
+                if value is stub:
+                    setattr(m, key, guarded)
+
+
 def serve(lesson: str) -> int:
     """The executor loop (inside the sandbox)."""
     out = os.fdopen(os.dup(1), "wb")
@@ -141,6 +188,8 @@ def serve(lesson: str) -> int:
                 answer = pickle.loads(payload)
                 answers[ex.id] = answer
                 reply["kind"] = {"none": answer is None, "ellipsis": answer is Ellipsis,
+                                 "is_reference": any(answer is e.reference for e in exercises.values())
+                                 or any(answer is g for g in _GUARDS),
                                  "is_class": isinstance(answer, type),
                                  "is_module": isinstance(answer, torch.nn.Module),
                                  "callable": callable(answer), "type": type(answer).__name__[:80]}
@@ -156,6 +205,8 @@ def serve(lesson: str) -> int:
                 buf = io.BytesIO()
                 torch.save({"out": got, "tensors": tensors, "jac": jac}, buf)
                 data = buf.getvalue()
+            elif req["op"] == "guard":
+                _install_guard(ex, req["module"], req["name"], payload.decode("utf-8"))
             elif req["op"] == "probe":
                 from course_utils.grading.spec import Rand
 
@@ -369,32 +420,61 @@ def _standin(kind: dict[str, Any]) -> Any:
     return type(name, (), {})()
 
 
+def _reference_source(ex: Any) -> tuple[str, str, str] | None:
+    """``(module, name, source)`` of the real reference, for an exercise whose checking code
+    needs it inside the executor."""
+    import inspect
+
+    ref = ex.reference
+    mod = sys.modules.get(getattr(ref, "__module__", "") or "")
+    name = getattr(ref, "__name__", None)
+    if mod is None or name is None or getattr(mod, name, None) is not ref:
+        return None
+    try:
+        return mod.__name__, name, inspect.getsource(mod)
+    except (OSError, TypeError):
+        return None
+
+
 def judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,
               seed: int | None = None) -> dict[str, Any]:
     """The verdict for one exported answer: ``{status, mistake, message}``."""
+    return _judge_one(ex, payload, export_error, executor, seed)[0]
+
+
+def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,
+               seed: int | None = None) -> tuple[dict[str, Any], bool]:
     from course_utils.grading.runner import run_check
+
+    from .sandbox import HIDDEN_MESSAGE
+
+    needs_reference = [False]
 
     if payload is None or export_error:
         return {"status": "error", "mistake": "export_failed",
-                "message": f"the answer could not be taken out of the notebook ({export_error or 'nothing exported'})"}
+                "message": f"the answer could not be taken out of the notebook ({export_error or 'nothing exported'})"}, False
     if payload.startswith(b"MISSING"):
         return {"status": "incorrect", "mistake": "answer_not_defined",
                 "message": "the answer is not defined when its check cell runs (did the cell that defines it raise "
-                           "an error, e.g. a SyntaxError?)"}
+                           "an error, e.g. a SyntaxError?)"}, False
     if payload.startswith(b"ERROR"):
         return {"status": "error", "mistake": "export_failed",
-                "message": "the answer could not be serialized: " + _clean(payload[5:].decode("utf-8", "replace"))}
+                "message": "the answer could not be serialized: " + _clean(payload[5:].decode("utf-8", "replace"))}, False
     if not payload.startswith(b"PICKLE"):
-        return {"status": "error", "mistake": "export_failed", "message": "the exported answer is unreadable"}
+        return {"status": "error", "mistake": "export_failed", "message": "the exported answer is unreadable"}, False
     try:
         head, _ = executor.request({"op": "load", "exercise": ex.id}, payload[6:])
     except ExecutorGone as exc:
-        return {"status": "incorrect", "mistake": "exception", "message": f"loading the answer failed: {exc}"}
+        return {"status": "incorrect", "mistake": "exception", "message": f"loading the answer failed: {exc}"}, False
     if "raised" in head:
         info = head["raised"]
         return {"status": "incorrect", "mistake": "exception",
-                "message": f"loading the answer raised {_clean(info.get('type'), 80)}: {_clean(info.get('message'))}"}
-    standin = _standin(head.get("kind") or {})
+                "message": f"loading the answer raised {_clean(info.get('type'), 80)}: {_clean(info.get('message'))}"}, False
+    kind = head.get("kind") or {}
+    if kind.get("is_reference"):
+        return {"status": "incorrect", "mistake": "reference_answer",
+                "message": "The answer is the course's own reference solution object, not the learner's code."}, False
+    standin = _standin(kind)
 
     def run(answer: Any, case: Any) -> Any:
         if answer is not standin:
@@ -408,6 +488,7 @@ def judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor
         except ExecutorGone as exc:
             _raiser(None)(RuntimeError(str(exc)))
         if "raised" in rep:
+            _note_hidden(rep["raised"])
             _raise(rep["raised"])
         got = _plain(data)
         if not isinstance(got, dict) or "out" not in got:
@@ -435,18 +516,43 @@ def judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor
             except ExecutorGone as exc:
                 _raiser(None)(RuntimeError(str(exc)))
             if "raised" in rep:
+                _note_hidden(rep["raised"])
                 _raise(rep["raised"])
         return probe
+
+    def _note_hidden(info: dict[str, Any]) -> None:
+        text = json.dumps(info)
+        if HIDDEN_MESSAGE in text and not info.get("learner"):
+            needs_reference[0] = True
 
     cases = None
     if ex.cases is not None:
         original = ex.cases
         cases = lambda rand: tag(original(rand), ["seed", rand.seed])  # noqa: E731
+    # learner code runs in another process, over a pipe, on a busy machine: the same limit
+    # with room for the round trips (an endless loop is still stopped)
+    timeout = max(float(ex.timeout) * 3, float(ex.timeout) + 10) if ex.timeout else ex.timeout
     judged = dataclasses.replace(
         ex, edge_cases=[tag(copy.deepcopy(c), ["edge", i]) for i, c in enumerate(ex.edge_cases)],
-        cases=cases, run=run, probes=[remote_probe(j) for j in range(len(ex.probes))])
+        cases=cases, run=run, probes=[remote_probe(j) for j in range(len(ex.probes))], timeout=timeout)
     result = run_check(judged, standin, seed=seed)
-    return {"status": result.status, "mistake": result.mistake or "", "message": result.message}
+    verdict = {"status": result.status, "mistake": result.mistake or "", "message": result.message}
+    found = _reference_source(ex) if needs_reference[0] else None
+    if found is not None:
+        # The course's checking code for this exercise builds the reference inside the
+        # executor: give it back there, callable from course code only, and check again with
+        # the answer object loaded before (its references still point at the stub).
+        module, name, source = found
+        try:
+            head, _ = executor.request({"op": "guard", "exercise": ex.id, "module": module, "name": name},
+                                       source.encode("utf-8"))
+        except ExecutorGone:
+            return verdict, True
+        if "raised" not in head:
+            result = run_check(judged, standin, seed=seed)
+            verdict = {"status": result.status, "mistake": result.mistake or "", "message": result.message,
+                       "guarded": True}
+    return verdict, needs_reference[0]
 
 
 def judge_submission(lesson: str, answers: dict[str, tuple[bytes | None, str | None]], start_executor: Any,

@@ -153,7 +153,9 @@ def reference_names(module_name: str) -> dict[str, set[str]]:
         name = getattr(ref, "__name__", None)
         if mod is None or name is None or getattr(mod, "__file__", None) is None:
             continue
-        if getattr(mod, name, None) is ref and mod.__name__.startswith("course_utils."):
+        # only the exercise modules: references that are also public course helpers
+        # (``training_lab.train_one_epoch``, ``data_workers.ShardedRange``) are used by later lessons
+        if getattr(mod, name, None) is ref and mod.__name__.startswith("course_utils.exercises."):
             found.setdefault(mod.__file__, set()).add(name)
     return found
 
@@ -239,8 +241,8 @@ def command(argv: Sequence[str], *, course: Path, inputs: Path | None, env: dict
     if exe is None:
         raise RuntimeError(INSTALL_HINT)
     home = os.path.expanduser("~")
-    args = [exe, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--hostname", "grading"]
+    args = [exe, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session"]
     args += _system_binds()
     # private, empty, size-capped $HOME (the instructor's) and /tmp, before re-binding the env
     for tmp in sorted({home, "/root", "/home"}):
@@ -279,7 +281,7 @@ def base_env(threads: int = 1) -> dict[str, str]:
         "HOME": "/tmp/home", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
         "PYTHONPATH": COURSE_IN_SANDBOX, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
         "OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "MPLBACKEND": "Agg",
-        "COURSE_PROGRESS_LOG": "", "JUPYTER_PLATFORM_DIRS": "1",
+        "COURSE_PROGRESS_LOG": "", "JUPYTER_PLATFORM_DIRS": "1", "GLOO_SOCKET_IFNAME": "lo",
         "JUPYTER_RUNTIME_DIR": "/tmp/home/.jupyter-runtime", "JUPYTER_DATA_DIR": "/tmp/home/.jupyter-data",
         "IPYTHONDIR": "/tmp/home/.ipython", "MPLCONFIGDIR": "/tmp/home/.mpl",
     }
@@ -317,7 +319,10 @@ class UidPool:
     """Distinct unprivileged user ids for the sandboxes running at once (root only)."""
 
     def __init__(self, size: int):
-        self.free = [UID_BASE + i for i in range(max(1, size))] if os.geteuid() == 0 else []
+        # a range of its own per grading process, so two graders never share a process cap
+        base = UID_BASE + (os.getpid() % 400) * 64
+        self.free = [base + i for i in range(max(1, min(size, 64)))] if os.geteuid() == 0 else []
+        self.all = list(self.free)
 
     def take(self) -> int | None:
         return self.free.pop(0) if self.free else None
