@@ -221,7 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("lessons", nargs="*", help="lesson stems or prefixes (default: all)")
     ap.add_argument("--check", action="store_true", help="exit 1 if any generated file is out of date")
     ap.add_argument("--execute", action="store_true", help="execute the selected solutions first")
+    ap.add_argument("--nbgrader", metavar="OUTDIR", help="write an nbgrader course (source notebooks with "
+                                                           "nbgrader cell metadata) to OUTDIR and stop")
     args = ap.parse_args(argv)
+    if args.nbgrader:  # its own module: course_utils/instructor/nbgrader_export.py
+        from .instructor import nbgrader_export
+
+        return nbgrader_export.main([args.nbgrader, *args.lessons])
     stems = _select(args.lessons)
     if args.check:
         problems = check(stems)

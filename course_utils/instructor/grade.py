@@ -715,7 +715,8 @@ def main(argv: list[str] | None = None) -> int:
         received.append(signum)
         grader.stop()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
     try:
         reports = grader.run(items)
     finally:
