@@ -269,8 +269,9 @@ def _exercise_rows(report: NotebookReport, lesson: str, checked: set[str], verdi
             status = v.get("status") if v.get("status") in STATUSES else "error"
             row = Row(report.student, report.shown, ex.id, status, _clean(v.get("mistake") or "", 60),
                       _clean(v.get("message") or ""))
-        elif ex.id in checked and error:
-            row = Row(report.student, report.shown, ex.id, "error", mistake or "", error)
+        elif ex.id in checked and not error:
+            row = Row(report.student, report.shown, ex.id, "error", "export_missing",
+                      "the notebook reached its end but handed out no answer for this check cell")
         elif error:
             row = Row(report.student, report.shown, ex.id, "error", mistake or "", error)
         else:

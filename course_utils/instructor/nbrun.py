@@ -84,9 +84,13 @@ class Runner:
             await self.client.async_execute_cell(cell, len(self.executed.cells) - 1, store_history=history)
         finally:
             self.client.timeout = _whole_seconds(self.timeout)
-        # outputs are never kept: a notebook printing 100 MB must not pile up here
+        # outputs are never kept (a notebook printing 100 MB must not pile up here), but the
+        # entries stay so that nbclient can still update a display made by an earlier cell
         error = _error_of(cell)
-        cell.outputs = []
+        for out in cell.get("outputs", []):
+            for key, empty in (("text", ""), ("data", {}), ("traceback", []), ("evalue", "")):
+                if key in out:
+                    out[key] = empty
         cell["_error"] = error
         return cell, self._timed_out
 
