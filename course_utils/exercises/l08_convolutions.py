@@ -2,10 +2,12 @@
 counts, receptive fields, and a small VGG-style network to a spec.
 
 Rules the lesson states ("without `F.conv2d` / `nn.Conv2d`", "without `F.max_pool2d` /
-`nn.MaxPool2d`") are enforced with a ``TorchDispatchMode`` that watches every ATen op the
-answer runs: however the built-in is reached (``F.conv2d``, ``torch.conv2d``, an imported
-alias, ``nn.Conv2d``, ``torch.ops.aten.convolution``), it arrives as a convolution or pooling
-op, and the check fails with a message quoting the rule. A learner's ``try/except`` around the
+`nn.MaxPool2d`") are enforced with a ``TorchFunctionMode`` that sees every torch function the
+answer calls: however the built-in is reached (``F.conv2d``, ``torch.conv2d``, an imported
+alias, ``nn.Conv2d``, ``torch.ops.aten.convolution``), it arrives there by a convolution or
+pooling name, and the check fails with a message quoting the rule. (A ``TorchDispatchMode``
+would see ATen ops too, but under it ``F.pad`` imports ``torch._dynamo``: 3-10 s on a first
+check.) A learner's ``try/except`` around the
 forbidden call cannot hide it: the mode records the call as well as stopping it.
 """
 
@@ -18,7 +20,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.overrides import TorchFunctionMode
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
@@ -26,19 +28,19 @@ LESSON = "08_convolutions"
 
 
 # --------------------------------------------------------------------------- forbidden ops
-class _Forbid(TorchDispatchMode):
-    """Record (and stop) every ATen op whose name matches ``pattern``."""
+class _Forbid(TorchFunctionMode):
+    """Record (and stop) every torch function whose name matches ``pattern``."""
 
     def __init__(self, pattern: str):
         super().__init__()
         self.pattern = re.compile(pattern)
         self.hit: str | None = None
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func._schema.name.split("::")[-1]
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = str(getattr(func, "__name__", "") or "")
         if self.pattern.search(name):
             self.hit = self.hit or name
-            raise RuntimeError(f"forbidden op aten::{name}")
+            raise RuntimeError(f"forbidden call: {name}")
         return func(*args, **(kwargs or {}))
 
 
@@ -46,11 +48,11 @@ _CONV_OPS = r"conv(?!ert)"            # convolution, _convolution, conv2d, slow_
 _POOL_OPS = r"max_pool|max_unpool|fractional_max"
 
 _CONV_RULE = ("The task says: “compute it without `F.conv2d`, `nn.Conv2d` or any other built-in "
-              "convolution”. Your code called one (it reached PyTorch's `aten::{op}`). Build the "
+              "convolution”. Your code called one (`{op}`). Build the "
               "output from patches of the input: loops over the output positions, or `F.unfold` "
               "and a matrix product.")
 _POOL_RULE = ("The task says: “without `F.max_pool2d` or `nn.MaxPool2d`”. Your code called a "
-              "built-in max-pool (it reached PyTorch's `aten::{op}`). Take the maximum of each "
+              "built-in max-pool (`{op}`). Take the maximum of each "
               "window yourself: loops, or `x.unfold(2, k, s).unfold(3, k, s)` then `amax`.")
 
 
@@ -82,6 +84,17 @@ def _size_case(r: Rand) -> Case:
     return Case((size, k, s, p, d))
 
 
+_TRUE_DIVISION = ("You returned a float: `/` always gives one. The size of a tensor dimension is an "
+                  "int: use floor division `//`.")
+
+
+def _size_run(answer: Any, case: Case) -> Any:
+    out = answer(*case.args, **case.kwargs)
+    if isinstance(out, float):
+        raise Incorrect("true_division", _TRUE_DIVISION)
+    return out
+
+
 _SIZE_EDGES = [
     Case((28, 3), label="28 pixels, a 3x3 kernel, the defaults", show_inputs=True),
     Case((10, 2, 3), label="stride larger than the kernel", show_inputs=True),
@@ -96,7 +109,7 @@ _SIZE_EDGES = [
 register(Exercise(
     lesson=LESSON, name="conv_output_size",
     title="Output length of a convolution along one axis (size, kernel, stride, padding, dilation)",
-    reference=conv_output_size, cases=_size_case, edge_cases=_SIZE_EDGES, n_random=30,
+    reference=conv_output_size, cases=_size_case, edge_cases=_SIZE_EDGES, n_random=30, run=_size_run,
     mistakes=[
         Mistake("forgot_dilation", "A dilated kernel spans `dilation * (kernel_size - 1) + 1` pixels, "
                 "not `kernel_size`: use that span in the formula.",
@@ -112,8 +125,7 @@ register(Exercise(
         Mistake("forgot_plus_one", "Count the first window too: the formula ends with `+ 1` "
                 "(a 3-pixel input and a 3-pixel kernel give 1 output, not 0).",
                 lambda n, k, s=1, p=0, d=1: (n + 2 * p - d * (k - 1) - 1) // s),
-        Mistake("wrong_type", "You returned a float: `/` always gives one. The size of a tensor "
-                "dimension is an int: use floor division `//`.",
+        Mistake("true_division", _TRUE_DIVISION,
                 lambda n, k, s=1, p=0, d=1: (n + 2 * p - d * (k - 1) - 1) / s + 1, match_output=False),
     ],
     hints=[
@@ -223,7 +235,7 @@ register(Exercise(
     compare=Compare(rtol=1e-4, atol=1e-4),
     timeout=10.0,
     mistakes=[
-        Mistake("used_builtin_conv", _CONV_RULE.format(op="convolution"), _conv2d_cheat, match_output=False),
+        Mistake("used_builtin_conv", _CONV_RULE.format(op="conv2d"), _conv2d_cheat, match_output=False),
         Mistake("flipped_kernel", "You flipped the kernel: that is convolution as mathematicians "
                 "define it. PyTorch's `conv2d` does not flip: it is a cross-correlation, "
                 "`out[i, j] = sum(patch * weight)` with the weight as it is.", _conv_variant(flip=True)),
@@ -383,7 +395,7 @@ register(Exercise(
     ],
     timeout=10.0,
     mistakes=[
-        Mistake("used_builtin_pool", _POOL_RULE.format(op="max_pool2d_with_indices"), _max_pool_cheat,
+        Mistake("used_builtin_pool", _POOL_RULE.format(op="max_pool2d"), _max_pool_cheat,
                 match_output=False),
         Mistake("default_stride_one", "`nn.MaxPool2d(k)` moves by `k` when no stride is given (the "
                 "windows do not overlap): `stride = kernel_size if stride is None else stride`.",
@@ -608,7 +620,7 @@ def _vgg_run(answer: Any, case: Case) -> Any:
             b_got.running_mean.copy_(b_ref.running_mean)
             b_got.running_var.copy_(b_ref.running_var)
             b_got.num_batches_tracked.copy_(b_ref.num_batches_tracked)
-    n = int(torch.randint(1, 6, (1,), generator=gen))
+    n = case.kwargs.get("batch") or int(torch.randint(1, 6, (1,), generator=gen))
     x_train = torch.randn(n, in_channels, h, w, generator=gen)
     x_eval = torch.randn(n, in_channels, h, w, generator=gen)
     model.train()
@@ -621,11 +633,13 @@ def _vgg_run(answer: Any, case: Case) -> Any:
             o = out.detach()
             if bool((o >= 0).all()) and bool(torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-4)):
                 raise _vgg_fail("softmax_in_forward")
-    return out_train, out_eval
+    # a dict, so that feedback names the mode: "Your result['training mode (batch statistics)']"
+    return {"training mode (batch statistics)": out_train, "eval mode (running statistics)": out_eval}
 
 
-def _vgg_edge(label, in_channels, num_classes, widths, size, seed):
-    return Case((in_channels, num_classes, widths, size), {"seed": seed}, label=label, show_inputs=True)
+def _vgg_edge(label, in_channels, num_classes, widths, size, seed, batch):
+    return Case((in_channels, num_classes, widths, size), {"seed": seed, "batch": batch}, label=label,
+                show_inputs=True)
 
 
 class _VGGNoSuper(nn.Module):
@@ -692,10 +706,10 @@ register(Exercise(
     lesson=LESSON, name="SmallVGG", title="A small VGG-style CNN to a spec (conv-BN-ReLU-pool blocks, Flatten, Linear)",
     reference=SmallVGG, kind="class", cases=_vgg_case, run=_vgg_run,
     edge_cases=[
-        _vgg_edge("the digits: one channel, 8x8, two blocks", 1, 10, [8, 16], (8, 8), 11),
-        _vgg_edge("odd, non-square images (pooling rounds down)", 3, 4, [4, 6], (9, 7), 12),
-        _vgg_edge("one block", 2, 3, [5], (6, 10), 13),
-        _vgg_edge("three blocks down to a 1x1 map", 1, 5, [3, 4, 6], (8, 9), 14),
+        _vgg_edge("the digits: one channel, 8x8, two blocks", 1, 10, [8, 16], (8, 8), 11, 4),
+        _vgg_edge("odd, non-square images (pooling rounds down)", 3, 4, [4, 6], (9, 7), 12, 3),
+        _vgg_edge("one block, a batch of one image", 2, 3, [5], (6, 10), 13, 1),
+        _vgg_edge("three blocks down to a 1x1 map", 1, 5, [3, 4, 6], (8, 9), 14, 2),
     ],
     compare=Compare(rtol=1e-4, atol=1e-5),
     timeout=10.0,
