@@ -257,8 +257,31 @@ CONV_CHEATS = {
 }
 
 
+def _memorised_conv():
+    """Hard-coded: the fixed cases' outputs looked up by input, zeros of the right shape otherwise."""
+    ex = grading.exercise(CONV)
+    table = [(c, F.conv2d(c.args[0], c.args[1], c.args[2], **dict(zip(("stride", "padding", "dilation"),
+                                                                        c.args[3:]), **c.kwargs)))
+             for c in ex.edge_cases]
+
+    def conv(x, weight, bias=None, stride=1, padding=0, dilation=1):
+        for c, out in table:
+            if c.args[0].shape == x.shape and torch.equal(c.args[0], x) and torch.equal(c.args[1], weight):
+                return out.clone()
+        ho = (x.shape[2] + 2 * padding - dilation * (weight.shape[2] - 1) - 1) // stride + 1
+        wo = (x.shape[3] + 2 * padding - dilation * (weight.shape[3] - 1) - 1) // stride + 1
+        return torch.zeros(x.shape[0], weight.shape[0], ho, wo)
+    return conv
+
+
+CONV_CHEATS["hard-coded fixed cases"] = _memorised_conv()
+
+
 @pytest.mark.parametrize("label", CONV_CHEATS)
 def test_conv2d_forbidden_builtins_are_rejected_quoting_the_rule(label):
+    if label == "hard-coded fixed cases":
+        rejected(CONV, CONV_CHEATS[label])
+        return
     res = rejected(CONV, CONV_CHEATS[label], "used_builtin_conv")
     assert "The task says" in res.message and "without `F.conv2d`" in res.message
 
@@ -420,6 +443,19 @@ POOL_CHEATS = {
         F.max_pool2d_with_indices(x, kernel_size, stride)[0],
     "torch.max_pool2d": lambda x, kernel_size, stride=None: torch.max_pool2d(x, kernel_size, stride or kernel_size),
 }
+
+
+def test_max_pool_hard_coded_fixed_cases_are_rejected():
+    ex = grading.exercise(POOL)
+    table = [(c.args[0], l08.max_pool_by_hand(*c.args)) for c in ex.edge_cases]
+
+    def pool(x, kernel_size, stride=None):
+        for inp, out in table:
+            if inp.shape == x.shape and torch.equal(inp, x):
+                return out.clone()
+        s = stride or kernel_size
+        return torch.zeros(*x.shape[:2], (x.shape[2] - kernel_size) // s + 1, (x.shape[3] - kernel_size) // s + 1)
+    rejected(POOL, pool)
 
 
 @pytest.mark.parametrize("label", POOL_CHEATS)
@@ -673,7 +709,13 @@ class VGGFunctional(nn.Module):
         return self.out(x.reshape(len(x), -1))
 
 
-VGG_VALID = {"LazyLinear": VGGLazy, "dummy forward": VGGDummyForward, "functional, two ModuleLists": VGGFunctional}
+class VGGSamePadding(_VGGBase):
+    """padding="same", in-place ReLU, an explicit pooling stride."""
+    block = staticmethod(lambda c, w: [nn.Conv2d(c, w, (3, 3), padding="same", bias=False), nn.BatchNorm2d(w),
+                                       nn.ReLU(inplace=True), nn.MaxPool2d(kernel_size=2, stride=2)])
+
+
+VGG_VALID = {"padding='same'": VGGSamePadding, "LazyLinear": VGGLazy, "dummy forward": VGGDummyForward, "functional, two ModuleLists": VGGFunctional}
 
 
 @pytest.mark.parametrize("label", VGG_VALID)
