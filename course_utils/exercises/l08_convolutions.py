@@ -118,7 +118,7 @@ register(Exercise(
                 "pixels: the gaps sit *between* the taps, so there are `kernel_size - 1` of them, not "
                 "`dilation * kernel_size`.", lambda n, k, s=1, p=0, d=1: (n + 2 * p - d * k) // s + 1),
         Mistake("ceil_not_floor", "PyTorch rounds down: a window that would stick out past the "
-                "(padded) input is dropped. Use floor division `//`, not `math.ceil`.",
+                "(padded) input is dropped. Use floor division `//` (not `math.ceil` or `round`).",
                 lambda n, k, s=1, p=0, d=1: math.ceil((n + 2 * p - d * (k - 1) - 1) / s) + 1),
         Mistake("padding_one_side", "`padding` is added on *both* sides: the padded length is "
                 "`size + 2 * padding`.", lambda n, k, s=1, p=0, d=1: (n + p - d * (k - 1) - 1) // s + 1),
@@ -407,8 +407,9 @@ register(Exercise(
         Mistake("ceil_mode", "A window that does not fit entirely inside the input is dropped (floor, "
                 "like `conv_output_size`): the output is `(size - k) // stride + 1` long.",
                 _pool_variant(ceil=True)),
-        Mistake("zero_start", "Your running maximum started at 0, so windows whose values are all "
-                "negative give 0. Start from the window itself (`amax`) or from `-inf`.",
+        Mistake("zero_start", "Windows whose values are all negative came out as 0: your maximum "
+                "also compares with 0 (a running maximum that starts at 0, or a ReLU/clamp). Start "
+                "from the window itself (`amax`) or from `-inf`.",
                 _pool_variant(zero_start=True)),
     ],
     hints=[
