@@ -140,6 +140,20 @@ register(Exercise(
 
 # --------------------------------------------------------------------------- 2. conv2d_by_hand
 def conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1):
+    # the grader's reference: every patch at once with F.unfold (fast under the rule's watch);
+    # the lesson's solution loops over output positions, which is clearer and gives the same
+    n, _, h, w = x.shape
+    c_out, _, kh, kw = weight.shape
+    h_out = (h + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
+    w_out = (w + 2 * padding - dilation * (kw - 1) - 1) // stride + 1
+    patches = F.unfold(x, (kh, kw), dilation=dilation, padding=padding, stride=stride)  # (N, C_in*kh*kw, L)
+    out = (weight.reshape(c_out, -1) @ patches).reshape(n, c_out, h_out, w_out)
+    if bias is not None:
+        out = out + bias.reshape(1, c_out, 1, 1)
+    return out
+
+
+def _conv2d_loops(x, weight, bias=None, stride=1, padding=0, dilation=1):
     x = F.pad(x, (padding, padding, padding, padding))  # zeros on all four sides
     n, _, h, w = x.shape
     c_out, _, kh, kw = weight.shape
@@ -705,7 +719,7 @@ class _VGGNoBN(nn.Module):
 
 register(Exercise(
     lesson=LESSON, name="SmallVGG", title="A small VGG-style CNN to a spec (conv-BN-ReLU-pool blocks, Flatten, Linear)",
-    reference=SmallVGG, kind="class", cases=_vgg_case, run=_vgg_run,
+    reference=SmallVGG, kind="class", cases=_vgg_case, run=_vgg_run, n_random=6,
     edge_cases=[
         _vgg_edge("the digits: one channel, 8x8, two blocks", 1, 10, [8, 16], (8, 8), 11, 4),
         _vgg_edge("odd, non-square images (pooling rounds down)", 3, 4, [4, 6], (9, 7), 12, 3),
