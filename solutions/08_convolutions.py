@@ -482,7 +482,9 @@ plt.show()
 #   first block takes `in_channels`;
 # - then `nn.Flatten()` and one `nn.Linear` to `num_classes` outputs;
 # - `image_size` is `(height, width)` of the input images, not necessarily square or even;
-# - `forward(x)` takes `(N, in_channels, height, width)` and returns logits `(N, num_classes)`.
+# - `forward(x)` takes `(N, in_channels, height, width)` and returns logits `(N, num_classes)`;
+#   the batch may be stored channels-last in memory (as a `permute` leaves it), so flatten with
+#   `nn.Flatten()` or `reshape`, not `view`.
 #
 # The check builds your class with several specs, counts and compares its layers, loads the
 # same weights into yours and the reference, and compares outputs in training and eval mode.

@@ -540,6 +540,11 @@ _VGG_MESSAGES = {
     "softmax_in_forward": (
         "Your forward returns probabilities (softmax). Return logits: `nn.CrossEntropyLoss` "
         "applies log-softmax itself."),
+    "view_not_reshape": (
+        "Your forward flattens with `.view`, which fails on an input whose memory is not in the "
+        "default order (here a channels-last batch: \"view size is not compatible with input "
+        "tensor's size and stride\"). Use `nn.Flatten()`, `torch.flatten(x, 1)` or "
+        "`x.reshape(len(x), -1)`."),
     "unregistered_layers": (
         "PyTorch does not see some of your layers (a plain Python list?): their parameters are "
         "missing from `parameters()`. Use `nn.Sequential` or `nn.ModuleList`."),
@@ -638,11 +643,19 @@ def _vgg_run(answer: Any, case: Case) -> Any:
     n = case.kwargs.get("batch") or int(torch.randint(1, 6, (1,), generator=gen))
     x_train = torch.randn(n, in_channels, h, w, generator=gen)
     x_eval = torch.randn(n, in_channels, h, w, generator=gen)
-    model.train()
-    out_train = model(x_train)  # batch statistics; updates the running statistics
-    model.eval()
-    with torch.no_grad():
-        out_eval = model(x_eval)  # running statistics
+    if case.kwargs.get("channels_last"):  # same values, channels-last memory (as after a permute)
+        x_train = x_train.contiguous(memory_format=torch.channels_last)
+        x_eval = x_eval.contiguous(memory_format=torch.channels_last)
+    try:
+        model.train()
+        out_train = model(x_train)  # batch statistics; updates the running statistics
+        model.eval()
+        with torch.no_grad():
+            out_eval = model(x_eval)  # running statistics
+    except RuntimeError as exc:
+        if "view size is not compatible" in str(exc):
+            raise _vgg_fail("view_not_reshape") from None
+        raise
     for out in (out_train, out_eval):
         if isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[1] > 1:
             o = out.detach()
@@ -652,9 +665,9 @@ def _vgg_run(answer: Any, case: Case) -> Any:
     return {"training mode (batch statistics)": out_train, "eval mode (running statistics)": out_eval}
 
 
-def _vgg_edge(label, in_channels, num_classes, widths, size, seed, batch):
-    return Case((in_channels, num_classes, widths, size), {"seed": seed, "batch": batch}, label=label,
-                show_inputs=True)
+def _vgg_edge(label, in_channels, num_classes, widths, size, seed, batch, channels_last=False):
+    return Case((in_channels, num_classes, widths, size), {"seed": seed, "batch": batch, "channels_last": channels_last},
+                label=label, show_inputs=True)
 
 
 class _VGGNoSuper(nn.Module):
@@ -698,6 +711,12 @@ class _VGGPoolBeforeBN(SmallVGG):
         self.features = nn.Sequential(*mods)
 
 
+class _VGGView(SmallVGG):
+    def forward(self, x):
+        x = self.features(x)
+        return self.classifier[1](x.view(x.shape[0], -1))
+
+
 class _VGGSoftmax(SmallVGG):
     def forward(self, x):
         return torch.softmax(super().forward(x), dim=1)
@@ -725,6 +744,7 @@ register(Exercise(
         _vgg_edge("odd, non-square images (pooling rounds down)", 3, 4, [4, 6], (9, 7), 12, 3),
         _vgg_edge("one block, a batch of one image", 2, 3, [5], (6, 10), 13, 1),
         _vgg_edge("three blocks down to a 1x1 map", 1, 5, [3, 4, 6], (8, 9), 14, 2),
+        _vgg_edge("a batch in channels-last memory (non-contiguous)", 3, 4, [4, 4], (9, 10), 15, 3, channels_last=True),
     ],
     compare=Compare(rtol=1e-4, atol=1e-5),
     timeout=10.0,
@@ -735,6 +755,7 @@ register(Exercise(
                 "of the last feature map, after every pooling.", _VGGFlattenNoPool, match_output=False),
         Mistake("missing_batchnorm", _VGG_MESSAGES["missing_batchnorm"], _VGGNoBN, match_output=False),
         Mistake("softmax_in_forward", _VGG_MESSAGES["softmax_in_forward"], _VGGSoftmax, match_output=False),
+        Mistake("view_not_reshape", _VGG_MESSAGES["view_not_reshape"], _VGGView, match_output=False),
         Mistake("relu_before_batchnorm", "Each block is Conv2d -> BatchNorm2d -> ReLU -> MaxPool2d: "
                 "normalise the convolution's output, then apply the ReLU.", _VGGReluBeforeBN),
         Mistake("pool_before_batchnorm", "Pool last in each block: Conv2d -> BatchNorm2d -> ReLU -> "
