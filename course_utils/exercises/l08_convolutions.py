@@ -666,8 +666,8 @@ def _vgg_run(answer: Any, case: Case) -> Any:
 
 
 def _vgg_edge(label, in_channels, num_classes, widths, size, seed, batch, channels_last=False):
-    return Case((in_channels, num_classes, widths, size), {"seed": seed, "batch": batch, "channels_last": channels_last},
-                label=label, show_inputs=True)
+    return Case((in_channels, num_classes, widths, size),
+                {"seed": seed, "batch": batch, "channels_last": channels_last}, label=label, show_inputs=True)
 
 
 class _VGGNoSuper(nn.Module):
