@@ -3,11 +3,12 @@
 Commands (each lives in its own module and has ``--help``):
 
   lab        open JupyterLab on notebooks/00_start_here.ipynb
-  build      generate learner notebooks from solutions (``--check``, ``--execute``)
+  build      authors: generate learner notebooks from solutions (``--check``, ``--execute``)
   doctor     check this environment, with a fix for every problem
   grade      grade submitted learner notebooks headlessly (instructors)
   progress   show a learner's progress, or summarise a room's logs (instructors)
   reset      restore an exercise or a whole learner notebook (keeps a backup)
+  update     bring in course updates around your edits (a git clone; keeps backups)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ COMMANDS = {
     "grade": "course_utils.instructor.grade",
     "progress": "course_utils.instructor.progress_cli",
     "reset": "course_utils.reset",
+    "update": "course_utils.update",
 }
 
 

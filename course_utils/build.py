@@ -1,8 +1,17 @@
 """Generate learner notebooks from solution notebooks: one source for both versions.
 
+``build`` is an AUTHORING command: course authors run it after editing ``solutions/``.
+Learners do not need it: the notebooks in ``notebooks/`` are yours to work in, and
+``python -m course_utils update`` brings in course updates around your edits
+(``reset`` starts an exercise again). ``build`` refuses to replace a learner notebook that
+differs from what it generated last (someone's work); ``--force`` replaces it after writing a
+timestamped backup to ~/.pytorch_course/backups/ and naming it.
+
 ``solutions/NN_name.py`` (jupytext percent) is the source an author edits; its paired
 ``solutions/NN_name.ipynb`` holds the executed outputs that nbval compares. From the solution
-notebook, ``build`` writes ``notebooks/NN_name.ipynb`` and its ``.py`` pair:
+notebook, ``build`` writes ``notebooks/NN_name.ipynb`` (no text pair: each lesson shows once in
+JupyterLab's file browser), with a hash of every generated cell in its metadata so that
+``build`` and ``update`` can tell the learner's edits from the generated cells:
 
 - code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes a stub that parses and
   raises ``NotImplementedError`` (a stub at the top level of a cell tags the cell
@@ -12,18 +21,22 @@ notebook, ``build`` writes ``notebooks/NN_name.ipynb`` and its ``.py`` pair:
 
 Commands::
 
-    python -m course_utils build                 # regenerate learner notebooks
+    python -m course_utils build                 # regenerate learner notebooks (authors)
     python -m course_utils build --check         # exit 1 if anything is out of date
     python -m course_utils build --execute 01    # run solution 01 (from its .py), store outputs
+    python -m course_utils build --force         # also replace edited learner notebooks (backup first)
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
+import json
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -37,6 +50,9 @@ END = "### END SOLUTION"
 SOLUTION_ONLY = "solution-only"
 RAISES = "raises-exception"
 STUB = 'raise NotImplementedError("Replace this line with your code")'
+META = "course"  # notebook metadata key: {"lesson", "generated", "cells": ["id:hash", ...]}
+WHO = ("`build` is for course authors (after editing solutions/). Learners: don't run it - your "
+       "notebooks are yours; `python -m course_utils update` brings course updates in around your edits.")
 
 
 class BuildError(ValueError):
@@ -93,11 +109,63 @@ def learner_notebook(solution: nbformat.NotebookNode, name: str = "notebook") ->
             raise BuildError(f"{name} cell {i}: solution markers are only allowed in code cells")
         cell.pop("attachments", None) if cell.cell_type != "markdown" else None
         cells.append(cell)
+    from . import colab  # a lesson of this course: the Colab badge and setup cell
+
+    if colab.is_course_lesson(name):
+        cells = colab.setup_cells(cells, name)
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i:03d}"
     nb.cells = cells
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
+    stamp(nb, name)
     return nb
+
+
+# ---------------------------------------------------------------------- what build generated
+
+
+def cell_hash(cell: dict) -> str:
+    """A short hash of what a person edits in a cell: its type and source."""
+    src = cell.get("source", "")
+    src = "".join(src) if isinstance(src, list) else str(src)
+    return hashlib.sha256(json.dumps([cell.get("cell_type"), src]).encode()).hexdigest()[:16]
+
+
+def _inputs_hash(hashes: list[str]) -> str:
+    return hashlib.sha256(" ".join(hashes).encode()).hexdigest()[:16]
+
+
+def stamp(nb: nbformat.NotebookNode, lesson: str) -> None:
+    """Record in ``nb.metadata["course"]`` what build generated: every cell's id and hash."""
+    hashes = [cell_hash(c) for c in nb.cells]
+    nb.metadata[META] = {"lesson": lesson, "generated": _inputs_hash(hashes),
+                         "cells": [f"{c.get('id', '')}:{h}" for c, h in zip(nb.cells, hashes)]}
+
+
+def generated_cells(nb: dict) -> list[tuple[str, str]] | None:
+    """``[(id, hash), ...]`` of the cells build generated for ``nb`` (from its metadata), or
+    ``None`` when it has no valid record (older build, or metadata stripped by a tool)."""
+    meta = (nb.get("metadata") or {}).get(META)
+    if not isinstance(meta, dict) or not isinstance(meta.get("cells"), list):
+        return None
+    out = []
+    for item in meta["cells"]:
+        if not isinstance(item, str) or ":" not in item:
+            return None
+        cell_id, _, h = item.rpartition(":")
+        out.append((cell_id, h))
+    return out
+
+
+def edited(nb: dict, fresh: nbformat.NotebookNode | None = None) -> bool:
+    """Does ``nb`` (a learner notebook) hold edits build did not make? Cell inputs count
+    (added, deleted, moved or changed cells); outputs of cells run as shipped do not. Without a
+    record in its metadata, ``nb`` counts as unedited only if its inputs equal ``fresh``'s."""
+    mine = [cell_hash(c) for c in nb.get("cells", [])]
+    record = generated_cells(nb)
+    if record is not None:
+        return mine != [h for _, h in record]
+    return fresh is None or mine != [cell_hash(c) for c in fresh.cells]
 
 
 def _jupytext_config(path: Path):
@@ -134,56 +202,172 @@ def expected_files(stem: str) -> dict[Path, str]:
         raise BuildError(f"{sol_ipynb.relative_to(ROOT)} is missing: run `python -m course_utils build --execute {stem}`")
     solution = nbformat.read(sol_ipynb, as_version=4)
     learner = learner_notebook(solution, stem)
-    from . import colab  # the Colab badge and setup cell (course_utils/colab.py)
+    return {NOTEBOOKS / f"{stem}.ipynb": nbformat.writes(learner) + "\n"}
 
-    learner = colab.with_setup_cells(learner, stem)
-    return {
-        NOTEBOOKS / f"{stem}.ipynb": nbformat.writes(learner) + "\n",
-        NOTEBOOKS / f"{stem}.py": py_text(learner, NOTEBOOKS / f"{stem}.py"),
-    }
+
+def _age(path: Path, other: Path) -> str:
+    """``"solutions/x.py is newer (by 3 s)"``: which of two files was modified last."""
+    a, b = path.stat().st_mtime, other.stat().st_mtime
+    newer, older = (path, other) if a >= b else (other, path)
+    return f"{newer.relative_to(ROOT)} is newer than {older.name} (by {abs(a - b):.0f} s)"
+
+
+def pair_problem(stem: str) -> str | None:
+    """Do ``solutions/<stem>.py`` (the source) and its ``.ipynb`` (executed) disagree? Says which
+    is newer and how to fix each case; never picks one itself."""
+    sol_py, sol_ipynb = SOLUTIONS / f"{stem}.py", SOLUTIONS / f"{stem}.ipynb"
+    if not sol_py.exists():
+        return (f"solutions/{stem}.py (the source) is missing: recreate it from the notebook with "
+                f"`jupytext --to py:percent solutions/{stem}.ipynb`.")
+    solution = nbformat.read(sol_ipynb, as_version=4)
+    if py_text(solution, sol_py) == sol_py.read_text():
+        return None
+    return (f"solutions/{stem}.py and solutions/{stem}.ipynb differ: {_age(sol_py, sol_ipynb)}. "
+            f"If the .py has the edits you want (the usual case: you edited the source), run "
+            f"`python -m course_utils build --execute {stem}` to store fresh outputs. If the .ipynb has "
+            f"them (saved by a tool without jupytext), run `jupytext --to py:percent solutions/{stem}.ipynb` "
+            f"first. JupyterLab refuses to open a pair whose .py is older than its .ipynb and differs.")
+
+
+def stale_text_pairs() -> list[Path]:
+    """``notebooks/NN_lesson.py`` left over from when learner notebooks had a jupytext text pair
+    (only lessons' names: any other script is not build's to touch)."""
+    lessons = set(solution_stems())
+    return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.py") if p.is_file() and p.stem in lessons)
 
 
 def check(stems: list[str], orphans: bool = True) -> list[str]:
     """Problems that make the repository out of date (empty when everything is in sync)."""
     problems = []
     for stem in stems:
-        sol_py = SOLUTIONS / f"{stem}.py"
         try:
             files = expected_files(stem)
         except BuildError as exc:
             problems.append(str(exc))
             continue
-        solution = nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4)
-        if py_text(solution, sol_py) != sol_py.read_text():
-            problems.append(
-                f"solutions/{stem}.py and solutions/{stem}.ipynb differ: the stored outputs are stale. "
-                f"Run `python -m course_utils build --execute {stem}`."
-            )
+        pair = pair_problem(stem)
+        if pair:
+            problems.append(pair)
         for path, text in files.items():
-            if not path.exists() or path.read_text() != text:
-                problems.append(f"{path.relative_to(ROOT)} is not what build generates from solutions/{stem}. "
-                                "Run `python -m course_utils build` (never edit learner notebooks by hand).")
+            if path.exists() and path.read_text() == text:
+                continue
+            rel = path.relative_to(ROOT)
+            if path.exists() and _is_edited(path):
+                problems.append(f"{rel} has edits that build did not make (a learner's work?). Authors: move "
+                                f"the change into solutions/{stem}.py, then `python -m course_utils build --force` "
+                                f"(backs up the edited notebook first). {WHO}")
+            else:
+                problems.append(f"{rel} is not what build generates from solutions/{stem}. Authors: run "
+                                f"`python -m course_utils build`. {WHO}")
+    for py in stale_text_pairs():
+        problems.append(f"{py.relative_to(ROOT)} is left over from the old text pairing (learner notebooks are "
+                        "only .ipynb now): `python -m course_utils build` removes it, or keeps a backup if it was edited.")
+    # (a name with a dot is a copy: `update`'s NN_name.upstream-<time>.ipynb, a learner's own)
+    extra = sorted({p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if "." not in p.stem}
+                   - set(solution_stems())) if orphans else []
+    for stem in extra:
+        problems.append(f"notebooks/{stem}.ipynb has no solution notebook in solutions/.")
     from . import links  # README badges follow course_utils/links.py (COURSE_REPO)
 
     if links.readme_out_of_date():
         problems.append("README.md's badges do not match course_utils/links.py. Run `python -m course_utils build`.")
-    extra = sorted({p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.*")} - set(solution_stems())) if orphans else []
-    for stem in extra:
-        problems.append(f"notebooks/{stem}.* has no solution notebook in solutions/.")
     return problems
 
 
-def write(stems: list[str]) -> None:
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _fresh(stem: str) -> nbformat.NotebookNode:
+    return learner_notebook(nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4), stem)
+
+
+def _is_edited(path: Path) -> bool:
+    nb = _read(path)
+    if nb is None or not isinstance(nb.get("cells"), list):
+        return True  # unreadable: maybe a half-saved notebook with work in it; never assume not
+    stem = path.stem
+    try:
+        fresh = _fresh(stem) if (SOLUTIONS / f"{stem}.ipynb").exists() else None
+    except BuildError:
+        fresh = None
+    if not edited(nb, fresh):
+        return False
+    # no record (a notebook from before build stored one): exactly as committed is nobody's
+    # uncommitted work, and git keeps it anyway
+    return generated_cells(nb) is not None or not _as_committed(path)
+
+
+def _as_committed(path: Path) -> bool:
+    import subprocess
+
+    try:
+        rel = path.resolve().relative_to(ROOT.resolve()).as_posix()
+        proc = subprocess.run(["git", "show", f"HEAD:{rel}"], cwd=ROOT, capture_output=True, timeout=30)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0 and proc.stdout == path.read_bytes()
+
+
+def _text_pair_edited(py: Path) -> bool:
+    """Does a leftover ``notebooks/NN.py`` hold anything the generated notebook does not?"""
+    import jupytext
+
+    stem = py.stem
+    if not (SOLUTIONS / f"{stem}.ipynb").exists():
+        return True
+    try:
+        cells = jupytext.read(py, fmt="py:percent").cells
+    except Exception:  # noqa: BLE001 - unreadable text: keep it
+        return True
+    return [cell_hash(c) for c in cells] != [cell_hash(c) for c in _fresh(stem).cells]
+
+
+@dataclass
+class BuildResult:
+    written: list[Path] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)
+    refused: list[Path] = field(default_factory=list)  # edited files left alone (no --force)
+    backups: list[Path] = field(default_factory=list)
+
+
+def write(stems: list[str], force: bool = False, backup_to: Path | None = None) -> BuildResult:
+    """Write the learner notebooks of ``stems`` and remove leftover text pairs. A file with edits
+    build did not make is left alone (``refused``) unless ``force``, which backs it up first.
+    Nothing is written when anything is refused, so a build is never half done."""
+    from .backups import backup_files
+
+    res = BuildResult()
+    todo: list[tuple[Path, str | None]] = []  # (path, new text or None to remove)
+    for stem in stems:
+        for path, text in expected_files(stem).items():
+            if not path.exists() or path.read_text() != text:
+                todo.append((path, text))
+        py = NOTEBOOKS / f"{stem}.py"
+        if py.is_file():
+            todo.append((py, None))
+    risky = [p for p, text in todo if p.exists() and (_text_pair_edited(p) if text is None else _is_edited(p))]
+    if risky and not force:
+        res.refused = risky
+        return res
+    NOTEBOOKS.mkdir(exist_ok=True)
     from . import links  # README badges follow course_utils/links.py (COURSE_REPO)
 
     if links.write_readme():
         print("wrote README.md (badges)")
-    NOTEBOOKS.mkdir(exist_ok=True)
-    for stem in stems:
-        for path, text in expected_files(stem).items():
-            if not path.exists() or path.read_text() != text:
-                path.write_text(text)
-                print(f"wrote {path.relative_to(ROOT)}")
+    for path, text in todo:
+        if path in risky:
+            res.backups += backup_files([path], backup_to)
+        if text is None:
+            path.unlink()
+            res.removed.append(path)
+        else:
+            path.write_text(text)
+            res.written.append(path)
+    return res
 
 
 def execute(stem: str, timeout: int = 600) -> float:
@@ -234,24 +418,51 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("lessons", nargs="*", help="lesson stems or prefixes (default: all)")
     ap.add_argument("--check", action="store_true", help="exit 1 if any generated file is out of date")
     ap.add_argument("--execute", action="store_true", help="execute the selected solutions first")
+    ap.add_argument("--force", action="store_true",
+                    help="also replace learner notebooks with edits build did not make, after a timestamped backup")
+    ap.add_argument("--backup-dir", metavar="DIR", help="where --force puts backups (default ~/.pytorch_course/backups)")
+    ap.add_argument("--nbgrader", metavar="OUTDIR", help="write an nbgrader course (source notebooks with "
+                                                           "nbgrader cell metadata) to OUTDIR and stop")
     args = ap.parse_args(argv)
+    if args.nbgrader:  # its own module: course_utils/instructor/nbgrader_export.py
+        from .instructor import nbgrader_export
+
+        return nbgrader_export.main([args.nbgrader, *args.lessons])
     stems = _select(args.lessons)
     if args.check:
         problems = check(stems)
         for p in problems:
             print(f"OUT OF DATE: {p}")
         if not problems:
-            print(f"build --check: {len(stems)} lessons, learner notebooks and pairs in sync.")
+            print(f"build --check: {len(stems)} lessons, learner notebooks and solution pairs in sync.")
         return 1 if problems else 0
     if args.execute:
         for stem in stems:
             took = execute(stem)
             print(f"executed solutions/{stem} in {took:.1f} s")
+    for stem in stems:
+        pair = pair_problem(stem) if (SOLUTIONS / f"{stem}.ipynb").exists() else None
+        if pair:
+            print(f"warning: {pair}", file=sys.stderr)
     try:
-        write(stems)
+        res = write(stems, force=args.force, backup_to=Path(args.backup_dir) if args.backup_dir else None)
     except BuildError as exc:
         print(f"build failed: {exc}", file=sys.stderr)
         return 1
+    if res.refused:
+        print("build: refused, nothing written. These files have edits build did not make "
+              "(a learner's work?):", file=sys.stderr)
+        for p in res.refused:
+            print(f"  {p.relative_to(ROOT)}", file=sys.stderr)
+        print(f"{WHO}\nAuthors who mean to replace them: `python -m course_utils build --force` writes a "
+              "timestamped backup of each first and names it.", file=sys.stderr)
+        return 1
+    for b in res.backups:
+        print(f"backup of the edited file: {b}")
+    for p in res.written:
+        print(f"wrote {p.relative_to(ROOT)}")
+    for p in res.removed:
+        print(f"removed {p.relative_to(ROOT)} (learner notebooks have no text pair any more)")
     return 0
 
 

@@ -67,14 +67,15 @@ def badge_source(stem: str) -> str:
             "the course package. Anywhere else it does nothing.*")
 
 
-def with_setup_cells(nb: nbformat.NotebookNode, stem: str) -> nbformat.NotebookNode:
-    """``nb`` with the badge and setup cells after its title cell (a copy; ids renumbered)."""
-    nb = copy.deepcopy(nb)
+def is_course_lesson(stem: str) -> bool:
+    """A lesson of this repository (its Colab link exists), not a made-up one in a test."""
+    return bool(re.match(r"\d\d_\w+$", stem)) and (PYPROJECT.parent / "solutions" / f"{stem}.py").exists()
+
+
+def setup_cells(cells: list, stem: str) -> list:
+    """``cells`` with the badge and setup cells after the title cell (a new list)."""
     meta = {"tags": [SETUP_TAG]}
-    cells = [nbformat.v4.new_markdown_cell(badge_source(stem), metadata=dict(meta)),
-             nbformat.v4.new_code_cell(setup_source(stem), metadata=copy.deepcopy(meta))]
-    at = 1 if nb.cells and nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("#") else 0
-    nb.cells[at:at] = cells
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{i:03d}"
-    return nb
+    new = [nbformat.v4.new_markdown_cell(badge_source(stem), metadata=dict(meta)),
+           nbformat.v4.new_code_cell(setup_source(stem), metadata=copy.deepcopy(meta))]
+    at = 1 if cells and cells[0].cell_type == "markdown" and cells[0].source.startswith("#") else 0
+    return list(cells[:at]) + new + list(cells[at:])

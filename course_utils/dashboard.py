@@ -218,6 +218,7 @@ class Dashboard:
         self._log = Path(log) if log is not None else None
         self._exercises = list(exercises) if exercises is not None else None
         self._signature: Any = object()
+        self.note = ""  # what reading the log left out (malformed lines, an unreadable file)
         self.lessons: list[LessonRow] = []
         self.refreshes = 0
         self.header = w.HTML()
@@ -264,8 +265,14 @@ class Dashboard:
             return False
         self._signature = sig
         path = self.log
-        events = progress.read_events(path) if path is not None else []
-        self.lessons = collect(events, self._exercises)
+        self.note = ""
+        try:
+            log = progress.read_log(path, missing_ok=True) if path is not None else progress.LogRead(None)
+        except progress.LogError as exc:  # unreadable: say so, show an empty course
+            log, self.note = progress.LogRead(path), str(exc)
+        if log.skipped:
+            self.note = log.skipped_note()
+        self.lessons = collect(log.events, self._exercises)
         options = [("all lessons", "")] + [(les.title, les.lesson) for les in self.lessons]
         if list(self.lesson.options) != options:
             current = self.lesson.value
@@ -283,8 +290,9 @@ class Dashboard:
         shown = filter_lessons(self.lessons, self.show.value, self.lesson.value or None)
         self.body.value = render_html(shown, self.lessons)
         where = self.log
+        note = f" · <b>{html.escape(self.note)}</b>" if self.note else ""
         self.status.value = (f"<small style='opacity:.7'>log: <code>{html.escape(str(where))}</code>"
-                             f"{' · refreshes after every cell' if self.auto_refresh else ''}</small>"
+                             f"{' · refreshes after every cell' if self.auto_refresh else ''}{note}</small>"
                              if where is not None else
                              "<small>Progress logging is turned off (COURSE_PROGRESS_LOG is empty).</small>")
 
@@ -293,7 +301,7 @@ class Dashboard:
         self.widget.close()
 
     def text(self) -> str:
-        return render_text(self.lessons)
+        return render_text(self.lessons) + (f"\n({self.note})" if self.note else "")
 
     def __repr__(self) -> str:
         return self.text()

@@ -2,7 +2,8 @@
 
 The log lives at ``~/.pytorch_course/progress.jsonl`` unless ``COURSE_PROGRESS_LOG`` names
 another file (set it to an empty string to turn logging off). Writing never raises into a
-lesson; reading skips corrupt or half-written lines.
+lesson. Reading validates every line against one schema (:func:`event_problem`) and skips,
+and counts, whatever does not fit: garbage, half-written lines, wrong types, absurd values.
 
     progress.summary()        # where you stand, per exercise (HTML in notebooks, text elsewhere)
 """
@@ -13,10 +14,11 @@ import getpass
 import html
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 ENV_VAR = "COURSE_PROGRESS_LOG"
 DEFAULT_PATH = Path.home() / ".pytorch_course" / "progress.jsonl"
@@ -45,7 +47,8 @@ def log_event(event: str, exercise: str, **fields: Any) -> None:
     path = log_path()
     if path is None:
         return
-    record = {"ts": round(time.time(), 3), "learner": _learner(), "event": event, "exercise": exercise}
+    who = "".join(ch if ch.isprintable() else "?" for ch in _learner())[:MAX_NAME] or "learner"
+    record = {"ts": round(time.time(), 3), "learner": who, "event": event, "exercise": exercise}
     record.update(fields)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,25 +58,134 @@ def log_event(event: str, exercise: str, **fields: Any) -> None:
         pass
 
 
-def read_events(path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
-    """All well-formed events of a log; corrupt lines and a missing file are skipped."""
+# ---------------------------------------------------------------------- reading, validated
+
+EVENTS = ("check", "hint", "solution")
+STATUSES = ("correct", "incorrect", "not_attempted")
+MAX_NAME = 200  # longest exercise id, learner name or mistake id accepted
+MAX_LINE = 4096  # a longer line is not an event this course wrote
+TS_MAX = 32503680000.0  # the year 3000: a later (or negative, NaN, infinite) timestamp is absurd
+_ID = re.compile(r"[\w.\-]+")  # exercise and mistake ids: letters, digits, _ . -
+
+
+class LogError(OSError):
+    """A progress log that is missing or cannot be read (the message says which and why)."""
+
+
+def _name(value: Any, pattern: re.Pattern[str] | None = _ID) -> bool:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_NAME:
+        return False
+    if pattern is not None:
+        return pattern.fullmatch(value) is not None
+    return value.isprintable()
+
+
+def event_problem(rec: Any) -> str | None:
+    """Why ``rec`` (one decoded log line) is not a usable event, or ``None`` when it is.
+
+    The one schema every reader applies (:func:`read_log`, :func:`exercise_progress`, the room
+    view, the dashboard): ``event`` is ``check``/``hint``/``solution``; ``exercise`` an id of
+    letters, digits, ``_ . -`` (at most 200); a check has a ``status`` of ``correct``/
+    ``incorrect``/``not_attempted`` and a ``mistake`` that is null or a printable name; ``ts`` (seconds since
+    1970, optional) a finite number between 0 and the year 3000; ``learner`` (optional) a
+    printable name of at most 200 characters; a hint's ``level`` (optional) an integer 0-1000."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    if rec.get("event") not in EVENTS:
+        return "unknown or missing event"
+    if not _name(rec.get("exercise")):
+        return "bad or missing exercise id"
+    if "ts" in rec:
+        ts = rec["ts"]
+        if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not (0 <= ts <= TS_MAX):
+            return "bad timestamp"
+    if "learner" in rec and rec["learner"] is not None and not _name(rec["learner"], None):
+        return "bad learner name"
+    if rec["event"] == "check":
+        if rec.get("status") not in STATUSES:
+            return "bad or missing check status"
+        if rec.get("mistake") is not None and not _name(rec.get("mistake"), None):
+            return "bad mistake id"
+    if rec["event"] == "hint" and "level" in rec:
+        level = rec["level"]
+        if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 1000:
+            return "bad hint level"
+    return None
+
+
+def valid_event(rec: Any) -> bool:
+    return event_problem(rec) is None
+
+
+@dataclass
+class LogRead:
+    """What :func:`read_log` found: the good events, and how many lines it skipped (and why)."""
+
+    path: Path | None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def skipped_note(self) -> str:
+        """``"2 malformed lines skipped (bad timestamp: 1, not JSON: 1)"``, or ``""``."""
+        return skipped_note(self.skipped, self.reasons)
+
+
+def skipped_note(skipped: int, reasons: dict[str, int] | None = None) -> str:
+    if not skipped:
+        return ""
+    why = ", ".join(f"{r}: {n}" for r, n in sorted((reasons or {}).items(), key=lambda kv: -kv[1]))
+    return f"{skipped} malformed line{'s' * (skipped != 1)} skipped" + (f" ({why})" if why else "")
+
+
+def read_log(path: str | os.PathLike[str] | None = None, missing_ok: bool = False) -> LogRead:
+    """Read a log, validating every line with :func:`event_problem`.
+
+    A missing or unreadable file raises :class:`LogError` with a message a person can act on
+    (``missing_ok``: a missing file reads as empty, the learner's own log before the first check)."""
     p = Path(path) if path is not None else log_path()
-    if p is None or not p.exists():
-        return []
-    return list(_parse_lines(p.read_bytes().decode("utf-8", errors="replace").splitlines()))
-
-
-def _parse_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    for line in lines:
+    if p is None:
+        return LogRead(None)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        if missing_ok:
+            return LogRead(p)
+        raise LogError(f"no progress log at {p}") from None
+    except IsADirectoryError:
+        raise LogError(f"{p} is a folder, not a progress log") from None
+    except OSError as exc:
+        raise LogError(f"cannot read the progress log {p}: {exc.strerror or exc}") from None
+    out = LogRead(p)
+    for line in data.decode("utf-8", errors="replace").splitlines():
         line = line.strip()
         if not line:
             continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("event"), str) and isinstance(rec.get("exercise"), str):
-            yield rec
+        problem = None
+        if len(line) > MAX_LINE:
+            problem = "line too long"
+        else:
+            try:
+                rec = json.loads(line)
+            except (ValueError, RecursionError):
+                problem = "not JSON (garbage or a half-written line)"
+            else:
+                problem = event_problem(rec)
+        if problem is None:
+            out.events.append(rec)
+        else:
+            out.skipped += 1
+            out.reasons[problem] = out.reasons.get(problem, 0) + 1
+    return out
+
+
+def read_events(path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """All well-formed events of a log; malformed lines and a missing file are skipped
+    (use :func:`read_log` to know how many, or to be told the file is missing)."""
+    try:
+        return read_log(path, missing_ok=True).events
+    except LogError:
+        return []
 
 
 @dataclass
@@ -91,6 +203,8 @@ def exercise_progress(events: Iterable[dict[str, Any]]) -> dict[str, ExercisePro
     """Fold events into one :class:`ExerciseProgress` per exercise."""
     out: dict[str, ExerciseProgress] = {}
     for ev in events:
+        if not valid_event(ev):  # callers may pass events that did not come through read_log
+            continue
         p = out.setdefault(ev["exercise"], ExerciseProgress(ev["exercise"]))
         kind = ev["event"]
         if kind == "check":
@@ -129,6 +243,8 @@ class Summary:
     """Where a learner stands: every known exercise with its progress."""
 
     rows: list[ExerciseProgress]
+    skipped: int = 0  # malformed log lines left out
+    reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -143,6 +259,8 @@ class Summary:
         for r in self.rows:
             mark = {"correct": "✅", "incorrect": "❌"}.get(r.status, "·")
             lines.append(f"  {mark} {r.exercise:<40} {activity(r.attempts, r.hints, r.solution_viewed)}")
+        if self.skipped:
+            lines.append(f"({skipped_note(self.skipped, self.reasons)})")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -159,7 +277,9 @@ class Summary:
         return (
             f"<div><b>{c['correct']} of {len(self.rows)} exercises correct</b>"
             "<table><tr><th></th><th>exercise</th><th>checks</th><th>hints</th><th>solution</th></tr>"
-            f"{body}</table></div>"
+            f"{body}</table>"
+            + (f"<small>{html.escape(skipped_note(self.skipped, self.reasons))}</small>" if self.skipped else "")
+            + "</div>"
         )
 
 
@@ -169,8 +289,12 @@ def summary(path: str | os.PathLike[str] | None = None, exercises: Iterable[str]
         from .grading import exercises as all_ids
 
         exercises = all_ids()
-    folded = exercise_progress(read_events(path))
+    try:
+        log = read_log(path, missing_ok=True)
+    except LogError:
+        log = LogRead(None)
+    folded = exercise_progress(log.events)
     ids = list(exercises)
     rows = [folded.get(i, ExerciseProgress(i)) for i in ids]
     rows += [p for i, p in folded.items() if i not in ids]
-    return Summary(rows)
+    return Summary(rows, log.skipped, log.reasons)

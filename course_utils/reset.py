@@ -14,11 +14,16 @@ With ``--exercise``, only that exercise's cells change: the cells where you writ
 found by cell id or, when ids changed, by what they define; a deleted check cell is put back
 after the answer. Every other cell, including your notes and experiments, stays as it is.
 
-Before writing, the current notebook (and its paired ``.py``) is copied to a timestamped
+``reset`` works on what you see: the ``.ipynb``. If a ``.py`` of the same name sits next to it
+(a text pair from an older version of the course), the newer of the two is read, and the
+output says which one that was; both are backed up and both are rewritten, so neither can
+later win over the other. ``reset`` refuses to run on ``solutions/`` (those are the course's
+sources: restore them with git).
+
+Before writing, the current notebook (and its ``.py``, if any) is copied to a timestamped
 backup, by default in ``~/.pytorch_course/backups/`` (next to the progress log; ``--backup-dir``
-picks another folder). Both files of the pair are rewritten, so JupyterLab and jupytext agree.
-If the notebook is open in JupyterLab, close it first or use *File → Reload Notebook from
-Disk* afterwards (do not save the open copy over the reset one).
+picks another folder). If the notebook is open in JupyterLab, close it first or use *File →
+Reload Notebook from Disk* afterwards (do not save the open copy over the reset one).
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ import argparse
 import ast
 import copy
 import re
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,7 +39,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import build, progress
+from . import backups, build
 
 STUB_MARK = build.STUB
 
@@ -48,6 +52,7 @@ class ResetResult:
     changes: list[str] = field(default_factory=list)
     backups: list[Path] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
+    source: str = ""  # which file the learner's cells were read from, and why
 
 
 class ResetError(ValueError):
@@ -219,67 +224,44 @@ def reset_exercise(learner: nbformat.NotebookNode, fresh: nbformat.NotebookNode,
 # ---------------------------------------------------------------------- files
 
 
-def _config(path: Path):
-    return build._jupytext_config(path)
+def read_current(path: Path) -> tuple[nbformat.NotebookNode, str]:
+    """The learner's notebook as they see it, and a sentence saying which file it came from.
 
-
-def _paired(path: Path) -> bool:
-    """Does the jupytext config that applies to ``path`` pair notebooks with ``.py`` files?"""
-    try:
-        config = _config(path.with_suffix(".py"))
-    except Exception:  # noqa: BLE001 - no or unreadable config: no pairing
-        return False
-    return config is not None and "py" in str(getattr(config, "formats", "") or "")
-
-
-def read_current(path: Path) -> nbformat.NotebookNode:
-    """The learner's notebook as JupyterLab would open it: inputs from the paired ``.py``
-    when there is one (jupytext's rule), outputs and cell ids from the ``.ipynb``."""
+    The ``.ipynb`` is what every tool opens (JupyterLab, VS Code, Colab). A ``.py`` next to it
+    (an old text pair) is read instead only when it is newer than the ``.ipynb`` (someone edited
+    the text); its inputs are then combined with the ``.ipynb``'s outputs and cell ids."""
     ipynb, py = path.with_suffix(".ipynb"), path.with_suffix(".py")
     nb_ipynb = nbformat.read(ipynb, as_version=4) if ipynb.exists() else None
     if not py.exists():
         if nb_ipynb is None:
             raise ResetError(f"{path} does not exist")
-        return nb_ipynb
+        return nb_ipynb, f"read {ipynb.name}"
     import jupytext
     from jupytext.combine import combine_inputs_with_outputs
 
-    nb_py = jupytext.read(py, config=_config(py))
+    if nb_ipynb is not None and ipynb.stat().st_mtime >= py.stat().st_mtime:
+        return nb_ipynb, f"read {ipynb.name}, which is newer than {py.name}"
+    nb_py = jupytext.read(py, fmt="py:percent")
     if nb_ipynb is None:
-        return nb_py
-    return combine_inputs_with_outputs(nb_py, nb_ipynb, fmt="py:percent")
+        return nb_py, f"read {py.name} ({ipynb.name} is missing)"
+    return (combine_inputs_with_outputs(nb_py, nb_ipynb, fmt="py:percent"),
+            f"read {py.name}, which is newer than {ipynb.name} (edited as text)")
 
 
 def backup_dir() -> Path:
-    base = progress.log_path() or progress.DEFAULT_PATH
-    return base.parent / "backups"
+    return backups.backup_dir()
 
 
 def backup(path: Path, folder: Path | None = None) -> list[Path]:
-    folder = Path(folder) if folder is not None else backup_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = []
-    tag = stamp
-    n = 1
-    while any((folder / f"{path.stem}.{tag}{ext}").exists() for ext in (".ipynb", ".py")):
-        n += 1
-        tag = f"{stamp}-{n}"
-    for ext in (".ipynb", ".py"):
-        src = path.with_suffix(ext)
-        if src.exists():
-            dst = folder / f"{path.stem}.{tag}{ext}"
-            shutil.copy2(src, dst)
-            out.append(dst)
-    return out
+    return backups.backup_files([path.with_suffix(".ipynb"), path.with_suffix(".py")], folder, stem=path.stem)
 
 
 def _unchanged(path: Path, fresh: nbformat.NotebookNode) -> bool:
     ipynb, py = path.with_suffix(".ipynb"), path.with_suffix(".py")
     try:
         same = ipynb.read_text(encoding="utf-8") == nbformat.writes(fresh) + "\n"
-        if py.exists() or _paired(path):
-            same = same and py.exists() and py.read_text(encoding="utf-8") == build.py_text(fresh, py)
+        if py.exists():
+            same = same and py.read_text(encoding="utf-8") == build.py_text(fresh, py)
     except OSError:
         return False
     return same
@@ -296,12 +278,24 @@ def write_pair(nb: nbformat.NotebookNode, path: Path, with_py: bool) -> list[Pat
     return written
 
 
+def _refuse_solutions(path: Path) -> None:
+    try:
+        inside = path.resolve().is_relative_to(build.SOLUTIONS.resolve())
+    except OSError:
+        inside = False
+    if inside or path.resolve().parent.name == "solutions":
+        raise ResetError(f"{path} is a solution notebook, the course's source: reset only works on learner "
+                         "notebooks (notebooks/). To undo changes to a solution, use git "
+                         f"(`git restore {path}`).")
+
+
 def reset(path: str | Path, exercise: str | None = None, backup_to: str | Path | None = None,
           dry_run: bool = False) -> ResetResult:
     """Reset one exercise (``exercise``) or the whole notebook at ``path`` (backup first)."""
     path = Path(path)
     if path.suffix not in (".ipynb", ".py"):
-        raise ResetError(f"{path}: give a notebook (.ipynb) or its paired .py")
+        raise ResetError(f"{path}: give a notebook (.ipynb)")
+    _refuse_solutions(path)
     if not path.with_suffix(".ipynb").exists() and not path.with_suffix(".py").exists():
         raise ResetError(f"{path} does not exist")
     lesson = lesson_of(path)
@@ -316,7 +310,7 @@ def reset(path: str | Path, exercise: str | None = None, backup_to: str | Path |
         result.changes.append(f"the whole notebook is back to the fresh {lesson}")
     else:
         try:
-            current = read_current(path)
+            current, result.source = read_current(path)
         except ResetError:
             raise
         except Exception as exc:  # noqa: BLE001 - corrupt JSON: only a full reset can help
@@ -328,7 +322,7 @@ def reset(path: str | Path, exercise: str | None = None, backup_to: str | Path |
             return result
     if dry_run:
         return result
-    had_py = path.with_suffix(".py").exists() or _paired(path)
+    had_py = path.with_suffix(".py").exists()
     result.backups = backup(path, Path(backup_to) if backup_to else None)
     result.written = write_pair(new, path, with_py=had_py)
     return result
@@ -354,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     what = f"exercise `{res.exercise}` of {res.notebook}" if res.exercise else str(res.notebook)
     print(("Would reset " if args.dry_run else "Reset ") + what + ":")
+    if res.source:
+        print(f"  ({res.source})")
     for c in res.changes:
         print(f"  - {c}")
     for b in res.backups:

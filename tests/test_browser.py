@@ -11,7 +11,11 @@ download), and checks what a person would see:
 - the dashboard widget renders and responds to a change of its filter;
 - after the learner answers the exercise and runs its check, the dashboard shows it correct
   without its cell being run again;
-- the paired ``.py`` opens as a notebook.
+- learner notebooks have no text pair: a notebook edited elsewhere (VS Code, Colab, a script),
+  even with a stale ``.py`` from the old layout next to it, opens with the learner's work, and
+  saving it writes no ``.py``;
+- a solution whose ``.ipynb`` was edited elsewhere while its ``.py`` is older is refused with
+  jupytext's message, not silently opened with the ``.py``'s cells.
 
 Screenshots go to ``artifacts/browser/``. Without Chromium or Playwright the test is skipped
 with the reason (``.ci/run`` installs Chromium when it can).
@@ -87,9 +91,13 @@ def _settings(folder: Path) -> None:
 
 
 def _course_copy(folder: Path) -> int:
-    """Lesson 00's learner notebook pair with a dashboard cell at the end; returns cell count."""
+    """Lesson 00's learner notebook with a dashboard cell at the end, and its solution pair in
+    solutions/ (the course's jupytext.toml pairs only that folder); returns the cell count."""
     folder.mkdir(parents=True)
     shutil.copy(ROOT / "jupytext.toml", folder / "jupytext.toml")
+    (folder / "solutions").mkdir()
+    for ext in (".ipynb", ".py"):
+        shutil.copy(build.SOLUTIONS / f"{LESSON}{ext}", folder / "solutions")
     nb = nbformat.read(build.NOTEBOOKS / f"{LESSON}.ipynb", as_version=4)
     nb.cells.append(nbformat.v4.new_markdown_cell("Your progress dashboard:"))
     cell = nbformat.v4.new_code_cell(DASHBOARD_CELL)
@@ -97,7 +105,6 @@ def _course_copy(folder: Path) -> int:
     for i, c in enumerate(nb.cells):
         c["id"] = f"cell-{i:03d}"
     (folder / f"{LESSON}.ipynb").write_text(nbformat.writes(nb) + "\n")
-    (folder / f"{LESSON}.py").write_text(build.py_text(nb, folder / f"{LESSON}.py"))
     return len(nb.cells)
 
 
@@ -326,20 +333,72 @@ def test_dashboard_refreshes_after_a_check(page):
     board.screenshot(path=str(ARTIFACTS / "dashboard_after_check.png"))
 
 
-def test_paired_py_opens_as_a_notebook(page, lab):
-    path = f"{LESSON}.py"
+def _open(page, path: str) -> None:
     page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path}).then(() => true)", path)
-    page.wait_for_function(_js("return !!panel && !!panel.context && !!panel.content && !!panel.content.model;"),
+
+
+def _edit_elsewhere(path: Path, marker: str) -> None:
+    nb = nbformat.read(path, as_version=4)
+    i = next(i for i, c in enumerate(nb.cells) if c.source.startswith("def celsius_to_fahrenheit"))
+    nb.cells[i].source = f"def celsius_to_fahrenheit(celsius):\n    return celsius * 9 / 5 + 32  # {marker}\n"
+    nbformat.write(nb, path)
+
+
+def _age(path: Path, seconds: float) -> None:
+    st = path.stat()
+    os.utime(path, (st.st_atime - seconds, st.st_mtime - seconds))
+
+
+def test_learner_notebooks_show_once_in_the_file_browser(page, lab):
+    listing = page.evaluate("""() => window.jupyterapp.serviceManager.contents.get('')
+        .then(m => m.content.map(x => x.name))""")
+    assert f"{LESSON}.ipynb" in listing and f"{LESSON}.py" not in listing, listing
+
+
+def test_notebook_edited_elsewhere_opens_with_the_learners_work(page, lab):
+    """Edited in VS Code / Colab / a script, with a stale .py of the old layout beside it (newer,
+    as after a pull): JupyterLab shows the learner's answer, and saving writes no .py."""
+    work = lab["work"]
+    name = "edited_elsewhere"
+    ipynb = work / f"{name}.ipynb"
+    ipynb.write_text((build.NOTEBOOKS / f"{LESSON}.ipynb").read_text())
+    stale = ipynb.with_suffix(".py")
+    stale.write_text(build.py_text(nbformat.read(ipynb, as_version=4), stale))  # fresh stubs
+    _edit_elsewhere(ipynb, "my answer, written in VS Code")
+    _age(ipynb, 120)  # the stale text file is the newer one
+    path = f"{name}.ipynb"
+    _open(page, path)
+    page.wait_for_function(_js("return !!panel && panel.context.isReady && panel.content.model.cells.length > 0;"),
                            arg=path)
-    info = page.evaluate(_js("""
-        return panel.context.ready.then(() => ({
-            cells: panel.content.model.cells.length,
-            first: panel.content.model.cells.get(0).sharedModel.getSource(),
-            hasNotebookClass: panel.node.classList.contains('jp-NotebookPanel'),
-        }));
-    """), path)
-    assert info["hasNotebookClass"], info
-    assert info["cells"] == lab["cells"], info
-    assert info["first"].startswith("# 00 · Start here"), info
-    page.wait_for_timeout(500)
-    page.screenshot(path=str(ARTIFACTS / "py_as_notebook.png"))
+    sources = page.evaluate(_js("""
+        const out = [];
+        const cells = panel.content.model.cells;
+        for (let i = 0; i < cells.length; i++) out.push(cells.get(i).sharedModel.getSource());
+        return out;"""), path)
+    assert any("my answer, written in VS Code" in src for src in sources), sources
+    index = next(i for i, src in enumerate(sources) if "my answer" in src)
+    _show_cell(page, index, "edited-elsewhere", path).locator(".jp-InputArea", has_text="my answer").wait_for(
+        state="visible")
+    page.screenshot(path=str(ARTIFACTS / "edited_elsewhere.png"))
+    stale.unlink()
+    page.evaluate(_js("return panel.context.save().then(() => true);"), path)
+    assert "my answer, written in VS Code" in ipynb.read_text()
+    assert not stale.exists(), "saving a learner notebook must not create a text pair"
+
+
+def test_stale_solution_py_does_not_win_silently(page, lab):
+    """A solution notebook edited elsewhere while its .py (the pair) is older: JupyterLab shows
+    jupytext's refusal, naming which file is newer, and neither file changes."""
+    sol = lab["work"] / "solutions"
+    ipynb, py = sol / f"{LESSON}.ipynb", sol / f"{LESSON}.py"
+    _edit_elsewhere(ipynb, "author edit in the notebook")
+    _age(py, 120)
+    before = ipynb.read_text(), py.read_text()
+    _open(page, f"solutions/{LESSON}.ipynb")
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(state="visible")
+    text = dialog.inner_text()
+    assert "more recent than" in text, text
+    dialog.screenshot(path=str(ARTIFACTS / "stale_solution_py_refused.png"))
+    dialog.locator("button").last.click()
+    assert (ipynb.read_text(), py.read_text()) == before

@@ -359,3 +359,108 @@ def test_naming_mistakes_leaves_warning_filters_as_they_were():
     run_check(_toy(), lambda x: 3 * x, seed=1)  # matched by the first example: early return
     run_check(_toy(), lambda x: x.no_such(), seed=1)
     assert warnings.filters == before
+
+
+# --- issue 11: a time limit that never breaks an import and cannot be swallowed ---------------
+
+def _slow_module(tmp_path, name: str, seconds: float) -> None:
+    (tmp_path / f"{name}.py").write_text(
+        "import time\n_t = time.perf_counter()\n"
+        f"while time.perf_counter() - _t < {seconds}:\n    pass\nVALUE = 42\n"
+    )
+
+
+def test_timeout_during_a_slow_import_leaves_the_module_whole(tmp_path, monkeypatch):
+    import sys
+
+    _slow_module(tmp_path, "i11_slow_import_mod", 0.8)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def answer(x):
+        import i11_slow_import_mod  # noqa: F401 - a first import that outlasts the limit
+
+        return x * 2
+
+    res = run_check(_toy(timeout=0.2, mistakes=[]), answer)
+    mod = sys.modules.get("i11_slow_import_mod")
+    assert mod is not None and mod.VALUE == 42  # not half-imported
+    assert res.passed, res  # the import's time is given back: a right answer passes
+    sys.modules.pop("i11_slow_import_mod", None)
+
+
+def test_timeout_deferred_past_an_import_still_stops_a_loop(tmp_path, monkeypatch):
+    import sys
+
+    _slow_module(tmp_path, "i11_slow_import_mod2", 0.5)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def answer(x):
+        import i11_slow_import_mod2  # noqa: F401
+
+        while True:
+            pass
+
+    res = run_check(_toy(timeout=0.2, mistakes=[]), answer)
+    assert res.mistake == "timeout"
+    assert sys.modules["i11_slow_import_mod2"].VALUE == 42
+    sys.modules.pop("i11_slow_import_mod2", None)
+
+
+def test_bare_except_loop_ends_as_timeout_and_tracing_is_restored():
+    import sys
+
+    def answer(x):
+        while True:
+            try:
+                time.sleep(0.001)
+            except:  # noqa: E722 - the learner's bare except swallows the timeout
+                pass
+
+    before = sys.gettrace()
+    start = time.perf_counter()
+    res = run_check(_toy(timeout=0.2, mistakes=[]), answer)
+    assert res.mistake == "timeout" and "did not finish within 0.2 s" in res.message
+    assert time.perf_counter() - start < 5
+    assert sys.gettrace() is before
+
+
+def test_swallowed_timeout_then_return_is_still_a_timeout():
+    def answer(x):
+        try:
+            while True:
+                pass
+        except BaseException:
+            return x * 2  # the right value, but only after the time limit
+
+    res = run_check(_toy(timeout=0.2, mistakes=[]), answer)
+    assert res.mistake == "timeout", res
+
+
+def test_after_a_timeout_torch_and_the_next_check_work():
+    import torch.optim  # noqa: F401
+
+    def looping(x):
+        while True:
+            torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+
+    assert run_check(_toy(timeout=0.2, mistakes=[]), looping).mistake == "timeout"
+    assert run_check(_toy(mistakes=[]), lambda x: x * 2).passed
+    p = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.Adam([p], lr=0.1)
+    p.sum().backward()
+    opt.step()
+    assert torch.all(p < 1)
+
+
+def test_warm_up_preloads_and_runs_the_reference_untimed(monkeypatch):
+    import sys
+
+    from course_utils.grading import runner
+
+    calls = []
+    ex = _toy(mistakes=[], preload=("json",), reference=lambda x: calls.append(1) or x * 2)
+    runner._WARM.discard(ex.id)
+    runner.warm_up(ex)
+    assert calls and "json" in sys.modules
+    runner.warm_up(ex)  # once per exercise
+    assert len(calls) == 1

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import jupytext
@@ -32,7 +33,7 @@ def _solution() -> nbformat.NotebookNode:
 
 @pytest.fixture
 def course(tmp_path, monkeypatch):
-    """A course folder with one solution (99_demo) and its generated learner pair."""
+    """A course folder with one solution (99_demo) and its generated learner notebook."""
     sol, nbs = tmp_path / "solutions", tmp_path / "notebooks"
     sol.mkdir()
     nbs.mkdir()
@@ -51,9 +52,8 @@ def _paths(course):
 
 
 def _save_like_jupyterlab(nb, ipynb: Path):
-    """JupyterLab with jupytext writes both files of the pair."""
+    """Learner notebooks are not paired: JupyterLab writes the .ipynb only."""
     nbformat.write(nb, ipynb)
-    ipynb.with_suffix(".py").write_text(build.py_text(nb, ipynb.with_suffix(".py")))
 
 
 def _learner_work(course):
@@ -79,12 +79,13 @@ def _sources(path: Path) -> list[str]:
 
 def test_whole_notebook_reset_is_what_build_generates_and_keeps_a_backup(course, tmp_path):
     ipynb, py = _paths(course)
-    fresh_ipynb, fresh_py = ipynb.read_text(), py.read_text()
+    fresh_ipynb = ipynb.read_text()
+    assert not py.exists()  # learner notebooks have no text pair
     _learner_work(course)
     worked_ipynb = ipynb.read_text()
     res = reset.reset(ipynb, backup_to=tmp_path / "bk")
-    assert ipynb.read_text() == fresh_ipynb and py.read_text() == fresh_py
-    assert sorted(p.suffix for p in res.backups) == [".ipynb", ".py"]
+    assert ipynb.read_text() == fresh_ipynb and not py.exists()
+    assert [p.suffix for p in res.backups] == [".ipynb"]
     backup = next(p for p in res.backups if p.suffix == ".ipynb")
     assert backup.read_text() == worked_ipynb and STEM in backup.name and backup.parent == tmp_path / "bk"
 
@@ -105,9 +106,8 @@ def test_reset_one_exercise_keeps_everything_else(course, tmp_path):
     assert nb.cells[i].outputs == [] and nb.cells[i].execution_count is None
     assert nb.cells[i].id == ids_before["def double(x):\n    return x + x  # mine"]  # same cell, same id
     assert any("put back" in c for c in res.changes) and any("restored" in c for c in res.changes)
-    # the pair agrees: the .py has exactly the reset cells
-    assert [c.source for c in jupytext.read(py).cells] == src
-    assert len(res.backups) == 2
+    assert len(res.backups) == 1 and not py.exists()
+    assert res.source == f"read {STEM}.ipynb"
 
 
 def test_reset_top_level_stub_restores_its_tag(course, tmp_path):
@@ -120,19 +120,62 @@ def test_reset_top_level_stub_restores_its_tag(course, tmp_path):
     assert "def double(x):\n    return x + x  # mine" in _sources(ipynb)
 
 
-def test_inputs_come_from_the_paired_py_like_jupyterlab(course, tmp_path):
-    ipynb, py = _paths(course)
-    # edited in a text editor: only the .py has the learner's answer for `table`
-    stub = '# YOUR CODE HERE\nraise NotImplementedError("Replace this line with your code")'
-    assert stub in py.read_text()
-    text = py.read_text().replace(stub, "table = torch.arange(3)  # from the py")
-    py.write_text(text.replace('    # YOUR CODE HERE\n    raise NotImplementedError("Replace this line with your code")',
-                               "    return x * 2  # from the py"))
-    assert "# from the py" in py.read_text() and "return x * 2" in py.read_text()
+def _old_text_pair(ipynb: Path, nb=None) -> Path:
+    """A learner notebook from an older clone still has its jupytext .py pair next to it."""
+    py = ipynb.with_suffix(".py")
+    py.write_text(build.py_text(nb or nbformat.read(ipynb, as_version=4), py))
+    return py
+
+
+def _age(path: Path, seconds: float) -> None:
+    st = path.stat()
+    os.utime(path, (st.st_atime - seconds, st.st_mtime - seconds))
+
+
+def test_reset_reads_the_ipynb_when_it_is_newer_than_a_stale_py(course, tmp_path):
+    """The issue's bug: after an .ipynb-only edit, reset read the stale .py and said 'already fresh'."""
+    ipynb, _ = _paths(course)
+    py = _old_text_pair(ipynb)  # fresh stubs
+    _age(py, 60)
+    nb = nbformat.read(ipynb, as_version=4)
+    i = next(i for i, c in enumerate(nb.cells) if c.source.startswith("def double"))
+    nb.cells[i].source = "def double(x):\n    return x + x  # edited in VS Code"
+    nbformat.write(nb, ipynb)  # a tool without jupytext: only the .ipynb changes
     res = reset.reset(ipynb, exercise="double", backup_to=tmp_path / "bk")
-    assert res.written
+    assert res.written and "already" not in " ".join(res.changes)
+    assert res.source == f"read {STEM}.ipynb, which is newer than {STEM}.py"
+    backed = next(p for p in res.backups if p.suffix == ".ipynb")
+    assert "edited in VS Code" in backed.read_text()  # the learner's work is in the named backup
+    assert "edited in VS Code" not in ipynb.read_text() + py.read_text()
+    assert [c.source for c in jupytext.read(py).cells] == _sources(ipynb)  # the pair agrees now
+
+
+def test_reset_reads_a_py_that_is_newer_and_says_so(course, tmp_path, capsys):
+    ipynb, _ = _paths(course)
+    stub = '    # YOUR CODE HERE\n    raise NotImplementedError("Replace this line with your code")'
+    _age(ipynb, 60)
+    py = _old_text_pair(ipynb)
+    text = py.read_text()
+    py.write_text(text.replace('# YOUR CODE HERE\nraise NotImplementedError("Replace this line with your code")',
+                               "table = torch.arange(3)  # from the py").replace(stub, "    return x * 2  # from the py"))
+    assert reset.main([str(ipynb), "-e", "double", "--backup-dir", str(tmp_path / "bk")]) == 0
+    out = capsys.readouterr().out
+    assert f"read {STEM}.py, which is newer than {STEM}.ipynb" in out
     assert "table = torch.arange(3)  # from the py" in _sources(ipynb)
     assert "return x * 2" not in ipynb.read_text() + py.read_text()
+    assert any("return x * 2" in p.read_text() for p in (tmp_path / "bk").iterdir())
+
+
+def test_reset_refuses_solution_notebooks(course, tmp_path):
+    sol = course / "solutions" / f"{STEM}.ipynb"
+    before = sol.read_text()
+    for target in (sol, sol.with_suffix(".py")):
+        with pytest.raises(reset.ResetError, match="solution notebook"):
+            reset.reset(target, backup_to=tmp_path / "bk")
+        with pytest.raises(reset.ResetError, match="solution notebook"):
+            reset.reset(target, exercise="double", backup_to=tmp_path / "bk")
+    assert sol.read_text() == before and not (tmp_path / "bk").exists()
+    assert reset.main([str(sol)]) == 2
 
 
 def test_already_fresh_changes_nothing(course, tmp_path):

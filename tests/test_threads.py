@@ -51,7 +51,7 @@ def test_build_execute_and_the_grader_use_the_policy():
     build = (ROOT / "course_utils" / "build.py").read_text()
     assert "threads.kernel_env(" in build
     grade = (ROOT / "course_utils" / "instructor" / "grade.py").read_text()
-    assert "kernel_threads()" in grade
+    assert "thread_policy.kernel_threads()" in grade
 
 
 def test_launcher_exports_the_policy_to_jupyterlab(monkeypatch, capsys):

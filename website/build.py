@@ -79,12 +79,12 @@ def learner_page(stem: str) -> nbformat.NotebookNode:
     solution = _solution(stem)
     learner = build.learner_notebook(solution, stem)
     kept = [c for c in solution.cells if build.SOLUTION_ONLY not in c.metadata.get("tags", [])]
-    assert len(kept) == len(learner.cells)
-    for mine, theirs in zip(learner.cells, kept):
+    mine_cells = [c for c in learner.cells if colab.SETUP_TAG not in c.metadata.get("tags", [])]
+    assert len(kept) == len(mine_cells)
+    for mine, theirs in zip(mine_cells, kept):
         if mine.cell_type == "code" and mine.source == theirs.source and not REVEALING.search(mine.source):
             mine.outputs = copy.deepcopy(theirs.outputs)
             mine.execution_count = theirs.execution_count
-    learner = colab.with_setup_cells(learner, stem)
     if "widgets" in solution.metadata:
         learner.metadata["widgets"] = copy.deepcopy(solution.metadata["widgets"])
     return _clean(learner)

@@ -12,7 +12,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import random
+import os
 import signal
+import sys
+import sysconfig
 import threading
 from typing import Any, Iterable, Iterator
 
@@ -74,6 +77,81 @@ def _async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), obj)
 
 
+_BOOTSTRAP = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
+DEFER_S = 0.05  # while an import runs, look again this often
+MAX_DEFER_S = 60.0  # an import that never ends (a learner's module with a loop) is stopped after this
+
+
+def importing(frame: Any) -> bool:
+    """True when ``frame`` or a caller is inside the import system: an exception raised now
+    would leave a module half-imported in ``sys.modules`` (a broken torch until a restart)."""
+    while frame is not None:
+        if frame.f_code.co_filename in _BOOTSTRAP:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def preload(modules: Iterable[str]) -> None:
+    """Import ``modules`` now (never under a time limit); unknown ones are ignored."""
+    import importlib
+
+    for name in modules:
+        if name in sys.modules:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - optional extras (onnx) may be absent
+            pass
+
+
+_LIBRARY_DIRS = tuple(
+    {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    | {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # course_utils itself
+)
+
+
+def _library(filename: str) -> bool:
+    """Code the trace function never interrupts: the standard library, installed packages
+    (torch) and the course's own code (the grader, the references), so context managers and
+    clean-up in them always run to the end; only the learner's own lines are stopped."""
+    return filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen")
+
+
+class _Deadline:
+    """Shared state of one time limit: once the deadline has passed, the timeout is final.
+
+    ``fired`` stays set even if the learner's code catches :class:`CheckTimeout` (a bare
+    ``except:`` in a loop): the block then ends with a timeout however it ends. After the
+    deadline a trace function raises :class:`CheckTimeout` on every line of Python, so code
+    that keeps swallowing it still cannot run on (a line inside an ``except`` block raises out
+    of it)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.active = True
+        self.fired = False
+        self.deferred = 0.0
+        self.extended = False
+        self.prev_trace: Any = None
+
+    def tracer(self, frame: Any, event: str, arg: Any) -> Any:
+        if not self.active:
+            return None
+        if event in ("line", "call") and not _library(frame.f_code.co_filename) and not importing(frame):
+            raise CheckTimeout()
+        return self.tracer
+
+    def start_tracing(self, frame: Any) -> None:
+        f = frame
+        while f is not None:
+            if f.f_code.co_filename not in _BOOTSTRAP:
+                f.f_trace = self.tracer
+                f.f_trace_lines = True
+            f = f.f_back
+        sys.settrace(self.tracer)
+
+
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
     """Raise :class:`CheckTimeout` in the block if it runs longer than ``seconds``.
@@ -81,18 +159,36 @@ def time_limit(seconds: float) -> Iterator[None]:
     In the main thread on POSIX (a Jupyter kernel, pytest) this uses ``SIGALRM``; elsewhere a
     watchdog thread injects the exception into the calling thread. Both interrupt Python
     bytecode; a single long-running C call finishes before the exception lands.
+
+    The interrupt is never delivered while an import is in progress (it is deferred until the
+    import has finished, and the time spent waiting is given back once), so a slow first
+    import of ``torch._dynamo`` or ``sympy`` cannot leave a half-imported module behind. A
+    timeout that the block's code swallows still ends the block with :class:`CheckTimeout`.
     """
     if seconds <= 0:
         yield
         return
     use_signal = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    state = _Deadline(seconds)
     if use_signal:
 
-        active = [True]
-
         def _raise(signum: int, frame: Any) -> None:
-            if active[0]:
-                raise CheckTimeout()
+            if not state.active:
+                return
+            if importing(frame) and state.deferred < MAX_DEFER_S:
+                state.deferred += DEFER_S
+                signal.setitimer(signal.ITIMER_REAL, DEFER_S, REPEAT_S)
+                return
+            if state.deferred and not state.extended:
+                # the deadline passed during an import: give the import's time back, once
+                state.extended = True
+                signal.setitimer(signal.ITIMER_REAL, min(state.deferred, MAX_DEFER_S), REPEAT_S)
+                return
+            if not state.fired:
+                state.fired = True
+                state.prev_trace = sys.gettrace()
+                state.start_tracing(frame)
+            raise CheckTimeout()
 
         previous = signal.signal(signal.SIGALRM, _raise)
         # The alarm repeats: an exception raised where Python swallows it (a weakref
@@ -101,19 +197,31 @@ def time_limit(seconds: float) -> Iterator[None]:
         try:
             yield
         finally:
-            active[0] = False
+            state.active = False
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+            if state.fired:
+                sys.settrace(state.prev_trace)
+        if state.fired:  # the learner's code caught the timeout and returned
+            raise CheckTimeout()
         return
 
     target = threading.get_ident()
-    fired = threading.Event()
     done = threading.Event()
 
     def _watchdog() -> None:
         wait = seconds
         while not done.wait(wait):  # repeat until the block has ended (see above)
-            fired.set()
+            frame = sys._current_frames().get(target)
+            if importing(frame) and state.deferred < MAX_DEFER_S:
+                state.deferred += DEFER_S
+                wait = DEFER_S
+                continue
+            if state.deferred and not state.extended:
+                state.extended = True
+                wait = min(state.deferred, MAX_DEFER_S)
+                continue
+            state.fired = True
             _async_exc(target, CheckTimeout)
             wait = REPEAT_S
 
@@ -124,5 +232,8 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         done.set()
         watchdog.join()
-        if fired.is_set():  # the exception may still be pending if the block just ended
+        state.active = False
+        if state.fired:  # the exception may still be pending if the block just ended
             _async_exc(target, None)
+    if state.fired:
+        raise CheckTimeout()

@@ -11,7 +11,7 @@ from typing import Any
 from .. import progress
 from . import registry
 from .feedback import Note, Result
-from .runner import run_check
+from .runner import run_check, warm_up
 from .spec import Exercise
 
 
@@ -67,7 +67,10 @@ class LessonExercises:
 
     def __init__(self, lesson: str):
         self._lesson = lesson
-        self._handles = {e.name: ExerciseHandle(e) for e in registry.load_lesson(lesson)}
+        exercises = registry.load_lesson(lesson)
+        for e in exercises:  # slow first imports happen now, at lesson start, not in a check
+            warm_up(e)
+        self._handles = {e.name: ExerciseHandle(e) for e in exercises}
 
     def __getattr__(self, name: str) -> ExerciseHandle:
         if name.startswith("_"):

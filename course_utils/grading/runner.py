@@ -22,11 +22,35 @@ import torch
 
 from .compare import Problem, compare, describe
 from .feedback import Result
-from .guard import CheckTimeout, preserved_state, time_limit
+from .guard import CheckTimeout, preload, preserved_state, time_limit
 from .spec import Case, Exercise, Incorrect, Mistake, Rand
 
 _SYSRAND = random.SystemRandom()
 _HERE = __file__.rsplit("/", 2)[0]  # the course_utils/grading folder
+
+
+# Imported before any clock starts: modules whose first import is slow and that answers use.
+PRELOAD = ("numpy", "torch.nn.functional", "torch.optim", "torch.func", "torch.utils.data")
+_WARM: set[str] = set()
+
+
+def warm_up(ex: Exercise) -> None:
+    """Once per exercise and session, untimed: import :data:`PRELOAD` and ``ex.preload``, then
+    run the reference on one case, so the lazy imports it triggers (``torch._dynamo`` and
+    ``sympy`` on a first ``optimizer.step()``, seconds on a busy machine) happen now rather than
+    under a check's time limit. Never raises; leaves RNG, grad mode and modes as they were."""
+    if ex.id in _WARM:
+        return
+    _WARM.add(ex.id)
+    preload(PRELOAD + tuple(ex.preload))
+    try:
+        with preserved_state(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            case = ex.edge_cases[0] if ex.edge_cases else (ex.cases(Rand(1)) if ex.cases else None)
+            if case is not None:
+                _call(ex, ex.reference, copy.deepcopy(case))
+    except Exception:  # noqa: BLE001 - only a warm-up; the check reports real problems
+        pass
 
 
 class _NotAttempted(Exception):
@@ -254,6 +278,7 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
     bad_kind = _kind_problem(ex, answer)
     if bad_kind is not None:
         return bad_kind
+    warm_up(ex)
     seed = new_seed() if seed is None else seed
     n_random = ex.n_random if n_random is None else n_random
     n_cases = 0

@@ -147,6 +147,11 @@ class Exercise:
         solution: source shown by ``solution()``; defaults to the reference's source.
         arg_names: names of the positional arguments in feedback; defaults to the
             reference's signature (set it when that is ``*args``, e.g. ``Function.apply``).
+        preload: modules imported before the clock starts (at ``exercises_for`` time and
+            before the first check), on top of :data:`runner.PRELOAD`; name the slow lazy
+            imports a plausible answer triggers that the reference does not (the reference is
+            run once, untimed, before the first check, which imports what it needs).
+        points: what a correct answer is worth in the instructor's gradebook (default 1).
     """
 
     lesson: str
@@ -165,6 +170,8 @@ class Exercise:
     timeout: float = 3.0
     solution: str | None = None
     arg_names: Sequence[str] | None = None
+    preload: Sequence[str] = ()
+    points: float = 1.0
 
     @property
     def id(self) -> str:

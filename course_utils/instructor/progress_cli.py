@@ -13,6 +13,10 @@ the solution without passing) and how many are working on it now, and the most c
 mistakes; then the exercises where people are stuck, with their names. ``--watch`` redraws it
 every few seconds (Ctrl-C stops) for a live signal during a workshop.
 
+Every reader skips malformed lines (garbage, half-written lines, wrong types, absurd values)
+and says how many it skipped; a missing or unreadable log is named, and the exit status is
+non-zero (the room view still shows every good event of the logs it could read).
+
 Collecting logs: on a JupyterHub the instructor can read ``/home/*/.pytorch_course/progress.jsonl``
 directly; otherwise learners hand in that file (or set ``COURSE_PROGRESS_LOG`` to a shared
 folder, one file per learner).
@@ -30,7 +34,19 @@ from .room import STUCK_AFTER, log_files, room_summary
 def _show(args: argparse.Namespace) -> int:
     from course_utils import progress
 
-    print(progress.summary(args.log).text())
+    path = args.log if args.log is not None else progress.log_path()
+    if path is None:
+        print(f"Progress logging is turned off ({progress.ENV_VAR} is empty), so there is nothing to show.",
+              file=sys.stderr)
+        return 2
+    try:
+        progress.read_log(path)
+    except progress.LogError as exc:
+        hint = ("" if args.log is not None else
+                f" (nothing has been checked with this log yet; {progress.ENV_VAR} names another file)")
+        print(f"progress show: {exc}{hint}", file=sys.stderr)
+        return 2
+    print(progress.summary(path).text())
     return 0
 
 
@@ -41,8 +57,7 @@ def _summary(args: argparse.Namespace) -> int:
         return 2
     since = time.time() - 60 * args.since if args.since else None
     while True:
-        room = room_summary(files if not args.watch else log_files(args.files),
-                            stuck_after=args.stuck_after, since=since)
+        room = room_summary(args.files, stuck_after=args.stuck_after, since=since)
         if args.watch:
             print("\x1b[2J\x1b[H", end="")
             print(time.strftime("%H:%M:%S"), "(refreshing every", args.watch, "s; Ctrl-C stops)\n")
@@ -60,7 +75,9 @@ def _summary(args: argparse.Namespace) -> int:
                 json.dump(room.to_dict(), fh, indent=1)
             print(f"wrote {args.json}")
         if not args.watch:
-            return 0
+            if room.unreadable:
+                print("progress summary: could not read " + "; ".join(room.unreadable), file=sys.stderr)
+            return 1 if room.unreadable else 0
         try:
             time.sleep(args.watch)
         except KeyboardInterrupt:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..progress import ExerciseProgress, exercise_progress, read_events
+from ..progress import ExerciseProgress, LogError, exercise_progress, read_log, skipped_note
 
 STUCK_AFTER = 3
 
@@ -65,6 +65,16 @@ class RoomSummary:
     rows: list[ExerciseStats]
     events: int
     since: float | None = None
+    skipped: int = 0  # malformed log lines left out (see progress.event_problem)
+    reasons: dict[str, int] = field(default_factory=dict)
+    unreadable: list[str] = field(default_factory=list)  # "path: why" for logs that could not be read
+
+    def problems(self) -> list[str]:
+        """What the view left out, in words (empty when every line of every log was used)."""
+        out = [f"could not read {u}" for u in self.unreadable]
+        if self.skipped:
+            out.append(skipped_note(self.skipped, self.reasons) + "; every good event is counted")
+        return out
 
     # ------------------------------------------------------------------ views
     def stuck_spots(self) -> list[ExerciseStats]:
@@ -99,7 +109,7 @@ class RoomSummary:
         head = f"Room: {n} learner{'s' * (n != 1)}, {self.events} events"
         if self.since is not None:
             head += f" since {time.strftime('%H:%M', time.localtime(self.since))}"
-        lines = [head + ".", "", self.table(all_rows)]
+        lines = [head + ".", *(f"Note: {p}." for p in self.problems()), "", self.table(all_rows)]
         spots = self.stuck_spots()
         if spots:
             lines += ["", "Where people are stuck (attempted, not passed; most stuck first):"]
@@ -127,7 +137,8 @@ class RoomSummary:
                 f"<td>{r.hints}</td><td>{r.solutions}</td>"
                 f"<td title='{html.escape(', '.join(r.stuck))}'>{len(r.stuck) or ''}</td>"
                 f"<td>{len(r.working) or ''}</td><td>{common}</td></tr>")
-        return (f"<div><b>Room: {len(self.learners)} learners, {self.events} events</b>"
+        notes = "".join(f"<br><small>Note: {html.escape(p)}.</small>" for p in self.problems())
+        return (f"<div><b>Room: {len(self.learners)} learners, {self.events} events</b>{notes}"
                 "<table><tr><th>exercise</th><th>tried</th><th>passed</th><th>pass rate</th><th>median checks</th>"
                 "<th>hints</th><th>solutions</th><th>stuck</th><th>now</th><th>common mistakes</th></tr>"
                 + "".join(body) + "</table></div>")
@@ -139,7 +150,9 @@ class RoomSummary:
             d["mistakes"] = dict(r.mistakes.most_common())
             d["pass_rate"] = r.pass_rate
             rows.append(d)
-        return {"learners": self.learners, "events": self.events, "since": self.since, "exercises": rows}
+        return {"learners": self.learners, "events": self.events, "since": self.since,
+                "skipped": self.skipped, "skipped_reasons": dict(self.reasons),
+                "unreadable": list(self.unreadable), "exercises": rows}
 
     def write_csv(self, path: str | os.PathLike[str]) -> None:
         import csv
@@ -210,12 +223,33 @@ def log_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
 
 
-def learners_events(files: Iterable[Path], since: float | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Events grouped by learner. The learner is each event's ``learner`` field; the same name
-    in two different files (everyone is ``jovyan`` on Binder) counts as two learners."""
+@dataclass
+class RoomLogs:
+    """Events grouped by learner, and what reading left out."""
+
+    per_learner: dict[str, list[dict[str, Any]]]
+    skipped: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    unreadable: list[str] = field(default_factory=list)
+
+
+def read_room(files: Iterable[Path], since: float | None = None) -> RoomLogs:
+    """Read every log (validated by :func:`course_utils.progress.read_log`; malformed lines are
+    counted, unreadable files named) and group events by learner. The learner is each event's
+    ``learner`` field; the same name in two different files (everyone is ``jovyan`` on Binder)
+    counts as two learners."""
     raw: dict[tuple[str, Path], list[dict[str, Any]]] = {}
+    res = RoomLogs({})
     for f in files:
-        for ev in read_events(f):
+        try:
+            log = read_log(f)
+        except LogError as exc:
+            res.unreadable.append(str(exc))
+            continue
+        res.skipped += log.skipped
+        for why, n in log.reasons.items():
+            res.reasons[why] = res.reasons.get(why, 0) + n
+        for ev in log.events:
             if since is not None and float(ev.get("ts", 0) or 0) < since:
                 continue
             who = str(ev.get("learner") or f.stem)
@@ -226,7 +260,13 @@ def learners_events(files: Iterable[Path], since: float | None = None) -> dict[s
         key = who if names[who] == 1 else f"{who} ({f.parent.name + '/' if f.parent.name else ''}{f.name})"
         evs.sort(key=lambda e: float(e.get("ts", 0) or 0))
         out.setdefault(key, []).extend(evs)
-    return dict(sorted(out.items()))
+    res.per_learner = dict(sorted(out.items()))
+    return res
+
+
+def learners_events(files: Iterable[Path], since: float | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Events grouped by learner (see :func:`read_room`)."""
+    return read_room(files, since).per_learner
 
 
 def _attempts_to_pass(events: list[dict[str, Any]]) -> int | None:
@@ -293,8 +333,15 @@ def _course_ids() -> list[str]:
 
 def room_summary(paths: Iterable[str | os.PathLike[str]], exercises: Iterable[str] | None = None,
                  stuck_after: int = STUCK_AFTER, since: float | None = None) -> RoomSummary:
-    """Read logs (files or folders) and summarise the room."""
-    return summarize(learners_events(log_files(paths), since), exercises, stuck_after, since)
+    """Read logs (files or folders) and summarise the room; malformed lines are skipped and
+    counted, unreadable files named (:meth:`RoomSummary.problems`), never fatal."""
+    paths = list(paths)
+    files = log_files(paths)
+    logs = read_room(files, since)
+    logs.unreadable += [f"{p}: no such file or folder" for p in map(Path, paths) if not p.exists()]
+    summary = summarize(logs.per_learner, exercises, stuck_after, since)
+    summary.skipped, summary.reasons, summary.unreadable = logs.skipped, logs.reasons, logs.unreadable
+    return summary
 
 
 # ---------------------------------------------------------------------- synthetic rooms
