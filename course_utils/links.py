@@ -74,29 +74,34 @@ def readme_block() -> str:
 
 
 def sync_readme(text: str) -> str:
-    """README text with its links block regenerated (unchanged when it has no block)."""
+    """README (or guide) text with its links block regenerated and, once COURSE_REPO is set,
+    the placeholder replaced everywhere (clone commands, pip and nbgitpuller URLs)."""
     pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), re.S)
-    return pattern.sub(lambda m: readme_block(), text)
+    text = pattern.sub(lambda m: readme_block(), text)
+    if not is_placeholder():
+        text = text.replace(PLACEHOLDER, COURSE_REPO)
+    return text
 
 
-def readme_path():
+def linked_docs():
+    """The documents whose links follow COURSE_REPO (README and the instructor guide)."""
     from pathlib import Path
 
-    return Path(__file__).resolve().parent.parent / "README.md"
+    root = Path(__file__).resolve().parent.parent
+    return [p for p in (root / "README.md", root / "docs" / "instructor_guide.md") if p.exists()]
 
 
 def readme_out_of_date() -> bool:
-    path = readme_path()
-    if not path.exists():
-        return False
-    text = path.read_text(encoding="utf-8")
-    return sync_readme(text) != text
+    return any(sync_readme(p.read_text(encoding="utf-8")) != p.read_text(encoding="utf-8") for p in linked_docs())
 
 
 def write_readme() -> bool:
-    """Regenerate README.md's links block; True when it changed."""
-    path = readme_path()
-    if not readme_out_of_date():
-        return False
-    path.write_text(sync_readme(path.read_text(encoding="utf-8")), encoding="utf-8")
-    return True
+    """Regenerate the links of README.md and the instructor guide; True when one changed."""
+    changed = False
+    for path in linked_docs():
+        text = path.read_text(encoding="utf-8")
+        new = sync_readme(text)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            changed = True
+    return changed

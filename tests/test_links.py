@@ -11,8 +11,8 @@ from course_utils import build, links
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE_URL = re.compile(
-    r"(?:mybinder\.org/v2/gh/|colab\.research\.google\.com/github/|git\+https://github\.com/"
-    r"|repo=https://github\.com/)([\w.-]+/[\w.-]+?)(?=[/@&?)\s\"']|$)")
+    r"(?:mybinder\.org/v2/gh/|colab\.research\.google\.com/github/|github\.com/)([\w.-]+/[\w-]+)")
+THIRD_PARTY = {"jupyterhub/nbgitpuller"}
 
 
 def _files():
@@ -25,7 +25,7 @@ def _files():
 @pytest.mark.parametrize("path", list(_files()), ids=lambda p: p.name)
 def test_every_course_link_uses_the_one_setting(path):
     text = path.read_text(encoding="utf-8")
-    repos = set(COURSE_URL.findall(text))
+    repos = set(COURSE_URL.findall(text)) - THIRD_PARTY
     assert repos <= {links.COURSE_REPO}, f"{path.name} links to {repos - {links.COURSE_REPO}}; use course_utils/links.py"
 
 
@@ -46,5 +46,6 @@ def test_urls_follow_the_setting(monkeypatch):
     assert hub.startswith("https://hub.example.org/hub/user-redirect/git-pull?repo=https://github.com/someone/pytorch-course")
     assert f"urlpath=lab/tree/{links.HUB_TARGET}/notebooks/00_start_here.ipynb" in hub
     assert f"targetpath={links.HUB_TARGET}" in hub
-    block = links.sync_readme(f"a\n{links.README_BEGIN}\nold\n{links.README_END}\nb")
+    block = links.sync_readme(f"a\n{links.README_BEGIN}\nold\n{links.README_END}\nb github.com/OWNER/REPO.git")
     assert "someone/pytorch-course" in block and "old" not in block and block.startswith("a\n")
+    assert block.endswith("b github.com/someone/pytorch-course.git")
