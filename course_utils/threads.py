@@ -13,8 +13,9 @@ buys almost nothing on an idle machine and costs a lot on a busy one. torch star
 thread per visible core, and OpenMP threads spin while they wait for each other: on a 2-core
 machine with another job running, lesson 05 took 250-556 s with the default thread count and
 101 s with one thread (issue 15); two nbval workers with 2 threads each took 89-170 s against
-32 s with one. ``python benchmarks/run.py --only busy`` measures a lesson idle and next to a
-2-thread job with this policy (README, "Performance").
+32 s with one. ``python benchmarks/run.py --only busy`` measures a lesson as the machine is and
+next to a 2-thread job with this policy: lesson 05 took 1.23x as long next to the job (medians,
+on a shared 2-core machine at load average 10-13; README, "Performance").
 """
 
 from __future__ import annotations
