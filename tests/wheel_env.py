@@ -18,13 +18,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-HIDE = '''# Test scaffolding (tests/wheel_env.py): hide the base Python's course package, editable
-# or on a path, so this environment starts without course_utils.
-import os, sys, sysconfig
-_here = os.path.realpath(sysconfig.get_paths()["purelib"])
+HIDE = '''# Test scaffolding (tests/wheel_env.py): hide the base Python's course package (an
+# editable install's import hook, or the checkout on sys.path), so this environment starts
+# without course_utils. Other folders (a grader's sandbox copy of the course) stay.
+import os, sys
+_checkout = {checkout!r}
 sys.meta_path[:] = [f for f in sys.meta_path if "course_utils" not in getattr(f, "__module__", "") + repr(f)]
-sys.path[:] = [p for p in sys.path
-               if os.path.realpath(p or ".") == _here or not os.path.isdir(os.path.join(p or ".", "course_utils"))]
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != _checkout]
 '''
 
 
@@ -60,7 +60,7 @@ def make_venv(where: Path) -> Path:
     python = where / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
-    (Path(site) / "sitecustomize.py").write_text(HIDE)
+    (Path(site) / "sitecustomize.py").write_text(HIDE.format(checkout=os.path.realpath(ROOT)))
     return python
 
 
