@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import zipfile
 from pathlib import Path
 
@@ -62,8 +61,6 @@ def test_test_only_requirements_are_the_test_extra():
 
 
 def test_every_subpackage_is_listed():
-    import tomllib as _t  # noqa: F401  (3.10: tomli above)
-
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "course_utils").rglob("__init__.py")}
     assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"

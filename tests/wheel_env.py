@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,4 +80,4 @@ def run(python: Path, *args: str, cwd: Path, timeout: float = 300, **env: str) -
                           timeout=timeout)
 
 
-__all__ = ["build_wheel", "make_venv", "kernelspec", "run", "clean_env", "sysconfig"]
+__all__ = ["build_wheel", "make_venv", "kernelspec", "run", "clean_env"]
