@@ -137,8 +137,11 @@ print(type(probs).__name__, probs.shape, probs.dtype)
 # Batches are often nested: `(X, y)`, a dict `{"inputs": X, "targets": {"labels": y}}`, or a
 # list of those. Some entries are not tensors at all, such as file names or ids. Write
 # `to_device(batch, device)`. It returns a batch with the **same structure**: every tensor
-# moved with `.to(device)`, every tuple still a tuple, every list still a list, every dict
-# still a dict, and everything else returned unchanged. Do not modify the batch you are given.
+# moved with `.to(device)` (and nothing else: dtypes stay as they are), every tuple still a
+# tuple, every list still a list, every dict still a dict, and everything else returned
+# unchanged. A namedtuple such as `Batch(x=..., y=...)` stays the same namedtuple: it is a
+# tuple, but it is built from its fields, `type(batch)(*items)`. Do not modify the batch you
+# are given.
 #
 # The check moves batches to the `meta` device, so a tensor you miss is visible even without a
 # GPU.
@@ -150,6 +153,8 @@ def to_device(batch, device):
         return batch.to(device)
     if isinstance(batch, dict):
         return {key: to_device(value, device) for key, value in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a namedtuple: fields by position
+        return type(batch)(*(to_device(item, device) for item in batch))
     if isinstance(batch, (list, tuple)):
         return type(batch)(to_device(item, device) for item in batch)
     return batch

@@ -550,7 +550,8 @@ def test_warmup_cosine_alternatives_pass():
         def factor(s):
             if s < warmup_steps:
                 return (s + 1) / warmup_steps
-            return 0.5 * (1 + math.cos(math.pi * min(1.0, (s - warmup_steps) / (total_steps - warmup_steps))))
+            # clamped progress is fine; the text's `max(1, ...)` is needed for warmup_steps == total_steps
+            return 0.5 * (1 + math.cos(math.pi * min(1.0, (s - warmup_steps) / max(1, total_steps - warmup_steps))))
 
         return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 

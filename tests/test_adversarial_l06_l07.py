@@ -89,6 +89,8 @@ def test_to_device_alternative_with_explicit_branches_passes():
     def explicit(batch, device):
         if torch.is_tensor(batch):
             return batch.to(device=device, copy=False)
+        if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # the text: a namedtuple stays one
+            return batch._make(explicit(b, device) for b in batch)
         if isinstance(batch, tuple):
             return tuple(map(lambda b: explicit(b, device), batch))
         if isinstance(batch, list):
@@ -524,7 +526,7 @@ def test_export_with_a_too_small_batch_bound_is_rejected():
         return torch.export.export(model, (example_input,),
                                    dynamic_shapes=({0: torch.export.Dim("batch", max=5)},))
 
-    rejected(P + "export_with_dynamic_batch", bounded, "static_batch", seeds=(1,))
+    rejected(P + "export_with_dynamic_batch", bounded, "bounded_batch", seeds=(1,))
 
 
 def test_export_with_torchscript_is_rejected():

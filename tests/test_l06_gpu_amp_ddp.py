@@ -142,6 +142,8 @@ def test_to_device_variants_pass():
             return batch.to(device, non_blocking=True)
         if isinstance(batch, dict):
             return {k: with_non_blocking(v, device) for k, v in batch.items()}
+        if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # the text: a namedtuple stays one
+            return type(batch)(*(with_non_blocking(v, device) for v in batch))
         if isinstance(batch, tuple):
             return tuple(with_non_blocking(v, device) for v in batch)
         if isinstance(batch, list):
@@ -154,7 +156,7 @@ def test_to_device_variants_pass():
 def test_amp_step_with_backward_inside_autocast_passes():
     def step(model, X, y, loss_fn, optimizer):
         optimizer.zero_grad(set_to_none=False)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(X.device.type, dtype=torch.bfloat16):  # (a constant "cpu" is rejected)
             loss = loss_fn(model(X), y)
             loss.backward()
         optimizer.step()

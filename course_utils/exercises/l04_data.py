@@ -47,6 +47,9 @@ def as_worker(worker_id: int, num_workers: int, base_seed: int, dataset):
     the grader's business (checks run inside ``preserved_state``)."""
     seed = base_seed + worker_id
     previous = _worker_mod._worker_info
+    if isinstance(previous, _worker_mod.WorkerInfo) and getattr(previous, "seed", None) is not None \
+            and multiprocessing.parent_process() is None:
+        previous = None  # left over from a check stopped mid-way (this is the main process)
     _worker_mod._worker_info = _worker_mod.WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                                       dataset=dataset)
     random.seed(seed)
@@ -121,6 +124,10 @@ def _window_run(answer, case: Case):
     if horizon == 1 and getattr(ds, "horizon", 1) != 1:
         raise Incorrect("wrong_default_horizon", "`WindowDataset(series, window)` must mean horizon 1 (the "
                         "value right after the window): keep the default `horizon=1` in `__init__`.")
+    if not isinstance(ds, Dataset):
+        raise Incorrect("not_a_dataset", "Complete the class `WindowDataset(Dataset)`: calling your answer gave "
+                        f"a {type(ds).__name__}, not a `torch.utils.data.Dataset` (keep the base class, and "
+                        "compute items in `__getitem__`).")
     if not (hasattr(ds, "__len__") and hasattr(ds, "__getitem__")):
         raise Incorrect("not_a_dataset", "Calling your class did not give an object with `__len__` and "
                         f"`__getitem__` (got {type(ds).__name__}). Subclass `Dataset` and define both.")
@@ -261,7 +268,11 @@ def _index_tensor(t, name: str) -> torch.Tensor:
     if t.is_floating_point() or t.dim() != 1:
         raise Incorrect("wrong_type", f"`{name}` should be a 1-D integer tensor of indices, not "
                         f"{str(t.dtype).replace('torch.', '')} of shape {tuple(t.shape)}.")
-    return t.long()
+    if t.dtype != torch.int64 or type(t) is not torch.Tensor:
+        raise Incorrect("wrong_dtype", f"`{name}` is {type(t).__name__} of {str(t.dtype).replace('torch.', '')}; "
+                        "the task asks for \"two 1-D int64 tensors\" (plain `torch.Tensor`s, as "
+                        "`nonzero()` and `torch.cat` give them).")
+    return t
 
 
 def _split_run(answer, case: Case):
@@ -270,7 +281,11 @@ def _split_run(answer, case: Case):
 
     def call(s, watch_global=False):
         before = _global_rng_states() if watch_global else None
-        out = answer(y.clone(), frac, torch.Generator().manual_seed(s))
+        given = y.clone()
+        out = answer(given, frac, torch.Generator().manual_seed(s))
+        if not torch.equal(given, y):
+            raise Incorrect("mutated_input", "Your function changed the labels `y` it was given (an indexed "
+                            "assignment or an in-place op): the caller's labels must stay as they were.")
         if watch_global and _global_rng_states() != before:
             touched_global.append(True)
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -299,6 +314,10 @@ def _split_run(answer, case: Case):
                for v in ideal]
     off = [int(t) not in ok for t, ok, c in zip(test_counts.tolist(), allowed, counts.tolist()) if c]
     near = all(abs(int(t) - v) < 1 for t, v in zip(test_counts.tolist(), ideal))
+    train_counts = torch.bincount(y[tr], minlength=len(counts))
+    if any(off) and all(int(t) in ok for t, ok in zip(train_counts.tolist(), allowed)):
+        raise Incorrect("swapped", "Your split is stratified, but the pair is the wrong way round: return "
+                        "`(train_idx, test_idx)`, train first.")
     if any(off) and near:
         raise Incorrect("wrong_rounding", "Each class must put `round(n_c * test_fraction)` of its items into "
                         "test; your counts are rounded down or up (`int(...)`, `math.floor`, `math.ceil`). "
@@ -346,6 +365,9 @@ register(Exercise(
     edge_cases=[
         Case((torch.tensor([0] * 40 + [1] * 8 + [2] * 4), 0.25), dict(seed=7), label="imbalanced classes 40/8/4"),
         Case((torch.tensor([0, 1] * 15), 0.5), dict(seed=3), label="two balanced classes, half for test"),
+        Case((torch.tensor([7] * 12 + [2] * 9 + [4] * 20 + [9]), 0.3), dict(seed=11),
+             label="labels 2, 4, 7, 9 (not 0..k-1), one class with a single item"),
+        Case((torch.tensor([3] * 10), 0.2), dict(seed=5), label="a single class"),
     ],
     mistakes=[
         Mistake("wrong_rounding", "Each class must put `round(n_c * test_fraction)` of its items into test.",
@@ -443,7 +465,9 @@ def _sampler_run(answer, case: Case):
 register(Exercise(
     lesson=LESSON, name="balanced_sampler", title="A WeightedRandomSampler that balances classes",
     reference=balanced_sampler, kind="function", run=_sampler_run, cases=_sampler_cases,
-    edge_cases=[Case((torch.tensor([0] * 30 + [1] * 3),), dict(seed=5), label="30 items of class 0, 3 of class 1")],
+    edge_cases=[Case((torch.tensor([0] * 30 + [1] * 3),), dict(seed=5), label="30 items of class 0, 3 of class 1"),
+                Case((torch.tensor([5] * 4 + [1] * 12 + [3] * 2 + [5] * 3),), dict(seed=8),
+                     label="labels 1, 3, 5 (not 0..k-1)")],
     mistakes=[
         Mistake("proportional_weights", "Your weights grow with the class size, which makes the imbalance "
                 "worse. Each item's weight is 1 / (size of its class).", _sampler_proportional),
@@ -637,6 +661,12 @@ def _sharded_run(answer, case: Case):
                     epochs.append((_items(worker_copy, cap, f"In worker {k} of {n}"),
                                    _items(worker_copy, cap, f"In worker {k} of {n}, second epoch")))
             _judge_stream([v for first, _ in epochs for v in first], start, end, n, f"With num_workers={n}")
+            fair = math.ceil(max(end - start, 0) / n)
+            if any(len(first) > fair for first, _ in epochs):
+                raise Incorrect("unbalanced_shards", f"With num_workers={n} one worker yielded "
+                                f"{max(len(first) for first, _ in epochs)} of the {end - start} items, more than "
+                                f"its share (at most {fair}): \"let each copy yield only its share\", so the "
+                                "workers split the work (a stride `range(start + id, end, num_workers)` does).")
             for first, second in epochs:
                 _same_next_epoch(first, second)
     return True
@@ -667,6 +697,7 @@ def _real_workers_probe(answer, r: Rand) -> None:
 register(Exercise(
     lesson=LESSON, name="ShardedRange", title="An IterableDataset that shards its items across workers",
     reference=ShardedRange, kind="any", run=_sharded_run, cases=_sharded_cases, n_random=6,
+    timeout=10.0,  # the probe starts real worker processes: seconds on a busy machine
     edge_cases=[Case((0, 7), label="range(0, 7): odd, not divisible by 2 or 3 workers"),
                 Case((3, 3), label="an empty range")],
     probes=[_real_workers_probe],
@@ -737,8 +768,19 @@ def _reseed_run(answer, case: Case):
             ds = NoisyItems(n=4, seed=data_seed)  # this worker's copy of the dataset
             with as_worker(k, 2, base, ds):
                 before = _np_state_key()
+                seed_before, py_before = torch.initial_seed(), random.getstate()
                 answer(k)
                 touched_global = touched_global or _np_state_key() != before
+                py_after = random.getstate()
+                # reseeding `random` leaves the Mersenne Twister at position 624 (a fresh state);
+                # drawing from it (valid: torch seeded it per worker) moves the position
+                py_reseeded = py_after != py_before and py_after[1][-1] == 624
+                if torch.initial_seed() != seed_before or py_reseeded:
+                    raise Incorrect("reseeded_torch_or_random", "Your function reseeded torch's or Python's "
+                                    "`random` global generator in the worker. The DataLoader already seeds both "
+                                    "with a per-worker, per-epoch seed; reseeding them (e.g. from `worker_id`) "
+                                    "makes torch/`random` augmentations repeat every epoch. Only replace "
+                                    "`get_worker_info().dataset.rng`.")
             rng = getattr(ds, "rng", None)
             if not isinstance(rng, np.random.Generator):
                 raise Incorrect("not_a_generator", "After your function, `dataset.rng` must still be a NumPy "
@@ -772,7 +814,7 @@ def _reseed_run(answer, case: Case):
 
 register(Exercise(
     lesson=LESSON, name="reseed_worker", title="A worker_init_fn that gives every worker its own NumPy generator",
-    reference=reseed_worker, kind="function", run=_reseed_run, cases=_reseed_cases, n_random=4,
+    reference=reseed_worker, kind="function", run=_reseed_run, cases=_reseed_cases, n_random=4, timeout=6.0,
     mistakes=[
         Mistake("not_reseeded", "Your function leaves the dataset's generator alone, so every worker repeats "
                 "the same random numbers.", _reseed_nothing, match_output=False),

@@ -14,8 +14,11 @@ loop does to it:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+import os
+import sys
 
 import torch
 from torch import nn
@@ -25,6 +28,27 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from course_utils.training_lab import evaluate, train_one_epoch
 
 LESSON = "05_training_loop"
+
+
+@contextlib.contextmanager
+def _forbid(file_suffix: str, names: set[str], mistake: str, message: str):
+    """Fail with ``Incorrect(mistake, message)`` if the block calls one of ``names`` defined in a
+    file ending with ``file_suffix`` (a profile hook sees every Python call, however the learner
+    imported or renamed the function)."""
+    seen: list[str] = []
+    previous = sys.getprofile()
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_name in names and frame.f_code.co_filename.endswith(file_suffix):
+            seen.append(frame.f_code.co_name)
+
+    sys.setprofile(hook)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+    if seen:
+        raise Incorrect(mistake, message.format(name=seen[0].lstrip("_")))
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -154,6 +178,79 @@ def _train_no_train_mode(model, loader, loss_fn, optimizer):
     return total / n
 
 
+def _train_softmax_first(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(torch.softmax(model(X), dim=1), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
+
+
+def _train_no_backward(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(X), y)
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
+
+
+def _train_zero_before_step(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        loss = loss_fn(model(X), y)
+        loss.backward()
+        optimizer.zero_grad()
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
+
+
+class _Tag(torch.autograd.Function):
+    """Identity on the loss; its backward node holds a token, so the token lives exactly as long as
+    that batch's autograd graph."""
+
+    @staticmethod
+    def forward(ctx, loss, token):
+        ctx.token = token
+        return loss.view_as(loss)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class _Token:
+    pass
+
+
+def _watch_graphs(loss_fn: nn.Module, records: list) -> list:
+    """Every loss ``loss_fn`` returns carries a token; at each forward of the model, ``records``
+    gets the number of earlier batches whose graph is still alive."""
+    import weakref
+
+    tokens: list = []
+
+    def tag(module, args, out):
+        if not (isinstance(out, torch.Tensor) and out.requires_grad):
+            return None
+        token = _Token()
+        tokens.append(weakref.ref(token))
+        return _Tag.apply(out, token)
+
+    return [loss_fn.register_forward_hook(tag), tokens]
+
+
 def _train_trial(fn, case: Case):
     X, y, bs, seed, lr, smoothing = (case.kwargs[k] for k in ("X", "y", "batch_size", "seed", "lr", "smoothing"))
     model = _model_for(X, y, seed)
@@ -163,23 +260,33 @@ def _train_trial(fn, case: Case):
     model.eval()  # as an evaluation would leave it
     start = _flat(model)
     records, hooks = _record_modes(model)
+    backwards: list[int] = []  # backward passes that reached the last layer's bias
+    hooks.append(list(model.parameters())[-1].register_hook(lambda g: backwards.append(1)))
     loader = DataLoader(TensorDataset(X, y), batch_size=bs)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     steps, step_hook = _count_steps(optimizer)
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=smoothing)
+    tag_hook, tokens = _watch_graphs(loss_fn, [])
+    alive: list[int] = []  # at each forward: graphs of batches before the previous one still alive
+    hooks.append(model.register_forward_pre_hook(
+        lambda m, args: alive.append(sum(1 for t in tokens[:-1] if t() is not None))))
     try:
         with torch.enable_grad():
-            out = fn(model, loader, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer)
+            out = fn(model, loader, loss_fn, optimizer)
     finally:
         for h in hooks:
             h.remove()
         step_hook.remove()
-    return out, _flat(model), start, records, len(steps)
+        tag_hook.remove()
+    if alive and max(alive) > 0 and fn is not train_one_epoch:
+        raise Incorrect("graph_kept_alive", _TRAIN_MESSAGES["graph_kept_alive"])
+    return out, _flat(model), start, records, len(steps), len(backwards)
 
 
 def _train_run(answer, case: Case):
     if not callable(answer):
         raise Incorrect("wrong_type", f"You passed a {type(answer).__name__}; pass your function itself.")
-    out, params, start, records, steps = _train_trial(answer, case)
+    out, params, start, records, steps, backwards = _train_trial(answer, case)
     if not records:
         raise Incorrect("no_forward", "Your function never called the model: loop over the loader and "
                         "compute `model(X)` for every batch.")
@@ -192,7 +299,11 @@ def _train_run(answer, case: Case):
                         "of the epoch. After an evaluation the model is still in eval mode, and Dropout and "
                         "BatchNorm would then behave as in testing.")
     _number_problem(out, "the mean training loss")
-    exp_out, exp_params, _, _, _ = _train_trial(train_one_epoch, case)
+    exp_out, exp_params = _train_trial(train_one_epoch, case)[:2]
+    if torch.equal(params, start) and not backwards:
+        raise Incorrect("forgot_backward", _TRAIN_MESSAGES["forgot_backward"])
+    if torch.equal(params, start) and steps:
+        raise Incorrect("zero_grad_between_backward_and_step", _TRAIN_MESSAGES["zero_grad_between_backward_and_step"])
     if torch.equal(params, start):
         raise Incorrect("forgot_step", "The parameters did not change. After `loss.backward()` computes the "
                         "gradients, `optimizer.step()` must apply them, once per batch.")
@@ -201,13 +312,15 @@ def _train_run(answer, case: Case):
     if not _close(params, exp_params):
         for mistake, variant in (("forgot_zero_grad", _train_no_zero_grad),
                                  ("zero_grad_at_end", _train_zero_grad_at_end),
-                                 ("ignores_loss_fn", _train_ignores_loss_fn)):
+                                 ("ignores_loss_fn", _train_ignores_loss_fn),
+                                 ("softmax_before_loss", _train_softmax_first)):
             if _close(params, _train_trial(variant, case)[1]):
                 raise Incorrect(mistake, _TRAIN_MESSAGES[mistake])
         diff = float((params - exp_params).abs().max())
-        raise Incorrect("wrong_update", "After your epoch the parameters differ from those of a correct epoch "
-                        f"of SGD (largest difference {diff:.3g}). Per batch, in this order: `zero_grad()`, "
-                        "forward, loss, `backward()`, `step()`.")
+        raise Incorrect("wrong_update", "After your epoch the parameters differ from those after one correct "
+                        f"epoch with the given `loss_fn` and `optimizer` (largest difference {diff:.3g}), though "
+                        "the optimizer stepped and the model ran in training mode. Check what reaches the loss "
+                        "(`loss_fn(model(X), y)` on every batch) and what `backward()` sees.")
     if not math.isclose(out, exp_out, rel_tol=1e-5, abs_tol=1e-7):
         if math.isclose(out, _train_trial(_train_batch_mean, case)[0], rel_tol=1e-5, abs_tol=1e-7):
             raise Incorrect("batch_mean_average", _TRAIN_MESSAGES["batch_mean_average"])
@@ -217,7 +330,20 @@ def _train_run(answer, case: Case):
     return True
 
 
+_SOFTMAX = ("You applied softmax to the logits before the loss: `nn.CrossEntropyLoss` (the `loss_fn` "
+            "here) applies log-softmax itself, so it must get the raw logits `model(X)`. With probabilities "
+            "the loss is wrong and its gradients are much smaller.")
+
 _TRAIN_MESSAGES = {
+    "graph_kept_alive": "Your loop keeps the autograd graphs of earlier batches alive (e.g. `total = total + "
+    "loss * len(y)` or a list of loss tensors): memory grows with every batch. Take the number out with "
+    "`loss.item()` (or `loss.detach()`) before adding it up.",
+    "forgot_backward": "The parameters did not change, and `loss.backward()` never ran: without it there are "
+    "no gradients for `optimizer.step()` to apply. Per batch: `zero_grad()`, forward, loss, `backward()`, `step()`.",
+    "softmax_before_loss": _SOFTMAX,
+    "zero_grad_between_backward_and_step": "`optimizer.step()` ran, but the parameters did not change: the "
+    "gradients were already zeroed when it ran. Zero them at the start of the iteration (before the "
+    "forward pass), never between `backward()` and `step()`.",
     "forgot_zero_grad": "Gradients accumulate: without `optimizer.zero_grad()` every `backward()` adds to "
     "the gradients of all earlier batches (and to whatever was there before the epoch), so each step "
     "uses a sum of old gradients. Call `optimizer.zero_grad()` at the start of every iteration.",
@@ -249,6 +375,10 @@ register(Exercise(
                 "in eval mode from the last evaluation.", _train_no_train_mode, match_output=False),
         Mistake("ignores_optimizer", _TRAIN_MESSAGES["ignores_optimizer"], _train_own_optimizer, match_output=False),
         Mistake("ignores_loss_fn", _TRAIN_MESSAGES["ignores_loss_fn"], _train_ignores_loss_fn, match_output=False),
+        Mistake("softmax_before_loss", _SOFTMAX, _train_softmax_first, match_output=False),
+        Mistake("forgot_backward", _TRAIN_MESSAGES["forgot_backward"], _train_no_backward, match_output=False),
+        Mistake("zero_grad_between_backward_and_step", _TRAIN_MESSAGES["zero_grad_between_backward_and_step"],
+                _train_zero_before_step, match_output=False),
     ],
     hints=[
         "Start with `model.train()`, then `for X, y in loader:` and the five steps inside the loop.",
@@ -315,6 +445,18 @@ def _eval_ignores_loss_fn(model, loader, loss_fn):
     return total / n, hits / n
 
 
+def _eval_softmax_first(model, loader, loss_fn):
+    model.eval()
+    total, hits, n = 0.0, 0, 0
+    with torch.inference_mode():
+        for X, y in loader:
+            probs = model(X).softmax(dim=1)
+            total += loss_fn(probs, y).item() * len(y)
+            hits += int((probs.argmax(1) == y).sum())
+            n += len(y)
+    return total / n, hits / n
+
+
 def _eval_grad_left_off(model, loader, loss_fn):
     torch.set_grad_enabled(False)
     return evaluate(model, loader, loss_fn)
@@ -345,6 +487,9 @@ def _eval_run(answer, case: Case):
                         "and the graph costs memory and time.")
     if not grad_left_on:
         raise Incorrect("grad_left_off", _GRAD_LEFT_OFF)
+    if isinstance(out, list) and len(out) == 2:
+        raise Incorrect("wrong_type", "Return the pair as a tuple, `(mean_loss, accuracy)` (`return loss, acc`), "
+                        "not a list.")
     if isinstance(out, tuple) and len(out) == 2:
         for value, what in zip(out, ("the mean loss", "the accuracy")):
             _number_problem(value, what)
@@ -369,6 +514,7 @@ register(Exercise(
         Mistake("ignores_loss_fn", "You computed a cross-entropy of your own instead of calling the "
                 "`loss_fn` you were given (the check's has label smoothing, so the numbers differ). Use "
                 "`loss_fn(logits, y)`.", _eval_ignores_loss_fn),
+        Mistake("softmax_before_loss", _SOFTMAX, _eval_softmax_first),
     ],
     hints=[
         "`model.eval()`, then `with torch.inference_mode():` around the loop over the loader.",
@@ -446,7 +592,12 @@ def _clip_cases(r: Rand) -> Case:
 def _clip_run(answer, case: Case):
     params, max_norm = case.args
     # as `model.parameters()` would be: a generator, which can be iterated only once
-    out = answer((p for p in params), max_norm)
+    with _forbid(os.path.join("nn", "utils", "clip_grad.py"),
+                 {n for f in ("clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_")
+                  for n in (f, "_" + f)}, "uses_builtin",
+                 "Your function called PyTorch's `{name}`; the exercise says \"Write it yourself\": compute "
+                 "the total norm and scale the gradients with tensor operations (the built-in is for later)."):
+        out = answer((p for p in params), max_norm)
     return out, [None if p.grad is None else p.grad.clone() for p in params]
 
 
@@ -454,17 +605,25 @@ def _clip_edge(norm_scale: float, label: str) -> Case:
     g = torch.Generator().manual_seed(5)
     params = [torch.randn(3, 2, generator=g).requires_grad_(), torch.randn(4, generator=g).requires_grad_()]
     for p in params:
-        p.grad = torch.randn(p.shape, generator=g) * norm_scale
+        p.grad = torch.randn(p.shape, generator=g)
+    total = float(torch.sqrt(sum((p.grad ** 2).sum() for p in params)))
+    for p in params:  # total norm exactly norm_scale * max_norm (max_norm 1)
+        p.grad *= norm_scale / total
     return Case((params, 1.0), label=label)
 
 
 register(Exercise(
     lesson=LESSON, name="clip_grad_norm", title="Clip gradients by their total norm",
     reference=clip_grad_norm, run=_clip_run, cases=_clip_cases,
-    edge_cases=[_clip_edge(0.1, "gradients already smaller than max_norm"),
-                _clip_edge(5.0, "gradients much larger than max_norm")],
+    edge_cases=[_clip_edge(0.3, "gradients already smaller than max_norm"),
+                _clip_edge(5.0, "gradients much larger than max_norm"),
+                _clip_edge(1.3, "total norm 1.3, a little above max_norm 1")],
     compare=Compare(rtol=1e-4, atol=1e-6, mutation=False),
     mistakes=[
+        Mistake("uses_builtin", "The exercise says \"Write it yourself\": do not call "
+                "`torch.nn.utils.clip_grad_norm_` (or `get_total_norm`/`clip_grads_with_norm_`).",
+                lambda parameters, max_norm: torch.nn.utils.clip_grad_norm_(parameters, max_norm).item(),
+                match_output=False),
         Mistake("per_parameter", "You clipped each gradient by its own norm; clipping uses the norm of *all* "
                 "gradients together, and scales them all by the same factor (so the update keeps its "
                 "direction).", _clip_per_parameter),
@@ -558,14 +717,28 @@ def _acc_run(answer, case: Case):
     steps, step_hook = _count_steps(optimizer)
     batch_sizes: list[int] = []
     size_hook = model.register_forward_pre_hook(lambda m, args: batch_sizes.append(len(args[0])))
+    backwards: list[int] = []  # one call per backward pass through the first layer's weight
+    grad_hook = model[0].weight.register_hook(lambda g: backwards.append(1))
+    given = list(micro)
+    pristine = [(X.clone(), y.clone()) for X, y in micro]
     try:
         with torch.enable_grad():
-            answer(model, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer, micro)
+            answer(model, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer, given)
     finally:
         step_hook.remove()
         size_hook.remove()
+        grad_hook.remove()
+    if len(given) != len(pristine) or any(a is not b for a, b in zip(given, micro)):
+        raise Incorrect("changed_micro_batches", "Your function changed the list `micro_batches` it was given "
+                        "(`pop`, `del`, reassigning items): loop over it without modifying it.")
+    if any(not (torch.equal(X, X0) and torch.equal(y, y0)) for (X, y), (X0, y0) in zip(micro, pristine)):
+        raise Incorrect("mutated_input", "Your function changed the data in `micro_batches` in place (e.g. "
+                        "`X.zero_()` to free memory): the caller's tensors must stay as they were. Dropping your "
+                        "own references is enough to free memory.")
     if batch_sizes and max(batch_sizes) > max(len(x) for x, _ in micro):
         raise Incorrect("concatenated", _ACC_MESSAGES["concatenated"])
+    if len(batch_sizes) >= len(micro) > 1 and len(backwards) == 1:
+        raise Incorrect("one_backward", _ACC_MESSAGES["one_backward"])
     if len(steps) != 1:  # even a second step with zero gradients moves Adam or momentum SGD
         if len(steps) == len(micro):
             raise Incorrect("step_per_micro_batch", _ACC_MESSAGES["step_per_micro_batch"])
@@ -575,6 +748,10 @@ def _acc_run(answer, case: Case):
 
 
 _ACC_MESSAGES = {
+    "one_backward": "You added up the micro-batch losses and called `backward()` once at the end. The "
+    "gradient is right, but every micro-batch's graph stays in memory until then, as much as the big "
+    "batch needs: \"let the gradients add up\" by calling `backward()` once per micro-batch, so each "
+    "graph is freed right away.",
     "concatenated": "You concatenated the micro-batches into one big batch. That gives the right "
     "gradient, but the big batch is exactly what does not fit in memory: run forward and backward "
     "once per micro-batch and let the gradients add up.",
@@ -588,6 +765,13 @@ def _acc_concatenated(model, loss_fn, optimizer, micro_batches):
     y = torch.cat([t for _, t in micro_batches])
     optimizer.zero_grad()
     loss_fn(model(X), y).backward()
+    optimizer.step()
+
+
+def _acc_one_backward(model, loss_fn, optimizer, micro_batches):
+    n_total = sum(len(y) for _, y in micro_batches)
+    optimizer.zero_grad()
+    sum(loss_fn(model(X), y) * len(y) / n_total for X, y in micro_batches).backward()
     optimizer.step()
 
 
@@ -622,6 +806,7 @@ register(Exercise(
                 "`nn.CrossEntropyLoss()`) instead of calling the `loss_fn` you were given (the check's has label "
                 "smoothing). Use `loss_fn(model(X), y)`.", _acc_ignores_loss_fn),
         Mistake("concatenated", _ACC_MESSAGES["concatenated"], _acc_concatenated, match_output=False),
+        Mistake("one_backward", _ACC_MESSAGES["one_backward"], _acc_one_backward, match_output=False),
     ],
     hints=[
         "`backward()` adds to `.grad`, so calling it once per micro-batch accumulates the gradients.",
@@ -844,7 +1029,10 @@ register(Exercise(
     lesson=LESSON, name="warmup_cosine", title="A warm-up + cosine learning-rate schedule",
     reference=warmup_cosine, run=_wc_run, cases=_wc_cases,
     edge_cases=[Case(kwargs=dict(warmup_steps=4, total_steps=12, lr=0.1), label="warmup_steps=4, total_steps=12, lr=0.1"),
-                Case(kwargs=dict(warmup_steps=0, total_steps=5, lr=1.0), label="warmup_steps=0 (no warm-up), total_steps=5")],
+                Case(kwargs=dict(warmup_steps=0, total_steps=5, lr=1.0), label="warmup_steps=0 (no warm-up), total_steps=5"),
+                Case(kwargs=dict(warmup_steps=3, total_steps=3, lr=0.5),
+                     label="warmup_steps=3, total_steps=3 (all warm-up: `max(1, total_steps - warmup_steps)`)"),
+                Case(kwargs=dict(warmup_steps=1, total_steps=2, lr=0.2), label="warmup_steps=1, total_steps=2")],
     compare=Compare(rtol=1e-6, atol=1e-9),
     mistakes=[
         Mistake("warmup_from_zero", "The first step's factor is `1 / warmup_steps`, not 0: a zero learning "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -42,16 +43,22 @@ def to_device(batch, device):
         return batch.to(device)
     if isinstance(batch, dict):
         return {key: to_device(value, device) for key, value in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a namedtuple: fields by position
+        return type(batch)(*(to_device(item, device) for item in batch))
     if isinstance(batch, (list, tuple)):
         return type(batch)(to_device(item, device) for item in batch)
     return batch
 
 
 def _random_leaf(r: Rand):
-    kind = r.choice(["float", "float", "long", "bool", "str", "int"])
+    kind = r.choice(["float", "float", "long", "bool", "str", "int", "double", "namedtuple"])
     n = r.integer(1, 4)
     if kind == "float":
         return r.randn(n, r.integer(1, 3))
+    if kind == "double":
+        return r.randn(n, dtype=torch.float64)
+    if kind == "namedtuple":
+        return Batch(r.randn(n, 2), r.randint(0, 3, (n,)))
     if kind == "long":
         return r.randint(0, 10, (n,))
     if kind == "bool":
@@ -94,6 +101,15 @@ def _check_moved(got, original, path: str, device_type: str = META.type) -> None
                 f"`{path}` is still on `{got.device}` after moving the batch to `meta`. Tensors inside "
                 "nested tuples, lists and dicts must be moved too: call `to_device` again on every "
                 "element of a container (recursion).",
+            )
+        if type(got) is not type(original):
+            raise Incorrect("changed_structure", f"`{path}` should be a plain {type(original).__name__}, but it is "
+                            f"a {type(got).__name__}.")
+        if got.requires_grad != original.requires_grad:
+            raise Incorrect(
+                "changed_flags",
+                f"`{path}` has requires_grad={got.requires_grad}, but the tensor in the batch had "
+                f"requires_grad={original.requires_grad}. Moving changes only the device: `.to(device)` alone.",
             )
         if got.dtype != original.dtype:
             raise Incorrect(
@@ -212,6 +228,17 @@ def _mistake_in_place(batch, device):
     return batch
 
 
+def _mistake_namedtuple(batch, device):
+    """`type(batch)(generator)`: right for tuples and lists, raises for a namedtuple."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _mistake_namedtuple(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_mistake_namedtuple(v, device) for v in batch)
+    return batch
+
+
 def _mistake_drop(batch, device):
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
@@ -225,6 +252,14 @@ def _mistake_drop(batch, device):
 _X3 = torch.arange(6.0).reshape(3, 2)
 _Y3 = torch.tensor([0, 2, 1])
 
+
+class Batch(NamedTuple):
+    """A namedtuple batch, as many datasets return (``batch.x``, ``batch.y``)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    name: str = "batch"
+
 register(Exercise(
     lesson=LESSON, name="to_device", title="Move a nested batch to a device, keeping its structure",
     reference=to_device,
@@ -234,6 +269,11 @@ register(Exercise(
         Case(([{"inputs": _X3, "targets": {"labels": _Y3}}, "file_7.png", 3],),
              label="a list holding a nested dict, a name and a number"),
         Case(({"pair": (_X3, [_Y3]), "id": 17},), label="a dict holding a tuple holding a list"),
+        Case((Batch(_X3, _Y3),), label="a namedtuple Batch(x, y, name)"),
+        Case(([Batch(_X3.double(), _Y3), {"half": _X3.half(), "bf16": _X3.bfloat16(), "mask": _Y3 > 0}],),
+             label="float64, float16, bfloat16 and bool tensors, one inside a namedtuple"),
+        Case((((), [], {}, (torch.tensor(3.5),), {0: _Y3, ("a", 1): None}),),
+             label="empty containers, a 0-dim tensor, non-string dict keys and None"),
     ],
     run=_run_to_device,
     mistakes=[
@@ -247,6 +287,10 @@ register(Exercise(
                 "new container and leave the original alone.", _mistake_in_place, match_output=False),
         Mistake("dropped_entries", "Entries that are not tensors (names, ids, numbers) disappeared. Return "
                 "them unchanged.", _mistake_drop, match_output=False),
+        Mistake("namedtuple_from_generator", "A namedtuple cannot be built from one generator: "
+                "`Batch(gen)` fills only the first field. For a namedtuple (`hasattr(batch, '_fields')`) pass "
+                "the moved items as separate arguments: `type(batch)(*(to_device(item, device) for item in "
+                "batch))`.", _mistake_namedtuple),
     ],
     hints=[
         "Handle the cases one by one: a tensor (move it), a dict (a new dict with every value moved), a list "
@@ -254,6 +298,8 @@ register(Exercise(
         "For containers, call `to_device` itself on each element: that is what moves tensors nested at any depth.",
         "`type(batch)(to_device(item, device) for item in batch)` rebuilds a tuple as a tuple and a list as a "
         "list; `{key: to_device(value, device) for key, value in batch.items()}` does dicts.",
+        "A namedtuple (`hasattr(batch, '_fields')`) is built from its fields: "
+        "`type(batch)(*(to_device(item, device) for item in batch))`.",
     ],
 ))
 
@@ -315,6 +361,49 @@ def _run_amp(answer, case: Case):
     return loss, params
 
 
+def _probe_device_type(answer, r: Rand) -> None:
+    """Run the step on `meta` tensors with `torch.autocast` replaced by a recorder: the
+    `device_type` the answer asks for must be the batch's (`X.device.type`), not a constant."""
+    import contextlib
+
+    seen: list[str] = []
+    real = torch.autocast
+
+    class Recorder(contextlib.nullcontext):
+        def __init__(self, device_type=None, *args, **kwargs):
+            seen.append(str(device_type))
+            super().__init__()
+
+    model = _mlp(r, 3, 4, 2).to(META)
+    X, y = torch.zeros(4, 3, device=META), torch.zeros(4, dtype=torch.long, device=META)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.autocast = torch.amp.autocast = Recorder  # type: ignore[misc]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            answer(model, X, y, nn.CrossEntropyLoss(), optimizer)
+    except Exception:  # noqa: BLE001 - `.item()` of a meta tensor fails: we only want the device_type
+        pass
+    finally:
+        torch.autocast = torch.amp.autocast = real  # type: ignore[misc]
+    if seen and seen[0] != META.type:
+        raise Incorrect(
+            "hard_coded_device",
+            f"Your step asked for `torch.autocast({seen[0]!r}, ...)` for a batch on `{META.type}`: the text says "
+            "`device_type=X.device.type`. With a constant, the same code on a GPU batch would not autocast "
+            "at all.",
+        )
+
+
+def _mistake_cpu_autocast(model, X, y, loss_fn, optimizer):
+    optimizer.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = loss_fn(model(X), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
 def _autocast_step(model, X, y, loss_fn, optimizer, dtype, zero=True):
     if zero:
         optimizer.zero_grad()
@@ -351,8 +440,12 @@ register(Exercise(
     n_random=4,
     timeout=10.0,
     run=_run_amp,
+    probes=[_probe_device_type],
     compare=Compare(rtol=1e-3, atol=1e-4),
     mistakes=[
+        Mistake("hard_coded_device", "Use `device_type=X.device.type`, not a constant such as 'cpu': the "
+                "same step must autocast on whatever device the batch is.", _mistake_cpu_autocast,
+                match_output=False),
         Mistake("no_autocast", "The forward pass ran in float32. Wrap the model call and the loss in "
                 "`with torch.autocast(device_type=X.device.type, dtype=torch.bfloat16):`.",
                 lambda model, X, y, loss_fn, opt: _autocast_step(model, X, y, loss_fn, opt, None),
@@ -431,9 +524,17 @@ def _run_ckpt(answer, case: Case):
 
 
 def _run_ckpt_watched(answer, blocks, x, calls: list[int]):
+    x_flag = x.requires_grad
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         used, out = _saved_bytes(lambda: answer(blocks, x))
+    if x.requires_grad != x_flag:
+        raise Incorrect(
+            "changed_input_flag",
+            f"Your function changed `x.requires_grad` of the caller's tensor (from {x_flag} to "
+            f"{x.requires_grad}), e.g. with `x.requires_grad_()`. With `use_reentrant=False` checkpointing "
+            "needs no such trick: leave the input as it is.",
+        )
     if not isinstance(out, torch.Tensor) or out.shape != x.shape or out.device != x.device:
         return out, []
     params = list(blocks.parameters())
@@ -482,6 +583,15 @@ def _run_ckpt_watched(answer, blocks, x, calls: list[int]):
         )
     n = len(blocks)
     missing = [i for i in range(n) if i not in recomputed]
+    if missing and n > 1 and recomputed.count(n - 1) == n:
+        raise Incorrect(
+            "late_binding_closure",
+            f"During backward the last block was recomputed {n} times and the others never: each "
+            "checkpoint called a `lambda` that looks up the loop variable when it runs, and by then the "
+            "loop has ended, so every recompute used the last block (Python's late binding). The forward "
+            "was right but the gradients are wrong. Pass the block itself: `checkpoint(block, x, "
+            "use_reentrant=False)` (or bind it: `lambda t, b=block: b(t)`).",
+        )
     if missing:
         raise Incorrect(
             "not_checkpointed",
@@ -724,6 +834,14 @@ def _run_dp(answer, case: Case):
     handle = model[0].register_forward_pre_hook(lambda mod, args: batch_sizes.append(len(args[0])))
     grads = answer(model, loss_fn, X, y, world_size)
     handle.remove()
+    if not isinstance(grads, list):
+        raise Incorrect("wrong_type", f"Return a list with one gradient tensor per parameter, not a "
+                        f"{type(grads).__name__}.")
+    if any(isinstance(g, torch.Tensor) and (g.requires_grad or g.grad_fn is not None) for g in grads):
+        raise Incorrect("graph_kept", "Your gradients carry an autograd graph (`create_graph=True`, or "
+                        "arithmetic on tensors that require grad): they keep every rank's graph alive. DDP "
+                        "averages plain gradient values: use `torch.autograd.grad(...)` without "
+                        "`create_graph`, or `.detach()` the result.")
     shard = len(X) // world_size
     if any(size != shard for size in batch_sizes):
         wrong = max(batch_sizes, key=lambda size: abs(size - shard))

@@ -162,6 +162,17 @@ def _resume_case(r: Rand) -> Case:
     })
 
 
+def _resume_edge(seed: int, adam: bool, epoch: int, label: str) -> Case:
+    case = _resume_case(Rand(seed))
+    case.kwargs.update(adam=adam, epoch=epoch)
+    case.label = label
+    return case
+
+
+_RESUME_EDGES = [_resume_edge(81, True, 2, "Adam, saved after 2 of 3 epochs"),
+                 _resume_edge(82, False, 1, "SGD with momentum, saved after 1 of 3 epochs")]
+
+
 def _run_resume(answer, case: Case, role: str):
     kw = case.kwargs
     save = answer if role == "save" else save_checkpoint
@@ -174,7 +185,11 @@ def _run_resume(answer, case: Case, role: str):
         model, optimizer, scheduler, loader, generator = _setup(kw, "original")
         _train(model, optimizer, scheduler, loader, range(0, k))
         snapshot = _snapshot(model, optimizer, scheduler, generator)
+        model[2].eval()  # a model whose submodules are in mixed modes: both must come back as they were
+        modes = [m.training for m in model.modules()]
         save(path, model, optimizer, scheduler, k, generator)
+        if role == "save" and [m.training for m in model.modules()] != modes:
+            raise Incorrect("changed_mode", _CHANGED_MODE.format(fn="save_checkpoint"))
         if role == "save" and not os.path.exists(path):
             raise Incorrect("no_file", "`save_checkpoint` wrote no file at `path`. Call `torch.save(checkpoint_dict, path)`.")
         _train(model, optimizer, scheduler, loader, range(k, num_epochs))
@@ -210,7 +225,11 @@ def _run_resume(answer, case: Case, role: str):
                     "and `loader_generator.get_state()`, which are tensors).",
                 ) from None
         else:
+            model2[2].eval()
+            modes2 = [m.training for m in model2.modules()]
             start = load(path, model2, optimizer2, scheduler2, generator2)
+            if [m.training for m in model2.modules()] != modes2:
+                raise Incorrect("changed_mode", _CHANGED_MODE.format(fn="load_checkpoint"))
         _diagnose(snapshot, model2, optimizer2, scheduler2, generator2, start, k, role)
         _train(model2, optimizer2, scheduler2, loader2, range(start, num_epochs))
         resumed = [p.detach().clone() for p in model2.parameters()]
@@ -221,6 +240,12 @@ def _run_resume(answer, case: Case, role: str):
             "Every piece of state that training reads must be saved and restored.",
         )
     return resumed
+
+
+_CHANGED_MODE = ("Your `{fn}` changed the train/eval mode of the model (or of some of its submodules), for "
+                 "example with `model.eval()`. Saving or loading a checkpoint must leave the modes as the "
+                 "caller set them: a training loop that does not call `model.train()` every epoch would "
+                 "then train without dropout.")
 
 
 def _save_without(key):
@@ -311,7 +336,8 @@ register(
         lesson=LESSON, name="save_checkpoint", title="Save everything a resumed run needs",
         reference=save_checkpoint,
         cases=_resume_case,
-        n_random=3,
+        edge_cases=_RESUME_EDGES,
+        n_random=2,
         timeout=10.0,
         run=lambda answer, case: _run_resume(answer, case, "save"),
         compare=EXACT,
@@ -336,7 +362,8 @@ register(
         lesson=LESSON, name="load_checkpoint", title="Restore everything and resume where training stopped",
         reference=load_checkpoint,
         cases=_resume_case,
-        n_random=3,
+        edge_cases=_RESUME_EDGES,
+        n_random=2,
         timeout=10.0,
         run=lambda answer, case: _run_resume(answer, case, "load"),
         compare=EXACT,
@@ -389,7 +416,9 @@ def _cpu_case(r: Rand, prefixed: bool | None = None, on_gpu: bool | None = None,
 
 def _run_cpu(answer, case: Case):
     kw = case.kwargs
-    saved = {("module." + k if kw["prefixed"] else k): v for k, v in kw["state"].items()}
+    # "mixed": a DDP state_dict merged with un-prefixed entries (every other key prefixed)
+    saved = {("module." + k if kw["prefixed"] is True or (kw["prefixed"] == "mixed" and i % 2 == 0) else k): v
+             for i, (k, v) in enumerate(kw["state"].items())}
     with tempfile.TemporaryDirectory(prefix="course-grader-") as tmp:
         path = os.path.join(tmp, "model.pt")
         (save_as_if_on_cuda if kw["on_gpu"] else torch.save)(saved, path)
@@ -458,6 +487,12 @@ register(Exercise(
                   names=["submodule", "encoder", "head"]),
         _cpu_case(Rand(72), prefixed=False, on_gpu=False, label="saved on a CPU from a plain model",
                   names=["submodule", "layers.0", "module_list.0", "norm"]),
+        _cpu_case(Rand(73), prefixed="mixed", on_gpu=True,
+                  label="some keys with 'module.', some without (a DDP state_dict merged with extra entries)",
+                  names=["ema", "head", "encoder", "blocks.0"]),
+        _cpu_case(Rand(74), prefixed="mixed", on_gpu=False,
+                  label="the first key without 'module.', later keys with it",
+                  names=["step_counter", "head", "norm", "layers.0"]),
     ],
     n_random=4,
     run=_run_cpu,
@@ -527,8 +562,13 @@ def _matching_case(r: Rand, variant: str | None = None, label: str = "") -> Case
 
 def _run_matching(answer, case: Case):
     model, state_dict = case.args
+    given = dict(state_dict)
     try:
         skipped = answer(model, state_dict)
+        if state_dict.keys() != given.keys() or any(state_dict[k] is not v for k, v in given.items()):
+            raise Incorrect("mutated_input", "Your function changed the `state_dict` it was given (deleted or "
+                            "replaced entries): build a new dict of the matching entries and leave the "
+                            "caller's checkpoint as it was.")
     except RuntimeError as exc:
         if "size mismatch" in str(exc):
             raise Incorrect(
@@ -577,6 +617,7 @@ register(Exercise(
         _matching_case(Rand(81), "new_head", "a checkpoint whose output layer has more classes"),
         _matching_case(Rand(82), "extra_layer", "a checkpoint with an extra layer at the end"),
         _matching_case(Rand(83), "model_extra_layer", "a model with a layer the checkpoint does not have"),
+        _matching_case(Rand(84), "wider", "a checkpoint with a wider hidden layer (several keys not loaded)"),
     ],
     n_random=5,
     run=_run_matching,
@@ -631,8 +672,10 @@ _TRUST_REFERENCE = True
 def _run_export(answer, case: Case):
     model, example = case.args
     reference_model = copy.deepcopy(model).eval()
+    # fixed sizes on top of the random ones, so no seed can skip a batch of one or a large batch
+    sizes = list(case.kwargs["other"]) + [1, 64, 1000]
     with torch.no_grad():
-        expected = [reference_model(Rand(n).randn(n, example.shape[1])) for n in case.kwargs["other"]]
+        expected = [reference_model(Rand(n).randn(n, example.shape[1])) for n in sizes]
     if _TRUST_REFERENCE and answer is export_with_dynamic_batch:
         return expected
     try:
@@ -653,19 +696,34 @@ def _run_export(answer, case: Case):
         )
     module = program.module()
     outputs = []
-    for n in case.kwargs["other"]:
+    refused = []
+    for n in sizes:
         X = Rand(n).randn(n, example.shape[1])
         try:
             got = module(X)
         except Exception as exc:  # noqa: BLE001
             if "Guard failed" in str(exc) or "size()[0]" in str(exc):
-                raise Incorrect(
-                    "static_batch",
-                    f"Your exported program only accepts batches of {example.shape[0]}, the example's "
-                    f"size; a batch of {n} was refused. Mark dimension 0 as dynamic: "
-                    "`dynamic_shapes=({0: torch.export.Dim('batch')},)`.",
-                ) from None
+                refused.append(n)
+                continue
             raise
+        outputs.append(got)
+    if refused and len(refused) == len(sizes) - sizes.count(example.shape[0]):
+        raise Incorrect(
+            "static_batch",
+            f"Your exported program only accepts batches of {example.shape[0]}, the example's size; batches "
+            f"of {', '.join(map(str, refused))} were refused. Mark dimension 0 as dynamic: "
+            "`dynamic_shapes=({0: torch.export.Dim('batch')},)`.",
+        )
+    if refused:
+        raise Incorrect(
+            "bounded_batch",
+            f"Your exported program refused batches of {', '.join(map(str, refused))} but accepts others: the "
+            "dynamic batch dimension has bounds too tight for real use (`Dim('batch', min=..., max=...)`). Mark "
+            "the batch dynamic without such limits: `torch.export.Dim('batch')`.",
+        )
+    checked = []
+    for n, got in zip(sizes, outputs):
+        X = Rand(n).randn(n, example.shape[1])
         if not torch.equal(got, module(X)):
             raise Incorrect(
                 "exported_in_train_mode",
@@ -673,7 +731,8 @@ def _run_export(answer, case: Case):
                 "training mode, so dropout (and BatchNorm's batch statistics) are baked in. Call "
                 "`model.eval()` before exporting.",
             )
-        outputs.append(got.detach())
+        checked.append(got.detach())
+    outputs = checked
     if not all(torch.allclose(g, e, rtol=1e-5, atol=1e-6) for g, e in zip(outputs, expected)):
         raise Incorrect(
             "exported_in_train_mode",

@@ -5,7 +5,8 @@ How the classifier is graded (the learner passes the class ``DigitClassifier``):
 
 1. A quick interface test: ``fit`` on 40 images, ``predict`` on 10; predictions must be an
    int64 tensor of shape (10,). This also reports a stub as "not attempted".
-2. The real test, with a fresh seed every time: the 1797 digits are split at random into 1437
+2. The real test, on a split drawn once from :data:`HELD_OUT_SEED` (the same at every check, so
+   the check's seed cannot change the verdict): the 1797 digits are split at random into 1437
    training and 360 held-out images, and the class names are shuffled (every image of a 3
    becomes, say, a 7: a permutation with no fixed points), so only what ``fit`` learns from the
    ``(X, y)`` it is given can score. ``fit`` gets the training part and may use at most
@@ -14,7 +15,8 @@ How the classifier is graded (the learner passes the class ``DigitClassifier``):
    ``predict`` gets the held-out images only. Forward pre-hooks on every module record train/eval mode and grad mode during
    ``predict``, and a forward hook on ``self.model`` records what it returns there (after any
    preprocessing ``predict`` does): ``predict`` must run ``self.model``, which must return
-   logits of shape (N, 10), not probabilities.
+   logits of shape (N, 10), not probabilities, and the predictions must be the argmax of what it
+   returned (a network run only for show, with the answer coming from elsewhere, fails).
 
 Known wrong answers are named: never trained, softmax before ``CrossEntropyLoss``, ``predict``
 without ``eval()`` or without ``inference_mode``/``no_grad`` (or leaving autograd off),
@@ -88,6 +90,9 @@ register(Exercise(
         Case((torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3), label="preds [0,1,1,2], targets [0,1,2,2]",
              show_inputs=True),
         Case((torch.tensor([1, 1, 1]), torch.tensor([1, 1, 0]), 4), label="class 3 never appears"),
+        Case((torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.int64), 3), label="no items (N = 0)"),
+        Case((torch.tensor([2, 0, 2, 2, 0]), torch.tensor([2, 2, 2, 0, 0]), 3),
+             label="repeated (target, pred) pairs: (2, 2) twice, (0, 0) once"),
     ],
     mistakes=[
         Mistake("transposed", "Rows are the *true* classes and columns the *predicted* ones: count "
@@ -252,6 +257,9 @@ def _new_classifier(answer):
 def _check_predictions(preds, n: int) -> torch.Tensor:
     if preds is None:
         raise Incorrect("returned_none", "`predict` returned None: return the tensor of predicted classes.")
+    if isinstance(preds, torch.Tensor) and type(preds) is not torch.Tensor:
+        raise Incorrect("predictions_type", f"`predict` should return a plain tensor, not a {type(preds).__name__} "
+                        "(a subclass of it).")
     if not isinstance(preds, torch.Tensor):
         raise Incorrect("predictions_type", f"`predict` should return a tensor, not {type(preds).__name__}.")
     if preds.shape != (n,):
@@ -280,16 +288,34 @@ def _derangement(n: int, r: Rand) -> torch.Tensor:
             return perm
 
 
+HELD_OUT_SEED = 2024
+"""The held-out split and the class renaming come from this fixed seed, not from the check's
+seed: a verdict must not depend on the seed (retrying seeds must not turn a 96.5 % classifier
+into a pass), and a deterministic ``fit`` gets the same verdict every time."""
+
+
 def _heldout_probe(answer, r: Rand) -> None:
+    r = Rand(HELD_OUT_SEED)
     X, y_true = _digits()
     order = torch.randperm(len(y_true), generator=r.torch)
     held, train = order[:N_HELD_OUT], order[N_HELD_OUT:]
     rename = _derangement(10, r)
     y = rename[y_true]
     clf = _new_classifier(answer)
+    first_seen: dict[int, torch.Tensor] = {}  # each parameter's value when its module first ran in fit
+
+    def snapshot(module, args):
+        for p in module.parameters(recurse=False):
+            if id(p) not in first_seen:
+                first_seen[id(p)] = p.detach().clone()
+
+    watch = nn.modules.module.register_module_forward_pre_hook(snapshot)
     start = time.process_time()
-    with torch.enable_grad():
-        clf.fit(X[train].clone(), y[train].clone())
+    try:
+        with torch.enable_grad():
+            clf.fit(X[train].clone(), y[train].clone())
+    finally:
+        watch.remove()
     seconds = time.process_time() - start
     if seconds > TIME_BUDGET_S:
         raise Incorrect("too_slow", f"`fit` used {seconds:.1f} s of CPU time; the budget is {TIME_BUDGET_S:g} s. "
@@ -297,6 +323,21 @@ def _heldout_probe(answer, r: Rand) -> None:
     model = getattr(clf, "model", None)
     if not isinstance(model, nn.Module):
         raise Incorrect("no_model", "Keep the trained network in `self.model` (an `nn.Module`).")
+    params = [p for p in model.parameters() if p.requires_grad]
+    preds = _check_predict(clf, model, X, held)
+    if not params:
+        raise Incorrect("not_a_network", "`self.model` has no trainable parameters: the task is to \"train a new "
+                        "network from scratch\" in `fit` (layers such as `nn.Conv2d`/`nn.Linear` whose weights "
+                        "the training loop changes), not a lookup of the stored training images.")
+    if not any(id(p) in first_seen and not torch.equal(first_seen[id(p)], p.detach()) for p in params):
+        raise Incorrect("not_trained", "The parameters of `self.model` did not change during `fit`: the task is "
+                        "to \"train a new network from scratch\". Run the training loop (forward, loss, "
+                        "`backward()`, `optimizer.step()`) on `self.model` itself, not on a copy.")
+    _judge_accuracy(preds, y, y_true, held, seconds)
+
+
+def _check_predict(clf, model, X, held) -> torch.Tensor:
+    """Everything about `predict`: modes, grad, that it uses self.model and its logits."""
     records: list[tuple[bool, bool, bool]] = []
     own = {id(m) for m in model.modules()}
     outputs: list = []  # what self.model returns during predict (after any preprocessing in predict)
@@ -313,6 +354,15 @@ def _heldout_probe(answer, r: Rand) -> None:
         for handle in handles:
             handle.remove()
     preds = _check_predictions(preds, len(held))
+    rows = [o for o in outputs if isinstance(o, torch.Tensor) and o.dim() == 2 and o.shape[1] == 10]
+    if rows and sum(len(o) for o in rows) == len(held):  # one plain pass over the images: preds = its argmax
+        logits = torch.cat([o.detach().float().cpu() for o in rows])
+        top = logits.max(dim=1).values
+        own_pick = logits.gather(1, preds.clamp(0, 9).view(-1, 1)).squeeze(1)
+        if bool(((preds < 0) | (preds > 9)).any()) or bool((own_pick < top).any()):
+            raise Incorrect("predict_not_from_model", "`predict` ran `self.model`, but its predictions are not "
+                            "the network's: the task says `predict` returns the predicted classes of the network "
+                            "kept in `self.model` (`self.model(X).argmax(dim=1)`), not the output of another method.")
     if any(training for training, _, _ in records):
         raise Incorrect("forgot_eval", "`predict` ran the network in training mode: call `self.model.eval()` "
                         "first (Dropout and BatchNorm behave differently when training).")
@@ -348,6 +398,10 @@ def _heldout_probe(answer, r: Rand) -> None:
         raise Incorrect("softmax_output", "Your network outputs probabilities (every row sums to 1), but "
                         "`CrossEntropyLoss` expects logits and applies log-softmax itself; softmax before it "
                         "squashes the gradients. Remove the final `Softmax` (use it only to display probabilities).")
+    return preds
+
+
+def _judge_accuracy(preds, y, y_true, held, seconds) -> None:
     accuracy = float((preds == y[held]).double().mean())
     if accuracy >= TARGET_ACCURACY:
         return
