@@ -1137,6 +1137,30 @@ def _iw_numpy(m):
             m.bias.data.zero_()
 
 
+class _TowerShared(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(width, width)] * depth)
+        self.scale = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = torch.relu(b(x))
+        return x * self.scale
+
+
+WRONG.append((TW, "one layer shared by every block (redteam)", _TowerShared, "shared_layer"))
+
+
+@wrong(IW, "reseeds the global RNG per layer (redteam)", "same_draws")
+def _iw_reseed(m):
+    if isinstance(m, nn.Linear):
+        torch.manual_seed(0)
+        nn.init.normal_(m.weight, 0.0, 1 / math.sqrt(m.in_features))
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+
 def test_image_reference_accepts_a_flipped_image():
     """(redteam) a flipped image has negative strides; the reference must not raise on it."""
     img = np.arange(12, dtype=np.uint8).reshape(3, 4)[:, ::-1]

@@ -523,6 +523,12 @@ def _tower_run(answer: Any, case: Case) -> Any:
         if "scale" in dict(model.named_buffers()):
             raise _fail("Tower", "scale_is_buffer")
         raise _fail("Tower", "scale_not_parameter")
+    blocks = getattr(model, "blocks", None)
+    listed = list(blocks._modules.values()) if isinstance(blocks, nn.Module) else []  # children() dedupes
+    if len(listed) == depth > len({id(b) for b in listed}):
+        raise Incorrect("shared_layer", "Your blocks are one and the same layer: `[nn.Linear(width, width)] * depth` "
+                        "repeats one object, so the model has a single block's weights used `depth` times. Build a "
+                        "new layer per block: `[nn.Linear(width, width) for _ in range(depth)]`.")
     expected_keys = sorted(ref.state_dict())
     got_keys = sorted(model.state_dict())
     if got_keys != expected_keys or n_got != layers + width:
@@ -1010,6 +1016,19 @@ def _init_fixed(no_bias: int) -> Case:
     return case
 
 
+def _init_twin_layers() -> Case:
+    """Two Linear layers of the same shape (64x64: 4096 weights, sample std within ~3%):
+    reseeding inside init_weights gives them identical weights."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        model = nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU(), nn.Linear(64, 64, bias=False),
+                              nn.Embedding(6, 4), nn.Conv1d(2, 3, 3))
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(torch.rand(p.shape) + 0.5)
+    return Case((model,), label="two Linear layers of the same shape (64 x 64)")
+
+
 def _init_run(answer: Any, case: Case) -> Any:
     (model,) = case.args
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -1060,6 +1079,14 @@ def _init_run(answer: Any, case: Case) -> Any:
             raise _fail("init_weights", "nonzero_mean")
         if module.bias is not None and not torch.equal(module.bias.detach(), torch.zeros_like(module.bias)):
             raise _fail("init_weights", "bias_not_zero")
+    linear_weights = [m.weight.detach() for m in model.modules() if isinstance(m, nn.Linear)]
+    for a_i, a in enumerate(linear_weights):
+        for b in linear_weights[a_i + 1:]:
+            if a.shape == b.shape and torch.equal(a, b):
+                raise Incorrect("same_draws", "Two of your Linear layers of the same shape got identical weights: "
+                                "did you call `torch.manual_seed(...)` inside `init_weights`? That replays the same "
+                                "random numbers for every layer (and resets the caller's random stream). Seed once, "
+                                "outside, if at all.")
     # what must come out the same as the reference's: every Linear weight's shape (its values
     # are random), and the exact values of every other parameter (zero biases, untouched norms)
     summary: dict[str, Any] = {}
@@ -1112,7 +1139,7 @@ register(Exercise(
     cases=_init_cases,
     # fixed models too: every verdict must hold without random cases (one model with the
     # bias-free Linear first, one with it second)
-    edge_cases=[_init_fixed(0), _init_fixed(1)],
+    edge_cases=[_init_fixed(0), _init_fixed(1), _init_twin_layers()],
     n_random=4,  # each case holds ~40k weights: a few cases are plenty for statistics
     run=_init_run,
     mistakes=[
