@@ -94,6 +94,9 @@ def _jacobians(outs: list, inputs: list) -> list:
             jac.append(None)
             continue
         flat = o.reshape(-1)
+        if flat.numel() == 0:  # an empty output: connected, with an empty Jacobian
+            jac.append([torch.zeros(0, x.numel(), dtype=o.dtype) for x in inputs])
+            continue
         per_input: list[list] = [[] for _ in inputs]
         for k in range(flat.numel()):
             grads = torch.autograd.grad(flat[k], inputs, retain_graph=True, allow_unused=True)
