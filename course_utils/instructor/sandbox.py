@@ -89,12 +89,15 @@ class _CutReferences(ast.NodeTransformer):
     ``solution=`` keyword by ``None``: the staged lesson modules keep their names, cases, runs
     and probes, but contain no reference solution."""
 
-    def __init__(self, names: set[str]):
+    def __init__(self, names: set[str], module: str = ""):
         self.names = names
+        self.module = module
         self.solution_names: set[str] = set()
+        self.current = ""
 
     def _raise(self) -> list[ast.stmt]:
-        return ast.parse(f"raise RuntimeError({HIDDEN_MESSAGE!r})").body
+        where = f" ({self.module}.{self.current})" if self.module else ""
+        return ast.parse(f"raise RuntimeError({HIDDEN_MESSAGE + where!r})").body
 
     def _cut_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
         node.body = self._raise()
@@ -103,8 +106,10 @@ class _CutReferences(ast.NodeTransformer):
     def visit_Module(self, node: ast.Module) -> ast.AST:
         for i, stmt in enumerate(node.body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in self.names:
+                self.current = stmt.name
                 node.body[i] = self._cut_function(stmt)
             elif isinstance(stmt, ast.ClassDef) and stmt.name in self.names:
+                self.current = stmt.name
                 body: list[ast.stmt] = []
                 for item in stmt.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -130,9 +135,9 @@ class _CutReferences(ast.NodeTransformer):
         return node
 
 
-def cut_references(source: str, names: set[str]) -> str:
+def cut_references(source: str, names: set[str], module: str = "") -> str:
     tree = ast.parse(source)
-    cutter = _CutReferences(names)
+    cutter = _CutReferences(names, module)
     tree = cutter.visit(tree)
     # second pass for solution constants assigned before the Exercise that names them
     tree = cutter.visit(tree)
@@ -172,7 +177,8 @@ def stage_course(dest: Path) -> Path:
         except ValueError:
             continue
         staged = target / rel
-        staged.write_text(cut_references(Path(file).read_text(encoding="utf-8"), names), encoding="utf-8")
+        module = "course_utils." + ".".join(rel.with_suffix("").parts)
+        staged.write_text(cut_references(Path(file).read_text(encoding="utf-8"), names, module), encoding="utf-8")
     for path in [dest, *dest.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return dest
