@@ -20,6 +20,14 @@ Sections:
   ``--grading-workers`` parallel workers: wall time and notebooks graded per minute; then a
   30-learner room summary (``progress summary``) of synthetic logs: table and PNG plot.
 
+- sandbox (only with ``--only sandbox``): the same ``--sandbox-notebooks`` mixed submissions
+  (solved and untouched notebooks of ``--sandbox-lessons``, default 00 and 01) run four ways,
+  side by side: the notebooks' own run time (nbclient, fresh kernel each, ``--sandbox-workers``
+  at a time), ``grade`` sandboxed (the default), ``grade --no-sandbox``, and ``nbgrader
+  autograde`` of the same notebooks exported with ``build --nbgrader`` (nbgrader 0.9.6 from a
+  separate virtual environment, ``COURSE_NBGRADER_VENV`` or one created in the temp folder).
+  Targets: sandboxed within 1.5x the own run time, and faster than nbgrader.
+
 Run it on a quiet machine: other processes inflate every number.
 """
 
@@ -182,9 +190,102 @@ def bench_grading(lessons: list[str], n_notebooks: int, workers: list[int], time
     return out
 
 
+def _nbgrader_exe() -> Path | None:
+    import tempfile
+
+    venv = Path(os.environ.get("COURSE_NBGRADER_VENV") or Path(tempfile.gettempdir()) / "course-nbgrader-0.9.6")
+    exe = venv / "bin" / "nbgrader"
+    if not exe.exists():
+        print(f"creating {venv} with nbgrader==0.9.6 (not a course dependency)...", flush=True)
+        r1 = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], capture_output=True)
+        r2 = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "nbgrader==0.9.6"], capture_output=True,
+                            text=True) if r1.returncode == 0 else r1
+        if r2.returncode != 0:
+            print(f"nbgrader could not be installed: {str(r2.stderr)[-300:]}")
+            return None
+    return exe
+
+
+def bench_sandbox(lessons: list[str], n_notebooks: int, workers: int, timeout: float) -> dict:
+    """Sandboxed grading vs unsandboxed vs nbgrader autograde vs the notebooks' own run time."""
+    import concurrent.futures
+    import shutil
+    import tempfile
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from course_utils.instructor import grade, nbgrader_export
+
+    os.environ["COURSE_PROGRESS_LOG"] = ""
+    stems = sorted({p.stem for p in _selected(sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")), lessons)})
+    tmp = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
+    out: dict = {"notebooks": n_notebooks, "workers": workers, "lessons": stems}
+    try:
+        plan = [(f"student{i:02d}", stems[i % len(stems)], (i // len(stems)) % 2 == 0) for i in range(n_notebooks)]
+        subs = tmp / "submissions"
+        for student, stem, solved in plan:
+            (subs / student).mkdir(parents=True)
+            src = ROOT / ("solutions" if solved else "notebooks") / f"{stem}.ipynb"
+            shutil.copy(src, subs / student / f"{stem}.ipynb")
+        print(f"{n_notebooks} submissions of {', '.join(stems)} (half solved), {workers} at a time", flush=True)
+
+        def own(path: Path) -> None:
+            nb = nbformat.read(path, as_version=4)
+            work = Path(tempfile.mkdtemp(dir=tmp))
+            NotebookClient(nb, timeout=int(timeout), kernel_name="python3", allow_errors=True,
+                           resources={"metadata": {"path": str(work)}}).execute()
+
+        start = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            list(pool.map(own, sorted(subs.rglob("*.ipynb"))))
+        out["own_run_s"] = round(time.perf_counter() - start, 1)
+        print(f"  notebooks' own run time (nbclient):   {out['own_run_s']:7.1f} s", flush=True)
+        for label, sandboxed in (("sandboxed_s", True), ("no_sandbox_s", False)):
+            start = time.perf_counter()
+            reports = grade.grade([subs], workers=workers, timeout=timeout, sandboxed=sandboxed)
+            out[label] = round(time.perf_counter() - start, 1)
+            out[label.replace("_s", "_broken")] = sum(1 for r in reports if r.error)
+            out[label.replace("_s", "_correct")] = sum(1 for r in reports for row in r.rows if row.status == "correct")
+            print(f"  grade {'(sandboxed)   ' if sandboxed else '--no-sandbox  '}:           {out[label]:7.1f} s  "
+                  f"({out[label.replace('_s', '_correct')]} exercises correct)", flush=True)
+        exe = _nbgrader_exe()
+        if exe is not None:
+            course = tmp / "nbgrader"
+            nbgrader_export.export(course, stems)
+            env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+            for stem in stems:
+                subprocess.run([str(exe), "generate_assignment", stem, "--force"], cwd=course, env=env, check=True,
+                               capture_output=True)
+            for student, stem, solved in plan:
+                src = course / ("source" if solved else "release") / stem / f"{stem}.ipynb"
+                (course / "submitted" / student / stem).mkdir(parents=True)
+                shutil.copy(src, course / "submitted" / student / stem / f"{stem}.ipynb")
+            start = time.perf_counter()
+            for stem in stems:
+                r = subprocess.run([str(exe), "autograde", stem, "--force"], cwd=course, env=env, capture_output=True,
+                                   text=True)
+                if r.returncode != 0:
+                    print(f"  nbgrader autograde {stem} failed: {r.stderr[-300:]}")
+            out["nbgrader_s"] = round(time.perf_counter() - start, 1)
+            print(f"  nbgrader autograde (sequential):      {out['nbgrader_s']:7.1f} s", flush=True)
+        ratio = out["sandboxed_s"] / out["own_run_s"]
+        out["sandboxed_over_own"] = round(ratio, 2)
+        print(f"  sandboxed / own run time = {ratio:.2f} (target <= 1.5: {_flag(ratio <= 1.5)})"
+              + (f"; sandboxed / nbgrader = {out['sandboxed_s'] / out['nbgrader_s']:.2f} "
+                 f"(target < 1: {_flag(out['sandboxed_s'] < out['nbgrader_s'])})" if "nbgrader_s" in out else ""))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["import", "notebooks", "checks", "lessons", "grading"], action="append")
+    ap.add_argument("--only", choices=["import", "notebooks", "checks", "lessons", "grading", "sandbox"],
+                    action="append")
+    ap.add_argument("--sandbox-notebooks", type=int, default=30, help="submissions for --only sandbox (default 30)")
+    ap.add_argument("--sandbox-lessons", nargs="*", default=["00", "01"], help="lessons for --only sandbox")
+    ap.add_argument("--sandbox-workers", type=int, default=2, help="parallel workers for --only sandbox")
     ap.add_argument("--lessons", nargs="*", default=[])
     ap.add_argument("--repeat", type=int, default=10, help="checks per exercise (default 10)")
     ap.add_argument("--grading-notebooks", type=int, default=8, help="submissions to grade (default 8)")
@@ -217,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     if "grading" in sections:
         print(f"\n## grading ({args.grading_notebooks} submissions; room summary of 30 synthetic learners)")
         report["grading"] = bench_grading(args.lessons, args.grading_notebooks, args.grading_workers,
+                                          args.grading_timeout)
+    if "sandbox" in (args.only or []):
+        print(f"\n## sandboxed grading vs unsandboxed vs nbgrader ({args.sandbox_notebooks} submissions)")
+        report["sandbox"] = bench_sandbox(args.sandbox_lessons, args.sandbox_notebooks, args.sandbox_workers,
                                           args.grading_timeout)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))

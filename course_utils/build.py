@@ -407,7 +407,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--force", action="store_true",
                     help="also replace learner notebooks with edits build did not make, after a timestamped backup")
     ap.add_argument("--backup-dir", metavar="DIR", help="where --force puts backups (default ~/.pytorch_course/backups)")
+    ap.add_argument("--nbgrader", metavar="OUTDIR", help="write an nbgrader course (source notebooks with "
+                                                           "nbgrader cell metadata) to OUTDIR and stop")
     args = ap.parse_args(argv)
+    if args.nbgrader:  # its own module: course_utils/instructor/nbgrader_export.py
+        from .instructor import nbgrader_export
+
+        return nbgrader_export.main([args.nbgrader, *args.lessons])
     stems = _select(args.lessons)
     if args.check:
         problems = check(stems)

@@ -165,12 +165,13 @@ print(torch.stack([v, v]).shape, torch.cat([v, v]).shape)
 #
 # A batch of images has shape `(N, C, H, W)`. A linear layer wants `(N, C*H*W)`: one row per
 # image. Write `batch_flatten(x)`. The check includes batches that went through a `permute`,
-# as real ones often have.
+# as real ones often have, and an empty batch (`N = 0`), which the last batch of a filtered
+# dataset can be.
 
 # %%
 def batch_flatten(x):
     ### BEGIN SOLUTION
-    return x.reshape(x.shape[0], -1)
+    return x.flatten(start_dim=1)  # reshape(len(x), -1) cannot infer -1 when N = 0
     ### END SOLUTION
 
 

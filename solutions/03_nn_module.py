@@ -540,16 +540,18 @@ print(bn_model(torch.randn(1, 4)).shape)
 # its logits over the classes, `(N, C)` for `(N, C)` logits), computed in **eval** mode and
 # **without** an autograd graph. The model (with Dropout and BatchNorm inside) usually arrives
 # in training mode, as it would from inside a training loop; leave it in the mode you found
-# it in, whichever that was.
+# it in, whichever that was: per submodule, since a model can arrive with its Dropout already
+# in eval mode while the rest trains (`model.train(was_training)` would switch that Dropout on).
 
 # %%
 def predict_proba(model, X):
     ### BEGIN SOLUTION
-    was_training = model.training
+    modes = [(m, m.training) for m in model.modules()]  # every submodule's own mode
     model.eval()
     with torch.no_grad():
         probs = torch.softmax(model(X), dim=1)
-    model.train(was_training)
+    for m, training in modes:
+        m.training = training
     return probs
     ### END SOLUTION
 

@@ -173,10 +173,10 @@ def test_rmsnorm_alternatives_pass():
         def __init__(self, dim, eps=1e-6):
             super().__init__()
             self.eps = eps
-            self.gamma = nn.Parameter(torch.ones(dim))
+            self.weight = nn.Parameter(torch.ones(dim))  # the text names it `weight`
 
         def forward(self, x):
-            return self.gamma * x * torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps)
+            return self.weight * x * torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps)
 
     assert check("RMSNorm", WithTorchLayer, n_random=20).passed
     assert check("RMSNorm", WithRsqrt, n_random=20).passed
@@ -261,9 +261,15 @@ def test_freeze_alternatives_pass():
     def loop(model):
         for p in model.backbone.parameters():
             p.requires_grad = False
-        return tuple(model.head.parameters())
+        return tuple(p for p in model.head.parameters() if p.requires_grad)
 
     assert check("freeze_backbone", loop, n_random=20).passed
+
+    def whole_head(model):  # wrong when a head parameter was frozen before: "still trainable"
+        model.backbone.requires_grad_(False)
+        return list(model.head.parameters())
+
+    assert check("freeze_backbone", whole_head).mistake == "returned_frozen"
 
 
 def test_freeze_returned_copies():
@@ -286,6 +292,17 @@ def test_frozen_model_gets_no_backbone_grads():
 # --------------------------------------------------------------------------- predict_proba
 def test_predict_proba_alternatives_pass():
     def with_inference_mode(model, X):
+        modes = {m: m.training for m in model.modules()}
+        model.eval()
+        with torch.inference_mode():
+            out = model(X).softmax(-1)
+        for m, mode in modes.items():
+            m.train(mode) if not list(m.children()) else setattr(m, "training", mode)
+        return out
+
+    assert check("predict_proba", with_inference_mode, n_random=20).passed
+
+    def top_level_only(model, X):  # "the mode you found it in" is per submodule
         mode = model.training
         model.eval()
         with torch.inference_mode():
@@ -293,7 +310,7 @@ def test_predict_proba_alternatives_pass():
         model.train(mode)
         return out
 
-    assert check("predict_proba", with_inference_mode, n_random=20).passed
+    assert check("predict_proba", top_level_only).mistake == "mixed_modes_not_restored"
 
 
 def test_predict_proba_always_train_at_the_end_fails_on_eval_models():

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.grading import Case, Exercise, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 
 def celsius_to_fahrenheit(celsius: torch.Tensor) -> torch.Tensor:
     return celsius * 9 / 5 + 32
+
+
+def _run(answer, case: Case):
+    out = answer(*case.args, **case.kwargs)
+    if isinstance(out, torch.Tensor) and out.requires_grad and not case.args[0].requires_grad:
+        raise Incorrect("requires_grad", "Your result requires grad although the temperatures do not: a "
+                        "conversion is data, not a parameter. Drop the `requires_grad_()` (or `requires_grad=True`).")
+    return out
 
 
 def _cases(r: Rand) -> Case:
@@ -22,9 +30,16 @@ register(
         title="Convert a tensor of temperatures from Celsius to Fahrenheit",
         reference=celsius_to_fahrenheit,
         cases=_cases,
+        run=_run,
         edge_cases=[
             Case((torch.tensor([0.0, 100.0, -40.0]),), label="freezing, boiling and -40", show_inputs=True),
             Case((torch.zeros(0),), label="an empty tensor"),
+            # "a tensor of temperatures": any shape and dtype; loops over `.tolist()` or `.item()`
+            # break on 2-D and 0-d tensors, `.float()` breaks float64
+            Case((torch.tensor([[20.0, 37.0], [-10.0, 15.5]]),), label="a 2x2 tensor", show_inputs=True),
+            Case((torch.tensor(25.0),), label="a 0-d tensor (one temperature)", show_inputs=True),
+            Case((torch.tensor([36.6, -273.15, 1000.0], dtype=torch.float64),), label="a float64 tensor",
+                 show_inputs=True),
         ],
         mistakes=[
             Mistake("inverted_ratio", "You multiplied by 5/9; Celsius to Fahrenheit multiplies by 9/5.",
@@ -32,10 +47,14 @@ register(
             Mistake("offset_first", "The +32 comes after scaling: F = C × 9/5 + 32.",
                     lambda c: (c + 32) * 9 / 5),
             Mistake("forgot_offset", "You scaled but forgot to add 32.", lambda c: c * 9 / 5),
+            Mistake("reversed_conversion", "That is Fahrenheit to Celsius, (F − 32) × 5/9; this exercise "
+                    "goes the other way: F = C × 9/5 + 32.", lambda c: (c - 32) * 5 / 9),
             Mistake("mutated_input", "Your function modified the tensor it was given. Compute a new tensor instead "
                     "(`celsius * 9 / 5 + 32`, not `celsius.mul_(...)`).",
                     lambda c: c.mul_(9 / 5).add_(32), match_output=False),
         ],
+        # tolerance: c * 9 / 5 + 32, c * 1.8 + 32 and (9 * c + 160) / 5 differ by a few float32
+        # ulp (1.8 is not exact in binary); assert_close's float defaults (rtol 1.3e-6) cover them
         hints=[
             "The formula is F = C × 9/5 + 32, and tensor arithmetic works element by element.",
             "`celsius * 9 / 5` multiplies every element; adding 32 adds it to every element.",

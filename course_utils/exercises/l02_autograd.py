@@ -18,6 +18,8 @@ import torch
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
+from ._source_rules import names_used, python_loop
+
 LESSON = "02_autograd"
 
 
@@ -25,9 +27,9 @@ LESSON = "02_autograd"
 # a declared Mistake's message for its id, so the check raises exactly these texts.
 _MESSAGES: dict[tuple[str, str], str] = {
     ("dfdx", "used_autograd"): (
-        "Your function used autograd (`backward()` or `torch.autograd.grad`), so it failed when the "
-        "check ran it under `torch.no_grad()`. This exercise asks for the derivative as a formula: "
-        "apply the product rule and write it with `torch.sin` and `torch.cos`."),
+        "The exercise says: “computed with a formula (no autograd)”, but your function uses "
+        "autograd (`backward()`, `torch.autograd.grad`, `torch.func`...). Apply the product rule "
+        "and write the derivative with `torch.sin` and `torch.cos`."),
     ("vjp", "accumulated_grad"): (
         "Calling your function twice on the same tensor gives a different answer the "
         "second time: you turned on `requires_grad` on the caller's `x` and read "
@@ -144,8 +146,17 @@ def dfdx(x):
 '''
 
 
+_AUTOGRAD_NAMES = {"backward", "grad", "autograd", "func", "enable_grad", "set_grad_enabled", "requires_grad_",
+                   "jacobian", "vjp", "jvp", "hessian", "dfdx_by_autograd", "reference", "vmap"}
+
+
 def _dfdx_run(answer: Any, case: Case) -> Any:
-    """The answer runs under ``torch.no_grad()``: a formula does not care, autograd fails."""
+    """The answer runs under ``torch.no_grad()``: a formula does not care, autograd fails. An
+    answer that turns grad mode back on, or uses ``torch.func`` (which ignores an outer
+    ``no_grad``), is caught by the names its code uses."""
+    if answer is not dfdx_by_autograd:
+        if names_used(answer, _AUTOGRAD_NAMES) is not None:
+            raise _fail("dfdx", "used_autograd")
     try:
         with torch.no_grad():
             return answer(*case.args, **case.kwargs)
@@ -168,8 +179,18 @@ register(Exercise(
     cases=lambda r: Case((r.randn(*_shape(r)) * 3,)),
     edge_cases=[Case((torch.tensor([0.0, 1.5707964, 3.1415927, -2.0]),), label="0, π/2, π and -2",
                      show_inputs=True),
-                Case((torch.tensor([[0.5, -1.0, 2.0], [3.0, -2.5, 1.0]]),), label="a 2x3 x")],
+                Case((torch.tensor([[0.5, -1.0, 2.0], [3.0, -2.5, 1.0]]),), label="a 2x3 x"),
+                # "a tensor x of any shape": a 0-d one (math.sin works on it, returning a float),
+                # an empty one, a 3-D one, float64, and large values
+                Case((torch.tensor(1.25),), label="a 0-d x (a single number)", show_inputs=True),
+                Case((torch.zeros(0),), label="an empty x"),
+                Case((torch.linspace(-4.0, 4.0, 12).reshape(2, 3, 2),), label="a 2x3x2 x"),
+                Case((torch.tensor([0.3, -1.7, 2.9], dtype=torch.float64),), label="a float64 x", show_inputs=True),
+                Case((torch.tensor([-40.0, 25.0, 60.5]),), label="large values", show_inputs=True)],
     run=_dfdx_run,
+    # float32: the formula and autograd's (2x·sin x + x²·cos x, summed in another order) differ
+    # by a few ulp of the largest term (x² ≈ 3600 at x = 60: ulp 2.4e-4 → rtol 1e-5 of |f'|
+    # ≈ 3600 is 3.6e-2, far above); every mistake is off by at least one whole term
     compare=Compare(rtol=1e-5, atol=1e-5),
     mistakes=[
         Mistake("forgot_product_rule",
@@ -222,10 +243,19 @@ def _vjp_cases(r: Rand) -> Case:
 
 def _vjp_run(answer: Any, case: Case) -> Any:
     fn, x, v = case.args
+    had_grad, required = x.grad, x.requires_grad  # a caller's x may be a leaf that requires grad
+    v_before = v.detach().clone()
     with torch.enable_grad():
         out = answer(fn, x, v)
         first = out.detach().clone() if isinstance(out, torch.Tensor) else out
-        if x.grad is not None or x.requires_grad:
+        if not torch.equal(v.detach(), v_before):
+            raise Incorrect("mutated_input", "Your code changed `v` in place. Leave the caller's tensors as "
+                            "they were: `y.backward(gradient=v)` reads v without changing it.")
+        if isinstance(out, torch.Tensor) and out.requires_grad and _close(out, vjp(fn, x, v), 1e-5, 1e-5):
+            raise Incorrect("result_has_graph", "Your result still requires grad: it carries an autograd "
+                            "graph (did you pass `create_graph=True`, or return something computed from "
+                            "`x`?). vᵀJ is a plain tensor: `x.grad`, or `torch.autograd.grad(y, x, v)[0]`.")
+        if x.grad is not had_grad or x.requires_grad != required:
             # the answer worked on the caller's tensor: call again to see what a second call gives
             again = answer(fn, x, v)
             if isinstance(first, torch.Tensor) and isinstance(again, torch.Tensor) and not _close(again, first):
@@ -246,10 +276,34 @@ def _vjp_on_caller(fn, x, v):
     return x.grad
 
 
+_W32 = torch.tensor([[1.0, -2.0, 0.5], [0.0, 3.0, -1.0]])
+
+
+def _vjp_fixed_linear(x):
+    return _W32.to(x.dtype) @ x
+
+
+def _vjp_fixed_nonlinear(x):
+    return torch.stack([x[0] * x[1], torch.sin(x[1]) + x[0] ** 2, torch.exp(x[0])])
+
+
 register(Exercise(
     lesson=LESSON, name="vjp", title="A vector-Jacobian product with backward(gradient=v)",
     reference=vjp,
     cases=_vjp_cases,
+    edge_cases=[
+        # v not all ones (ignoring v must show), m = 2 < n = 3 (J @ v, J vs Jᵀ cannot broadcast)
+        Case((_vjp_fixed_linear, torch.tensor([1.0, 2.0, 3.0]), torch.tensor([2.0, -1.0])),
+             label="fn(x) = W x with W 2x3, v = (2, -1)"),
+        # n = 2 < m = 3, nonlinear
+        Case((_vjp_fixed_nonlinear, torch.tensor([0.5, -1.5]), torch.tensor([0.25, 3.0, -1.0])),
+             label="fn(x) = (x0·x1, sin x1 + x0², exp x0), v = (0.25, 3, -1)"),
+        # the caller's x is itself a leaf that requires grad (a parameter): it must keep no .grad
+        Case((_vjp_fixed_linear, torch.tensor([0.5, -0.5, 2.0], requires_grad=True), torch.tensor([1.0, 4.0])),
+             label="x that already requires grad"),
+        Case((_vjp_fixed_linear, torch.tensor([1.0, 1.0, 1.0], dtype=torch.float64),
+              torch.tensor([-3.0, 0.0], dtype=torch.float64)), label="float64 x and v with a zero in v"),
+    ],
     run=_vjp_run,
     compare=Compare(rtol=1e-5, atol=1e-5),
     mistakes=[
@@ -297,6 +351,57 @@ def _autograd_errors(answer: Any, *args: Any) -> Any:
         raise
 
 
+class _RuleBroken(Exception):
+    pass
+
+
+class _Guarded(torch.Tensor):
+    """A tensor that refuses to become a Python bool, number, list or NumPy array: what the
+    huber text forbids (a Python `if` on the tensor, `.item()`, NumPy). Results of torch ops on
+    it are _Guarded too, so an `if` on `x.abs() <= delta` or on one element is seen."""
+
+    def __bool__(self):
+        raise _RuleBroken("if")
+
+    def item(self):
+        raise _RuleBroken("item")
+
+    def tolist(self):
+        raise _RuleBroken("item")
+
+    def __float__(self):
+        raise _RuleBroken("item")
+
+    def numpy(self, *args, **kwargs):
+        raise _RuleBroken("numpy")
+
+    def __array__(self, *args, **kwargs):
+        raise _RuleBroken("numpy")
+
+
+_HUBER_RULE = "No Python `if` on the tensor, no `.item()`, no NumPy, no in-place changes to `x`."
+_HUBER_WHAT = {
+    "if": "a Python `if` (or `and`/`or`/`bool()`) decides on a tensor value",
+    "item": "it turns tensor values into Python numbers (`.item()`, `float()`, `.tolist()`)",
+    "numpy": "it goes through NumPy",
+}
+
+
+def _huber_rules_probe(answer: Any, r: Rand) -> None:
+    x = (r.randn(3, 4) * 2).requires_grad_(True)
+    guarded = x.as_subclass(_Guarded)
+    try:
+        with torch.enable_grad():
+            answer(guarded, 1.0)
+    except _RuleBroken as broken:
+        raise Incorrect("rule_broken", f"The exercise says: “{_HUBER_RULE}” Your code gives right numbers, "
+                        f"but {_HUBER_WHAT[str(broken)]}: on a GPU or inside a compiled model that is slow "
+                        "or impossible (and Python numbers or NumPy cut the graph). Choose per element with "
+                        "`torch.where(x.abs() <= delta, inside, outside)`.") from None
+    except Exception:  # noqa: BLE001 - errors of the answer itself were reported by the cases
+        return
+
+
 register(Exercise(
     lesson=LESSON, name="huber", title="The Huber function, differentiable end to end",
     reference=huber,
@@ -304,8 +409,18 @@ register(Exercise(
     edge_cases=[Case((torch.tensor([-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0], requires_grad=True), 1.0),
                      label="x from -3 to 3 with delta = 1"),
                 Case((torch.tensor([[-2.0, 0.3, 1.5], [0.8, -0.1, 4.0]], requires_grad=True), 1.2),
-                     label="a 2x3 x with delta = 1.2")],
+                     label="a 2x3 x with delta = 1.2"),
+                # exactly at ±delta (both pieces meet), a 0-d x, float64 and large |x|
+                Case((torch.tensor([-0.75, 0.75, 0.7, -0.8], requires_grad=True), 0.75),
+                     label="x at and next to ±delta = 0.75", show_inputs=True),
+                Case((torch.tensor(-2.5, requires_grad=True), 0.5), label="a 0-d x = -2.5 with delta = 0.5"),
+                Case((torch.tensor([[1e3, -0.2], [-1e4, 0.05]], dtype=torch.float64, requires_grad=True), 2.0),
+                     label="a float64 x with large values, delta = 2"),
+                Case((torch.zeros(0, requires_grad=True), 1.0), label="an empty x")],
     run=lambda answer, case: _autograd_errors(answer, *case.args),
+    probes=[_huber_rules_probe],
+    # the pieces are one or two float ops: a different but valid order of operations (a
+    # clamp-based formula, F.huber_loss) differs by a few ulp; assert_close's float defaults
     compare=Compare(grad=True),
     mistakes=[
         Mistake("python_if_on_tensor", _MESSAGES["huber", "python_if_on_tensor"],
@@ -365,9 +480,24 @@ def _elementwise_fn(r: Rand) -> Callable[[torch.Tensor], torch.Tensor]:
 
 
 def _second_run(answer: Any, case: Case) -> Any:
+    fn, x = case.args
     try:
         with torch.enable_grad():
-            return answer(*case.args)
+            out = answer(*case.args)
+        if x.requires_grad or x.grad is not None:
+            raise Incorrect("changed_caller_tensor", "Your function changed the caller's `x`: afterwards it "
+                            "requires grad (or holds a `.grad`). The text says x arrives without "
+                            "`requires_grad`; work on a fresh leaf: `x = x.detach().requires_grad_()`.")
+        if answer is not second_derivative and names_used(answer, {"grad", "backward", "hessian", "jacobian", "func",
+                                                                   "vmap", "jvp", "vjp", "hvp"}) is None:
+            raise Incorrect("no_autograd", "This exercise is “Second derivatives with torch.autograd.grad”: your "
+                            "function never calls autograd (a finite difference or a formula instead?). Use "
+                            "`torch.autograd.grad(..., create_graph=True)` twice.")
+        if isinstance(out, torch.Tensor) and out.requires_grad and _close(out, second_derivative(fn, x), 1e-4, 1e-5):
+            raise Incorrect("result_has_graph", "Your result still requires grad: it carries an autograd "
+                            "graph. Only the *first* `torch.autograd.grad` needs `create_graph=True`; "
+                            "the second one returns a plain tensor (or return `.detach()`).")
+        return out
     except RuntimeError as exc:
         msg = str(exc)
         if "does not require grad and does not have a grad_fn" in msg:
@@ -390,7 +520,12 @@ register(Exercise(
     cases=lambda r: Case((_elementwise_fn(r), r.randn(*_shape(r)) * 1.5)),
     edge_cases=[Case((lambda x: x**3, torch.tensor([-2.0, 0.0, 1.0, 3.0])), label="f(x) = x³ at -2, 0, 1, 3"),
                 Case((lambda x: x * torch.sin(x), torch.tensor([[0.5, -1.0, 2.0], [3.0, -2.5, 1.0]])),
-                     label="f(x) = x·sin(x) on a 2x3 x")],
+                     label="f(x) = x·sin(x) on a 2x3 x"),
+                Case((torch.tanh, torch.tensor(0.7)), label="f = tanh on a 0-d x = 0.7"),
+                Case((lambda x: torch.exp(-x**2), torch.linspace(-2.0, 2.0, 8).reshape(2, 2, 2)),
+                     label="f(x) = exp(-x²) on a 2x2x2 x"),
+                Case((lambda x: x**4 / 12, torch.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=torch.float64).T),
+                     label="f(x) = x⁴/12 on a transposed (non-contiguous) float64 x")],
     run=_second_run,
     compare=Compare(rtol=1e-4, atol=1e-5),
     mistakes=[
@@ -423,12 +558,17 @@ register(Exercise(
 
 # --------------------------------------------------------------------------- 5. finite differences
 def finite_difference_grad(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, eps: float) -> torch.Tensor:
-    grad = torch.zeros_like(x)
+    # torch.zeros(x.shape), not zeros_like(x): zeros_like copies a transposed x's strides, and
+    # .view(-1) of a non-contiguous tensor raises
+    grad = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
     for i in range(x.numel()):
-        step = torch.zeros_like(x)
+        step = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
         step.view(-1)[i] = eps
         grad.view(-1)[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
     return grad
+
+
+
 
 
 def _scalar_fn(r: Rand, shape: tuple[int, ...]) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -459,6 +599,12 @@ def _fd_run(answer: Any, case: Case) -> Any:
     out = answer(fn, x, eps)
     if not torch.equal(x, before):
         raise _fail("finite_difference_grad", "mutated_input")
+    if answer is not finite_difference_grad and isinstance(out, torch.Tensor) and out.shape == x.shape:
+        # the exact gradient to float64 precision (1e-12) is evidence of autograd; a five-point
+        # stencil or a tiny step is only close to it (1e-8..1e-10) and is reported as wrong values
+        exact = _with_autograd(fn, before, eps)
+        if _close(out, exact, 1e-12, 1e-13) and not _close(out, finite_difference_grad(fn, before, eps), 1e-7, 1e-9):
+            raise Incorrect("used_autograd", _FD_AUTOGRAD)
     return out
 
 
@@ -493,8 +639,15 @@ def _nudge_in_place(fn, x, eps):
 
 
 def _with_autograd(fn, x, eps):
-    x = x.detach().requires_grad_()
-    return torch.autograd.grad(fn(x), x)[0]
+    with torch.enable_grad():
+        x = x.detach().requires_grad_()
+        return torch.autograd.grad(fn(x), x)[0]
+
+
+_FD_AUTOGRAD = ("Your result is the exact gradient (to float64 precision), not the central "
+                "difference with the given `eps`: you used autograd, and this exercise builds the "
+                "numerical check that autograd is tested against. Compute "
+                "(fn(x + step) − fn(x − step)) / (2·eps) with the `eps` you are given.")
 
 
 register(Exercise(
@@ -502,7 +655,13 @@ register(Exercise(
     reference=finite_difference_grad,
     cases=_fd_cases,
     edge_cases=[Case((_fd_fixed_fn, torch.tensor([[0.5, -1.0, 2.0], [1.5, -0.5, 0.25]], dtype=torch.float64), 1e-2),
-                     label="fn(x) = sum(x³)/3 + sum(sin(x)·[1..6]) on a 2x3 x, eps = 0.01")],
+                     label="fn(x) = sum(x³)/3 + sum(sin(x)·[1..6]) on a 2x3 x, eps = 0.01"),
+                # "1-D or 2-D": also one element, and a transposed (non-contiguous) 2-D x
+                Case((_fd_fixed_fn, torch.tensor([0.7], dtype=torch.float64), 5e-3),
+                     label="a 1-D x with one element, eps = 0.005"),
+                # (no transposed x: this exercise is about central differences; memory layout is
+                # lesson 01's, and the hint's `.view(-1)` on `zeros_like(x)` would refuse one)
+                ],
     run=_fd_run,
     # central differences agree with each other to ~1e-13 in float64; forward differences and
     # the exact (autograd) gradient differ from them by ~1e-4 and ~1e-5
@@ -523,12 +682,7 @@ register(Exercise(
                 "direction (one number), not each partial derivative. Nudge one element at a time.",
                 lambda fn, x, eps: torch.full_like(x, float((fn(x + eps) - fn(x - eps)) / (2 * eps)))),
         Mistake("mutated_input", _MESSAGES["finite_difference_grad", "mutated_input"], _nudge_in_place, match_output=False),
-        Mistake("used_autograd",
-                "Your result is the exact gradient, not the central difference with the given "
-                "`eps`: either you used autograd (this exercise builds the numerical check that "
-                "autograd is tested against), or you ignored `eps` and took a tiny step. Compute "
-                "(fn(x + step) − fn(x − step)) / (2·eps) with the `eps` you are given.",
-                _with_autograd),
+        Mistake("used_autograd", _FD_AUTOGRAD, _with_autograd, match_output=False),
     ],
     hints=[
         "For each position i: make `step = torch.zeros_like(x)`, set the i-th element of "
@@ -568,6 +722,10 @@ def _quadratic(x):
     return (x**2).sum()
 
 
+def _gd_fixed_fn(x):
+    return ((x - 1) ** 2).sum() + 0.3 * torch.sin(3 * x).sum()
+
+
 def _grad_at(fn, point: torch.Tensor) -> torch.Tensor | None:
     try:
         with torch.enable_grad():
@@ -600,6 +758,9 @@ def _diagnose_steps(fn, points: list[torch.Tensor], lr: float) -> None:
         return  # some other rule: the comparison of the final x reports it
 
 
+_GD_RULE = "take `num_steps` steps x ← x − lr · ∇fn(x) using `backward()`"
+
+
 def _gd_run(answer: Any, case: Case) -> Any:
     fn, x0, lr, num_steps = case.args
     seen: list[tuple[torch.Tensor, bool]] = []
@@ -618,6 +779,11 @@ def _gd_run(answer: Any, case: Case) -> Any:
     _diagnose_steps(fn, [p for p, _ in seen], lr)
     if isinstance(out, torch.Tensor) and out.requires_grad:
         raise _fail("gradient_descent", "returned_requires_grad")
+    if answer is not gradient_descent and num_steps > 0 and names_used(answer, {"backward", "step"}) is None:
+        raise Incorrect("no_backward", f"The exercise says: “{_GD_RULE}”. Your loop never calls "
+                        "`backward()` (with `torch.autograd.grad`, `torch.func` or a derivative worked "
+                        "out by hand it skips what this exercise practises): `fn(x).backward()`, then "
+                        "read `x.grad`.")
     return out
 
 
@@ -673,8 +839,17 @@ register(Exercise(
     lesson=LESSON, name="gradient_descent", title="Gradient descent by hand: backward, no_grad update, clear",
     reference=gradient_descent,
     cases=_gd_cases,
-    edge_cases=[Case((_quadratic, torch.tensor([3.0, -2.0]), 0.25, 4), label="f(x) = sum(x²) from (3, -2), lr 0.25, 4 steps")],
+    edge_cases=[Case((_quadratic, torch.tensor([3.0, -2.0]), 0.25, 4), label="f(x) = sum(x²) from (3, -2), lr 0.25, 4 steps"),
+                # one step exactly: an off-by-one loop shows; the sin term makes the steps differ
+                Case((_gd_fixed_fn, torch.tensor([1.5]), 0.1, 1), label="a 1-D x0 with one element, 1 step"),
+                Case((_gd_fixed_fn, torch.tensor([0.5, -1.0, 2.0]), 0.05, 7),
+                     label="f(x) = sum((x-1)² + 0.3·sin 3x) from (0.5, -1, 2), lr 0.05, 7 steps"),
+                # no step at all: the result is (a copy of) x0, without a graph
+                Case((_gd_fixed_fn, torch.tensor([2.0, -3.0]), 0.1, 0), label="num_steps = 0")],
     run=_gd_run,
+    # `torch.optim.SGD(...)` (a valid answer) imports torch._dynamo on first construction:
+    # seconds on a busy machine, which must not count against the learner's time limit
+    preload=("torch._dynamo",),
     compare=Compare(rtol=1e-4, atol=1e-5),
     mistakes=[
         Mistake("update_tracked", _MESSAGES["gradient_descent", "update_tracked"], _gd_tracked, match_output=False),
@@ -719,6 +894,7 @@ def _silu_run(answer: Any, case: Case) -> Any:
     upstream = case.kwargs["upstream"]
     if not (isinstance(answer, type) and issubclass(answer, torch.autograd.Function)):
         raise _fail("MySiLU", "not_a_function")
+
     before = x.detach().clone()
     with torch.enable_grad():
         y = answer.apply(x)
@@ -728,9 +904,19 @@ def _silu_run(answer: Any, case: Case) -> Any:
         s = torch.sigmoid(xd)
         if not (isinstance(y, torch.Tensor) and _close(y, xd * s, 1e-7, 1e-9)):
             return y  # a wrong forward: the output comparison reports it
+        if y.dtype == xd.dtype and not _close(y, xd * s, 1e-12, 1e-15):
+            # right to float32 precision only: gradcheck would fail and blame the backward
+            raise Incorrect("imprecise_forward", "Your forward is only about float32-accurate on a float64 "
+                            "input (a `.float()` somewhere?), so finite differences of it, as gradcheck "
+                            "takes them, are wrong. Compute in the input's dtype: `x * torch.sigmoid(x)`.")
         if y.grad_fn is None:
             return y
+        upstream_before = upstream.clone()
         (gx,) = torch.autograd.grad(y, x, upstream, retain_graph=True, allow_unused=True)
+        if not torch.equal(upstream, upstream_before):
+            raise Incorrect("mutated_grad_output", "Your backward changed `grad_output` in place (`g.mul_(...)`, "
+                            "`g *= ...`): that tensor belongs to autograd (or to the caller who passed "
+                            "`grad_outputs`). Return a new tensor: `grad_output * local_derivative`.")
     local = s * (1 + xd * (1 - s))
     if gx is None:
         raise _fail("MySiLU", "backward_returned_none")
@@ -743,6 +929,17 @@ def _silu_run(answer: Any, case: Case) -> Any:
     probe = before.clone().requires_grad_(True)
     if not torch.autograd.gradcheck(answer.apply, (probe,), raise_exception=False):
         raise _fail("MySiLU", "failed_gradcheck")
+    if answer is not MySiLU:
+        if issubclass(answer, MySiLU):
+            raise Incorrect("used_reference", "Your class inherits from the course's reference `MySiLU`; "
+                            "write your own `forward` and `backward`.")
+        used = names_used(answer.backward, {"autograd", "silu", "silu_backward", "enable_grad", "vjp", "func",
+                                            "set_grad_enabled"})
+        if used is not None:
+            raise Incorrect("backward_not_by_hand", "The exercise says: a `torch.autograd.Function` “whose "
+                            "`backward` returns the correct gradient”, written by hand. Your backward uses "
+                            f"`{used}`, so autograd does the work. Use the product rule: "
+                            "`grad_output * (s + x * s * (1 - s))` with `s = torch.sigmoid(x)`.")
     return y
 
 
@@ -810,8 +1007,14 @@ register(Exercise(
     cases=_silu_cases,
     edge_cases=[Case((torch.tensor([-30.0, -1.0, 0.0, 1.0, 30.0], dtype=torch.float64, requires_grad=True),),
                      {"upstream": torch.tensor([0.5, -1.0, 2.0, 1.5, -0.5], dtype=torch.float64)},
-                     label="x = -30, -1, 0, 1, 30")],
+                     label="x = -30, -1, 0, 1, 30"),
+                Case((torch.tensor(0.75, dtype=torch.float64, requires_grad=True),),
+                     {"upstream": torch.tensor(-2.0, dtype=torch.float64)}, label="a 0-d x = 0.75"),
+                Case((torch.tensor([[1e-3, -4.0], [8.0, -1e-3]], dtype=torch.float64, requires_grad=True),),
+                     {"upstream": torch.tensor([[1.0, 0.0], [-3.0, 2.5]], dtype=torch.float64)},
+                     label="a 2x2 x, an upstream gradient with a zero")],
     run=_silu_run,
+    timeout=6.0,  # gradcheck on every case; 3 s was too tight on a busy 2-core machine
     compare=Compare(grad=True, rtol=1e-7, atol=1e-9),
     mistakes=[
         Mistake("ignored_grad_output", _MESSAGES["MySiLU", "ignored_grad_output"], _SiLUIgnoresUpstream, match_output=False),

@@ -199,9 +199,9 @@ _MESSAGES: dict[tuple[str, str], str] = {
     ("predict_proba", "mode_not_restored"): (
         "Your function left the model in a different mode than it found it (a model in "
         "training mode came back in eval mode, or the other way round). A training loop that "
-        "calls it would go on training without dropout. Remember `was_training = "
-        "model.training` first and end with `model.train(was_training)` (a method: setting "
-        "`model.training = ...` does not reach the Dropout and BatchNorm inside)."),
+        "calls it would go on training without dropout. Remember every submodule's mode first, "
+        "`modes = [(m, m.training) for m in model.modules()]`, and restore each at the end "
+        "(`model.training = ...` alone does not reach the Dropout and BatchNorm inside)."),
 }
 
 
@@ -259,6 +259,81 @@ def _copy_parameters_in_order(src: nn.Module, dst: nn.Module) -> None:
     dst.load_state_dict(state, strict=False)
 
 
+def _linears_in_call_order(model: nn.Module, x: torch.Tensor) -> list[nn.Linear] | None:
+    """The model's Linear layers in the order its forward calls them (``None`` when a dry run
+    fails: the real forward will report that error)."""
+    called: list[nn.Linear] = []
+    hooks = [m.register_forward_pre_hook(lambda mod, args: called.append(mod) if mod not in called else None)
+             for m in model.modules() if isinstance(m, nn.Linear)]
+    try:
+        with torch.no_grad():
+            model(x)
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        for h in hooks:
+            h.remove()
+    return called
+
+
+def _copy_linears_in_call_order(ref: nn.Module, model: nn.Module, in_features: int) -> list:
+    """Give the learner's model the reference's weights, layer by layer in the order the
+    forward uses them: where the layers are registered (an output layer created first, a
+    ModuleList, a dict) does not matter, only the computation. Models without nn.Linear
+    submodules (F.linear on own Parameters) are matched in registration order."""
+    ref_linears = [m for m in ref.modules() if isinstance(m, nn.Linear)]
+    called = _linears_in_call_order(model, torch.zeros(2, in_features))
+    if called and len(called) == len(ref_linears) and len(called) == sum(
+            isinstance(m, nn.Linear) for m in model.modules()):
+        got = [tuple(m.weight.shape) for m in called]
+        want = [tuple(m.weight.shape) for m in ref_linears]
+        if got != want:
+            raise Incorrect(
+                "wrong_layers",
+                f"Your Linear layers, in the order your forward uses them, have weight shapes {got}; "
+                f"the specification gives {want} (a weight is (out_features, in_features)). Check "
+                "the sizes of your layers.")
+        pairs = []
+        with torch.no_grad():
+            for k, (src, dst) in enumerate(zip(ref_linears, called)):
+                dst.weight.copy_(src.weight)
+                pairs.append((f"layer {k + 1}'s weight", dst.weight, src.weight))
+                if dst.bias is not None and src.bias is not None:
+                    dst.bias.copy_(src.bias)
+                    pairs.append((f"layer {k + 1}'s bias", dst.bias, src.bias))
+        return pairs
+    _copy_parameters_in_order(ref, model)
+    return [(n, p, q) for (n, p), q in zip(model.named_parameters(), ref.parameters())]
+
+
+def _check_param_grads(model: nn.Module, out: Any, ref: nn.Module, x: torch.Tensor, pairs: list[tuple[str, nn.Parameter, nn.Parameter]],
+                       gen: torch.Generator) -> None:
+    """Backward a random upstream gradient through both models; every parameter the reference
+    trains must get the same gradient in the learner's (a forward run partly under
+    ``no_grad``, or with ``.detach()``/``.data``, gives right values and a model that never
+    learns). ``pairs`` is ``(name, learner_param, reference_param)``."""
+    if not (isinstance(out, torch.Tensor) and out.requires_grad):
+        return  # values or the generic graph check report it
+    want = ref(x.detach())
+    if want.shape != out.shape or want.dtype != out.dtype or not torch.allclose(
+            out.detach(), want.detach(), rtol=1e-5, atol=1e-6):
+        return  # wrong values: the output comparison reports (and names) them
+    upstream = torch.randn(out.shape, generator=gen)
+    names = [n for n, _, _ in pairs]
+    got_g = torch.autograd.grad(out, [p for _, p, _ in pairs], upstream, allow_unused=True, retain_graph=True)
+    want_g = torch.autograd.grad(want, [p for _, _, p in pairs], upstream, allow_unused=True)
+    for name, g, w in zip(names, got_g, want_g):
+        if w is None:
+            continue
+        if g is None or not torch.allclose(g, w, rtol=1e-4, atol=1e-5):
+            raise Incorrect(
+                "parameter_not_trained",
+                f"Your outputs are right, but the gradient reaching `{name}` is "
+                f"{'missing' if g is None else 'wrong'}: part of your forward runs outside autograd "
+                "(`torch.no_grad()`, `.detach()`, `.data`), so training would never update it. Use the "
+                "parameters and layers directly in forward.")
+
+
 def _forward_errors(module: nn.Module, x: torch.Tensor) -> Any:
     try:
         with torch.enable_grad():
@@ -295,7 +370,13 @@ def _mlp_run(answer: Any, case: Case) -> Any:
     gen = _gen(case.kwargs["seed"])
     ref = MLP(in_features, list(hidden), num_classes)
     _fill_from(ref, gen)
-    model = _build(answer, in_features, list(hidden), num_classes)
+    hidden_arg = list(hidden)
+    model = _build(answer, in_features, hidden_arg, num_classes)
+    if hidden_arg != list(hidden):
+        raise Incorrect("mutated_input", f"Your constructor changed the caller's `hidden_sizes` list (it is "
+                        f"now {hidden_arg}, it was {list(hidden)}): building a second model from the same "
+                        "list would give another network. Make a new list: `sizes = [in_features, *hidden_sizes, "
+                        "num_classes]`.")
     n_got, n_ref = _count(model), _count(ref)
     if n_got == 0:
         raise _fail("MLP", "unregistered_parameters")
@@ -305,9 +386,11 @@ def _mlp_run(answer: Any, case: Case) -> Any:
             f"Your model has {n_got} parameters; an MLP with in_features={in_features}, "
             f"hidden_sizes={list(hidden)}, num_classes={num_classes} has {n_ref} (Linear layers "
             "with biases). A layer in a plain list is not counted; check the sizes too.")
-    _copy_parameters_in_order(ref, model)
+    pairs = _copy_linears_in_call_order(ref, model, in_features)
     x = torch.randn(r_batch(gen), in_features, generator=gen)
     out = model(x)
+    if pairs:
+        _check_param_grads(model, out, ref, x, pairs, gen)
     if isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[1] > 1:
         o = out.detach()
         if bool((o >= 0).all()) and bool(torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-4)):
@@ -372,7 +455,11 @@ register(Exercise(
     cases=_mlp_cases,
     # "for each size in hidden_sizes": an empty list is a plain linear classifier; code that
     # starts from hidden_sizes[0] or ends with hidden_sizes[-1] fails on it
-    edge_cases=[Case((5, [], 3), {"seed": 12345}, label="no hidden layers", show_inputs=True)],
+    edge_cases=[Case((5, [], 3), {"seed": 12345}, label="no hidden layers", show_inputs=True),
+                # one hidden layer, and sizes that repeat (in = hidden = out: transposed weights fit)
+                Case((4, [7], 2), {"seed": 2024}, label="one hidden layer", show_inputs=True),
+                Case((3, [3, 3], 3), {"seed": 77}, label="every size 3", show_inputs=True),
+                Case((6, [8, 5, 4], 2), {"seed": 5}, label="three hidden layers", show_inputs=True)],
     run=_mlp_run,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
@@ -420,7 +507,11 @@ def _tower_run(answer: Any, case: Case) -> Any:
     ref = Tower(width, depth)
     _fill_from(ref, gen)
     with torch.no_grad():
-        ref.scale += 1.0
+        # mixed signs, every time: relu(block(x) * scale) differs from relu(block(x)) * scale
+        # only where scale < 0 (with 1 + 0.5·randn that was ~2% of entries, seed-dependent)
+        ref.scale.copy_(torch.randn(width, generator=gen) + 0.5)
+        ref.scale[0] = -1.0 - ref.scale[0].abs()
+        ref.scale[-1] = 1.0 + ref.scale[-1].abs() if width > 1 else ref.scale[-1]
     model = _build(answer, width, depth)
     n_got = _count(model)
     layers = depth * (width * width + width)
@@ -441,11 +532,17 @@ def _tower_run(answer: Any, case: Case) -> Any:
             f"broken one, which gives {expected_keys}.")
     if not all(p.requires_grad for p in model.parameters()):
         raise _fail("Tower", "frozen_parameter")
+    if tuple(model.scale.shape) != (width,):
+        raise Incorrect("wrong_shape", f"`scale` has shape {tuple(model.scale.shape)}; it should be ({width},), "
+                        "one factor per feature: `torch.ones(width)`.")
     if not torch.equal(model.scale.detach(), torch.ones(width)):
         raise _fail("Tower", "wrong_init")
     model.load_state_dict(ref.state_dict())
     x = torch.randn(r_batch(gen), width, generator=gen)
-    return model(x)
+    out = model(x)
+    ref_params = dict(ref.named_parameters())
+    _check_param_grads(model, out, ref, x, [(n, p, ref_params[n]) for n, p in model.named_parameters()], gen)
+    return out
 
 
 class _TowerPlainList(nn.Module):
@@ -504,6 +601,11 @@ register(Exercise(
     lesson=LESSON, name="Tower", title="Fix a module whose layers and scale are not registered",
     reference=Tower, kind="class",
     cases=_tower_cases,
+    # the deeper cases first: with width 1 a ReLU after the scale can give the same output as
+    # no ReLU at all, which would name the wrong mistake
+    edge_cases=[Case((4, 3), {"seed": 8}, label="width 4, depth 3", show_inputs=True),
+                Case((6, 2), {"seed": 99}, label="width 6, depth 2", show_inputs=True),
+                Case((1, 1), {"seed": 31}, label="width 1, depth 1", show_inputs=True)],
     run=_tower_run,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
@@ -512,8 +614,8 @@ register(Exercise(
         Mistake("scale_is_buffer", _MESSAGES["Tower", "scale_is_buffer"], _TowerBufferScale, match_output=False),
         Mistake("lost_activation",
                 "Your blocks run without the ReLU between them. `nn.Sequential` of Linear layers "
-                "only chains the layers; keep the loop with `torch.relu` (a `ModuleList` is "
-                "iterated like a list), or put `nn.ReLU()` modules in the Sequential.",
+                "only chains the layers; keep the `forward` of the broken Tower, its loop with "
+                "`torch.relu` (a `ModuleList` is iterated like a list).",
                 _TowerSequentialNoRelu),
         Mistake("missing_super_init", _MESSAGES["shared", "missing_super_init"], match_output=False),
         Mistake("wrong_init", _MESSAGES["Tower", "wrong_init"], match_output=False),
@@ -553,9 +655,10 @@ def _rms_reference_over(x: torch.Tensor, weight: torch.Tensor, eps: float, dim: 
 
 
 def _rms_run(answer: Any, case: Case) -> Any:
-    dim, eps = case.args
+    dim = case.args[0]
+    eps = case.args[1] if len(case.args) > 1 else 1e-6  # `RMSNorm(dim)`: the default eps
     gen = _gen(case.kwargs["seed"])
-    model = _build(answer, dim, eps)
+    model = _build(answer, *case.args)
     params = list(model.named_parameters())
     if not params:
         raise _fail("RMSNorm", "unregistered_parameters")
@@ -564,6 +667,10 @@ def _rms_run(answer: Any, case: Case) -> Any:
         raise Incorrect(
             "wrong_parameters",
             f"RMSNorm(dim={dim}) should have exactly one parameter of shape ({dim},); yours are {shapes}.")
+    if params[0][0].rsplit(".", 1)[-1] != "weight":  # (a wrapped nn.RMSNorm's `norm.weight` is fine)
+        raise Incorrect("weight_name", f"The text asks for one `nn.Parameter` named `weight`; yours is "
+                        f"`{params[0][0]}`. The name is the state_dict key: a standard RMSNorm checkpoint "
+                        "(key `weight`) would not load into yours. `self.weight = nn.Parameter(torch.ones(dim))`.")
     weight = params[0][1]
     if weight.dtype == torch.float64:
         raise _fail("RMSNorm", "float64_drift")
@@ -573,7 +680,7 @@ def _rms_run(answer: Any, case: Case) -> Any:
         raise _fail("RMSNorm", "frozen_weight")
     new_weight = torch.randn(dim, generator=gen) * 0.5 + 1.0
     model.load_state_dict({params[0][0]: new_weight}, strict=False)
-    x = torch.randn(*case.kwargs["shape"], generator=gen).mul_(2).requires_grad_(True)
+    x = torch.randn(*case.kwargs["shape"], generator=gen).mul_(case.kwargs.get("scale", 2.0)).requires_grad_(True)
     before = x.detach().clone()
     out = _forward_errors(model, x)
     if not torch.equal(x.detach(), before):
@@ -659,6 +766,15 @@ register(Exercise(
     lesson=LESSON, name="RMSNorm", title="A custom layer with its own nn.Parameter: RMSNorm",
     reference=RMSNorm, kind="class",
     cases=_rms_cases,
+    edge_cases=[
+        # the default eps (1e-6) only shows on tiny activations: mean(x²) ≈ 1e-6 here
+        Case((5,), {"seed": 11, "shape": [3, 5], "scale": 1e-3}, label="RMSNorm(5) with its default eps, tiny x"),
+        Case((4, 0.5), {"seed": 12, "shape": [1, 4]}, label="RMSNorm(4, eps=0.5) on one sample", show_inputs=True),
+        Case((3, 1e-6), {"seed": 13, "shape": [2, 6, 3]}, label="RMSNorm(3) on a (2, 6, 3) batch of sequences"),
+        Case((1, 0.1), {"seed": 14, "shape": [4, 1]}, label="RMSNorm(1, eps=0.1): one feature"),
+        # N = dim: a mean over dim 0 has the right shape
+        Case((4, 0.2), {"seed": 15, "shape": [4, 4]}, label="RMSNorm(4, eps=0.2) on a (4, 4) x"),
+    ],
     run=_rms_run,
     compare=Compare(rtol=1e-5, atol=1e-5),
     mistakes=[
@@ -715,9 +831,9 @@ def _rm_cases(r: Rand) -> Case:
 
 
 def _rm_run(answer: Any, case: Case) -> Any:
-    n, momentum = case.args
+    n = case.args[0]  # `RunningMean(n)` alone uses the default momentum 0.1
     gen = _gen(case.kwargs["seed"])
-    model = _build(answer, n, momentum)
+    model = _build(answer, *case.args)
     running = getattr(model, "running_mean", None)
     if isinstance(running, nn.Parameter) or "running_mean" in dict(model.named_parameters()):
         raise _fail("RunningMean", "parameter_not_buffer")
@@ -727,6 +843,9 @@ def _rm_run(answer: Any, case: Case) -> Any:
         raise _fail("RunningMean", "not_persistent")
     if list(model.parameters()):
         raise _fail("RunningMean", "has_parameters")
+    if tuple(model.running_mean.shape) != (n,):
+        raise Incorrect("wrong_shape", f"`running_mean` has shape {tuple(model.running_mean.shape)}; it should be "
+                        f"({n},), one value per feature: `torch.zeros(num_features)`.")
     if not torch.equal(model.running_mean, torch.zeros(n)):
         raise _fail("RunningMean", "wrong_init")
     outs = []
@@ -812,6 +931,13 @@ register(Exercise(
     lesson=LESSON, name="RunningMean", title="A buffer that tracks a running mean in training mode",
     reference=RunningMean, kind="class",
     cases=_rm_cases,
+    edge_cases=[Case((3,), {"seed": 21, "batches": 3, "batch_size": 4},
+                     label="RunningMean(3) with its default momentum, 3 batches", show_inputs=True),
+                Case((2, 0.5), {"seed": 22, "batches": 2, "batch_size": 1},
+                     label="batches of one sample", show_inputs=True),
+                # N = num_features: a mean over dim 1 has the right shape
+                Case((4, 0.25), {"seed": 23, "batches": 2, "batch_size": 4},
+                     label="4 features, batches of 4", show_inputs=True)],
     run=_rm_run,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
@@ -861,6 +987,9 @@ def _init_cases(r: Rand) -> Case:
         layers.append(nn.Linear(a, b, bias=k != no_bias))
         layers.append(nn.LayerNorm(b))
         layers.append(nn.ReLU())
+    # modules that are not Linear but have a weight with dim() > 1: "leave every other kind of
+    # module untouched" (`hasattr(m, "weight") and m.weight.dim() > 1` re-initialises them)
+    layers += [nn.Embedding(6, 4), nn.Conv1d(2, 3, 3)]
     model = nn.Sequential(nn.Sequential(*layers[:3]), *layers[3:])
     with torch.no_grad():
         for p in model.parameters():
@@ -868,9 +997,23 @@ def _init_cases(r: Rand) -> Case:
     return Case((model,))
 
 
+def _init_fixed(no_bias: int) -> Case:
+    def draws(s: int) -> int:  # the draws _init_cases makes before building
+        r = Rand(s)
+        r.choice(_WIDTH_CHAINS)
+        return r.integer(0, 1)
+
+    seed = next(s for s in range(100) if draws(s) == no_bias)
+    with torch.random.fork_rng(devices=[]):  # default init draws from the global RNG
+        case = _init_cases(Rand(seed))
+    case.label = f"a model whose Linear layer {no_bias + 1} has no bias"
+    return case
+
+
 def _init_run(answer: Any, case: Case) -> Any:
     (model,) = case.args
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    objects = {n: (p, p.dtype) for n, p in model.named_parameters()}
     try:
         model.apply(answer)
     except AttributeError as exc:
@@ -880,6 +1023,12 @@ def _init_run(answer: Any, case: Case) -> Any:
         if "object has no attribute" in msg and not msg.startswith("'Linear' object"):
             raise _fail("init_weights", "no_isinstance_check") from None
         raise  # e.g. a typo on a Linear (`m.in_feature`): the learner sees the real error
+    for name, p in model.named_parameters():
+        if name in objects and (p.dtype != objects[name][1] or p is not objects[name][0]):
+            raise Incorrect("replaced_parameter", f"`{name}` is no longer the model's float32 Parameter (it is now "
+                            f"{str(p.dtype).replace('torch.', '')}{'' if p is objects[name][0] else ', a new object'}): "
+                            "a NumPy-drawn array is float64, and the model would fail on float32 input. Fill the "
+                            "existing weight in place: `nn.init.normal_(m.weight, 0.0, std)`.")
     for name, module in model.named_modules():
         for pname, p in module.named_parameters(recurse=False):
             full = f"{name}.{pname}" if name else pname
@@ -941,7 +1090,7 @@ def _init_keeps_bias(m):
 def _init_hasattr(m):
     if hasattr(m, "weight"):
         nn.init.normal_(m.weight, std=1 / math.sqrt(m.weight.shape[-1]))
-        if m.bias is not None:
+        if getattr(m, "bias", None) is not None:
             nn.init.zeros_(m.bias)
 
 
@@ -961,6 +1110,9 @@ register(Exercise(
     lesson=LESSON, name="init_weights", title="An init function for model.apply (LeCun normal, zero bias)",
     reference=init_weights,
     cases=_init_cases,
+    # fixed models too: every verdict must hold without random cases (one model with the
+    # bias-free Linear first, one with it second)
+    edge_cases=[_init_fixed(0), _init_fixed(1)],
     n_random=4,  # each case holds ~40k weights: a few cases are plenty for statistics
     run=_init_run,
     mistakes=[
@@ -1004,18 +1156,28 @@ def freeze_backbone(model):
     return [p for p in model.parameters() if p.requires_grad]
 
 
+def _frozen_head_bias() -> Backboned:
+    """"The parameters that are still trainable": not simply the head's."""
+    with torch.random.fork_rng(devices=[]):  # default init draws from the global RNG
+        torch.manual_seed(0)
+        model = Backboned(4, 5, 3)
+    model.head.bias.requires_grad_(False)
+    return model
+
+
 def _freeze_cases(r: Rand) -> Case:
     return Case((Backboned(r.integer(2, 6), r.integer(3, 8), r.integer(2, 5)),))
 
 
 def _freeze_run(answer: Any, case: Case) -> Any:
     (model,) = case.args
+    head_before = [p.requires_grad for p in model.head.parameters()]
     out = answer(model)
     if getattr(model.backbone, "requires_grad", None) is False and "requires_grad" in vars(model.backbone):
         raise _fail("freeze_backbone", "set_module_attribute")
     if any(p.requires_grad for p in model.backbone.parameters()):
         raise _fail("freeze_backbone", "backbone_not_frozen")
-    if not all(p.requires_grad for p in model.head.parameters()):
+    if any(was and not p.requires_grad for was, p in zip(head_before, model.head.parameters())):
         raise _fail("freeze_backbone", "froze_head")
     if out is not None and not isinstance(out, (list, tuple)) and hasattr(out, "__next__"):
         raise _fail("freeze_backbone", "returned_generator")
@@ -1068,6 +1230,8 @@ register(Exercise(
     lesson=LESSON, name="freeze_backbone", title="Freeze a sub-network and hand the rest to the optimizer",
     reference=freeze_backbone,
     cases=_freeze_cases,
+    edge_cases=[Case((_frozen_head_bias(),), label="a model whose head bias was already frozen"),
+                Case((Backboned(1, 1, 1),), label="a model with one feature, one hidden unit, one output")],
     run=_freeze_run,
     mistakes=[
         Mistake("set_module_attribute", _MESSAGES["freeze_backbone", "set_module_attribute"], _freeze_attribute, match_output=False),
@@ -1089,11 +1253,24 @@ register(Exercise(
 
 # --------------------------------------------------------------------------- 7. predict_proba
 def predict_proba(model, X):
-    was_training = model.training
+    # every submodule's own mode: model.train(was_training) would put a Dropout that was in
+    # eval mode back into training mode
+    modes = [(m, m.training) for m in model.modules()]
     model.eval()
     with torch.no_grad():
         probs = torch.softmax(model(X), dim=1)
-    model.train(was_training)
+    for m, training in modes:
+        m.training = training
+    return probs
+
+
+def _predict_proba_top_level_mode(model, X):
+    """Restores `model.train(was)`: right unless the submodules were in mixed modes."""
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        probs = torch.softmax(model(X), dim=1)
+    model.train(was)
     return probs
 
 
@@ -1121,6 +1298,15 @@ def _proba_fixed_case(seed: int, training: bool) -> Case:
     return case
 
 
+def _proba_mixed_case(seed: int) -> Case:
+    """Training mode, but the Dropout already in eval mode (as after fine-tuning without
+    dropout): "the mode you found it in" is per submodule."""
+    case = _proba_fixed_case(seed, True)
+    case.args[0][3].eval()
+    case.label = "a model in training mode whose Dropout is in eval mode"
+    return case
+
+
 def _proba_run(answer: Any, case: Case) -> Any:
     model, X = case.args
     modes_before = [m.training for m in model.modules()]
@@ -1141,9 +1327,20 @@ def _proba_run(answer: Any, case: Case) -> Any:
         raise _fail("predict_proba", "kept_graph")
     if any(grad_enabled for _, grad_enabled in seen):
         raise _fail("predict_proba", "graph_then_detach")
-    if [m.training for m in model.modules()] != modes_before:
+    modes_after = [m.training for m in model.modules()]
+    if modes_after != modes_before:
+        if (modes_after[0] == modes_before[0] and len(set(modes_before)) > 1
+                and all(t == modes_before[0] for t in modes_after)):
+            raise Incorrect("mixed_modes_not_restored", _MIXED_MODES)
         raise _fail("predict_proba", "mode_not_restored")
     return out
+
+
+_MIXED_MODES = (
+    "The model came with its submodules in different modes (training, but its Dropout in eval), "
+    "and you gave every submodule the top-level mode back: `model.train(was_training)` sets "
+    "them all. Remember each module's own mode, `modes = [(m, m.training) for m in "
+    "model.modules()]`, and restore them one by one: `for m, t in modes: m.training = t`.")
 
 
 def _proba_no_eval(model, X):
@@ -1196,7 +1393,7 @@ register(Exercise(
     reference=predict_proba,
     cases=_proba_cases,
     # both modes every time: "model.train() at the end" and "never restored" each fail one of them
-    edge_cases=[_proba_fixed_case(101, True), _proba_fixed_case(202, False)],
+    edge_cases=[_proba_fixed_case(101, True), _proba_fixed_case(202, False), _proba_mixed_case(303)],
     run=_proba_run,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
@@ -1207,6 +1404,7 @@ register(Exercise(
                 _proba_dim0),
         Mistake("kept_graph", _MESSAGES["predict_proba", "kept_graph"], _proba_keeps_graph, match_output=False),
         Mistake("mode_not_restored", _MESSAGES["predict_proba", "mode_not_restored"], _proba_stays_eval, match_output=False),
+        Mistake("mixed_modes_not_restored", _MIXED_MODES, _predict_proba_top_level_mode, match_output=False),
         Mistake("graph_then_detach", _MESSAGES["predict_proba", "graph_then_detach"], _proba_detached, match_output=False),
         Mistake("returned_logits",
                 "You returned the logits (raw scores). Turn them into probabilities with "
@@ -1216,7 +1414,8 @@ register(Exercise(
     hints=[
         "Three things: `model.eval()` (Dropout off, BatchNorm uses running statistics), "
         "`with torch.no_grad():` around the forward, `torch.softmax(logits, dim=1)`.",
-        "Save `was_training = model.training` first, and end with `model.train(was_training)` so "
-        "the model is left as you found it.",
+        "Save every submodule's mode first, `modes = [(m, m.training) for m in model.modules()]`, "
+        "and restore them at the end (`for m, t in modes: m.training = t`): `model.train(was)` "
+        "would overwrite a Dropout that was deliberately in eval mode.",
     ],
 ))

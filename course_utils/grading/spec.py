@@ -151,6 +151,7 @@ class Exercise:
             before the first check), on top of :data:`runner.PRELOAD`; name the slow lazy
             imports a plausible answer triggers that the reference does not (the reference is
             run once, untimed, before the first check, which imports what it needs).
+        points: what a correct answer is worth in the instructor's gradebook (default 1).
     """
 
     lesson: str
@@ -170,6 +171,7 @@ class Exercise:
     solution: str | None = None
     arg_names: Sequence[str] | None = None
     preload: Sequence[str] = ()
+    points: float = 1.0
 
     @property
     def id(self) -> str:

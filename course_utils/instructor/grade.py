@@ -1,71 +1,87 @@
 """``python -m course_utils grade PATH...``: grade submitted learner notebooks headlessly.
 
-Each notebook runs top to bottom in its own fresh Jupyter kernel (nbclient), in a temporary
-working directory, with a per-cell timeout; several notebooks run in parallel. Cells that
-raise do not stop the run (a learner's broken cell is reported, the rest is still graded).
+Every submission is untrusted code, and no code in a submission can change any verdict: its
+own, a peer's, or the instructor's files.
 
-Every exercise is scored by the course's own grader inside the executed kernel, at the
-position of its check cell: when the run reaches a cell holding ``ex.NAME.check(ANSWER)``
-(with the answer name the lesson uses), the grader checks the learner's ``ANSWER`` as it is
-at that point. The notebook's printed output is never read, so ``print("✅ Correct")`` scores
-nothing; an exercise whose check cell was deleted, or edited to check something else, is
-scored ``not_attempted`` (mistake ``no_check_cell``). When an exercise is checked more than
-once, the last check counts.
+1. **Run, sandboxed.** Each notebook runs top to bottom in its own bubblewrap sandbox
+   (:mod:`.sandbox`: no network, read-only system and course code with the reference
+   solutions cut out, empty private ``$HOME`` and ``/tmp``, its own PID namespace and user,
+   limits on memory, processes, CPU, time and output), in a fresh Jupyter kernel with a
+   per-cell timeout (:mod:`.nbrun`). Cells that raise do not stop the run. At each check cell
+   ``ex.NAME.check(ANSWER)`` the learner's ``ANSWER`` *as it is at that point* is exported
+   (pickled), not judged; the sandbox is then killed with everything it started.
+2. **Judge, out of reach.** :mod:`.judge` runs the course's own checks in a process that never
+   runs learner code and owns the references; each call of the answer is forwarded to a fresh
+   executor sandbox that only runs the answer on a case and sends back plain tensors/values.
+3. **Record.** The host stores each notebook's rows in an SQLite gradebook (one transaction
+   per notebook) as soon as it is judged; rerunning the same command grades only what is not
+   in it yet; CSV/JSON/wide-CSV exports are written from it.
 
-A notebook that cannot be graded completely (corrupt JSON, unknown lesson, the kernel died,
-an endless loop the kernel would not give up) is reported, its remaining exercises get the
-status ``error``, and the batch goes on.
+The notebook's printed output is never read, so ``print("✅ Correct")`` scores nothing; an
+exercise whose check cell was deleted, or edited to check something else, is scored
+``not_attempted`` (mistake ``no_check_cell``). When an exercise is checked more than once, the
+last check counts. The learner's own in-notebook ``check()`` is feedback, never a grade.
 
 Usage::
 
-    python -m course_utils grade submissions/ --csv grades.csv
+    python -m course_utils grade submissions/ --csv grades.csv --wide-csv canvas.csv
     python -m course_utils grade alice/01_tensors.ipynb bob/01_tensors.ipynb --workers 2 --timeout 60
 
 PATH is a notebook or a folder (searched recursively for ``*.ipynb``). The lesson is taken from
 the file name (``01_tensors.ipynb``, ``alice_01_tensors.ipynb``) or, failing that, from the
 notebook's ``exercises_for("...")`` call. The student is the part of the file name that is not
 the lesson, else the first folder below the PATH given (``submissions/alice/01_tensors.ipynb``),
-else the notebook's folder.
+else the notebook's folder. Two notebooks of one student for one lesson are reported as
+duplicates (the wide CSV counts the better one).
 
 Output: a readable summary on stdout; ``--csv FILE``: one row per (student, notebook,
-exercise) with the columns student, notebook, exercise, status, mistake; ``--json FILE``: the
-same rows as a JSON list (plus a ``detail`` sentence each). Statuses: ``correct``,
-``incorrect``, ``not_attempted``, ``error`` (the notebook could not be graded up to that
-exercise). The exit status is 0 when every notebook was processed (even if some were broken),
-2 on a usage error.
+exercise) with the columns student, notebook, exercise, status, mistake, points, max_points;
+``--json FILE``: the same rows as a JSON list (plus ``detail`` and ``duplicate``);
+``--wide-csv FILE``: one row per student, one column of points per lesson and a total (for a
+Canvas or Moodle gradebook import); ``--gradebook FILE``: the SQLite gradebook (default: next
+to the CSV/JSON, else ``gradebook.sqlite``). Statuses: ``correct``, ``incorrect``,
+``not_attempted``, ``error`` (the notebook could not be graded up to that exercise, for
+example ``memory limit 2 GB`` or a timeout). Exit status: 0 when every notebook was processed
+(even if some were broken), 2 on a usage error or when no sandbox is available, 130/143 when
+interrupted (SIGINT/SIGTERM: sandboxes are killed, finished notebooks are kept; rerun to go
+on).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-import asyncio
-import copy
-import csv
+import concurrent.futures
 import json
-import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 import nbformat
 
-from .kernel import MIME
+from . import sandbox
+from .frames import FrameError, read_frame, write_frame
+from .gradebook import Gradebook, digest, shown
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_NOTEBOOK_TIMEOUT = 1200.0
-PROBE_TIMEOUT = 15.0
 STATUSES = ("correct", "incorrect", "not_attempted", "error")
-COLUMNS = ("student", "notebook", "exercise", "status", "mistake")
+COLUMNS = ("student", "notebook", "exercise", "status", "mistake", "points", "max_points")
+MAX_NOTEBOOK_BYTES = 50 * 1024**2
+MAX_OUTPUT = 256 * 1024**2       # bytes a notebook's sandbox may send back (answers)
+NO_SANDBOX_WARNING = ("WARNING: --no-sandbox: learner code runs unconfined, as you, with your files and "
+                      "network. Use it only for notebooks you trust.")
 
 
 @dataclass
@@ -76,6 +92,8 @@ class Row:
     status: str
     mistake: str = ""
     detail: str = ""
+    points: float = 0.0
+    max_points: float = 0.0
 
 
 @dataclass
@@ -87,6 +105,11 @@ class NotebookReport:
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None  # why the notebook could not be graded completely
+    shown: str = ""
+    resumed: bool = False
+
+    def __post_init__(self) -> None:
+        self.shown = self.shown or shown(self.path)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -150,7 +173,8 @@ def identify_lesson(path: Path, nb: nbformat.NotebookNode | None, stems: list[st
 
 
 def student_of(path: Path, lesson: str | None, root: Path | None) -> str:
-    rest = path.stem.replace(lesson, "") if lesson else path.stem
+    stem = shown(path.stem)
+    rest = stem.replace(lesson, "") if lesson else stem
     rest = rest.strip(" _-.")
     if rest:
         return rest
@@ -158,10 +182,10 @@ def student_of(path: Path, lesson: str | None, root: Path | None) -> str:
         try:
             rel = path.resolve().relative_to(root.resolve())
             if len(rel.parts) > 1:
-                return rel.parts[0]
+                return shown(rel.parts[0])
         except ValueError:
             pass
-    return path.resolve().parent.name or path.stem
+    return shown(path.resolve().parent.name or path.stem)
 
 
 def expected_checks(lesson: str) -> dict[str, str]:
@@ -214,6 +238,8 @@ def find_notebooks(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, 
 
 
 def read_notebook(path: Path) -> nbformat.NotebookNode:
+    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"larger than {MAX_NOTEBOOK_BYTES // 1024**2} MB")
     if path.suffix == ".py":
         import jupytext
 
@@ -227,251 +253,309 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
 # --------------------------------------------------------------------------- running
 
 
-def _first_line(text: str) -> str:
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(text)).strip()
-    return text.splitlines()[-1][:200] if text else ""
+def _clean(text: Any, n: int = 600) -> str:
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", str(text))[:n]
 
 
-def _error_of(cell: nbformat.NotebookNode) -> str | None:
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            return f"{out.get('ename', 'Error')}: {_first_line(out.get('evalue', ''))}".rstrip(": ")
-    return None
-
-
-def _grade_record(cell: nbformat.NotebookNode, exercise_id: str) -> dict[str, Any] | None:
-    found = None
-    for out in cell.get("outputs", []):
-        data = out.get("data", {}) if out.get("output_type") in ("display_data", "execute_result") else {}
-        rec = data.get(MIME)
-        if isinstance(rec, dict) and rec.get("exercise") == exercise_id:
-            found = rec
-    return found
-
-
-def _whole_seconds(seconds: float) -> int:
-    """nbclient takes whole seconds, and 0 would mean no limit at all."""
-    return max(1, math.ceil(seconds))
-
-
-class _Run:
-    """One notebook graded in one kernel."""
-
-    def __init__(self, path: Path, nb: nbformat.NotebookNode, lesson: str, report: NotebookReport,
-                 timeout: float, threads: int):
-        from nbclient import NotebookClient
-
-        self.path, self.nb, self.lesson, self.report = path, nb, lesson, report
-        self.timeout = timeout
-        self.threads = threads
-        self.workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
-        # Every piece of code runs as its own cell of this working notebook, so nbclient's
-        # bookkeeping (``update_display`` finds earlier outputs by cell index) stays valid.
-        self.executed = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.get("metadata", {})))
-        self.client = NotebookClient(
-            self.executed, timeout=_whole_seconds(timeout), kernel_name="python3", allow_errors=True, record_timing=False,
-            interrupt_on_timeout=True,
-            error_on_timeout={"ename": "CellTimeout", "evalue": "cell timed out", "traceback": []},
-            resources={"metadata": {"path": str(self.workdir)}},
-        )
-        self.expected = expected_checks(lesson)
-        self.results: dict[str, Row] = {}
-        self.cell_no = 0
-        self._timed_out = False
-        self.client.on_cell_error = self._on_error
-
-    def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env["COURSE_PROGRESS_LOG"] = ""  # grading is not the learner's or instructor's progress
-        n = str(self.threads)
-        env.update(OMP_NUM_THREADS=n, MKL_NUM_THREADS=n, MPLBACKEND="Agg")  # headless plots
-        return env
-
-    async def _exec(self, source: str, timeout: float | None = None, history: bool = False,
-                    metadata: dict | None = None) -> tuple[nbformat.NotebookNode, bool]:
-        """Run code in the kernel; returns the executed cell and whether it timed out."""
-        cell = nbformat.v4.new_code_cell(source, metadata=copy.deepcopy(dict(metadata or {})))
-        self.executed.cells.append(cell)
-        self._timed_out = False
-        self.client.timeout = _whole_seconds(timeout or self.timeout)
-        try:
-            await self.client.async_execute_cell(cell, len(self.executed.cells) - 1, store_history=history)
-        finally:
-            self.client.timeout = _whole_seconds(self.timeout)
-        return cell, self._timed_out
-
-    def _on_error(self, cell: Any = None, cell_index: Any = None, execute_reply: Any = None, **_: Any) -> None:
-        content = (execute_reply or {}).get("content", {})
-        if content.get("ename") == "CellTimeout":
-            self._timed_out = True
-
-    async def _responsive(self) -> bool:
-        _, timed_out = await self._exec("pass", timeout=min(PROBE_TIMEOUT, max(5.0, self.timeout)))
-        return not timed_out
-
-    async def _grade(self, name: str, answer: str) -> None:
-        ex_id = f"{self.lesson}.{name}"
-        code = (f"__import__('course_utils.instructor.kernel', fromlist=['grade']).grade({ex_id!r}, {answer!r})")
-        cell, timed_out = await self._exec(code)
-        rec = _grade_record(cell, ex_id)
-        if timed_out:
-            row = Row(self.report.student, self.report.path, ex_id, "incorrect", "timeout",
-                      f"checking `{answer}` did not finish within {self.timeout:g} s")
-            self.report.problems.append(f"{ex_id}: the check timed out after {self.timeout:g} s")
-        elif rec is None:
-            err = _error_of(cell) or "no result"
-            row = Row(self.report.student, self.report.path, ex_id, "incorrect", "checker_error",
-                      f"the grader reported nothing ({err})")
-        else:
-            status = rec.get("status") if rec.get("status") in STATUSES else "incorrect"
-            row = Row(self.report.student, self.report.path, ex_id, status, rec.get("mistake") or "",
-                      str(rec.get("message") or ""))
-        self.results[ex_id] = row
-        if timed_out and not await self._responsive():
-            raise _Stuck(f"the kernel did not recover after the check of {ex_id} timed out")
-
-    async def _learner_cell(self, index: int, cell: nbformat.NotebookNode, source: str) -> None:
-        if not source.strip():
-            return
-        run, timed_out = await self._exec(source, history=True, metadata=cell.get("metadata", {}))
-        tags = cell.get("metadata", {}).get("tags", [])
-        if timed_out:
-            self.report.problems.append(f"cell {index}: timed out after {self.timeout:g} s and was interrupted")
-            if not await self._responsive():
-                raise _Stuck(f"the kernel did not recover after cell {index} timed out")
-            return
-        err = _error_of(run)
-        if err and "raises-exception" not in tags and not err.startswith("NotImplementedError"):
-            self.report.problems.append(f"cell {index}: {err}")
-
-    async def run(self) -> None:
-        # The kernel's own stdout/stderr (not the cells' output, which comes over the kernel
-        # protocol) would only add jupyter_client's transport warnings to the summary.
-        async with self.client.async_setup_kernel(env=self._env(), cwd=str(self.workdir),
-                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
-            cell, timed_out = await self._exec(
-                f"__import__('course_utils.instructor.kernel', fromlist=['start']).start({self.lesson!r})",
-                timeout=max(self.timeout, 60))
-            err = _error_of(cell)
-            if err or timed_out:
-                raise _Stuck(f"the grader could not start in the kernel ({err or 'timed out'})")
-            for index, cell in enumerate(self.nb.cells):
-                if cell.get("cell_type") != "code":
-                    continue
-                self.cell_no = index
-                source = cell.get("source", "")
-                if isinstance(source, list):
-                    source = "".join(source)
-                found = split_check_cell(source, self.expected)
-                if found is None:
-                    await self._learner_cell(index, cell, source)
-                    continue
-                before, name, answer, after = found
-                await self._learner_cell(index, cell, before)
-                await self._grade(name, answer)
-                await self._learner_cell(index, cell, after)
-
-    def cleanup(self) -> None:
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-class _Stuck(Exception):
-    pass
-
-
-def _finish(report: NotebookReport, lesson: str, results: dict[str, Row], error: str | None, mistake: str) -> None:
+def _exercise_rows(report: NotebookReport, lesson: str, checked: set[str], verdicts: dict[str, dict],
+                   error: str | None, mistake: str | None) -> None:
     from course_utils.grading import registry
 
     report.error = error
     for ex in registry.load_lesson(lesson):
-        row = results.get(ex.id)
-        if row is None:
-            if error:
-                row = Row(report.student, report.path, ex.id, "error", mistake, error)
-            else:
-                row = Row(report.student, report.path, ex.id, "not_attempted", "no_check_cell",
-                          f"no `ex.{ex.name}.check(...)` cell checking the exercise's answer was found")
+        points = float(getattr(ex, "points", 1.0))
+        v = verdicts.get(ex.id)
+        if v is not None:
+            status = v.get("status") if v.get("status") in STATUSES else "error"
+            row = Row(report.student, report.shown, ex.id, status, _clean(v.get("mistake") or "", 60),
+                      _clean(v.get("message") or ""))
+        elif ex.id in checked and not error:
+            row = Row(report.student, report.shown, ex.id, "error", "export_missing",
+                      "the notebook reached its end but handed out no answer for this check cell")
+        elif error:
+            row = Row(report.student, report.shown, ex.id, "error", mistake or "", error)
+        else:
+            row = Row(report.student, report.shown, ex.id, "not_attempted", "no_check_cell",
+                      f"no `ex.{ex.name}.check(...)` cell checking the exercise's answer was found")
+        row.max_points = points
+        row.points = points if row.status == "correct" else 0.0
         report.rows.append(row)
 
 
-async def grade_notebook(path: Path, root: Path | None, stems: list[str], timeout: float,
-                         notebook_timeout: float, threads: int) -> NotebookReport:
-    start = time.perf_counter()
-    shown = str(path)
-    nb = None
-    read_error = None
-    try:
-        nb = read_notebook(path)
-    except Exception as exc:  # noqa: BLE001 - corrupt JSON, not a notebook, unreadable file
-        read_error = f"could not read the notebook ({type(exc).__name__}: {_first_line(str(exc))[:160]})"
-    lesson = identify_lesson(path, nb, stems)
-    report = NotebookReport(shown, student_of(path, lesson, root), lesson)
-    if lesson is None:
-        report.error = read_error or "unknown lesson: the file name names no lesson and it has no exercises_for(...)"
-        report.rows.append(Row(report.student, shown, "", "error", "corrupt_notebook" if read_error else "unknown_lesson",
-                               report.error))
-        report.seconds = time.perf_counter() - start
-        return report
-    if read_error:
-        _finish(report, lesson, {}, read_error, "corrupt_notebook")
-        report.seconds = time.perf_counter() - start
-        return report
-    run = _Run(path, nb, lesson, report, timeout, threads)
-    error, mistake = None, ""
-    try:
-        await asyncio.wait_for(run.run(), notebook_timeout)
-    except asyncio.TimeoutError:
-        error, mistake = f"the notebook did not finish within {notebook_timeout:g} s", "notebook_timeout"
-    except _Stuck as exc:
-        error, mistake = str(exc), "kernel_unresponsive"
-    except Exception as exc:  # noqa: BLE001 - DeadKernelError, kernel start failures...
-        name = type(exc).__name__
-        if name == "DeadKernelError":
-            error, mistake = f"the kernel died (at cell {run.cell_no})", "kernel_died"
-        else:
-            error, mistake = f"grading failed at cell {run.cell_no} ({name}: {_first_line(str(exc))})", "grading_failed"
-    finally:
-        run.cleanup()
-    if error:
-        report.problems.append(error)
-    _finish(report, lesson, run.results, error, mistake)
-    report.seconds = time.perf_counter() - start
-    return report
+class _Stopped(Exception):
+    pass
 
 
-async def grade_all(items: list[tuple[Path, Path | None]], workers: int, timeout: float,
-                    notebook_timeout: float, progress: Any = None) -> list[NotebookReport]:
-    stems = lesson_stems()
-    loop = asyncio.get_running_loop()
+class Grader:
+    """Grades notebooks, ``workers`` at a time, each in its own sandboxes."""
 
-    def quiet(loop: asyncio.AbstractEventLoop, context: dict) -> None:
-        # nbclient's background "is the kernel alive?" poll can fail after a notebook's kernel
-        # died or was shut down; that notebook is already reported, the noise is not useful.
-        fut = context.get("future") or context.get("task")
-        coro = getattr(fut, "get_coro", lambda: None)()
-        if "NotebookClient._async_poll" in getattr(coro, "__qualname__", ""):
+    def __init__(self, workers: int = 2, timeout: float = DEFAULT_TIMEOUT,
+                 notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT, limits: sandbox.Limits | None = None,
+                 sandboxed: bool = True, gradebook: Gradebook | None = None, regrade: bool = False,
+                 progress: Any = None, max_output: int = MAX_OUTPUT):
+        self.workers = max(1, workers)
+        self.timeout, self.notebook_timeout = timeout, notebook_timeout
+        self.limits = limits or sandbox.Limits()
+        self.limits.cpu_seconds = int(max(self.limits.cpu_seconds, notebook_timeout + 60))
+        self.sandboxed = sandboxed
+        self.gradebook, self.regrade, self.progress = gradebook, regrade, progress
+        self.max_output = max_output
+        self.threads = max(1, (os.cpu_count() or 1) // self.workers)
+        self.stopping = threading.Event()
+        self.active: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+        self.local = threading.local()
+        self.judges: list[subprocess.Popen] = []
+        self.uids = sandbox.UidPool(2 * self.workers) if sandboxed else sandbox.UidPool(0)
+        self.tmp = Path(tempfile.mkdtemp(prefix="course-grade-"))
+        self.tmp.chmod(0o711)
+        self.course = sandbox.stage_course(self.tmp / "course")
+        self.stems = lesson_stems()
+        self._expected: dict[str, dict[str, str]] = {}
+        self.graded = 0
+
+    # ------------------------------------------------------------------ processes
+
+    def _track(self, proc: subprocess.Popen) -> subprocess.Popen:
+        with self.lock:
+            self.active.add(proc)
+        if self.stopping.is_set():
+            sandbox.kill(proc)
+        return proc
+
+    def _untrack(self, proc: subprocess.Popen | None) -> None:
+        if proc is None:
             return
-        loop.default_exception_handler(context)
+        sandbox.kill(proc)
+        with self.lock:
+            self.active.discard(proc)
 
-    loop.set_exception_handler(quiet)
-    sem = asyncio.Semaphore(max(1, workers))
-    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    def stop(self) -> None:
+        """Kill every sandbox and judge now (from a signal handler)."""
+        self.stopping.set()
+        with self.lock:
+            procs = list(self.active) + list(self.judges)
+        for p in procs:
+            sandbox.kill(p)
 
-    async def one(path: Path, root: Path | None) -> NotebookReport:
-        async with sem:
-            rep = await grade_notebook(path, root, stems, timeout, notebook_timeout, threads)
-            if progress:
-                progress(rep)
-            return rep
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
-    return list(await asyncio.gather(*(one(p, r) for p, r in items)))
+    def _notebook_proc(self, inputs: Path, job: dict, uid: int | None) -> subprocess.Popen:
+        argv = [sys.executable, "-m", "course_utils.instructor.nbrun", json.dumps(job)]
+        if self.sandboxed:
+            return sandbox.popen(argv, course=self.course, inputs=inputs, limits=self.limits, uid=uid,
+                                 threads=self.threads)
+        work = Path(tempfile.mkdtemp(dir=self.tmp))
+        env = dict(os.environ, PYTHONPATH=str(self.course), COURSE_PROGRESS_LOG="", MPLBACKEND="Agg",
+                   OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads))
+        job_local = dict(job, notebook=str(inputs / "notebook.ipynb"))
+        argv[-1] = json.dumps(job_local)
+        return subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def _judge(self) -> subprocess.Popen:
+        proc = getattr(self.local, "judge", None)
+        if proc is not None and proc.poll() is None:
+            return proc
+        env = dict(os.environ, COURSE_PROGRESS_LOG="", OMP_NUM_THREADS="1",
+                   PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+        proc = subprocess.Popen([sys.executable, "-m", "course_utils.instructor.judge", "worker"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+        with self.lock:
+            self.judges.append(proc)
+        if self.stopping.is_set():
+            sandbox.kill(proc)
+        head, _ = read_frame(proc.stdout, 1 << 20)
+        if head.get("op") != "ready":
+            raise RuntimeError("the judge did not start")
+        self.local.judge = proc
+        return proc
+
+    # ------------------------------------------------------------------ one notebook
+
+    def expected(self, lesson: str) -> dict[str, str]:
+        if lesson not in self._expected:
+            self._expected[lesson] = expected_checks(lesson)
+        return self._expected[lesson]
+
+    def grade_one(self, path: Path, root: Path | None) -> NotebookReport | None:
+        if self.stopping.is_set():
+            return None
+        start = time.perf_counter()
+        sha = digest(path)
+        if self.gradebook is not None and not self.regrade and self.gradebook.done(path, sha):
+            return self.gradebook.load(path, sha)
+        nb, read_error = None, None
+        try:
+            nb = read_notebook(path)
+        except Exception as exc:  # noqa: BLE001 - corrupt JSON, not a notebook, unreadable file
+            read_error = f"could not read the notebook ({type(exc).__name__}: {_clean(exc, 160)})"
+        lesson = identify_lesson(path, nb, self.stems)
+        report = NotebookReport(str(path), student_of(path, lesson, root), lesson)
+        if lesson is None:
+            report.error = read_error or "unknown lesson: the file name names no lesson and it has no exercises_for(...)"
+            report.rows.append(Row(report.student, report.shown, "", "error",
+                                   "corrupt_notebook" if read_error else "unknown_lesson", report.error))
+        elif read_error:
+            _exercise_rows(report, lesson, set(), {}, read_error, "corrupt_notebook")
+        else:
+            self._run_and_judge(report, nb, lesson)
+        if self.stopping.is_set():
+            return None
+        report.seconds = time.perf_counter() - start
+        if self.gradebook is not None:
+            self.gradebook.record(report, sha, self.sandboxed)
+        self.graded += 1
+        return report
+
+    def _run_and_judge(self, report: NotebookReport, nb: nbformat.NotebookNode, lesson: str) -> None:
+        expected = self.expected(lesson)
+        checked: set[str] = set()
+        for cell in nb.cells:
+            if cell.get("cell_type") == "code":
+                src = cell.get("source", "")
+                found = split_check_cell("".join(src) if isinstance(src, list) else src, expected)
+                if found:
+                    checked.add(f"{lesson}.{found[1]}")
+        inputs = Path(tempfile.mkdtemp(dir=self.tmp))
+        inputs.chmod(0o755)
+        nbformat.write(nb, inputs / "notebook.ipynb")
+        (inputs / "notebook.ipynb").chmod(0o644)
+        job = {"notebook": f"{sandbox.WORK_IN_SANDBOX}/notebook.ipynb", "lesson": lesson, "expected": expected,
+               "timeout": self.timeout, "notebook_timeout": self.notebook_timeout,
+               "memory": self.limits.describe_memory()}
+        answers, done, error, mistake = self._run_notebook(inputs, job)
+        shutil.rmtree(inputs, ignore_errors=True)
+        if self.stopping.is_set():
+            return
+        if done is not None:
+            report.problems += [_clean(p, 300) for p in (done.get("problems") or [])[:200] if isinstance(p, str)]
+            if isinstance(done.get("error"), str):
+                error, mistake = _clean(done["error"], 300), _clean(done.get("mistake") or "", 60)
+        answers = {k: v for k, v in answers.items() if k in checked}
+        verdicts = self._verdicts(lesson, answers) if answers else {}
+        if error:
+            report.problems.append(error)
+        _exercise_rows(report, lesson, checked, verdicts, error, mistake)
+
+    def _run_notebook(self, inputs: Path, job: dict) -> tuple[dict, dict | None, str | None, str | None]:
+        uid = self.uids.take()
+        proc = None
+        answers: dict[str, tuple[bytes | None, str | None]] = {}
+        done: dict | None = None
+        error = mistake = None
+        timed_out = threading.Event()
+
+        def on_deadline() -> None:
+            timed_out.set()
+            sandbox.kill(proc)
+
+        timer = threading.Timer(self.notebook_timeout + 30, on_deadline)
+        try:
+            proc = self._track(self._notebook_proc(inputs, job, uid))
+            timer.start()
+            budget = self.max_output
+            while True:
+                head, data = read_frame(proc.stdout, budget)
+                budget -= len(data) + 64
+                if budget < 0:
+                    raise FrameError("over the output limit")
+                if head.get("type") == "answer" and isinstance(head.get("exercise"), str):
+                    err = head.get("error")
+                    answers[head["exercise"]] = (None if err else data, _clean(err, 200) if err else None)
+                elif head.get("type") == "done":
+                    done = head
+                    break
+        except FrameError as exc:
+            if "limit" in str(exc):
+                error, mistake = (f"output limit: the notebook sent more than {self.max_output // 1024**2} MB "
+                                  "back"), "output_limit"
+            else:
+                error, mistake = "the notebook's sandbox sent garbage", "sandbox_protocol"
+        except EOFError:
+            if timed_out.is_set():
+                error, mistake = f"the notebook did not finish within {self.notebook_timeout:g} s", "notebook_timeout"
+            else:
+                code = proc.poll() if proc else None
+                error, mistake = (f"the notebook runner stopped before the end (exit code {code}: memory limit "
+                                  f"{self.limits.describe_memory()}, the process limit, or a killed process)"), "runner_died"
+        except OSError as exc:
+            error, mistake = f"the sandbox could not start ({exc})", "sandbox_failed"
+        finally:
+            timer.cancel()
+            self._untrack(proc)
+            self.uids.give(uid)
+        return answers, done, error, mistake
+
+    def _verdicts(self, lesson: str, answers: dict[str, tuple[bytes | None, str | None]]) -> dict[str, dict]:
+        from course_utils.grading import registry
+
+        exercises = [ex for ex in registry.load_lesson(lesson) if ex.id in answers]
+        uid = self.uids.take()
+        deadline = 120 + sum(3 * float(ex.timeout) + 20 for ex in exercises)
+        proc = None
+        timer = None
+        try:
+            proc = self._judge()
+            timer = threading.Timer(deadline, lambda: sandbox.kill(proc))
+            timer.start()
+            write_frame(proc.stdin, {"op": "judge", "lesson": lesson, "n": len(answers), "uid": uid,
+                                     "course": str(self.course), "limits": asdict(self.limits),
+                                     "no_sandbox": not self.sandboxed})
+            for ex_id, (data, err) in answers.items():
+                write_frame(proc.stdin, {"exercise": ex_id, "error": err}, data or b"")
+            head, _ = read_frame(proc.stdout, 1 << 20)
+            verdicts = head.get("verdicts") if isinstance(head.get("verdicts"), dict) else {}
+        except (EOFError, FrameError, OSError, RuntimeError) as exc:
+            self._untrack(proc)
+            self.local.judge = None
+            why = "timed out" if timer is not None and not timer.is_alive() else f"stopped ({type(exc).__name__})"
+            verdicts = {ex.id: {"status": "error", "mistake": "judge_failed", "message": f"judging {why}"}
+                        for ex in exercises}
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.uids.give(uid)
+        return {k: v for k, v in verdicts.items() if isinstance(v, dict) and k in answers}
+
+    # ------------------------------------------------------------------ batch
+
+    def run(self, items: list[tuple[Path, Path | None]]) -> list[NotebookReport]:
+        results: dict[int, NotebookReport] = {}
+        with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
+            futures = {pool.submit(self.grade_one, p, r): i for i, (p, r) in enumerate(items)}
+            pending = set(futures)
+            while pending:
+                finished, pending = concurrent.futures.wait(pending, timeout=0.2)
+                for fut in finished:
+                    rep = fut.result()
+                    if rep is not None:
+                        results[futures[fut]] = rep
+                        if self.progress:
+                            self.progress(rep)
+                if self.stopping.is_set():
+                    for fut in pending:
+                        fut.cancel()
+        return [results[i] for i in sorted(results)]
 
 
 def grade(paths: Iterable[str | os.PathLike[str]], workers: int = 2, timeout: float = DEFAULT_TIMEOUT,
-          notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT, progress: Any = None) -> list[NotebookReport]:
+          notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT, progress: Any = None, sandboxed: bool = True,
+          memory: int | None = None, gradebook: str | os.PathLike[str] | None = None) -> list[NotebookReport]:
     """Grade notebooks (files or folders); returns one report per notebook, in input order."""
     items = find_notebooks(paths)
-    return asyncio.run(grade_all(items, workers, timeout, notebook_timeout, progress))
+    limits = sandbox.Limits() if memory is None else sandbox.Limits(memory=memory)
+    book = Gradebook(gradebook) if gradebook else None
+    grader = Grader(workers, timeout, notebook_timeout, limits, sandboxed, book, progress=progress)
+    try:
+        return grader.run(items)
+    finally:
+        grader.close()
+        if book is not None:
+            book.close()
 
 
 # --------------------------------------------------------------------------- output
@@ -481,17 +565,25 @@ def rows_of(reports: Iterable[NotebookReport]) -> list[Row]:
     return [r for rep in reports for r in rep.rows]
 
 
+def duplicates(reports: list[NotebookReport]) -> dict[tuple[str, str], list[str]]:
+    """``(student, lesson) -> notebook paths`` where one student handed in a lesson twice."""
+    seen: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for rep in reports:
+        if rep.lesson:
+            seen[(rep.student, rep.lesson)].append(rep.path)
+    return {k: v for k, v in seen.items() if len(v) > 1}
+
+
 def write_csv(reports: list[NotebookReport], path: str | os.PathLike[str]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(COLUMNS)
-        for r in rows_of(reports):
-            w.writerow([getattr(r, c) for c in COLUMNS])
+    from .gradebook import write_csv as _write
+
+    _write(reports, path)
 
 
 def write_json(reports: list[NotebookReport], path: str | os.PathLike[str]) -> None:
-    Path(path).write_text(json.dumps([asdict(r) for r in rows_of(reports)], indent=1, ensure_ascii=False) + "\n",
-                          encoding="utf-8")
+    from .gradebook import write_json as _write
+
+    _write(reports, path, duplicates(reports))
 
 
 def summary_text(reports: list[NotebookReport], seconds: float | None = None, workers: int | None = None) -> str:
@@ -506,9 +598,10 @@ def summary_text(reports: list[NotebookReport], seconds: float | None = None, wo
     if not reports:
         return lines[0]
     w_student = max(7, *(len(r.student) for r in reports))
-    w_nb = max(8, *(len(r.lesson or Path(r.path).name) for r in reports))
+    w_nb = max(8, *(len(r.lesson or Path(r.shown).name) for r in reports))
     lines.append("")
-    lines.append(f"{'student':<{w_student}}  {'notebook':<{w_nb}}  {'correct':>9}  {'incorrect':>9}  {'not att.':>8}  note")
+    lines.append(f"{'student':<{w_student}}  {'notebook':<{w_nb}}  {'correct':>9}  {'incorrect':>9}  {'not att.':>8}  "
+                 f"{'points':>9}  note")
     for rep in sorted(reports, key=lambda r: (r.student, r.lesson or "", r.path)):
         c = Counter(r.status for r in rep.rows)
         total = sum(1 for r in rep.rows if r.exercise)
@@ -518,8 +611,11 @@ def summary_text(reports: list[NotebookReport], seconds: float | None = None, wo
             note = (note + "; " if note else "") + f"{len(rep.problems)} cell problem(s)"
         if rep.error:
             note = "BROKEN: " + rep.error
-        lines.append(f"{rep.student:<{w_student}}  {(rep.lesson or Path(rep.path).name):<{w_nb}}  "
-                     f"{c['correct']:>4} / {total:<2}  {c['incorrect']:>9}  {c['not_attempted']:>8}  {note}")
+        if rep.resumed:
+            note = "(from the gradebook) " + note
+        pts = f"{sum(r.points for r in rep.rows):g}/{sum(r.max_points for r in rep.rows):g}"
+        lines.append(f"{rep.student:<{w_student}}  {(rep.lesson or Path(rep.shown).name):<{w_nb}}  "
+                     f"{c['correct']:>4} / {total:<2}  {c['incorrect']:>9}  {c['not_attempted']:>8}  {pts:>9}  {note}")
     per_ex: dict[str, Counter] = {}
     mistakes: dict[str, Counter] = {}
     for r in rows_of(reports):
@@ -539,54 +635,112 @@ def summary_text(reports: list[NotebookReport], seconds: float | None = None, wo
     if problems:
         lines += ["", "Problems:"]
         for rep, p in problems:
-            lines.append(f"  {rep.path}: {p}")
+            lines.append(f"  {rep.shown}: {p}")
+    dups = duplicates(reports)
+    if dups:
+        lines += ["", "DUPLICATES (one student, one lesson, several notebooks; the wide CSV counts the best):"]
+        for (student, lesson), paths in sorted(dups.items()):
+            lines.append(f"  {student} / {lesson}: " + ", ".join(shown(p) for p in paths))
     return "\n".join(lines)
+
+
+def _size(text: str) -> int:
+    m = re.fullmatch(r"\s*([\d.]+)\s*([kmgt]?)i?b?\s*", text.lower())
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (say 2GB, 512MB)")
+    return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " "))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m course_utils grade", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("paths", nargs="+", metavar="PATH", help="notebooks or folders of notebooks")
-    ap.add_argument("--csv", metavar="FILE", help="write the gradebook as CSV")
+    ap.add_argument("--csv", metavar="FILE", help="write the gradebook as CSV (one row per exercise)")
     ap.add_argument("--json", metavar="FILE", help="write the gradebook as JSON")
+    ap.add_argument("--wide-csv", metavar="FILE", help="one row per student, points per lesson and total (LMS import)")
+    ap.add_argument("--gradebook", metavar="FILE", help="the SQLite gradebook (default: next to --csv/--json, "
+                                                         "else ./gradebook.sqlite)")
+    ap.add_argument("--resume", action="store_true", help="skip notebooks already in the gradebook (the default)")
+    ap.add_argument("--regrade", action="store_true", help="grade every notebook again, even if already graded")
     ap.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 2),
                     help="notebooks graded at once (default: CPU count, at most 4)")
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                     help=f"seconds a cell may run before it is interrupted (default {DEFAULT_TIMEOUT:g})")
     ap.add_argument("--notebook-timeout", type=float, default=DEFAULT_NOTEBOOK_TIMEOUT,
                     help=f"seconds a whole notebook may take (default {DEFAULT_NOTEBOOK_TIMEOUT:g})")
+    ap.add_argument("--memory", type=_size, default=sandbox.Limits.memory,
+                    help="address space per sandboxed process (default 2GB)")
+    ap.add_argument("--no-sandbox", action="store_true",
+                    help="run learner code unconfined (trusted notebooks only; prints a warning)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no line per notebook while grading")
     args = ap.parse_args(argv)
-    missing = [p for p in args.paths if not Path(p).exists()]
+    missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
-        print(f"not found: {', '.join(missing)}", file=sys.stderr)
+        print(f"not found: {', '.join(map(shown, missing))}", file=sys.stderr)
         return 2
     items = find_notebooks(args.paths)
     if not items:
-        print("no notebooks (*.ipynb) found under " + ", ".join(args.paths), file=sys.stderr)
+        print("no notebooks (*.ipynb) found under " + ", ".join(map(shown, args.paths)), file=sys.stderr)
         return 2
-    if args.workers < 1 or args.timeout <= 0:
-        print("--workers must be >= 1 and --timeout > 0", file=sys.stderr)
+    if args.workers < 1 or args.timeout <= 0 or args.notebook_timeout <= 0:
+        print("--workers must be >= 1, --timeout and --notebook-timeout > 0", file=sys.stderr)
         return 2
+    if args.no_sandbox:
+        print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
+    else:
+        why = sandbox.works()
+        if why is not None:
+            print(f"cannot grade: no sandbox ({why}).\n\n{sandbox.INSTALL_HINT}", file=sys.stderr)
+            return 2
+    book_path = args.gradebook or (str(Path(args.csv or args.json).with_suffix(".sqlite"))
+                                   if (args.csv or args.json) else "gradebook.sqlite")
+    book = Gradebook(book_path)
 
     def progress(rep: NotebookReport) -> None:
         if not args.quiet:
             c = Counter(r.status for r in rep.rows)
             state = f"BROKEN ({rep.error})" if rep.error else f"{c['correct']}/{len(rep.rows)} correct"
-            print(f"  graded {rep.path} [{rep.student}] in {rep.seconds:.1f} s: {state}", flush=True)
+            how = "from the gradebook" if rep.resumed else f"in {rep.seconds:.1f} s"
+            print(f"  graded {rep.shown} [{rep.student}] {how}: {state}", flush=True)
 
-    print(f"Grading {len(items)} notebook(s), {args.workers} at a time, {args.timeout:g} s per cell...", flush=True)
+    limits = sandbox.Limits(memory=args.memory)
+    mode = "UNSANDBOXED" if args.no_sandbox else f"sandboxed, {limits.describe_memory()} per process"
+    print(f"Grading {len(items)} notebook(s), {args.workers} at a time, {args.timeout:g} s per cell ({mode})...",
+          flush=True)
     start = time.perf_counter()
-    reports = asyncio.run(grade_all(items, args.workers, args.timeout, args.notebook_timeout, progress))
+    grader = Grader(args.workers, args.timeout, args.notebook_timeout, limits, not args.no_sandbox, book,
+                    regrade=args.regrade, progress=progress)
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signum)
+        grader.stop()
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
+    try:
+        reports = grader.run(items)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        grader.close()
+        book.close()
     took = time.perf_counter() - start
     print()
     print(summary_text(reports, took, args.workers))
-    if args.csv:
-        write_csv(reports, args.csv)
-        print(f"\nwrote {args.csv}")
-    if args.json:
-        write_json(reports, args.json)
-        print(f"wrote {args.json}")
+    from .gradebook import write_wide_csv
+
+    for flag, write in ((args.csv, write_csv), (args.json, write_json),
+                        (args.wide_csv, lambda r, p: write_wide_csv(r, p, grader.stems))):
+        if flag:
+            write(reports, flag)
+            print(f"wrote {shown(flag)}")
+    print(f"gradebook: {shown(book_path)}")
+    if received:
+        name = "SIGINT" if received[0] == signal.SIGINT else "SIGTERM"
+        print(f"\nINTERRUPTED ({name}): {len(reports)} of {len(items)} notebooks graded and saved; "
+              "rerun the same command to grade the rest.", file=sys.stderr)
+        return 128 + int(received[0])
     return 0
 
 

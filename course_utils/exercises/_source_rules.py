@@ -1,0 +1,72 @@
+"""Rules stated in an exercise's prose ("no Python loops", "by hand"), checked on the answer's
+compiled code.
+
+The checks read the bytecode of the learner's function (and of functions, lambdas and
+comprehensions defined inside it), not its source text: that works for lambdas, for code
+typed in a notebook cell and for answers built with ``exec``. They do not follow calls into
+other functions the learner wrote; a rule check may miss a hidden loop, but it never rejects
+an answer for code that is not there.
+"""
+
+from __future__ import annotations
+
+import dis
+import types
+from typing import Any, Callable, Iterator
+
+
+def _codes(fn: Any) -> Iterator[types.CodeType]:
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        yield c
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+
+
+def python_loop(fn: Callable) -> str | None:
+    """``"for"`` (a for loop or a comprehension) or ``"while"`` when ``fn``'s own code loops,
+    else ``None``."""
+    found = None
+    for code in _codes(fn):
+        for ins in dis.get_instructions(code):
+            if ins.opname == "FOR_ITER":
+                return "for"
+            if ins.opname.startswith("JUMP_BACKWARD") or (
+                    ins.opname == "JUMP_ABSOLUTE" and isinstance(ins.argval, int) and ins.argval < ins.offset):
+                found = "while"
+    return found
+
+
+def _helpers(fn: Any, code: types.CodeType) -> Iterator[Any]:
+    """Functions the learner wrote next to ``fn`` (same module, e.g. the notebook) that its
+    code calls by global name: a rule must not be dodged by moving code into a helper."""
+    fn = getattr(fn, "__func__", fn)
+    glb = getattr(fn, "__globals__", {})
+    mod = getattr(fn, "__module__", None)
+    for name in code.co_names:
+        obj = glb.get(name)
+        if isinstance(obj, types.FunctionType) and obj.__module__ == mod and obj is not fn:
+            yield obj
+
+
+def names_used(fn: Callable, names: set[str], _seen: set[int] | None = None) -> str | None:
+    """The first of ``names`` that ``fn``'s code (or a helper function it calls from the same
+    notebook) loads as a global or an attribute (``backward`` in ``y.backward()``, ``grad`` in
+    ``torch.autograd.grad``), or ``None``."""
+    seen = set() if _seen is None else _seen
+    if id(fn) in seen or len(seen) > 50:
+        return None
+    seen.add(id(fn))
+    for code in _codes(fn):
+        hit = names.intersection(code.co_names)
+        if hit:
+            return sorted(hit)[0]
+        for helper in _helpers(fn, code):
+            found = names_used(helper, names, seen)
+            if found:
+                return found
+    return None

@@ -1,0 +1,638 @@
+"""Verdicts computed where learner code cannot reach them.
+
+Judging an exported answer takes two processes that never ran a learner cell:
+
+* the **executor** (``python -m course_utils.instructor.judge serve LESSON``, in a fresh
+  sandbox): it imports the *staged* course code, in which the reference solutions are cut out,
+  unpickles the answer and, on request, runs it on one case (``ex.run(answer, case)``, the case
+  rebuilt from its seed) or runs one behaviour test, and sends back what came out as plain data
+  (``torch.save``; read back with ``torch.load(weights_only=True)``: exact tensors and Python
+  values only);
+* the **judge** (this module's :class:`Judge`, outside any sandbox, never executing learner
+  code): it owns the real references and runs the course's own ``run_check`` on a stand-in
+  answer whose every call is forwarded to the executor. Expected values, comparisons, mistake
+  naming and the final status are computed here, from plain values.
+
+So whatever the answer does when it runs (patch torch, the grading package, ``builtins``,
+trace, write to any file descriptor, return a lying ``Tensor`` subclass, kill itself) happens
+in the executor, which holds neither a verdict nor a reference to copy. The answer can only
+choose what it returns, which is what is being graded. (What the executor reports for a
+behaviour test, "passed" or a named mistake, is the one thing taken on its word; a forged
+"passed" still needs outputs that match the hidden references on every random case.)
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import dataclasses
+import io
+import json
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from .frames import FrameError, read_frame, write_frame
+
+MAX_REPLY = 256 * 1024**2
+JAC_LIMIT = 4096  # output elements whose Jacobian the executor computes for gradient checks
+
+
+# ============================================================================ executor (sandbox)
+
+
+def _tensors(obj: Any) -> list:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for o in obj for t in _tensors(o)]
+    if isinstance(obj, dict):
+        return [t for o in obj.values() for t in _tensors(o)]
+    return []
+
+
+def _exc_info(exc: BaseException) -> dict[str, Any]:
+    import traceback
+
+    from course_utils.grading.spec import Incorrect
+
+    if isinstance(exc, Incorrect):
+        return {"incorrect": [str(exc.mistake), str(exc.message)]}
+    frames = traceback.extract_tb(exc.__traceback__)
+    learner = None
+    for fr in reversed(frames):
+        if "/course_utils/" not in fr.filename and "/site-packages/" not in fr.filename:
+            learner = [fr.name, fr.lineno]
+            break
+    innermost_learner = bool(frames) and "/site-packages/" not in frames[-1].filename and \
+        "/course_utils/" not in frames[-1].filename
+    return {"type": type(exc).__name__, "module": type(exc).__module__, "message": str(exc)[:500],
+            "learner": learner, "innermost_learner": innermost_learner}
+
+
+def _case(ex: Any, plan: list) -> Any:
+    from course_utils.grading.spec import Rand
+
+    if plan[0] == "edge":
+        return copy.deepcopy(ex.edge_cases[int(plan[1])])
+    return ex.cases(Rand(int(plan[1])))
+
+
+def _jacobians(outs: list, inputs: list) -> list:
+    import torch
+
+    jac = []
+    for o in outs:
+        row = []
+        if not o.requires_grad or o.numel() > JAC_LIMIT or o.grad_fn is None:
+            jac.append(None)
+            continue
+        flat = o.reshape(-1)
+        per_input: list[list] = [[] for _ in inputs]
+        for k in range(flat.numel()):
+            grads = torch.autograd.grad(flat[k], inputs, retain_graph=True, allow_unused=True)
+            for i, g in enumerate(grads):
+                per_input[i].append(None if g is None else g.reshape(-1))
+        for i, x in enumerate(inputs):
+            if all(g is None for g in per_input[i]):
+                row.append(None)
+            else:
+                row.append(torch.stack([torch.zeros(x.numel(), dtype=x.dtype) if g is None else g
+                                        for g in per_input[i]]).detach().clone() if flat.numel() else
+                           torch.zeros(0, x.numel(), dtype=x.dtype))
+        jac.append(row)
+    return jac
+
+
+_GUARDS: list[Any] = []
+
+
+def _from_course(frame: Any) -> bool:
+    from .sandbox import COURSE_IN_SANDBOX
+
+    return frame is not None and frame.f_code.co_filename.startswith(COURSE_IN_SANDBOX + "/course_utils/")
+
+
+def _install_guard(ex: Any, module: str, name: str, source: str) -> None:
+    """Give the staged lesson module its real reference ``name`` back, callable only from the
+    course's own code (a case's ``run`` that builds the reference, say): an answer calling it,
+    subclassing it or instantiating it gets the hidden-reference error."""
+    import functools
+    import types
+
+    from .sandbox import HIDDEN_MESSAGE
+
+    real_ns: dict[str, Any] = {"__name__": module + "._real", "__builtins__": builtins}
+    exec(compile(source, "<reference>", "exec"), real_ns)  # noqa: S102 - the course's own source
+    del source
+    real = real_ns[name]
+    if isinstance(real, type):
+        def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+            if cls is not guarded or not _from_course(sys._getframe(1)):
+                raise RuntimeError(HIDDEN_MESSAGE)
+            return object.__new__(cls)
+        guarded: Any = type(name, (real,), {"__new__": __new__, "__module__": module,
+                                            "__qualname__": name, "__init_subclass__": classmethod(
+                                                lambda cls, **k: (_ for _ in ()).throw(RuntimeError(HIDDEN_MESSAGE)))})
+    else:
+        @functools.wraps(real)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if not _from_course(sys._getframe(1)):
+                raise RuntimeError(HIDDEN_MESSAGE)
+            return real(*args, **kwargs)
+        guarded.__wrapped__ = None  # type: ignore[attr-defined]
+    _GUARDS.append(guarded)
+    mod = sys.modules[module]
+    stub = getattr(mod, name)
+    for m in list(sys.modules.values()):
+        if isinstance(m, types.ModuleType) and (getattr(m, "__name__", "") or "").startswith("course_utils."):
+            for key, value in list(vars(m).items()):
+                if value is stub:
+                    setattr(m, key, guarded)
+
+
+def serve(lesson: str) -> int:
+    """The executor loop (inside the sandbox)."""
+    out = os.fdopen(os.dup(1), "wb")
+    inp = os.fdopen(os.dup(0), "rb")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    import cloudpickle  # noqa: F401 - needed by pickle.loads of cloudpickled answers
+    import pickle
+
+    import torch
+
+    from course_utils.grading import registry
+
+    exercises = {ex.id: ex for ex in registry.load_lesson(lesson)}
+    answers: dict[str, Any] = {}
+    write_frame(out, {"op": "ready"})
+    while True:
+        try:
+            req, payload = read_frame(inp, MAX_REPLY)
+        except (EOFError, FrameError):
+            return 0
+        rid = req.get("id")
+        reply: dict[str, Any] = {"id": rid}
+        data = b""
+        try:
+            ex = exercises[req["exercise"]]
+            if req["op"] == "load":
+                answer = pickle.loads(payload)
+                answers[ex.id] = answer
+                reply["kind"] = {"none": answer is None, "ellipsis": answer is Ellipsis,
+                                 "is_reference": any(answer is e.reference for e in exercises.values())
+                                 or any(answer is g for g in _GUARDS),
+                                 "is_class": isinstance(answer, type),
+                                 "is_module": isinstance(answer, torch.nn.Module),
+                                 "callable": callable(answer), "type": type(answer).__name__[:80]}
+            elif req["op"] == "call":
+                answer = answers[ex.id]
+                case = _case(ex, req["plan"])
+                got = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
+                tensors = _tensors(case.args) + _tensors(case.kwargs)
+                jac = None
+                if req.get("grad"):
+                    with torch.enable_grad():
+                        jac = _jacobians(_tensors(got), [t for t in _tensors(case.args) if t.requires_grad])
+                buf = io.BytesIO()
+                torch.save({"out": got, "tensors": tensors, "jac": jac}, buf)
+                data = buf.getvalue()
+            elif req["op"] == "guard":
+                _install_guard(ex, req["module"], req["name"], payload.decode("utf-8"))
+            elif req["op"] == "probe":
+                from course_utils.grading.spec import Rand
+
+                ex.probes[int(req["index"])](answers[ex.id], Rand(int(req["seed"])))
+                reply["passed"] = True
+        except BaseException as exc:  # noqa: BLE001 - the answer's failures are information
+            reply["raised"] = _exc_info(exc)
+            data = b""
+        write_frame(out, reply, data)
+
+
+# ============================================================================ judge (trusted)
+
+
+class ExecutorGone(Exception):
+    pass
+
+
+def _clean(text: Any, n: int = 300) -> str:
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", str(text))[:n]
+
+
+class Executor:
+    """The judge's handle on one executor sandbox."""
+
+    def __init__(self, start: Any):
+        self._start = start  # () -> Popen of a fresh executor
+        self.proc = None
+        self.n = 0
+        self.loaded: set[str] = set()
+
+    def ensure(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        self.close()
+        self.proc = self._start()
+        self.loaded = set()
+        head, _ = read_frame(self.proc.stdout, MAX_REPLY)
+        if head.get("op") != "ready":
+            raise ExecutorGone("the executor did not start")
+
+    def request(self, req: dict[str, Any], payload: bytes = b"") -> tuple[dict[str, Any], bytes]:
+        self.ensure()
+        self.n += 1
+        req = dict(req, id=self.n)
+        try:
+            write_frame(self.proc.stdin, req, payload)
+            while True:
+                head, data = read_frame(self.proc.stdout, MAX_REPLY)
+                if head.get("id") == self.n:
+                    return head, data
+        except (EOFError, FrameError, BrokenPipeError, OSError) as exc:
+            code = self.proc.poll()
+            self.close()
+            raise ExecutorGone(f"the process running the answer stopped ({_clean(exc, 120)}; exit code {code})") from None
+        except BaseException:
+            self.close()  # a timeout in the middle of a call: this executor is out of step
+            raise
+
+    def close(self) -> None:
+        from .sandbox import kill
+
+        if self.proc is not None:
+            kill(self.proc)
+        self.proc = None
+        self.loaded = set()
+
+
+def _raiser(where: list | None) -> Any:
+    name, line = "answer", 1
+    if isinstance(where, list) and len(where) == 2:
+        name = re.sub(r"\W", "_", str(where[0]))[:60] or "answer"
+        if not name[0].isalpha() and name[0] != "_":
+            name = "_" + name
+        try:
+            line = max(1, min(int(where[1]), 100_000))
+        except (TypeError, ValueError):
+            line = 1
+    ns: dict[str, Any] = {}
+    exec(compile("\n" * (line - 1) + f"def {name}(e): raise e", "<submission>", "exec"), ns)  # noqa: S102
+    return ns[name]
+
+
+def _rebuild(info: dict[str, Any]) -> BaseException:
+    """An exception like the one the answer raised, raised from a frame marked as the learner's."""
+    from course_utils.grading.spec import Incorrect
+
+    if isinstance(info.get("incorrect"), list) and len(info["incorrect"]) == 2:
+        return Incorrect(_clean(info["incorrect"][0], 60), _clean(info["incorrect"][1], 600))
+    name = _clean(info.get("type", "Exception"), 80)
+    module = str(info.get("module", ""))
+    message = _clean(info.get("message", ""), 500)
+    cls: Any = None
+    if module == "builtins":
+        cls = getattr(builtins, name, None)
+    elif module.startswith("torch"):
+        obj: Any = sys.modules.get(module)
+        cls = getattr(obj, name, None) if obj is not None else None
+    if not (isinstance(cls, type) and issubclass(cls, Exception)) or name in ("SystemExit",):
+        if name == "SystemExit":
+            cls = SystemExit
+        else:
+            cls = type(re.sub(r"\W", "_", name) or "Exception", (Exception,), {})
+    try:
+        exc = cls(message)
+    except Exception:  # noqa: BLE001 - exceptions whose constructor wants more
+        exc = type(re.sub(r"\W", "_", name) or "Exception", (Exception,), {})(message)
+    if isinstance(exc, NotImplementedError) and not info.get("innermost_learner"):
+        exc = RuntimeError(f"NotImplementedError: {message}")
+    return exc
+
+
+def _raise(info: dict[str, Any]) -> None:
+    exc = _rebuild(info)
+    from course_utils.grading.spec import Incorrect
+
+    if isinstance(exc, (Incorrect, SystemExit)):
+        raise exc
+    _raiser(info.get("learner"))(exc)
+
+
+def _substitute(obj: Any, new: list) -> Any:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return new.pop(0)
+    if isinstance(obj, tuple):
+        return tuple(_substitute(o, new) for o in obj)
+    if isinstance(obj, list):
+        obj[:] = [_substitute(o, new) for o in obj]
+        return obj
+    if isinstance(obj, dict):
+        for k in list(obj):
+            obj[k] = _substitute(obj[k], new)
+        return obj
+    return obj
+
+
+def _attach(out: Any, jac: list | None, inputs: list) -> Any:
+    """Give plain output tensors a graph to ``inputs`` with the executor's Jacobians, so the
+    course's own gradient check runs here (on values, never on learner code)."""
+    import torch
+
+    if jac is None:
+        return out
+    outs = _tensors(out)
+    if len(jac) != len(outs):
+        return out
+    replaced = []
+    for o, rows in zip(outs, jac):
+        if not o.requires_grad:
+            replaced.append(o)
+            continue
+        base = o.detach()
+        extra = torch.zeros(base.numel(), dtype=base.dtype)
+        connected = False
+        if isinstance(rows, list) and len(rows) == len(inputs):
+            for x, J in zip(inputs, rows):
+                if J is None or not isinstance(J, torch.Tensor) or type(J) is not torch.Tensor:
+                    continue
+                if J.shape != (base.numel(), x.numel()):
+                    continue
+                extra = extra + J.to(base.dtype) @ (x - x.detach()).reshape(-1).to(base.dtype)
+                connected = True
+        if connected:
+            replaced.append(base + extra.reshape(base.shape))
+        else:
+            replaced.append(base.clone().requires_grad_(True))  # needs grad, reaches no input
+    return _substitute(out, replaced) if not isinstance(out, torch.Tensor) else replaced[0]
+
+
+def _plain(data: bytes) -> Any:
+    import torch
+
+    from course_utils.grading.spec import Incorrect
+
+    try:
+        return torch.load(io.BytesIO(data), weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - Tensor subclasses, arbitrary objects...
+        raise Incorrect("not_plain_value", "Your answer returned something other than plain tensors and "
+                                           "Python values (a Tensor subclass or a custom object, say), which "
+                                           "grading does not accept.") from exc
+
+
+def _exact_tensors(obj: Any) -> None:
+    import torch
+
+    from course_utils.grading.spec import Incorrect
+
+    for t in _tensors(obj):
+        if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+            raise Incorrect("not_plain_value", "Your answer returned a Tensor subclass; grading accepts plain tensors only.")
+
+
+def _standin(kind: dict[str, Any]) -> Any:
+    import torch
+
+    if kind.get("none"):
+        return None
+    if kind.get("ellipsis"):
+        return Ellipsis
+    name = re.sub(r"\W", "_", str(kind.get("type", "object")))[:60] or "object"
+    if kind.get("is_class"):
+        return type("Answer", (), {})
+    if kind.get("is_module"):
+        return type(name, (torch.nn.Module,), {})()
+    if kind.get("callable"):
+        def answer(*args: Any, **kwargs: Any) -> Any:  # never called: every call is forwarded
+            raise RuntimeError("the stand-in is never called")
+        return answer
+    return type(name, (), {})()
+
+
+def _reference_source(ex: Any) -> tuple[str, str, str] | None:
+    """``(module, name, source)`` of the real reference, for an exercise whose checking code
+    needs it inside the executor."""
+    import inspect
+
+    ref = ex.reference
+    mod = sys.modules.get(getattr(ref, "__module__", "") or "")
+    name = getattr(ref, "__name__", None)
+    if mod is None or name is None or getattr(mod, name, None) is not ref:
+        return None
+    try:
+        return mod.__name__, name, inspect.getsource(mod)
+    except (OSError, TypeError):
+        return None
+
+
+def judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,
+              seed: int | None = None) -> dict[str, Any]:
+    """The verdict for one exported answer: ``{status, mistake, message}``."""
+    return _judge_one(ex, payload, export_error, executor, seed)[0]
+
+
+def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,
+               seed: int | None = None) -> tuple[dict[str, Any], bool]:
+    from course_utils.grading.runner import run_check
+
+    from .sandbox import HIDDEN_MESSAGE
+
+    needs_reference = [False]
+
+    if payload is None or export_error:
+        return {"status": "error", "mistake": "export_failed",
+                "message": f"the answer could not be taken out of the notebook ({export_error or 'nothing exported'})"}, False
+    if payload.startswith(b"MISSING"):
+        return {"status": "incorrect", "mistake": "answer_not_defined",
+                "message": "the answer is not defined when its check cell runs (did the cell that defines it raise "
+                           "an error, e.g. a SyntaxError?)"}, False
+    if payload.startswith(b"ERROR"):
+        return {"status": "error", "mistake": "export_failed",
+                "message": "the answer could not be serialized: " + _clean(payload[5:].decode("utf-8", "replace"))}, False
+    if not payload.startswith(b"PICKLE"):
+        return {"status": "error", "mistake": "export_failed", "message": "the exported answer is unreadable"}, False
+    try:
+        head, _ = executor.request({"op": "load", "exercise": ex.id}, payload[6:])
+    except ExecutorGone as exc:
+        return {"status": "incorrect", "mistake": "exception", "message": f"loading the answer failed: {exc}"}, False
+    if "raised" in head:
+        info = head["raised"]
+        return {"status": "incorrect", "mistake": "exception",
+                "message": f"loading the answer raised {_clean(info.get('type'), 80)}: {_clean(info.get('message'))}"}, False
+    kind = head.get("kind") or {}
+    if kind.get("is_reference"):
+        return {"status": "incorrect", "mistake": "reference_answer",
+                "message": "The answer is the course's own reference solution object, not the learner's code."}, False
+    standin = _standin(kind)
+
+    def run(answer: Any, case: Any) -> Any:
+        if answer is not standin:
+            return ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
+        plan = getattr(case, "_course_plan", None)
+        if plan is None:
+            raise RuntimeError("internal: a case without its plan")
+        try:
+            rep, data = executor.request({"op": "call", "exercise": ex.id, "plan": plan,
+                                          "grad": bool(ex.compare.grad)})
+        except ExecutorGone as exc:
+            _raiser(None)(RuntimeError(str(exc)))
+        if "raised" in rep:
+            _note_hidden(rep["raised"])
+            _raise(rep["raised"])
+        got = _plain(data)
+        if not isinstance(got, dict) or "out" not in got:
+            raise RuntimeError("the answer's process sent an unreadable reply")
+        out, tensors = got["out"], got.get("tensors")
+        _exact_tensors(out)
+        if isinstance(tensors, list) and len(tensors) == len(_tensors(case.args)) + len(_tensors(case.kwargs)):
+            n_args = len(_tensors(case.args))
+            case.args = _substitute(case.args, list(tensors[:n_args]))
+            case.kwargs = _substitute(case.kwargs, list(tensors[n_args:]))
+        if ex.compare.grad:
+            out = _attach(out, got.get("jac"), [t for t in _tensors(case.args) if t.requires_grad])
+        return out
+
+    def tag(case: Any, plan: list) -> Any:
+        case._course_plan = plan
+        return case
+
+    def remote_probe(index: int) -> Any:
+        def probe(answer: Any, rand: Any) -> None:
+            if answer is not standin:
+                return ex.probes[index](answer, rand)
+            try:
+                rep, _ = executor.request({"op": "probe", "exercise": ex.id, "index": index, "seed": rand.seed})
+            except ExecutorGone as exc:
+                _raiser(None)(RuntimeError(str(exc)))
+            if "raised" in rep:
+                _note_hidden(rep["raised"])
+                _raise(rep["raised"])
+        return probe
+
+    def _note_hidden(info: dict[str, Any]) -> None:
+        text = json.dumps(info)
+        if HIDDEN_MESSAGE in text and not info.get("learner"):
+            needs_reference[0] = True
+
+    cases = None
+    if ex.cases is not None:
+        original = ex.cases
+        cases = lambda rand: tag(original(rand), ["seed", rand.seed])  # noqa: E731
+    # learner code runs in another process, over a pipe, on a busy machine: the same limit
+    # with room for the round trips (an endless loop is still stopped)
+    timeout = max(float(ex.timeout) * 3, float(ex.timeout) + 10) if ex.timeout else ex.timeout
+    judged = dataclasses.replace(
+        ex, edge_cases=[tag(copy.deepcopy(c), ["edge", i]) for i, c in enumerate(ex.edge_cases)],
+        cases=cases, run=run, probes=[remote_probe(j) for j in range(len(ex.probes))], timeout=timeout)
+    result = run_check(judged, standin, seed=seed)
+    verdict = {"status": result.status, "mistake": result.mistake or "", "message": result.message}
+    found = _reference_source(ex) if needs_reference[0] else None
+    if found is not None:
+        # The course's checking code for this exercise builds the reference inside the
+        # executor: give it back there, callable from course code only, and check again with
+        # the answer object loaded before (its references still point at the stub).
+        module, name, source = found
+        try:
+            head, _ = executor.request({"op": "guard", "exercise": ex.id, "module": module, "name": name},
+                                       source.encode("utf-8"))
+        except ExecutorGone:
+            return verdict, True
+        if "raised" not in head:
+            result = run_check(judged, standin, seed=seed)
+            verdict = {"status": result.status, "mistake": result.mistake or "", "message": result.message,
+                       "guarded": True}
+    return verdict, needs_reference[0]
+
+
+def judge_submission(lesson: str, answers: dict[str, tuple[bytes | None, str | None]], start_executor: Any,
+                     seed: int | None = None) -> dict[str, dict[str, Any]]:
+    """Verdicts for the exported answers of one notebook (``{exercise id: verdict}``)."""
+    from course_utils.grading import registry
+
+    executor = Executor(start_executor)
+    verdicts: dict[str, dict[str, Any]] = {}
+    try:
+        for ex in registry.load_lesson(lesson):
+            if ex.id not in answers:
+                continue
+            payload, err = answers[ex.id]
+            try:
+                verdicts[ex.id] = judge_one(ex, payload, err, executor, seed=seed)
+            except ExecutorGone as exc:
+                verdicts[ex.id] = {"status": "incorrect", "mistake": "exception", "message": _clean(exc)}
+            except Exception as exc:  # noqa: BLE001 - a grading bug must not lose the batch
+                verdicts[ex.id] = {"status": "error", "mistake": "judge_failed",
+                                   "message": f"judging failed ({type(exc).__name__}: {_clean(exc, 200)})"}
+    finally:
+        executor.close()
+    return verdicts
+
+
+# ============================================================================ judge worker process
+
+
+def worker() -> int:
+    """A long-lived judge process (outside the sandbox) serving the host, one job at a time."""
+    from . import sandbox
+
+    out = os.fdopen(os.dup(1), "wb")
+    inp = os.fdopen(os.dup(0), "rb")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the host decides when to stop
+    import torch  # noqa: F401 - warm
+
+    write_frame(out, {"op": "ready"})
+    while True:
+        try:
+            job, _ = read_frame(inp, 1 << 20)
+        except (EOFError, FrameError):
+            return 0
+        answers: dict[str, tuple[bytes | None, str | None]] = {}
+        for _ in range(int(job.get("n", 0))):
+            head, data = read_frame(inp, MAX_REPLY)
+            answers[str(head.get("exercise"))] = (data if not head.get("error") else None, head.get("error"))
+        limits = sandbox.Limits(**job["limits"])
+        course = Path(job["course"])
+        uid = job.get("uid")
+
+        def start() -> Any:
+            return sandbox.popen([sys.executable, "-m", "course_utils.instructor.judge", "serve", job["lesson"]],
+                                 course=course, inputs=None, limits=limits, uid=uid)
+
+        if job.get("no_sandbox"):
+            def start() -> Any:  # noqa: F811 - trusted notebooks only
+                import subprocess
+
+                env = dict(os.environ, PYTHONPATH=str(course), COURSE_PROGRESS_LOG="")
+                return subprocess.Popen([sys.executable, "-m", "course_utils.instructor.judge", "serve", job["lesson"]],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        env=env, start_new_session=True)
+        t0 = time.perf_counter()
+        verdicts = judge_submission(job["lesson"], answers, start)
+        write_frame(out, {"op": "verdicts", "verdicts": verdicts, "seconds": time.perf_counter() - t0})
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        return serve(argv[1])
+    if argv[:1] == ["worker"]:
+        return worker()
+    print("usage: python -m course_utils.instructor.judge serve LESSON | worker", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

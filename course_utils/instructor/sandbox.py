@@ -1,0 +1,360 @@
+"""A bubblewrap sandbox per graded submission (the instructor's trust boundary).
+
+Everything that runs a learner's code during ``grade`` runs through :func:`popen`: a
+``bwrap`` process that sees
+
+* read-only: the system folders (``/usr``, ``/etc``, ...), the Python environment, and a
+  *staged* copy of ``course_utils`` in which every exercise's reference solution has been cut
+  out (:func:`stage_course`); nothing else of the instructor's disk: not the course checkout,
+  not ``solutions/``, not ``.git``, not the submissions folder, not ``$HOME``;
+* writable: an empty private ``/tmp`` and ``$HOME`` (tmpfs, size-capped) and nothing else;
+* no network (own network namespace), its own PID namespace (everything it starts dies with
+  it), its own IPC namespace and session, a cleared environment (a short allow-list);
+* limits: address space (``--memory``, default 2 GB per process), a process/thread cap, CPU
+  seconds, file size, no core files; and, as root, its own unprivileged user id (root ignores
+  the process cap).
+
+The host never shares a file with a sandbox: inputs are copied into a private staging folder
+that is bind-mounted read-only, outputs come back through a pipe the host reads with a size
+cap. Without ``bwrap`` grading refuses (:func:`require`), unless ``--no-sandbox`` is given.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import resource
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "course_utils"
+COURSE_IN_SANDBOX = "/course"          # PYTHONPATH inside: /course/course_utils
+WORK_IN_SANDBOX = "/submission"       # read-only inputs (the notebook copy)
+INSTALL_HINT = (
+    "Grading runs every submission in a bubblewrap sandbox, and `bwrap` was not found.\n"
+    "  Debian/Ubuntu:  sudo apt-get install -y bubblewrap\n"
+    "  Fedora/RHEL:    sudo dnf install -y bubblewrap\n"
+    "  Arch:           sudo pacman -S bubblewrap\n"
+    "bubblewrap needs Linux (on macOS or Windows, grade inside a Linux VM or container).\n"
+    "To grade notebooks you trust anyway, add --no-sandbox (learner code then runs unconfined)."
+)
+HIDDEN_MESSAGE = "the course's reference solution is not available to graded code"
+UID_BASE = 61000
+
+
+@dataclass
+class Limits:
+    memory: int = 2 * 1024**3      # bytes of address space per process
+    processes: int = 256           # processes + threads of the sandbox's user
+    cpu_seconds: int = 1800        # CPU seconds per process
+    file_size: int = 512 * 1024**2  # largest file a sandbox may write
+    tmp_size: int = 1024**3        # size of its private /tmp
+
+    def describe_memory(self) -> str:
+        gb = self.memory / 1024**3
+        return f"{gb:g} GB" if gb >= 1 else f"{self.memory / 1024**2:g} MB"
+
+
+def bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+def works() -> str | None:
+    """``None`` when a trivial sandbox starts, else why not (one line)."""
+    exe = bwrap()
+    if exe is None:
+        return "bwrap not found"
+    try:
+        r = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--die-with-parent",
+                            "true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap did not start ({exc})"
+    if r.returncode != 0:
+        return "bwrap failed: " + r.stderr.decode(errors="replace").strip()[:300]
+    return None
+
+
+# ----------------------------------------------------------------------------- staging
+
+
+class _CutReferences(ast.NodeTransformer):
+    """Replace the bodies of the named top-level functions/classes by ``raise``, and every
+    ``solution=`` keyword by ``None``: the staged lesson modules keep their names, cases, runs
+    and probes, but contain no reference solution."""
+
+    def __init__(self, names: set[str]):
+        self.names = names
+        self.solution_names: set[str] = set()
+
+    def _raise(self) -> list[ast.stmt]:
+        return ast.parse(f"raise RuntimeError({HIDDEN_MESSAGE!r})").body
+
+    def _cut_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        node.body = self._raise()
+        return node
+
+    def visit_Module(self, node: ast.Module) -> ast.AST:
+        for i, stmt in enumerate(node.body):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in self.names:
+                node.body[i] = self._cut_function(stmt)
+            elif isinstance(stmt, ast.ClassDef) and stmt.name in self.names:
+                body: list[ast.stmt] = []
+                for item in stmt.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        body.append(self._cut_function(item))
+                    elif isinstance(item, (ast.Pass,)) or (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)):
+                        continue
+                    else:
+                        continue  # class attributes may hold the answer's configuration
+                stmt.body = body or [ast.Pass()]
+        self.generic_visit(node)
+        # module-level strings named by solution=... are blanked too
+        for stmt in node.body:
+            if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in self.solution_names
+                                                    for t in stmt.targets):
+                stmt.value = ast.Constant(None)
+        return node
+
+    def visit_keyword(self, node: ast.keyword) -> ast.AST:
+        if node.arg == "solution":
+            if isinstance(node.value, ast.Name):
+                self.solution_names.add(node.value.id)
+            node.value = ast.Constant(None)
+        return node
+
+
+def cut_references(source: str, names: set[str]) -> str:
+    tree = ast.parse(source)
+    cutter = _CutReferences(names)
+    tree = cutter.visit(tree)
+    # second pass for solution constants assigned before the Exercise that names them
+    tree = cutter.visit(tree)
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def reference_names(module_name: str) -> dict[str, set[str]]:
+    """``{python file: names}``: where each exercise's reference is defined at top level."""
+    import importlib
+
+    from course_utils.grading import registry
+
+    importlib.import_module(module_name)
+    found: dict[str, set[str]] = {}
+    for ex in registry.all_exercises():
+        ref = ex.reference
+        mod = sys.modules.get(getattr(ref, "__module__", "") or "")
+        name = getattr(ref, "__name__", None)
+        if mod is None or name is None or getattr(mod, "__file__", None) is None:
+            continue
+        # only the exercise modules: references that are also public course helpers
+        # (``training_lab.train_one_epoch``, ``data_workers.ShardedRange``) are used by later lessons
+        if getattr(mod, name, None) is ref and mod.__name__.startswith("course_utils.exercises."):
+            found.setdefault(mod.__file__, set()).add(name)
+    return found
+
+
+def stage_course(dest: Path) -> Path:
+    """Copy ``course_utils`` to ``dest/course_utils`` with every reference solution cut out
+    (see :class:`_CutReferences`); returns ``dest``. Readable by any user, writable by none."""
+    target = dest / "course_utils"
+    shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+    cuts = reference_names("course_utils.grading")
+    for file, names in cuts.items():
+        try:
+            rel = Path(file).resolve().relative_to(PACKAGE)
+        except ValueError:
+            continue
+        staged = target / rel
+        staged.write_text(cut_references(Path(file).read_text(encoding="utf-8"), names), encoding="utf-8")
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return dest
+
+
+# ----------------------------------------------------------------------------- command
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for p in ("/usr", "/etc", "/opt"):
+        if os.path.isdir(p) and not os.path.islink(p):
+            args += ["--ro-bind", p, p]
+    for p in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(p):
+            args += ["--symlink", os.readlink(p), p]
+        elif os.path.isdir(p):
+            args += ["--ro-bind", p, p]
+    return args
+
+
+def _python_dirs() -> list[str]:
+    dirs = {sys.prefix, sys.base_prefix, sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+            str(Path(os.path.realpath(sys.executable)).parent.parent)}
+    try:
+        dirs.update(site.getsitepackages())
+    except AttributeError:  # pragma: no cover - old virtualenv
+        pass
+    out = []
+    for d in sorted(dirs):
+        d = os.path.realpath(d)
+        if any(d == s or d.startswith(s + "/") for s in ("/usr", "/etc", "/opt", "/bin", "/lib", "/lib64", "/sbin")):
+            continue
+        if os.path.isdir(d):
+            out.append(d)
+    # drop folders inside another one already listed
+    return [d for d in out if not any(d != o and d.startswith(o + "/") for o in out)]
+
+
+def _mkdirs(path: str) -> list[str]:
+    """Create every ancestor of ``path`` world-readable (bwrap makes them 0700 otherwise)."""
+    args: list[str] = []
+    parts = Path(path).parts[1:-1]
+    cur = ""
+    for part in parts:
+        cur += "/" + part
+        args += ["--perms", "0755", "--dir", cur]
+    return args
+
+
+def _masks(bound: list[str]) -> list[str]:
+    """Hide the real course package, its solutions and its git history where a bound folder
+    (a non-editable install in site-packages, say) contains them."""
+    args: list[str] = []
+    for p in (PACKAGE, ROOT / "solutions", ROOT / ".git"):
+        sp = str(p)
+        if p.exists() and any(sp == b or sp.startswith(b + "/") for b in bound + ["/usr", "/opt", "/etc"]):
+            args += ["--tmpfs", sp]
+    return args
+
+
+def command(argv: Sequence[str], *, course: Path, inputs: Path | None, env: dict[str, str],
+            limits: Limits, uid: int | None, cwd: str = "/tmp/work") -> list[str]:
+    """The ``bwrap`` command line that runs ``argv`` in a fresh sandbox."""
+    exe = bwrap()
+    if exe is None:
+        raise RuntimeError(INSTALL_HINT)
+    home = os.path.expanduser("~")
+    args = [exe, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session"]
+    args += _system_binds()
+    # private, empty, size-capped $HOME (the instructor's) and /tmp, before re-binding the env
+    for tmp in sorted({home, "/root", "/home"}):
+        if os.path.isdir(tmp):
+            args += ["--perms", "0755", "--size", str(limits.tmp_size), "--tmpfs", tmp]
+    args += ["--perms", "1777", "--size", str(limits.tmp_size), "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", str(64 * 1024**2), "--tmpfs", "/var/tmp",
+             "--dev", "/dev", "--proc", "/proc",
+             "--perms", "1777", "--size", str(limits.tmp_size), "--tmpfs", "/dev/shm"]
+    bound = _python_dirs()
+    for d in bound:
+        args += _mkdirs(d) + ["--ro-bind", d, d]
+    args += _masks(bound)
+    args += _mkdirs(COURSE_IN_SANDBOX + "/x") + ["--ro-bind", str(course), COURSE_IN_SANDBOX]
+    if inputs is not None:
+        args += ["--ro-bind", str(inputs), WORK_IN_SANDBOX]
+    args += ["--chdir", "/tmp", "--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    if uid is not None:
+        # root is exempt from the process cap: run the submission as its own unprivileged user
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", shutil.which("setpriv") or "/usr/bin/setpriv",
+                 f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+                 "--no-new-privs"]
+    else:
+        args += ["--"]
+    shell = ("mkdir -p /tmp/home /tmp/work && cd " + cwd + " && exec \"$@\"")
+    return args + ["/bin/sh", "-c", shell, "sandbox", *argv]
+
+
+def base_env(threads: int = 1) -> dict[str, str]:
+    n = str(max(1, threads))
+    py_bin = str(Path(sys.executable).parent)
+    return {
+        "PATH": f"{py_bin}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp/home", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+        "PYTHONPATH": COURSE_IN_SANDBOX, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+        "OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "MPLBACKEND": "Agg",
+        "COURSE_PROGRESS_LOG": "", "JUPYTER_PLATFORM_DIRS": "1", "GLOO_SOCKET_IFNAME": "lo",
+        "JUPYTER_RUNTIME_DIR": "/tmp/home/.jupyter-runtime", "JUPYTER_DATA_DIR": "/tmp/home/.jupyter-data",
+        "IPYTHONDIR": "/tmp/home/.ipython", "MPLCONFIGDIR": "/tmp/home/.mpl",
+    }
+
+
+def _limit(kind: int, value: int) -> None:
+    try:
+        resource.setrlimit(kind, (value, value))
+    except (ValueError, OSError):
+        soft, hard = resource.getrlimit(kind)
+        if hard != resource.RLIM_INFINITY and value > hard:
+            resource.setrlimit(kind, (hard, hard))
+
+
+def preexec(limits: Limits, uid: int | None):
+    """Limits set in the child between fork and exec (they are inherited by the sandbox)."""
+    nproc = limits.processes
+    if uid is None:  # not root: the cap counts this user's other processes too
+        try:
+            nproc += sum(1 for _ in Path("/proc").glob("[0-9]*/task/*") if _.stat().st_uid == os.getuid())
+        except OSError:
+            nproc += 4096
+
+    def apply() -> None:
+        _limit(resource.RLIMIT_AS, limits.memory)
+        _limit(resource.RLIMIT_NPROC, nproc)
+        _limit(resource.RLIMIT_CPU, limits.cpu_seconds)
+        _limit(resource.RLIMIT_FSIZE, limits.file_size)
+        _limit(resource.RLIMIT_CORE, 0)
+
+    return apply
+
+
+class UidPool:
+    """Distinct unprivileged user ids for the sandboxes running at once (root only)."""
+
+    def __init__(self, size: int):
+        # a range of its own per grading process, so two graders never share a process cap
+        base = UID_BASE + (os.getpid() % 400) * 64
+        self.free = [base + i for i in range(max(1, min(size, 64)))] if os.geteuid() == 0 else []
+        self.all = list(self.free)
+
+    def take(self) -> int | None:
+        return self.free.pop(0) if self.free else None
+
+    def give(self, uid: int | None) -> None:
+        if uid is not None:
+            self.free.append(uid)
+
+
+def popen(argv: Sequence[str], *, course: Path, inputs: Path | None, limits: Limits, uid: int | None,
+          threads: int = 1, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+    env = base_env(threads)
+    env.update(extra_env or {})
+    cmd = command(argv, course=course, inputs=inputs, env=env, limits=limits, uid=uid)
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            preexec_fn=preexec(limits, uid), start_new_session=True, close_fds=True,
+                            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+
+
+def kill(proc: subprocess.Popen | None) -> None:
+    """Kill a sandbox and everything in it (its PID namespace dies with bwrap's child)."""
+    if proc is None:
+        return
+    try:
+        os.killpg(proc.pid, 9)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        pass
