@@ -64,6 +64,14 @@ def as_worker(worker_id: int, num_workers: int, base_seed: int, dataset):
         _worker_mod._worker_info = previous
 
 
+def _clear_stale_worker_info() -> None:
+    """A check stopped mid-way (a repeated timeout signal landing in ``as_worker``'s clean-up) can
+    leave a simulated ``WorkerInfo`` behind; in the main process there is never a real one, so a
+    leftover would make ``get_worker_info()`` lie to the next check (and to the notebook)."""
+    if _CAN_SIMULATE and multiprocessing.parent_process() is None:
+        _worker_mod._worker_info = None
+
+
 def _construct(answer, *args, what: str = "class"):
     """Build the learner's dataset/sampler, turning the wrong kind of answer into feedback."""
     if isinstance(answer, Dataset):
@@ -648,6 +656,7 @@ def _sharded_cases(r: Rand) -> Case:
 
 
 def _sharded_run(answer, case: Case):
+    _clear_stale_worker_info()
     start, end = case.args
     ds = _construct(answer, start, end)
     if not isinstance(ds, IterableDataset):
@@ -771,6 +780,7 @@ def _np_state_key() -> bytes:
 
 
 def _reseed_run(answer, case: Case):
+    _clear_stale_worker_info()
     if not callable(answer):
         raise Incorrect("wrong_type", f"You passed a {type(answer).__name__}; pass your function itself.")
     (base1, base2), data_seed = case.kwargs["base_seeds"], case.kwargs["data_seed"]
