@@ -406,22 +406,19 @@ def test_timeout_deferred_past_an_import_still_stops_a_loop(tmp_path, monkeypatc
     sys.modules.pop("i11_slow_import_mod2", None)
 
 
-def test_bare_except_loop_ends_as_timeout_and_tracing_is_restored():
-    import sys
-
+def test_bare_except_loop_ends_as_timeout():
     def answer(x):
+        n = 0
         while True:
             try:
-                time.sleep(0.001)
+                n = n + abs(1)
             except:  # noqa: E722 - the learner's bare except swallows the timeout
                 pass
 
-    before = sys.gettrace()
     start = time.perf_counter()
     res = run_check(_toy(timeout=0.2, mistakes=[]), answer)
     assert res.mistake == "timeout" and "did not finish within 0.2 s" in res.message
     assert time.perf_counter() - start < 5
-    assert sys.gettrace() is before
 
 
 def test_swallowed_timeout_then_return_is_still_a_timeout():
@@ -464,3 +461,31 @@ def test_warm_up_preloads_and_runs_the_reference_untimed(monkeypatch):
     assert calls and "json" in sys.modules
     runner.warm_up(ex)  # once per exercise
     assert len(calls) == 1
+
+
+def test_learner_side_cannot_rebind_what_the_grader_compares_with():
+    import dataclasses
+
+    from course_utils.grading import registry
+
+    ex = grading.exercises_for("01_tensors")
+    handle = getattr(ex, dir(ex)[0])
+    exid = handle.id
+    for attempt in (
+        lambda: setattr(handle, "_ex", None),
+        lambda: setattr(handle, "_id", "x"),
+        lambda: setattr(ex, dir(ex)[0], None),
+    ):
+        with pytest.raises(AttributeError):
+            attempt()
+    definition = grading.exercise(exid)
+    for field, value in (("reference", lambda *a: None), ("n_random", 0), ("compare", Compare(atol=1e9))):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(definition, field, value)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        definition.compare.atol = 1e9  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        registry._REGISTRY[exid] = None  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        definition.mistakes.append(None)  # tuples
+    assert grading.exercise(exid) is definition

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+import types
 from typing import Any
 
 from .. import progress
@@ -16,11 +17,24 @@ from .spec import Exercise
 
 
 class ExerciseHandle:
-    """One exercise as a learner sees it."""
+    """One exercise as a learner sees it. It holds only the exercise's id and reads the
+    (frozen) definition from the registry on every call, so nothing a notebook assigns to the
+    handle changes what the grader compares with."""
+
+    __slots__ = ("_id", "_hints_shown")
 
     def __init__(self, exercise: Exercise):
-        self._ex = exercise
-        self._hints_shown = 0
+        object.__setattr__(self, "_id", exercise.id)
+        object.__setattr__(self, "_hints_shown", 0)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name != "_hints_shown":
+            raise AttributeError(f"exercise handles are read-only (cannot set {name!r})")
+        object.__setattr__(self, name, value)
+
+    @property
+    def _ex(self) -> Exercise:
+        return registry.get(self._id)
 
     @property
     def id(self) -> str:
@@ -66,11 +80,14 @@ class LessonExercises:
     """All exercises of one lesson, as attributes: ``ex.normalize_rows``."""
 
     def __init__(self, lesson: str):
-        self._lesson = lesson
         exercises = registry.load_lesson(lesson)
         for e in exercises:  # slow first imports happen now, at lesson start, not in a check
             warm_up(e)
-        self._handles = {e.name: ExerciseHandle(e) for e in exercises}
+        object.__setattr__(self, "_lesson", lesson)
+        object.__setattr__(self, "_handles", types.MappingProxyType({e.name: ExerciseHandle(e) for e in exercises}))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"the exercises of a lesson are read-only (cannot set {name!r})")
 
     def __getattr__(self, name: str) -> ExerciseHandle:
         if name.startswith("_"):

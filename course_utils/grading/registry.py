@@ -9,16 +9,32 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import types
+from typing import Callable, Mapping
 
 from .spec import Exercise
 
-_REGISTRY: dict[str, Exercise] = {}
+
+def _make_store() -> tuple[Callable[[Exercise], None], Mapping[str, Exercise]]:
+    store: dict[str, Exercise] = {}  # reachable only through this closure
+
+    def add(ex: Exercise) -> None:
+        if not isinstance(ex, Exercise):
+            raise TypeError(f"register() takes Exercise values, not {type(ex).__name__}")
+        store[ex.id] = ex
+
+    return add, types.MappingProxyType(store)
+
+
+# A read-only view: `_REGISTRY[id] = ...` from a notebook raises TypeError, and the Exercise
+# values themselves are frozen.
+_add, _REGISTRY = _make_store()
 
 
 def register(*exercises: Exercise) -> None:
     """Add exercises to the registry (called by lesson modules at import time)."""
     for ex in exercises:
-        _REGISTRY[ex.id] = ex
+        _add(ex)
 
 
 def lesson_modules() -> dict[str, str]:

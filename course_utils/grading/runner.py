@@ -16,6 +16,7 @@ import io
 import random
 import traceback
 import warnings
+import zlib
 from typing import Any, Iterator
 
 import torch
@@ -71,6 +72,12 @@ class _Fail(Exception):
 
 def new_seed() -> int:
     return _SYSRAND.randrange(1, 2**31 - 1)
+
+
+def core_seeds(ex: Exercise, n: int) -> list[int]:
+    """Seeds of the core random cases: fixed per exercise, never chosen by the learner."""
+    base = 1 + (zlib.crc32(ex.id.encode()) % 1_000_000) * 1000
+    return [base + i for i in range(n)]
 
 
 def _arg_names(ex: Exercise, n: int) -> list[str]:
@@ -202,21 +209,50 @@ def _run_examples(ex: Exercise, case: Case) -> Iterator[tuple[Mistake, Any, Exce
         yield m, out, error
 
 
-def _name_mistake(ex: Exercise, case: Case, got: Any, problem: Problem) -> tuple[str, str]:
-    """A known mistake whose example gives the same (wrong) output on this case."""
-    for m, out, error in _run_examples(ex, case):
-        if error is None and compare(got, out, ex.compare) is None:
-            return m.id, m.message
-    return problem.mistake, problem.message
+def _name_mistake(ex: Exercise, case: Case, got: Any, expected: Any, problem: Problem,
+                  answer: Any = None, rand: Rand | None = None) -> tuple[str, str]:
+    """Name a known mistake only on evidence specific to it: the learner's output matches the
+    mistake's example output on this case, that output differs from the reference's, no
+    example of another mistake gives the same output, and (when the exercise has a case
+    generator) the learner's output matches the example's on a second case too. Otherwise the
+    generic ``problem`` (what differs, on which input) is reported."""
+    outs = list(_run_examples(ex, case))
+    matched = [
+        m for m, out, error in outs
+        if error is None and compare(got, out, ex.compare) is None and compare(out, expected, ex.compare) is not None
+    ]
+    if len({m.id for m in matched}) != 1:
+        return problem.mistake, problem.message
+    m = matched[0]
+    if answer is not None and rand is not None and ex.cases is not None and not _confirmed(ex, m, answer, rand):
+        return problem.mistake, problem.message
+    return m.id, m.message
+
+
+def _confirmed(ex: Exercise, m: Mistake, answer: Any, rand: Rand) -> bool:
+    """The answer behaves like ``m.example`` on one more random case (both raising counts)."""
+    second = ex.cases(Rand(rand.seed + 7919))  # type: ignore[misc]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = _call(ex, m.example, copy.deepcopy(second))
+    except Exception:  # noqa: BLE001 - no second evidence either way
+        return True
+    try:
+        got = _call(ex, answer, copy.deepcopy(second))
+    except Exception:  # noqa: BLE001 - the example ran, the answer did not: another mistake
+        return False
+    return compare(got, out, ex.compare) is None
 
 
 def _name_exception(ex: Exercise, case: Case, exc: Exception) -> _Fail | None:
     """A known mistake whose example raises the same error (type and message) on this case."""
-    for m, _, error in _run_examples(ex, case):
-        if error is not None and type(error) is type(exc) and str(error) == str(exc):
-            said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return _Fail(m.id, f"{m.message} (PyTorch said: {type(exc).__name__}: {said})")
-    return None
+    same = [m for m, _, error in _run_examples(ex, case)
+            if error is not None and type(error) is type(exc) and str(error) == str(exc)]
+    if len({m.id for m in same}) != 1:  # none, or ambiguous: not evidence for one mistake
+        return None
+    said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return _Fail(same[0].id, f"{same[0].message} (PyTorch said: {type(exc).__name__}: {said})")
 
 
 def _describe_case(ex: Exercise, case: Case, seed: int | None) -> str:
@@ -293,9 +329,14 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
             torch.set_num_threads(1)  # tiny tensors: a second thread only adds overhead
             with time_limit(ex.timeout), contextlib.redirect_stdout(printed), \
                     torch.inference_mode(False), torch.enable_grad():
+                # Fixed edge cases, then "core" random cases from seeds the learner does not
+                # choose (so retrying seeds cannot turn a failing answer into a passing one),
+                # then the rest from ``seed`` (fresh each check; ``seed=`` reproduces it).
                 plan: list[tuple[Case | None, int | None]] = [(c, None) for c in ex.edge_cases]
                 if ex.cases is not None:
-                    plan += [(None, seed + i) for i in range(n_random)]
+                    core = core_seeds(ex, min(n_random, (ex.n_random + 1) // 2))
+                    plan += [(None, s) for s in core]
+                    plan += [(None, seed + i) for i in range(n_random - len(core))]
                 for fixed, case_seed in plan:
                     torch.set_grad_enabled(True)  # a learner's set_grad_enabled(False) ends with its case
                     rand = Rand(case_seed if case_seed is not None else seed)
@@ -306,7 +347,7 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
                 for j, probe in enumerate(ex.probes):
                     torch.set_grad_enabled(True)
                     current = f"In a behaviour test (seed {seed})."
-                    probe(answer, Rand(seed + 10_000 + j))
+                    probe(answer, Rand(core_seeds(ex, 1)[0] + 10_000 + j))
                     n_cases += 1
         except _NotAttempted:
             return _not_attempted(ex)
@@ -393,7 +434,7 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
         raise
     problem = compare(got, expected, ex.compare)
     if problem:
-        mistake, message = _name_mistake(ex, case, got, problem)
+        mistake, message = _name_mistake(ex, case, got, expected, problem, answer, rand)
         raise _Fail(mistake, message)
     _check_side_effects(ex, pristine, (case_got.args, case_got.kwargs), got)
     if ex.compare.grad:

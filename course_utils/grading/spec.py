@@ -78,7 +78,7 @@ class Case:
     show_inputs: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class Mistake:
     """A named, known-wrong answer and the message that explains it.
 
@@ -100,7 +100,7 @@ class Mistake:
     match_output: bool = True
 
 
-@dataclass
+@dataclass(frozen=True)
 class Compare:
     """How a learner output is compared with the reference output.
 
@@ -122,7 +122,7 @@ class Compare:
     views: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class Exercise:
     """Everything the course knows about one exercise.
 
@@ -172,6 +172,15 @@ class Exercise:
     arg_names: Sequence[str] | None = None
     preload: Sequence[str] = ()
     points: float = 1.0
+
+    def __post_init__(self) -> None:
+        # Frozen, with tuples for the sequences: a notebook cannot rebind or append to what
+        # the grader compares with through a handle or the registry (not a security boundary:
+        # instructor grading runs in a sandbox).
+        for name in ("edge_cases", "mistakes", "probes", "hints", "preload"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.arg_names is not None:
+            object.__setattr__(self, "arg_names", tuple(self.arg_names))
 
     @property
     def id(self) -> str:
