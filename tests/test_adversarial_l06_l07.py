@@ -250,7 +250,9 @@ def test_shard_indices_padding_once_is_rejected():
         total = math.ceil(n / world_size) * world_size
         return (order + order[:total - n])[rank::world_size]
 
-    rejected(D + "shard_indices", pad_once, "short_padding")
+    # (unnamed: wherever padding once falls short, the no-padding mistake gives the same output, so
+    # the grader reports what differs instead of guessing a cause - issue 11, evidence-only names)
+    rejected(D + "shard_indices", pad_once)
 
 
 def test_shard_indices_seeding_the_global_generator_is_rejected():
@@ -490,7 +492,8 @@ def test_load_matching_listing_only_mismatched_keys_is_rejected():
         model.load_state_dict(matching, strict=False)
         return sorted(k for k, v in state_dict.items() if k in own and own[k].shape != v.shape)
 
-    rejected(P + "load_matching", mismatched, "missing_keys_not_listed")
+    # (unnamed: on the only inputs where it differs, other mistakes give the same list)
+    rejected(P + "load_matching", mismatched)
 
 
 def test_load_matching_unsorted_or_by_name_only_is_rejected():

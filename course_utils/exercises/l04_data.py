@@ -64,6 +64,14 @@ def as_worker(worker_id: int, num_workers: int, base_seed: int, dataset):
         _worker_mod._worker_info = previous
 
 
+def _clear_stale_worker_info() -> None:
+    """A check stopped mid-way (a repeated timeout signal landing in ``as_worker``'s clean-up) can
+    leave a simulated ``WorkerInfo`` behind; in the main process there is never a real one, so a
+    leftover would make ``get_worker_info()`` lie to the next check (and to the notebook)."""
+    if _CAN_SIMULATE and multiprocessing.parent_process() is None:
+        _worker_mod._worker_info = None
+
+
 def _construct(answer, *args, what: str = "class"):
     """Build the learner's dataset/sampler, turning the wrong kind of answer into feedback."""
     if isinstance(answer, Dataset):
@@ -432,7 +440,11 @@ def _sampler_cases(r: Rand) -> Case:
 def _sampler_run(answer, case: Case):
     (y,), seed = case.args, case.kwargs["seed"]
     g = torch.Generator().manual_seed(seed)
-    s = answer(y.clone(), generator=g)
+    given = y.clone()
+    s = answer(given, generator=g)
+    if not torch.equal(given, y):
+        raise Incorrect("mutated_input", "Your function changed the labels `y` it was given (an in-place op "
+                        "such as `fill_` or an indexed assignment): the caller's labels must stay as they were.")
     if not isinstance(s, WeightedRandomSampler):
         raise Incorrect("not_weighted_sampler", "Return a `torch.utils.data.WeightedRandomSampler`, not "
                         f"{type(s).__name__}.")
@@ -528,9 +540,19 @@ def _collate_cases(r: Rand) -> Case:
     return Case((batch,))
 
 
+def _collate_run(answer, case: Case):
+    (batch,) = case.args
+    given = list(batch)
+    out = answer(given)
+    if len(given) != len(batch) or any(a is not b for a, b in zip(given, batch)):
+        raise Incorrect("mutated_input", "Your function changed the list `batch` it was given (`pop`, `del`, "
+                        "`sort`, assigning items): read it without modifying it, the DataLoader may still use it.")
+    return out
+
+
 register(Exercise(
     lesson=LESSON, name="pad_collate", title="A collate_fn that pads ragged sequences",
-    reference=pad_collate, cases=_collate_cases,
+    reference=pad_collate, cases=_collate_cases, run=_collate_run, arg_names=["batch"],
     edge_cases=[
         Case(([(torch.tensor([5, 6, 7]), torch.tensor(1)), (torch.tensor([8]), torch.tensor(0))],),
              label="lengths 3 and 1", show_inputs=True),
@@ -588,8 +610,8 @@ class _NoMainProcessPath(IterableDataset):
 def _as_int(v) -> int:
     if isinstance(v, bool):
         raise TypeError
-    if isinstance(v, int):
-        return v
+    if isinstance(v, (int, np.integer)):
+        return int(v)
     if isinstance(v, torch.Tensor) and v.numel() == 1 and not v.is_floating_point():
         return int(v)
     raise TypeError
@@ -634,6 +656,7 @@ def _sharded_cases(r: Rand) -> Case:
 
 
 def _sharded_run(answer, case: Case):
+    _clear_stale_worker_info()
     start, end = case.args
     ds = _construct(answer, start, end)
     if not isinstance(ds, IterableDataset):
@@ -747,7 +770,8 @@ def _reseed_constant(worker_id):
 
 
 def _reseed_cases(r: Rand) -> Case:
-    return Case(kwargs=dict(base_seeds=(r.integer(0, 2**62), r.integer(0, 2**62)), data_seed=r.integer(0, 1000)))
+    # the dataset's own seed is never a small constant a learner might reseed with (0, 42, a worker id)
+    return Case(kwargs=dict(base_seeds=(r.integer(0, 2**62), r.integer(0, 2**62)), data_seed=r.integer(10**4, 10**6)))
 
 
 def _np_state_key() -> bytes:
@@ -756,6 +780,7 @@ def _np_state_key() -> bytes:
 
 
 def _reseed_run(answer, case: Case):
+    _clear_stale_worker_info()
     if not callable(answer):
         raise Incorrect("wrong_type", f"You passed a {type(answer).__name__}; pass your function itself.")
     (base1, base2), data_seed = case.kwargs["base_seeds"], case.kwargs["data_seed"]

@@ -287,6 +287,11 @@ def _train_run(answer, case: Case):
     if not callable(answer):
         raise Incorrect("wrong_type", f"You passed a {type(answer).__name__}; pass your function itself.")
     out, params, start, records, steps, backwards = _train_trial(answer, case)
+    if torch.initial_seed() != case.kwargs["seed"]:  # _model_for seeded it; only torch.manual_seed changes it
+        raise Incorrect("reseeded_global_rng", "Your epoch called `torch.manual_seed(...)`: every epoch would then "
+                        "draw the same dropout masks and (with `shuffle=True`) the same batch order, so the "
+                        "model sees identical epochs. Seed once, at the start of the whole run, not inside "
+                        "`train_one_epoch`.")
     if not records:
         raise Incorrect("no_forward", "Your function never called the model: loop over the loader and "
                         "compute `model(X)` for every batch.")

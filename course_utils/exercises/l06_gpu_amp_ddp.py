@@ -779,9 +779,6 @@ register(Exercise(
         Mistake("contiguous_blocks", "You gave each rank a contiguous block. DistributedSampler deals the "
                 "(shuffled, padded) order round-robin: rank r takes positions r, r + world_size, ... "
                 "(`order[rank::world_size]`).", _mistake_blocks),
-        Mistake("short_padding", "Padding with `order[:total - n]` is too short when more than n items are "
-                "needed (2 items for 5 ranks): repeat the whole order as often as needed, "
-                "`(order * math.ceil(total / n))[:total]`.", _mistake_pad_once),
         Mistake("no_padding", "Your rank got fewer items than DistributedSampler gives it. It pads the order "
                 "by repeating items from its start until the length is a multiple of world_size (round up "
                 "with `math.ceil`, do not drop the tail), so every rank gets the same number of items; "
