@@ -160,6 +160,7 @@ dashboard()
 # | 05 | training loop | training and evaluating models, and debugging them |
 # | 06 | GPU, AMP, DDP | devices, mixed precision and multi-process training |
 # | 07 | persistence | saving, resuming, and exporting models |
-# | 08 | capstone | a digit classifier end to end |
+# | 08 | convolutions | convolutional layers, pooling and a small CNN |
+# | 09 | capstone | a digit classifier end to end |
 #
 # Next: **01_tensors**.

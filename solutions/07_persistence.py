@@ -658,4 +658,5 @@ print(*sorted(messages), sep="\n")
 #   dynamo=True, external_data=False)` gives one `.onnx` file that onnxruntime runs.
 #   TorchScript is deprecated.
 #
-# Next: **08_capstone**, a digit classifier from data to exported model.
+# Next: **08_convolutions**, how convolutional networks see images, then **09_capstone**, a digit
+# classifier from data to exported model.

@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset
 
 from course_utils import grading
 from course_utils.exercises import l05_training_loop as l05
-from course_utils.exercises import l08_capstone as cap
+from course_utils.exercises import l09_capstone as cap
 
 from grading_asserts import accepted, check, rejected  # noqa: E402,F401 (tests/ is on sys.path)
 
@@ -568,7 +568,7 @@ def test_warmup_cosine_off_by_one_is_rejected():
 
 
 # =========================================================================== 08 capstone
-C = "08_capstone."
+C = "09_capstone."
 
 
 def test_confusion_matrix_alternatives_pass():

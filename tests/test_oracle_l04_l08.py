@@ -199,8 +199,8 @@ def test_warmup_cosine_matches_linear_then_cosine_annealing():
 def test_confusion_matrix_matches_sklearn():
     from sklearn.metrics import confusion_matrix as sk_confusion_matrix
 
-    ref = grading.reference("08_capstone.confusion_matrix")
-    for case in _cases("08_capstone.confusion_matrix", range(300)):
+    ref = grading.reference("09_capstone.confusion_matrix")
+    for case in _cases("09_capstone.confusion_matrix", range(300)):
         preds, targets, k = case.args
         cm = ref(preds, targets, k)
         assert cm.dtype == torch.int64 and cm.shape == (k, k)

@@ -1432,7 +1432,7 @@ def wc_lying_scheduler(optimizer, warmup_steps, total_steps):
 
 
 # =========================================================================== 08 confusion_matrix
-CM = "08_capstone.confusion_matrix"
+CM = "09_capstone.confusion_matrix"
 
 
 @wrong(CM)
@@ -1521,7 +1521,7 @@ def cm_lying_subclass(preds, targets, num_classes):
 
 
 # =========================================================================== 08 DigitClassifier
-DC = "08_capstone.DigitClassifier"
+DC = "09_capstone.DigitClassifier"
 
 
 def _digit_cnn(dropout=0.0):
@@ -2882,7 +2882,7 @@ def test_cheat_is_rejected(request, answer):
     rejected(exercise, answer)
 
 
-MY_LESSONS = ("04_data", "05_training_loop", "06_gpu_amp_ddp", "07_persistence", "08_capstone")
+MY_LESSONS = ("04_data", "05_training_loop", "06_gpu_amp_ddp", "07_persistence", "09_capstone")
 
 
 def test_every_exercise_has_its_red_team():

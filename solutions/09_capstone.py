@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · Capstone: a digit classifier, end to end
+# # 09 · Capstone: a digit classifier, end to end
 #
 # This project puts the course together on the handwritten digits: a data pipeline, a model,
 # a training loop, an evaluation that goes beyond one accuracy number, saving and reloading,
@@ -36,7 +36,7 @@ from course_utils.datasets import digits_split
 from course_utils.grading import exercises_for, reference
 from course_utils.plotting import image_grid, plot_curves
 
-ex = exercises_for("08_capstone")
+ex = exercises_for("09_capstone")
 
 # %% [markdown]
 # ## 1. The data pipeline
@@ -142,7 +142,7 @@ def show_confusion(cm, title):
 
 
 val_preds = predict(baseline, X_val)
-cm = reference("08_capstone.confusion_matrix")(val_preds, y_val, 10)
+cm = reference("09_capstone.confusion_matrix")(val_preds, y_val, 10)
 show_confusion(cm, "baseline, validation set")
 plt.show()
 
@@ -193,7 +193,7 @@ print("file size:", (folder / "baseline.pt").stat().st_size, "bytes")
 # cannot change the verdict; aim for 98 % or more so that a small change to your training does
 # not fail you.
 #
-# Ideas, from the lessons: two `Conv2d` layers with ReLU and a `MaxPool2d`, then `Flatten`
+# Ideas, from the lessons (08 for the convolutions): two `Conv2d` layers with ReLU and a `MaxPool2d`, then `Flatten`
 # and two `Linear` layers; Adam; a learning-rate schedule; about 10 epochs; `BatchNorm2d`.
 # Try your settings on the validation split above before checking. Training takes about a
 # second; the check takes about as long.
@@ -247,10 +247,10 @@ ex.DigitClassifier.check(DigitClassifier)
 # test set, with its confusion matrix and remaining mistakes (about 2 seconds):
 
 # %% tags=["nbval-ignore-output"]
-clf = reference("08_capstone.DigitClassifier")().fit(split.X_train, split.y_train)
+clf = reference("09_capstone.DigitClassifier")().fit(split.X_train, split.y_train)
 test_preds = clf.predict(X_test)
 print(f"test accuracy: {(test_preds == y_test).float().mean().item():.1%}")
-show_confusion(reference("08_capstone.confusion_matrix")(test_preds, y_test, 10), "reference CNN, test set")
+show_confusion(reference("09_capstone.confusion_matrix")(test_preds, y_test, 10), "reference CNN, test set")
 wrong = (test_preds != y_test).nonzero().flatten()
 image_grid(X_test[wrong], y_test[wrong], test_preds[wrong], ncols=10)
 plt.show()

@@ -1,4 +1,4 @@
-"""Exercises of 08_capstone: a confusion matrix, and the graded task, a digit classifier that
+"""Exercises of 09_capstone: a confusion matrix, and the graded task, a digit classifier that
 reaches at least 97 % accuracy on held-out images within a time budget.
 
 How the classifier is graded (the learner passes the class ``DigitClassifier``):
@@ -37,7 +37,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from course_utils.datasets import load_digits
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-LESSON = "08_capstone"
+LESSON = "09_capstone"
 TIME_BUDGET_S = 20.0
 """Seconds of CPU time ``fit`` may use on the 1437 training images, run with one torch thread
 (the reference needs about one second)."""

@@ -16,10 +16,10 @@ import torch
 from torch import nn
 
 from course_utils import grading
-from course_utils.exercises import l08_capstone as cap
+from course_utils.exercises import l09_capstone as cap
 from course_utils.grading.runner import run_check
 
-EXERCISE = "08_capstone.DigitClassifier"
+EXERCISE = "09_capstone.DigitClassifier"
 
 
 def _rows(X: torch.Tensor) -> list[bytes]:
