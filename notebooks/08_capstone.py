@@ -191,8 +191,11 @@ print("file size:", (folder / "baseline.pt").stat().st_size, "bytes")
 # `eval()` and `inference_mode()`. A new random split is drawn every time; aim for 98 % or
 # more so that an unlucky split does not fail you.
 #
-# Ideas, from the lessons: two `Conv2d` layers with ReLU and a `MaxPool2d`, then `Flatten`
-# and two `Linear` layers; Adam; a learning-rate schedule; about 10 epochs; `BatchNorm2d`.
+# Ideas: from the lessons, an MLP (lesson 03) trained with Adam and a learning-rate schedule
+# (lesson 05) for about 10-30 epochs. A small convolutional network does better, but the
+# lessons so far do not teach convolutions: if you want to try one, read the documentation of
+# `nn.Conv2d`, `nn.MaxPool2d` and `nn.BatchNorm2d` first (the reference solution uses two
+# `Conv2d` layers with ReLU and a `MaxPool2d`, then `Flatten` and two `Linear` layers).
 # Try your settings on the validation split above before checking. Training takes about a
 # second; the check takes about as long.
 
