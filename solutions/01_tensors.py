@@ -111,7 +111,7 @@ ex.image_to_tensor.check(image_to_tensor)
 # ## 3. Devices
 #
 # A tensor lives on one device: `cpu`, `cuda` (an NVIDIA GPU), `mps` (Apple). Operations need
-# all their tensors on the same device, and `.to(device)` moves a tensor (returning a copy).
+# all their tensors on the same device, and `.to(device)` returns the tensor on that device.
 # Lesson 06 is about devices; for now, the pattern:
 
 # %%
@@ -119,6 +119,17 @@ device = "cuda" if torch.cuda.is_available() else "cpu"
 y = torch.ones(3).to(device)
 z = torch.zeros(3, device=y.device)  # new tensors: create them where their partners live
 print((y + z).device.type in ("cpu", "cuda"))
+
+# %% [markdown]
+# `.to` copies only when something changes. Asked for the device and dtype a tensor already
+# has, it returns **the same tensor**, not a copy, so writing into the result writes into the
+# original. Use `.clone()` when you need a copy:
+
+# %%
+t = torch.zeros(3)
+print("t.to(t.device) is t:       ", t.to(t.device) is t)
+print("t.to(torch.float64) is t:  ", t.to(torch.float64) is t)
+print("t.clone() is t:            ", t.clone() is t)
 
 # %% [markdown]
 # ## 4. Shapes: `view`, `reshape`, `contiguous`

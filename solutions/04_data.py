@@ -482,20 +482,25 @@ results = {
     "cheap in-memory tensors": throughput(cheap, batch_size=64),
 }
 for name, speeds in results.items():
-    print(name, {n: f"{s:,.0f} items/s" for n, s in speeds.items()})
+    print(name, {n: f"{s:,.0f} items/s" for n, s in speeds.items()},
+          f"-> 2 workers: {speeds[2] / speeds[0]:.1f}x the speed of 0")
 data_lab.plot_worker_throughput(results, title=f"a machine with {os.cpu_count()} CPU cores")
 plt.show()
 
 # %% [markdown]
-# On an otherwise idle 2-core machine the slow items run about 1.7× faster with 2 workers,
-# while the cheap tensors run 3–6× *slower* with any workers. On a busy machine (other
-# programs, a shared cloud notebook) the gain shrinks or vanishes: workers need free cores.
+# Read your own numbers. On an otherwise idle 2-core machine we measured the slow items about
+# 1.7× faster with 2 workers, and the cheap tensors 3–6× *slower* with any workers. On a busy
+# machine (other programs, a shared cloud notebook) the gain shrinks or vanishes, as it may in
+# the output above: workers need free cores.
 # Rules of thumb:
 #
 # - start with `num_workers=0`; add workers when the loader, not the model, is the
 #   bottleneck (the GPU or the training step waits for data);
 # - more workers than CPU cores does not help (the DataLoader warns about it);
-# - `persistent_workers=True` avoids restarting workers every epoch.
+# - `persistent_workers=True` avoids restarting workers every epoch. The workers are then
+#   seeded once, when they start, and their random streams run on across epochs; without it,
+#   every epoch starts new workers with new seeds. Either is fine for augmentation, but a
+#   per-epoch reseed you wrote in `worker_init_fn` runs only once with persistent workers.
 #
 # **`pin_memory=True`** puts batches in page-locked memory so that copies to a GPU are faster
 # and can overlap with compute. It only pays with an accelerator; without one, PyTorch warns

@@ -167,8 +167,10 @@ ex.evaluate.check(evaluate)
 # `lab.evaluate` (the same code as the reference answers), so it runs even before you solve
 # the exercises.
 #
-# The optimizer is Adam, and a **one-cycle schedule** raises the learning rate for the first
-# third of training and then anneals it towards zero (section 6 explains schedules). It is
+# The optimizer is Adam, and a **one-cycle schedule** warms the learning rate up over the first
+# 30 % of the steps (`pct_start=0.3` by default) and then anneals it towards zero. It also
+# cycles the momentum the other way (Adam's `beta1`: low while the learning rate is high), which
+# `cycle_momentum=False` turns off (section 6 explains schedules). It is
 # stepped after every batch, so this loop is written out. A progress bar (`tqdm.auto`) and a
 # live plot show what happens:
 
@@ -641,7 +643,10 @@ print("other seed, identical weights:", torch.equal(short_run(0), short_run(1)))
 # floating-point additions, hence the last bits, hence (after many steps) the result. On a
 # GPU some operations are nondeterministic unless you call
 # `torch.use_deterministic_algorithms(True)`, which makes them deterministic or raises an
-# error naming the operation. Try the thread count here:
+# error naming the operation. On CUDA that also needs the environment variable
+# `CUBLAS_WORKSPACE_CONFIG=:4096:8` set before the first cuBLAS call (or matrix products raise
+# an error saying so) and `torch.backends.cudnn.benchmark = False` (the autotuner may pick a
+# different convolution algorithm each run). Try the thread count here:
 
 # %% tags=["nbval-ignore-output"]
 threads = torch.get_num_threads()

@@ -39,6 +39,7 @@ import warnings
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from course_utils.datasets import digits_split
 from course_utils.devices import requires_gpu, time_per_call
@@ -236,10 +237,17 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16):
 # %% [markdown]
 # - **float16** is precise (eps 1e-3) but its range is tiny: anything above 65504 overflows to
 #   `inf`, and small gradients underflow to 0. Training in float16 needs a `GradScaler`.
-# - **bfloat16** has float32's range, but only about 3 significant digits. No scaler is needed.
-#   It is the default low-precision type on CPUs and recent GPUs.
-#
-# Three significant digits are not enough to *update* weights, because small steps vanish:
+# - **bfloat16** has float32's range, but only 8 significant bits: about 2.4 decimal digits
+#   (log10 of 2^8). No scaler is needed. It is what `torch.autocast` uses by default on the
+#   CPU; on CUDA the default is float16, and bfloat16 (fast on Ampere and newer GPUs) is used
+#   when you ask for it with `dtype=torch.bfloat16`:
+
+# %%
+print("autocast default on cpu: ", torch.get_autocast_dtype("cpu"))
+print("autocast default on cuda:", torch.get_autocast_dtype("cuda"))
+
+# %% [markdown]
+# Two and a half digits are not enough to *update* weights, because small steps vanish:
 
 # %%
 w16 = torch.tensor(1.0, dtype=torch.bfloat16)
@@ -249,10 +257,12 @@ print("float32:  1 + 0.001 =", (w32 + 0.001).item())
 
 # %% [markdown]
 # This is why **mixed** precision keeps the parameters (the *master weights*) in float32 and
-# computes only selected operations in 16 bits. `torch.autocast` does the selecting. Matrix
-# products (`linear`, `matmul`, convolutions) run in low precision. Operations that need range
-# or accuracy (losses, `softmax`, `log`, sums, norms) run in float32. You change nothing in the
-# model:
+# computes only selected operations in 16 bits. `torch.autocast` does the selecting, from
+# per-device lists. Matrix products (`linear`, `matmul`, convolutions) run in low precision
+# everywhere. Losses such as `cross_entropy` and `mse_loss` run in float32 everywhere. The rest
+# differs by device: on CUDA, `softmax`, `log_softmax`, `exp`, `log`, `sum` and norms are
+# upcast to float32; on the CPU they have no float32 entry and simply follow their input, so
+# after a bfloat16 `linear` they run in bfloat16 too. You change nothing in the model:
 
 # %%
 torch.manual_seed(0)
@@ -272,6 +282,30 @@ print("log_softmax:  ", log_probs.dtype)
 print("loss:         ", loss.dtype)
 print("parameters:   ", model[0].weight.dtype)
 print("gradients:    ", model[0].weight.grad.dtype)
+
+# %% [markdown]
+# Do not take a table's word for it (this lesson's first draft got the CPU list wrong): ask
+# autocast on the device you run on. Each op below gets a bfloat16 input, as it would after an
+# autocast `linear`:
+
+# %%
+h = torch.randn(8, 16, device=device)
+target = torch.zeros(8, dtype=torch.long, device=device)
+ops = {
+    "linear": lambda t: F.linear(t, torch.randn(16, 16, device=device)),
+    "softmax": lambda t: t.softmax(dim=1),
+    "log_softmax": lambda t: t.log_softmax(dim=1),
+    "exp": torch.exp,
+    "sum": torch.sum,
+    "norm": torch.linalg.vector_norm,
+    "layer_norm": lambda t: F.layer_norm(t, (16,)),
+    "cross_entropy": lambda t: F.cross_entropy(t, target),
+    "mse_loss": lambda t: F.mse_loss(t, torch.zeros_like(t)),
+}
+with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+    h16 = h.to(torch.bfloat16)
+    for name, op in ops.items():
+        print(f"{name:14s} on {device.type}: {op(h16).dtype}")
 
 # %% [markdown]
 # How far are bfloat16 logits from float32 ones? About one part in a few hundred, the size of
@@ -602,8 +636,13 @@ else:
 # With data parallelism, every process (a *rank*) holds a full copy of the model and gets a
 # different slice of each batch. After `backward`, DDP **averages the gradients** of all ranks
 # with an *all-reduce*, so every rank takes the same optimizer step and the copies stay
-# identical. Two ranks with half a batch each compute exactly what one process computes with
-# the whole batch, in about half the time, and each needs only half the activation memory.
+# identical. Two ranks with half a batch each compute what one process computes with the whole
+# batch (up to the order of floating-point additions), in about half the time, and each needs
+# only half the activation memory. "The same as the big batch" holds when the loss is a
+# **mean** over the batch (averaging two half-batch means equals the whole-batch mean only for
+# equal halves), the shards have **equal sizes** (`DistributedSampler` pads to ensure it), and
+# the model has **no BatchNorm**: each rank would normalise with its own half batch's statistics
+# unless you convert the model with `nn.SyncBatchNorm.convert_sync_batchnorm`.
 #
 # ### Who gets which samples: `DistributedSampler`
 #
@@ -780,6 +819,7 @@ import sys
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
@@ -935,7 +975,9 @@ print(f"largest difference: {diff:.1e}")
 # - GPUs run asynchronously: synchronize before reading a clock. Read memory with
 #   `memory_allocated` / `max_memory_allocated`.
 # - `torch.autocast(device_type, dtype=torch.bfloat16)` computes matrix products in bfloat16
-#   and keeps float32 weights, losses and reductions. float16 needs `torch.amp.GradScaler`.
+#   and keeps float32 weights and losses; softmax and reductions follow the device's op list
+#   (float32 on CUDA, the input's dtype on the CPU): print the dtypes rather than assume them.
+#   float16 (CUDA's autocast default) needs `torch.amp.GradScaler`.
 #   `torch.cuda.amp.*` is deprecated. The speed-up needs large matrices and bf16 hardware, so
 #   measure it.
 # - Gradient checkpointing (`use_reentrant=False`) trades one extra forward pass for most of

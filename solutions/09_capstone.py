@@ -193,8 +193,9 @@ print("file size:", (folder / "baseline.pt").stat().st_size, "bytes")
 # cannot change the verdict; aim for 98 % or more so that a small change to your training does
 # not fail you.
 #
-# Ideas, from the lessons (08 for the convolutions): two `Conv2d` layers with ReLU and a `MaxPool2d`, then `Flatten`
-# and two `Linear` layers; Adam; a learning-rate schedule; about 10 epochs; `BatchNorm2d`.
+# Ideas, from the lessons (lesson 08 for the convolutions): two `Conv2d` layers with ReLU and
+# a `MaxPool2d`, then `Flatten` and two `Linear` layers; Adam; a learning-rate schedule; about
+# 10 epochs; `BatchNorm2d`.
 # Try your settings on the validation split above before checking. Training takes about a
 # second; the check takes about as long.
 
