@@ -489,3 +489,51 @@ def test_learner_side_cannot_rebind_what_the_grader_compares_with():
     with pytest.raises(AttributeError):
         definition.mistakes.append(None)  # tuples
     assert grading.exercise(exid) is definition
+
+
+# --- issue 11: seeds the learner does not choose; mistakes named on evidence -------------------
+
+def test_core_cases_do_not_depend_on_the_learners_seed():
+    from course_utils.grading.runner import core_seeds
+
+    ex = _toy(mistakes=[], n_random=6)
+    core = core_seeds(ex, 3)
+    assert core == core_seeds(ex, 3)  # fixed per exercise
+    bad_rows = ex.cases(Rand(core[0])).args[0].shape[0]
+
+    def wrong_on_core(x):
+        return x if x.shape[0] == bad_rows and x.dim() == 2 else 2 * x
+
+    # a wrong answer caught by a core case fails whatever seed the learner passes
+    assert not any(run_check(ex, wrong_on_core, seed=s).passed for s in range(1, 15))
+
+
+def test_mistake_not_named_when_another_example_gives_the_same_output():
+    ex = _toy(mistakes=[
+        Mistake("tripled", "You tripled.", lambda x: 3 * x),
+        Mistake("tripled_too", "Also tripled.", lambda x: x + x + x),
+    ])
+    res = run_check(ex, lambda x: 3 * x, seed=1)
+    assert res.status == "incorrect" and res.mistake == "wrong_values", res
+
+
+def test_mistake_not_named_when_the_second_case_disagrees():
+    # matches "tripled" on small inputs only: not evidence for that mistake
+    def odd(x):
+        return 3 * x if x.numel() <= 6 else -x
+
+    ex = _toy(edge_cases=[Case((torch.ones(2),), label="ones")],
+              cases=lambda r: Case((r.randn(r.integer(3, 5), 3),)))
+    res = run_check(ex, odd, seed=1)
+    assert res.mistake != "tripled", res
+
+
+def test_assert_mistake_specific_utility(monkeypatch):
+    from course_utils.grading import registry
+    from course_utils.grading.testing import assert_mistake_specific
+
+    ex = _toy()
+    monkeypatch.setattr(registry, "get", lambda _id: ex)
+    assert_mistake_specific("99_toy.double", {"negated": (lambda x: -x, None), "tripled": (lambda x: x * 3, "tripled")})
+    with pytest.raises(AssertionError):
+        assert_mistake_specific("99_toy.double", {"negated": (lambda x: -x, "tripled")})
