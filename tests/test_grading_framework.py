@@ -537,3 +537,81 @@ def test_assert_mistake_specific_utility(monkeypatch):
     assert_mistake_specific("99_toy.double", {"negated": (lambda x: -x, None), "tripled": (lambda x: x * 3, "tripled")})
     with pytest.raises(AssertionError):
         assert_mistake_specific("99_toy.double", {"negated": (lambda x: -x, "tripled")})
+
+
+# --- issue 11: side effects beyond the returned value ------------------------------------------
+
+def _sum_ex(**overrides) -> Exercise:
+    def total(x):
+        return torch.tensor(float(sum(x)))
+
+    spec = dict(lesson="99_toy", name="total", title="total", reference=total,
+                cases=lambda r: Case(([r.integer(0, 9) for _ in range(r.integer(1, 5))],)))
+    spec.update(overrides)
+    return Exercise(**spec)
+
+
+@pytest.mark.parametrize("make_answer", [
+    lambda: (lambda x: (x.append(0), torch.tensor(float(sum(x))))[1]),  # appends to a list input
+    lambda: (lambda x: (x.sort(), x.reverse(), torch.tensor(float(sum(x))))[2]),  # reorders it
+])
+def test_mutating_a_list_input_is_caught(make_answer):
+    res = run_check(_sum_ex(), make_answer(), seed=1)
+    assert res.mistake == "mutated_input", res
+
+
+def test_mutating_numpy_and_module_inputs_is_caught():
+    import numpy as np
+
+    ex = Exercise(lesson="99_toy", name="npsum", title="npsum", reference=lambda a: torch.tensor(a.sum()),
+                  cases=lambda r: Case((np.arange(r.integer(2, 5), dtype=np.float64),)))
+    assert run_check(ex, lambda a: torch.tensor(a.sum())).passed
+
+    def mutates(a):
+        a *= 2
+        return torch.tensor(a.sum() / 2)
+
+    assert run_check(ex, mutates).mistake == "mutated_input"
+
+    lin = torch.nn.Linear(2, 1)
+    mex = Exercise(lesson="99_toy", name="fwd", title="fwd", reference=lambda m: m(torch.ones(1, 2)).detach(),
+                   edge_cases=[Case((lin,))])
+    assert run_check(mex, lambda m: m(torch.ones(1, 2)).detach()).passed
+    assert run_check(mex, lambda m: m.eval()(torch.ones(1, 2)).detach()).mistake == "mutated_input"
+
+    def leaves_grad(m):
+        m(torch.ones(1, 2)).sum().backward()
+        return m(torch.ones(1, 2)).detach()
+
+    assert run_check(mex, leaves_grad).mistake == "mutated_input"
+
+
+def test_grad_mode_left_off_is_caught_and_restored():
+    def off(x):
+        torch.set_grad_enabled(False)
+        return 2 * x
+
+    res = run_check(_toy(mistakes=[]), off)
+    assert res.mistake == "grad_mode_changed"
+    assert torch.is_grad_enabled()
+
+
+def test_global_rng_use_is_caught_unless_the_exercise_allows_it():
+    import dataclasses
+
+    def draws(x):
+        torch.rand(1)
+        return 2 * x
+
+    before = torch.get_rng_state()
+    assert run_check(_toy(mistakes=[]), draws).mistake == "used_global_rng"
+    assert torch.equal(torch.get_rng_state(), before)  # and the learner's RNG is restored
+    assert run_check(dataclasses.replace(_toy(mistakes=[]), uses_global_rng=True), draws).passed
+
+    def reseeds(x):
+        import random as pyrandom
+
+        pyrandom.seed(0)
+        return 2 * x
+
+    assert run_check(_toy(mistakes=[]), reseeds).mistake == "used_global_rng"

@@ -151,6 +151,9 @@ class Exercise:
             before the first check), on top of :data:`runner.PRELOAD`; name the slow lazy
             imports a plausible answer triggers that the reference does not (the reference is
             run once, untimed, before the first check, which imports what it needs).
+        uses_global_rng: a right answer may draw from the global RNGs (torch CPU, ``random``,
+            NumPy) even where the reference does not; otherwise an answer that consumes or
+            reseeds them while the reference leaves them alone fails as ``used_global_rng``.
     """
 
     lesson: str
@@ -170,6 +173,7 @@ class Exercise:
     solution: str | None = None
     arg_names: Sequence[str] | None = None
     preload: Sequence[str] = ()
+    uses_global_rng: bool = False
 
     def __post_init__(self) -> None:
         # Frozen, with tuples for the sequences: a notebook cannot rebind or append to what
