@@ -615,3 +615,23 @@ def test_global_rng_use_is_caught_unless_the_exercise_allows_it():
         return 2 * x
 
     assert run_check(_toy(mistakes=[]), reseeds).mistake == "used_global_rng"
+
+
+def test_forbidden_calls_fail_with_the_rule_quoted():
+    import dataclasses
+
+    import torch.nn.functional as F
+
+    def ref(x):
+        e = (x - x.max(dim=1, keepdim=True).values).exp()
+        return e / e.sum(dim=1, keepdim=True)
+
+    ex = Exercise(lesson="99_toy", name="softmax", title="softmax", reference=ref,
+                  cases=lambda r: Case((r.randn(r.integer(1, 4), 3),)),
+                  forbid=("torch.softmax", "torch.nn.functional.softmax", "Tensor.softmax"),
+                  rule_text="Write softmax by hand, without torch's softmax.")
+    assert run_check(ex, ref).passed
+    for cheat in (lambda x: torch.softmax(x, 1), lambda x: F.softmax(x, dim=1), lambda x: x.softmax(1)):
+        res = run_check(ex, cheat)
+        assert res.mistake == "broke_rule" and "by hand" in res.message, res
+    assert run_check(dataclasses.replace(ex, forbid=()), lambda x: x.softmax(1)).passed

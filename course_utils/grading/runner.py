@@ -466,6 +466,78 @@ def _failed(ex: Exercise, seed: int, fail: _Fail, printed: io.StringIO) -> Resul
     return Result(ex.id, "incorrect", fail.message, fail.mistake, details, seed)
 
 
+def _qualname(func: Any) -> str:
+    try:
+        name = torch.overrides.resolve_name(func)
+    except Exception:  # noqa: BLE001
+        name = None
+    return name or f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', repr(func))}"
+
+
+def _forbidden_names(ex: Exercise) -> set[str]:
+    out = set()
+    for n in ex.forbid:
+        out.add(n)
+        if n.startswith("Tensor."):
+            out.add("torch." + n)
+    return out
+
+
+class _RuleWatch(torch.overrides.TorchFunctionMode):
+    """Records the first forbidden torch function the learner's code calls directly (calls
+    made inside torch's own implementation are not seen: the mode is off while one runs)."""
+
+    def __init__(self, ex: Exercise):
+        super().__init__()
+        self.names = _forbidden_names(ex)
+        self.used: str | None = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        if self.used is None:
+            name = _qualname(func)
+            if name in self.names:
+                self.used = name
+        return func(*args, **(kwargs or {}))
+
+
+def _resolve(dotted: str) -> Any:
+    import importlib
+
+    parts = dotted.split(".")
+    if parts[0] == "Tensor":
+        parts = ["torch"] + parts
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except Exception:  # noqa: BLE001
+            continue
+        try:
+            for p in parts[i:]:
+                obj = getattr(obj, p)
+            return obj
+        except AttributeError:
+            return None
+    return None
+
+
+def _static_forbidden(ex: Exercise, answer: Any) -> str | None:
+    """A forbidden object the answer's code names directly as a global (``from torch.func import
+    grad`` then ``grad(...)``): caught even when it is not a torch function."""
+    targets = {id(o): n for n in ex.forbid if (o := _resolve(n)) is not None}
+    funcs = [answer] if inspect.isfunction(answer) else [
+        v for v in vars(answer).values() if inspect.isfunction(v)] if isinstance(answer, type) else []
+    for f in funcs:
+        codes = [f.__code__]
+        while codes:
+            code = codes.pop()
+            codes.extend(c for c in code.co_consts if inspect.iscode(c))
+            for name in code.co_names:
+                obj = f.__globals__.get(name)
+                if obj is not None and id(obj) in targets:
+                    return targets[id(obj)]
+    return None
+
+
 def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
     case_ref = copy.deepcopy(case)
     rng0 = _rng_states()
@@ -476,8 +548,10 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
     pristine = copy.deepcopy((case.args, case.kwargs))
     case_got = copy.deepcopy(case)
     rng1 = _rng_states()
+    rule = _RuleWatch(ex) if ex.forbid else contextlib.nullcontext()
     try:
-        got = _call(ex, answer, case_got)
+        with rule:
+            got = _call(ex, answer, case_got)
     except NotImplementedError as exc:
         if _raised_by_learner(exc):
             raise _NotAttempted() from exc
@@ -489,6 +563,11 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
         if named is not None:
             raise named from exc
         raise
+    if ex.forbid:
+        used = rule.used or _static_forbidden(ex, answer)  # type: ignore[union-attr]
+        if used:
+            raise _Fail("broke_rule", f"The exercise says: “{ex.rule_text or 'do not use ' + ', '.join(ex.forbid)}”. "
+                        f"Your code used `{used}`.", generic=False)
     problem = compare(got, expected, ex.compare)
     if problem:
         mistake, message = _name_mistake(ex, case, got, expected, problem, answer, rand)

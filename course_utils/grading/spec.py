@@ -154,6 +154,11 @@ class Exercise:
         uses_global_rng: a right answer may draw from the global RNGs (torch CPU, ``random``,
             NumPy) even where the reference does not; otherwise an answer that consumes or
             reseeds them while the reference leaves them alone fails as ``used_global_rng``.
+        forbid: a rule in the prose ("by hand"): qualified names the learner's code must not
+            call, e.g. ``("torch.softmax", "torch.nn.functional.softmax", "Tensor.softmax")``;
+            seen through a ``TorchFunctionMode`` (torch functions and Tensor methods) and as
+            globals the answer's code names. A violation fails as ``broke_rule`` quoting
+            ``rule_text``.
     """
 
     lesson: str
@@ -174,12 +179,14 @@ class Exercise:
     arg_names: Sequence[str] | None = None
     preload: Sequence[str] = ()
     uses_global_rng: bool = False
+    forbid: Sequence[str] = ()
+    rule_text: str = ""
 
     def __post_init__(self) -> None:
         # Frozen, with tuples for the sequences: a notebook cannot rebind or append to what
         # the grader compares with through a handle or the registry (not a security boundary:
         # instructor grading runs in a sandbox).
-        for name in ("edge_cases", "mistakes", "probes", "hints", "preload"):
+        for name in ("edge_cases", "mistakes", "probes", "hints", "preload", "forbid"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.arg_names is not None:
             object.__setattr__(self, "arg_names", tuple(self.arg_names))
