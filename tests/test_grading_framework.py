@@ -635,3 +635,16 @@ def test_forbidden_calls_fail_with_the_rule_quoted():
         res = run_check(ex, cheat)
         assert res.mistake == "broke_rule" and "by hand" in res.message, res
     assert run_check(dataclasses.replace(ex, forbid=()), lambda x: x.softmax(1)).passed
+
+
+def test_tolerance_scales_with_the_magnitude_of_the_values():
+    # x - x.mean() in another order: the near-zero element errs relative to the large ones
+    x = torch.tensor([1e4, 1e4 + 1, 2e-3], dtype=torch.float32)
+    e = torch.tensor([1e4, 1e4, 0.0])
+    g = e.clone()
+    g[2] = 1e-3  # an error of 1e-3 next to values of 1e4: ~1e-7 relative to the row
+    assert compare(g, e) is None
+    assert compare(g, e, Compare(scale=0)) is not None
+    assert compare(torch.tensor([1e4, 1e4, 1.0]), e) is not None  # a real difference still fails
+    assert compare(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0 + 1e-3])) is not None
+    del x

@@ -120,6 +120,7 @@ class Compare:
     graph: bool = True
     mutation: bool = True
     views: bool = False
+    scale: float | None = None  # extra atol = scale * max|expected| (None: 4 eps of the dtype; 0: off)
 
 
 @dataclass(frozen=True)
