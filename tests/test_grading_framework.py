@@ -604,7 +604,7 @@ def test_global_rng_use_is_caught_unless_the_exercise_allows_it():
         return 2 * x
 
     before = torch.get_rng_state()
-    assert run_check(_toy(mistakes=[]), draws).mistake == "used_global_rng"
+    assert run_check(_toy(mistakes=[]), draws).mistake == "global_rng"
     assert torch.equal(torch.get_rng_state(), before)  # and the learner's RNG is restored
     assert run_check(dataclasses.replace(_toy(mistakes=[]), uses_global_rng=True), draws).passed
 
@@ -614,7 +614,7 @@ def test_global_rng_use_is_caught_unless_the_exercise_allows_it():
         pyrandom.seed(0)
         return 2 * x
 
-    assert run_check(_toy(mistakes=[]), reseeds).mistake == "used_global_rng"
+    assert run_check(_toy(mistakes=[]), reseeds).mistake == "global_rng"
 
 
 def test_forbidden_calls_fail_with_the_rule_quoted():
@@ -648,3 +648,14 @@ def test_tolerance_scales_with_the_magnitude_of_the_values():
     assert compare(torch.tensor([1e4, 1e4, 1.0]), e) is not None  # a real difference still fails
     assert compare(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0 + 1e-3])) is not None
     del x
+
+
+def test_timeout_turned_into_another_error_is_still_a_timeout():
+    def answer(x):
+        try:
+            while True:
+                pass
+        except BaseException:
+            raise Incorrect("other", "looks like another mistake") from None
+
+    assert run_check(_toy(timeout=0.2, mistakes=[]), answer).mistake == "timeout"

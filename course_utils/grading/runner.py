@@ -273,28 +273,36 @@ def _name_mistake(ex: Exercise, case: Case, got: Any, expected: Any, problem: Pr
         m for m, out, error in outs
         if error is None and compare(got, out, ex.compare) is None and compare(out, expected, ex.compare) is not None
     ]
+    if answer is not None and rand is not None and matched:
+        # the other cases confirm the match, and separate mistakes that agree on this one
+        matched = [m for m in matched if _confirmed(ex, m, answer, rand, case)]
     if len({m.id for m in matched}) != 1:
         return problem.mistake, problem.message
-    m = matched[0]
-    if answer is not None and rand is not None and ex.cases is not None and not _confirmed(ex, m, answer, rand):
-        return problem.mistake, problem.message
-    return m.id, m.message
+    return matched[0].id, matched[0].message
 
 
-def _confirmed(ex: Exercise, m: Mistake, answer: Any, rand: Rand) -> bool:
-    """The answer behaves like ``m.example`` on one more random case (both raising counts)."""
-    second = ex.cases(Rand(rand.seed + 7919))  # type: ignore[misc]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            out = _call(ex, m.example, copy.deepcopy(second))
-    except Exception:  # noqa: BLE001 - no second evidence either way
-        return True
-    try:
-        got = _call(ex, answer, copy.deepcopy(second))
-    except Exception:  # noqa: BLE001 - the example ran, the answer did not: another mistake
-        return False
-    return compare(got, out, ex.compare) is None
+def _confirmed(ex: Exercise, m: Mistake, answer: Any, rand: Rand, failing: Case | None = None) -> bool:
+    """The answer behaves like ``m.example`` on the other fixed cases and one more random case
+    (a case where the example raises is no evidence either way)."""
+    others = [c for c in ex.edge_cases if c is not failing]
+    if ex.cases is not None:
+        others.append(ex.cases(Rand(rand.seed + 7919)))
+    for second in others:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = _call(ex, m.example, copy.deepcopy(second))
+        except Exception:  # noqa: BLE001 - no evidence from this case
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = _call(ex, answer, copy.deepcopy(second))
+        except Exception:  # noqa: BLE001 - the example ran, the answer did not: another mistake
+            return False
+        if compare(got, out, ex.compare) is not None:
+            return False
+    return True
 
 
 def _name_exception(ex: Exercise, case: Case, exc: Exception) -> _Fail | None:
@@ -578,7 +586,7 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
                     "(`torch.set_grad_enabled(False)` without switching it back). Use `with torch.no_grad():` "
                     "so the mode is restored when the block ends.")
     if not ex.uses_global_rng and not ref_rng and _rng_changed(rng1, _rng_states()):
-        raise _Fail("used_global_rng", "Your code drew from (or reseeded) the global random number generator "
+        raise _Fail("global_rng", "Your code drew from (or reseeded) the global random number generator "
                     "(`torch.manual_seed`, `torch.rand*` without `generator=`, `random`, `np.random`), which "
                     "this task does not need: it changes every later random result in the notebook.")
     if ex.compare.grad:

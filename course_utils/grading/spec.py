@@ -154,7 +154,7 @@ class Exercise:
             run once, untimed, before the first check, which imports what it needs).
         uses_global_rng: a right answer may draw from the global RNGs (torch CPU, ``random``,
             NumPy) even where the reference does not; otherwise an answer that consumes or
-            reseeds them while the reference leaves them alone fails as ``used_global_rng``.
+            reseeds them while the reference leaves them alone fails as ``global_rng``.
         forbid: a rule in the prose ("by hand"): qualified names the learner's code must not
             call, e.g. ``("torch.softmax", "torch.nn.functional.softmax", "Tensor.softmax")``;
             seen through a ``TorchFunctionMode`` (torch functions and Tensor methods) and as
