@@ -592,7 +592,7 @@ def test_grad_mode_left_off_is_caught_and_restored():
         return 2 * x
 
     res = run_check(_toy(mistakes=[]), off)
-    assert res.mistake == "grad_mode_changed"
+    assert res.mistake == "grad_left_off"
     assert torch.is_grad_enabled()
 
 
