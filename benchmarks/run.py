@@ -13,6 +13,9 @@ Sections:
   (nbclient), wall time each. Target: <= 60 s on a 2-core CPU.
 - checks: every exercise's check with its reference answer, ``--repeat`` times (fresh random
   cases each time): median and max latency. Targets: median <= 0.2 s, max <= 1 s.
+- latency: per lesson, a fresh interpreter imports the grader and calls ``exercises_for`` (warm-up),
+  then checks each exercise once (first/cold check) and ``--repeat`` times (warm). Targets: first
+  check of a lesson <= 1 s; warm median <= 0.2 s, max <= 1 s (capstone <= 2 s).
 - lessons: what a learner faces per lesson, for workshop planning (docs/instructor_guide.md):
   words of prose, code cells, exercises, and an estimate of learner time (reading at
   ``READ_WPM`` words a minute, ``EXAMPLE_MIN`` per example cell, ``EXERCISE_MIN`` per exercise).
@@ -122,6 +125,71 @@ def bench_checks(lessons: list[str], repeat: int) -> list[dict]:
         rows.append({"exercise": ex_id, "median_s": round(med, 4), "max_s": round(mx, 4), "status": status})
         print(f"{ex_id:<50} median {med * 1000:7.1f} ms  max {mx * 1000:7.1f} ms  {_flag(ok) if status == 'correct' else status}",
               flush=True)
+    return rows
+
+
+_COLD_SCRIPT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from course_utils import grading
+from course_utils.grading import registry
+t_import = time.perf_counter() - t0
+lesson = sys.argv[1]
+t = time.perf_counter()
+ex = grading.exercises_for(lesson)
+t_setup = time.perf_counter() - t
+rows = []
+for i, e in enumerate(registry.load_lesson(lesson)):
+    ref = grading.reference(e.id)
+    t = time.perf_counter()
+    res = getattr(ex, e.name).check(ref)
+    first = time.perf_counter() - t
+    warm = []
+    for _ in range(int(sys.argv[2])):
+        t = time.perf_counter()
+        res2 = getattr(ex, e.name).check(ref)
+        warm.append(time.perf_counter() - t)
+    rows.append(dict(exercise=e.id, first_s=first, warm=warm, lesson_first=(i == 0),
+                     passed=bool(res.passed and res2.passed)))
+print(json.dumps(dict(import_s=t_import, setup_s=t_setup, rows=rows)))
+"""
+COLD_FIRST_TARGET_S = 1.0
+CAPSTONE_MAX_TARGET_S = 2.0
+
+
+def bench_latency(lessons: list[str], repeat: int) -> list[dict]:
+    """Cold and warm check latency as a learner meets it: per lesson a fresh interpreter runs
+    ``import course_utils.grading`` and ``exercises_for(lesson)`` (which preloads slow modules
+    and warms each exercise), then checks each exercise's reference once (first check) and
+    ``repeat`` more times (warm). Targets: the first check of a lesson <= 1 s; warm checks
+    median <= 0.2 s and max <= 1 s (capstone <= 2 s)."""
+    from course_utils.grading import registry
+
+    env = dict(os.environ, COURSE_PROGRESS_LOG="", PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    rows = []
+    for lesson in registry.lesson_modules():
+        if lessons and not any(lesson.startswith(x) for x in lessons):
+            continue
+        out = subprocess.run([sys.executable, "-c", _COLD_SCRIPT, lesson, str(repeat)], env=env,
+                             capture_output=True, text=True, timeout=900)
+        if out.returncode:
+            print(f"{lesson}: FAILED {out.stderr.strip().splitlines()[-1:]}")
+            continue
+        data = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"{lesson}: import {data['import_s']:.2f} s, exercises_for {data['setup_s']:.2f} s (untimed "
+              "warm-up, before any check)")
+        for r in data["rows"]:
+            med = statistics.median(r["warm"]) if r["warm"] else float("nan")
+            mx = max(r["warm"]) if r["warm"] else float("nan")
+            max_target = CAPSTONE_MAX_TARGET_S if "capstone" in lesson else CHECK_MAX_TARGET_S
+            ok = (r["first_s"] <= (COLD_FIRST_TARGET_S if r["lesson_first"] else max_target)
+                  and med <= (max_target if "capstone" in lesson else CHECK_MEDIAN_TARGET_S)
+                  and mx <= max_target and r["passed"])
+            print(f"  {r['exercise']:<48} first {r['first_s'] * 1000:7.1f} ms  warm median {med * 1000:7.1f} ms"
+                  f"  max {mx * 1000:7.1f} ms  {_flag(ok)}", flush=True)
+            rows.append(dict(lesson=lesson, import_s=round(data["import_s"], 3), setup_s=round(data["setup_s"], 3),
+                             exercise=r["exercise"], first_s=round(r["first_s"], 4),
+                             warm_median_s=round(med, 4), warm_max_s=round(mx, 4), ok=ok))
     return rows
 
 
@@ -363,8 +431,8 @@ def bench_sandbox(lessons: list[str], n_notebooks: int, workers: int, timeout: f
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["import", "notebooks", "checks", "lessons", "grading", "busy",
-                                       "sandbox"], action="append")
+    ap.add_argument("--only", choices=["import", "notebooks", "checks", "latency", "lessons", "grading",
+                                       "busy", "sandbox"], action="append")
     ap.add_argument("--sandbox-notebooks", type=int, default=30, help="submissions for --only sandbox (default 30)")
     ap.add_argument("--sandbox-lessons", nargs="*", default=["00", "01"], help="lessons for --only sandbox")
     ap.add_argument("--sandbox-workers", type=int, default=2, help="parallel workers for --only sandbox")
@@ -381,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="also time the lesson with torch's default thread count next to the job (slow)")
     ap.add_argument("--json", type=Path, help="write all numbers to this file")
     args = ap.parse_args(argv)
-    sections = args.only or ["import", "notebooks", "checks", "lessons", "grading", "busy"]
+    sections = args.only or ["import", "notebooks", "checks", "latency", "lessons", "grading", "busy"]
     report: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                 "platform": platform.platform()}}
     import torch
@@ -398,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     if "checks" in sections:
         print(f"\n## checks (reference answer, {args.repeat} runs each)")
         report["checks"] = bench_checks(args.lessons, args.repeat)
+    if "latency" in sections:
+        print(f"\n## latency (fresh interpreter per lesson: first check, then {args.repeat} warm checks)")
+        report["latency"] = bench_latency(args.lessons, args.repeat)
     if "lessons" in sections:
         print(f"\n## lessons (learner time: {READ_WPM} words/min, {EXAMPLE_MIN:g} min per example cell, "
               f"{EXERCISE_MIN:g} min per exercise)")
