@@ -211,7 +211,9 @@ register(
                     lambda x: x.reshape(x.shape[0], -1)),
             Mistake("view_non_contiguous", "`.view` only works when the memory layout allows it; "
                     "after `permute`/`transpose` it does not. Use `.reshape` (or `.flatten(1)`).",
-                    lambda x: x.view(x.shape[0], -1)),
+                    # the size is spelled out so that, on the empty batch, this example does not
+                    # raise reshape's "-1 is ambiguous" error too (an ambiguous error is not named)
+                    lambda x: x.view(x.shape[0], int(np.prod(x.shape[1:])))),
             Mistake("flatten_all", "`.flatten()` flattens the batch dimension too; keep dimension 0: "
                     "`.flatten(1)` or `.reshape(len(x), -1)`.", lambda x: x.flatten()),
             Mistake("wrong_order", "The batch dimension comes first: the result is (N, C*H*W), "
