@@ -489,3 +489,28 @@ def test_learner_side_cannot_rebind_what_the_grader_compares_with():
     with pytest.raises(AttributeError):
         definition.mistakes.append(None)  # tuples
     assert grading.exercise(exid) is definition
+
+
+def test_a_timeout_in_another_thread_leaves_profiled_calls_working():
+    """Regression: cancelling a pending asynchronous timeout with NULL made CPython 3.11 spin
+    forever at the first line of the next function called under a profile hook (the
+    `clip_grad_norm` grader's hook), after any check that timed out in a non-main thread."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, threading\n"
+        "from course_utils.grading.guard import time_limit, CheckTimeout\n"
+        "def worker():\n"
+        "    for _ in range(3):\n"
+        "        try:\n"
+        "            with time_limit(0.05):\n"
+        "                while True: pass\n"
+        "        except CheckTimeout: pass\n"
+        "t = threading.Thread(target=worker); t.start(); t.join()\n"
+        "def f(x): return x + 1\n"
+        "sys.setprofile(lambda *a: None); f(1); sys.setprofile(None)\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr

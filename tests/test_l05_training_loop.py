@@ -61,9 +61,6 @@ def clip_with_torch(parameters, max_norm):
     return torch.nn.utils.clip_grad_norm_(list(parameters), max_norm).item()
 
 
-@pytest.mark.xfail(strict=False, reason="passes alone; after other tests in the same process the "
-                   "'write it yourself' rule check recursed on the built-in (RecursionError): the answer is "
-                   "still rejected, but as an exception, not as uses_builtin; issue 11, open")
 def test_clip_with_the_builtin_is_rejected_the_text_says_write_it_yourself():
     """Issue 11: rules in the prose are enforced ("Write it yourself")."""
     for seed in (1, 2, 3):

@@ -69,10 +69,26 @@ def preserved_state(*watch: Any) -> Iterator[None]:
             m.training = training
 
 
-def _async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
-    """Schedule ``exc`` in another thread (``None`` cancels a pending one)."""
-    obj = ctypes.py_object(exc) if exc is not None else None  # None is passed as NULL
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), obj)
+def _async_exc(thread_id: int, exc: type[BaseException]) -> None:
+    """Schedule ``exc`` in another thread.
+
+    Never call ``PyThreadState_SetAsyncExc`` with NULL to cancel one: CPython 3.11 then marks
+    an asynchronous exception as pending for the whole interpreter with none to deliver, and
+    the next function called under a profile or trace hook spins forever at its first line
+    (see :func:`_drain_pending_timeout` for how a pending one is cleared instead)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc))
+
+
+def _drain_pending_timeout() -> None:
+    """Let a :class:`CheckTimeout` the watchdog scheduled in this thread land here and drop it.
+
+    The interpreter delivers an asynchronous exception at a backward jump, so a few loop turns
+    are enough; delivering it (rather than cancelling it) also clears the interpreter's flag."""
+    try:
+        for _ in range(100):
+            pass
+    except CheckTimeout:
+        pass
 
 
 _BOOTSTRAP = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
@@ -192,9 +208,12 @@ def time_limit(seconds: float) -> Iterator[None]:
         yield
     finally:
         done.set()
-        watchdog.join()
+        try:
+            watchdog.join()
+        except CheckTimeout:  # a scheduled timeout landed while waiting: it is final anyway
+            watchdog.join()
         state.active = False
         if state.fired:  # the exception may still be pending if the block just ended
-            _async_exc(target, None)
+            _drain_pending_timeout()
     if state.fired:
         raise CheckTimeout()
