@@ -257,6 +257,33 @@ image_grid(X_test[wrong], y_test[wrong], test_preds[wrong], ncols=10)
 plt.show()
 
 # %% [markdown]
+# ## 6. Beyond this course: the libraries around PyTorch
+#
+# Everything here was written with PyTorch alone, so that you see each piece. In real projects
+# some of these pieces come from libraries. What each does, which code of this course it
+# replaces, and where it stands (versions and dates from PyPI, November 2026):
+#
+# | library | what it does | replaces in this course | status |
+# |---|---|---|---|
+# | **Lightning** (`lightning`) | `LightningModule` + `Trainer`: the training loop, validation, early stopping, checkpoints, AMP and multi-GPU/DDP launch from flags; **Fabric** keeps your own loop and takes over devices, precision and launching | lesson 05's loop, 06's AMP and `torchrun` script, 07's checkpoint code | active (2.6, September 2026) |
+# | **Weights & Biases** (`wandb`) | experiment tracking: metrics, configs, artifacts, in a hosted dashboard (`WANDB_MODE=offline` logs locally) | printing losses, `LiveLossPlot`, a TensorBoard `SummaryWriter` | active (0.31, October 2026); needs an account to view online |
+# | **torchvision** | image datasets (MNIST, CIFAR, ImageNet folders), `transforms.v2`, and models with pretrained weights (`resnet18(weights=ResNet18_Weights.DEFAULT)`) | `course_utils.datasets`, hand-written CNNs trained from scratch | active (0.29, October 2026); each release matches one torch release, so install it together with torch |
+# | **torchdata** | `StatefulDataLoader` (a `DataLoader` with `state_dict()`, so training can resume *mid-epoch*) and `torchdata.nodes`; its DataPipes and DataLoader2 were removed in 0.10 | lesson 07 resumes at epoch boundaries only | maintained, slow (0.11, February 2025) |
+# | **TorchServe** | an HTTP server for models | nothing here: lesson 07 exports with `torch.export` and ONNX instead | no release since 0.12 (September 2024); its repository is archived: serve an exported model with a runtime that is maintained (onnxruntime, as in lesson 07, or an inference server) |
+#
+# None of them is used by this course, so nothing here depends on them. The cell below shows
+# which are installed in your environment:
+
+# %% tags=["nbval-ignore-output"]
+from importlib import metadata  # noqa: E402
+
+for package in ["lightning", "wandb", "torchvision", "torchdata", "torchserve", "tensorboard", "onnxruntime"]:
+    try:
+        print(f"{package:12} {metadata.version(package)}")
+    except metadata.PackageNotFoundError:
+        print(f"{package:12} not installed")
+
+# %% [markdown]
 # ## Summary
 #
 # - A project is a pipeline: data and splits (train for fitting, validation for choosing,
