@@ -271,6 +271,9 @@ def check(stems: list[str], orphans: bool = True) -> list[str]:
 
     if links.readme_out_of_date():
         problems.append("README.md's badges do not match course_utils/links.py. Run `python -m course_utils build`.")
+    from . import lesson_times  # lesson headers, README syllabus and guide take times from one source
+
+    problems += lesson_times.problems()
     return problems
 
 
@@ -340,6 +343,10 @@ def write(stems: list[str], force: bool = False, backup_to: Path | None = None) 
     Nothing is written when anything is refused, so a build is never half done."""
     from .backups import backup_files
 
+    from . import lesson_times  # solution headers (.py and .ipynb), README, guide: before the learner notebooks
+
+    for path in lesson_times.write():
+        print(f"wrote {path.relative_to(ROOT)} (lesson times)")
     res = BuildResult()
     todo: list[tuple[Path, str | None]] = []  # (path, new text or None to remove)
     for stem in stems:

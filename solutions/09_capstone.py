@@ -20,7 +20,7 @@
 # 5. **The graded task**: write `DigitClassifier` that reaches **≥ 97 % accuracy on held-out
 #    images within 20 seconds of CPU time for training**.
 #
-# About 60 minutes, most of it in section 5.
+# **Time: about 75 minutes** on your own, the two checked exercises included (about 53 of those minutes). *Run All* alone takes about 9 s on a 2-core CPU.
 
 # %%
 import tempfile
@@ -257,7 +257,7 @@ image_grid(X_test[wrong], y_test[wrong], test_preds[wrong], ncols=10)
 plt.show()
 
 # %% [markdown]
-# ## Summary
+# ## Recap
 #
 # - A project is a pipeline: data and splits (train for fitting, validation for choosing,
 #   test once at the end), a model, the training loop, evaluation, saving.
@@ -270,3 +270,29 @@ plt.show()
 #
 # Where next: run the same classifier on a GPU with mixed precision (lesson 06), export it
 # (lesson 07), or take the pipeline to a dataset of your own.
+
+# %% [markdown]
+# ## Further reading
+#
+# PyTorch documentation: [`torch.utils.data`](https://docs.pytorch.org/docs/stable/data.html),
+# [`torch.optim`](https://docs.pytorch.org/docs/stable/optim.html) and [Serialization
+# semantics](https://docs.pytorch.org/docs/stable/notes/serialization.html), the three pages this
+# project leans on.
+#
+# The best external material:
+#
+# - Andrej Karpathy, [*A Recipe for Training Neural
+#   Networks*](https://karpathy.github.io/2019/04/25/recipe/): how to approach a project like
+#   this one (become one with the data, a baseline first, overfit, then regularise).
+# - PyTorch tutorials, [Training a
+#   classifier](https://docs.pytorch.org/tutorials/beginner/blitz/cifar10_tutorial.html): the
+#   same pipeline on CIFAR-10's colour images.
+# - Zero to Mastery *Learn PyTorch*, [Going
+#   modular](https://www.learnpytorch.io/05_pytorch_going_modular/): turning notebook code into
+#   scripts and a package, the next step for your own project.
+# - *Dive into Deep Learning*, [Modern convolutional neural
+#   networks](https://d2l.ai/chapter_convolutional-modern/index.html): VGG, ResNet and friends,
+#   for a classifier beyond 97 %.
+# - scikit-learn, [Model
+#   evaluation](https://scikit-learn.org/stable/modules/model_evaluation.html): metrics beyond
+#   accuracy, including the confusion matrix of section 3.
