@@ -124,7 +124,9 @@ def _header_problem(stem: str, source: str, where: str) -> str | None:
     if found == [want]:
         return None
     if not found:
-        return f"{where}: the header cell has no `**Time: ...` line (generated from course_utils/lesson_times.py)."
+        return (f"{where}: the header cell has no `**Time: ...` line. Add a line `**Time: about 0 minutes**` "
+                "to the first markdown cell of the lesson; `python -m course_utils build` fills it in from "
+                "course_utils/lesson_times.py.")
     if len(found) > 1:
         return f"{where}: the header cell has {len(found)} `**Time: ...` lines; keep one."
     return (f"{where}: the header says {found[0]!r} but course_utils/lesson_times.py gives {want!r}. "
