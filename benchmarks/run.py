@@ -52,13 +52,14 @@ import sys
 import time
 from pathlib import Path
 
+# The rates of the lesson-time source (course_utils/lesson_times.py), which headers, README and
+# guide take their times from: the "lessons" section counts against it.
+from course_utils.lesson_times import EXAMPLE_MIN, EXERCISE_MIN, LESSONS, READ_WPM
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_TARGET_S = 60.0
 CHECK_MEDIAN_TARGET_S = 0.2
 CHECK_MAX_TARGET_S = 1.0
-# The rates of the lesson-time source (course_utils/lesson_times.py), which headers, README and
-# guide take their times from: the "lessons" section counts against it.
-from course_utils.lesson_times import EXAMPLE_MIN, EXERCISE_MIN, LESSONS, READ_WPM  # noqa: E402
 BUSY_RATIO_TARGET = 1.5
 
 

@@ -104,8 +104,8 @@ def _seconds(s: float) -> str:
 
 # ------------------------------------------------------------------------- the lesson header
 
-TIME_LINE = re.compile(r"^\*\*Time: .*$", re.M)  # in a markdown cell
-PY_TIME_LINE = re.compile(r"^# (\*\*Time: .*)$", re.M)  # the same line in the percent-format .py
+TIME_LINE = re.compile(r"^\*\*Time: .*$", re.MULTILINE)  # in a markdown cell
+PY_TIME_LINE = re.compile(r"^# (\*\*Time: .*)$", re.MULTILINE)  # the same line in the percent-format .py
 
 
 def header_line(stem: str) -> str:
@@ -270,7 +270,7 @@ def write(stems: list[str] | None = None) -> list[Path]:
         if py.exists():
             text = py.read_text(encoding="utf-8")
             start, end = _py_header(text)
-            new = text[:start] + PY_TIME_LINE.sub(lambda m: "# " + header_line(stem), text[start:end], count=1) + text[end:]
+            new = text[:start] + PY_TIME_LINE.sub("# " + header_line(stem).replace("\\", "\\\\"), text[start:end], count=1) + text[end:]
             if new != text:
                 py.write_text(new, encoding="utf-8")
                 changed.append(py)

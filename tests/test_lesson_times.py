@@ -64,7 +64,7 @@ def test_a_hand_edited_header_fails_the_check_and_build_repairs_it(copy, where):
 
 def test_a_header_without_its_time_line_fails_the_check(copy):
     text = (copy / "solutions/01_tensors.py").read_text(encoding="utf-8")
-    text = re.sub(r"^# \*\*Time: .*\n", "", text, flags=re.M)
+    text = re.sub(r"^# \*\*Time: .*\n", "", text, flags=re.MULTILINE)
     (copy / "solutions/01_tensors.py").write_text(text, encoding="utf-8")
     assert any("no `**Time: ...` line" in p for p in lt.problems())
 
@@ -136,7 +136,7 @@ def test_reading_and_example_minutes_follow_the_notebooks():
         nb = nbformat.read(build.NOTEBOOKS / f"{stem}.ipynb", as_version=4)
         words = sum(len(re.findall(r"[A-Za-z0-9']+", c.source)) for c in nb.cells if c.cell_type == "markdown")
         code = [c for c in nb.cells if c.cell_type == "code"]
-        checks = [c for c in code if re.search(r"^ex\.\w+\.check\(\w+\)\s*$", c.source, re.M)]
+        checks = [c for c in code if re.search(r"^ex\.\w+\.check\(\w+\)\s*$", c.source, re.MULTILINE)]
         stubs = [c for c in code if "raise NotImplementedError(" in c.source]
         counted = words / lt.READ_WPM + (len(code) - len(checks) - len(stubs)) * lt.EXAMPLE_MIN
         estimate = lesson.reading + lesson.examples + lesson.predictions
@@ -165,7 +165,7 @@ def test_every_lesson_ends_with_a_recap_and_further_reading(stem):
     recaps = [i for i, src in enumerate(md) if src.startswith("## Recap")]
     assert len(recaps) == 1, "one `## Recap` cell"
     recap = md[recaps[0]]
-    assert len(re.findall(r"^- ", recap, re.M)) >= 3, "a recap of at least three points"
+    assert len(re.findall(r"^- ", recap, re.MULTILINE)) >= 3, "a recap of at least three points"
     cells = nb.cells
     last_check = max((i for i, c in enumerate(cells) if c.cell_type == "code" and ".check(" in c.source), default=-1)
     recap_at = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Recap"))
