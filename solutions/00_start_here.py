@@ -184,7 +184,7 @@ dashboard()
 # The official documentation, to keep open next to every lesson:
 #
 # - [PyTorch documentation](https://docs.pytorch.org/docs/stable/index.html): the reference, one
-#   page per function and class; the search box finds `torch.where` faster than a search engine.
+#   page per function and class, and the search box at the top of every page.
 # - [Learn the Basics](https://docs.pytorch.org/tutorials/beginner/basics/intro.html) (PyTorch
 #   tutorials): the official step-by-step tour of what lessons 01–07 cover in depth; read it for
 #   a second explanation of anything that did not click here.

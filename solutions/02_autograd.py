@@ -712,7 +712,7 @@ print(per_sample.shape, torch.allclose(per_sample, looped))
 # - [`torch.autograd`](https://docs.pytorch.org/docs/stable/autograd.html): `backward`, `grad`,
 #   `Function`, `gradcheck` and hooks.
 # - [Extending PyTorch](https://docs.pytorch.org/docs/stable/notes/extending.html): writing a
-#   custom `autograd.Function` (section 12) with `setup_context` and `once_differentiable`.
+#   custom `autograd.Function` (section 12), with `setup_context` and `ctx`, and checking it.
 # - [`torch.func`](https://docs.pytorch.org/docs/stable/func.html): `grad`, `vmap`, `jacrev` and
 #   per-sample gradients.
 #
