@@ -55,14 +55,15 @@ import sys
 import time
 from pathlib import Path
 
+# The rates of the lesson-time source (course_utils/lesson_times.py), which headers, README and
+# guide take their times from: the "lessons" section counts against it.
+from course_utils.lesson_times import EXAMPLE_MIN, EXERCISE_MIN, LESSONS, READ_WPM
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_TARGET_S = 30.0
 NOTEBOOK_MEMORY_TARGET_MB = 1000.0
 CHECK_MEDIAN_TARGET_S = 0.2
 CHECK_MAX_TARGET_S = 1.0
-READ_WPM = 120  # technical prose, read attentively
-EXAMPLE_MIN = 0.75  # run an example cell and look at its output
-EXERCISE_MIN = 7.0  # median exercise, including a failed check or a hint
 BUSY_RATIO_TARGET = 1.5
 
 
@@ -274,10 +275,11 @@ def bench_lessons(lessons: list[str]) -> list[dict]:
         stubs = sum(1 for c in code if "raise NotImplementedError(" in c.source)
         examples = len(code) - len(checks) - stubs
         minutes = words / READ_WPM + examples * EXAMPLE_MIN + len(checks) * EXERCISE_MIN
+        source = LESSONS[path.stem].minutes if path.stem in LESSONS else None
         rows.append({"lesson": path.stem, "words": words, "code_cells": len(code), "exercises": len(checks),
-                     "estimated_minutes": round(minutes)})
+                     "estimated_minutes": round(minutes), "lesson_times_minutes": source})
         print(f"{path.stem:<24} {words:6d} words  {len(code):3d} code cells  {len(checks):2d} exercises  "
-              f"~{minutes:4.0f} min for a learner", flush=True)
+              f"~{minutes:4.0f} min counted, {source} min in course_utils/lesson_times.py", flush=True)
     return rows
 
 

@@ -24,7 +24,7 @@
 # 5. use `safetensors`, export with `torch.export` (with a dynamic batch size) and to ONNX, and
 #    run the ONNX file in onnxruntime.
 #
-# Five exercises are checked along the way. About 50 minutes.
+# **Time: about 90 minutes** on your own, the five checked exercises included (about 39 of those minutes). *Run All* alone takes about 12 s on a 2-core CPU.
 
 # %%
 import hashlib
@@ -802,7 +802,7 @@ messages = {f"{w.category.__name__}: {w.message}" for w in caught
 print(*sorted(messages), sep="\n")
 
 # %% [markdown]
-# ## Summary
+# ## Recap
 #
 # - Save `model.state_dict()`, rebuild the model in code, `load_state_dict`, then call
 #   `model.eval()` before predicting. Pickled whole models break when code moves.
@@ -814,10 +814,46 @@ print(*sorted(messages), sep="\n")
 #   key, so remove it only at the start of keys.
 # - A resumable checkpoint holds model, optimizer, scheduler, epoch, RNG state and the data
 #   generator's state. With all of them, resuming is bit-identical, as a hash of the weights
-#   proves.
+#   proves. Mid-epoch, add the generator's state at the epoch's start and the batches done.
+# - Write checkpoints atomically (temporary file, `fsync`, `os.replace`): a failed save then
+#   never destroys the last good checkpoint.
+# - `PyTorchModelHubMixin` adds `save_pretrained`/`from_pretrained`: weights as safetensors plus
+#   the constructor's arguments in `config.json`, from a folder or the Hugging Face Hub.
 # - `torch.export` with `Dim` for a dynamic batch gives a `.pt2`. `torch.onnx.export(...,
 #   dynamo=True, external_data=False)` gives one `.onnx` file that onnxruntime runs.
 #   TorchScript is deprecated.
 #
 # Next: **08_convolutions**, how convolutional networks see images, then **09_capstone**, a digit
 # classifier from data to exported model.
+
+# %% [markdown]
+# ## Further reading
+#
+# PyTorch documentation:
+#
+# - [Serialization semantics](https://docs.pytorch.org/docs/stable/notes/serialization.html):
+#   `state_dict`s, `torch.load`'s `weights_only` default and its allowlist (`add_safe_globals`),
+#   `mmap`, and saving views.
+# - [`torch.load`](https://docs.pytorch.org/docs/stable/generated/torch.load.html):
+#   `map_location`, `weights_only`, `mmap`.
+# - [`torch.export` API
+#   reference](https://docs.pytorch.org/docs/stable/export/api_reference.html): `export`, `Dim`
+#   and `dynamic_shapes`, `ExportedProgram`, `save` and `load`.
+# - [`torch.onnx`](https://docs.pytorch.org/docs/stable/onnx.html): the dynamo-based ONNX
+#   exporter.
+#
+# The best external material:
+#
+# - PyTorch tutorials, [Saving and loading
+#   models](https://docs.pytorch.org/tutorials/beginner/saving_loading_models.html): the official
+#   checkpoint recipes (inference, resuming, several models, warm-starting).
+# - PyTorch tutorials, [`torch.export`
+#   tutorial](https://docs.pytorch.org/tutorials/intermediate/torch_export_tutorial.html): graph
+#   breaks, dynamic shapes and their constraints, at more length than section 6.
+# - [safetensors documentation](https://huggingface.co/docs/safetensors/index): the format, and
+#   why loading it cannot run code.
+# - [huggingface_hub, integrating a
+#   library](https://huggingface.co/docs/huggingface_hub/guides/integrations): how
+#   `PyTorchModelHubMixin` stores the config, and `push_to_hub`.
+# - [ONNX Runtime documentation](https://onnxruntime.ai/docs/): running the exported file from
+#   Python and other languages, and its execution providers.
