@@ -26,6 +26,7 @@ import builtins
 import math
 import types
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
@@ -102,7 +103,9 @@ def run_code(code: str) -> Any:
     from torch import nn
 
     tree = ast.parse(code)
-    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    if last is not None:
+        tree.body.pop()
     env: dict[str, Any] = {"torch": torch, "nn": nn, "F": F, "np": np, "__name__": "__predict__"}
     rng, grad, dtype = torch.get_rng_state(), torch.is_grad_enabled(), torch.get_default_dtype()
     try:
@@ -313,6 +316,7 @@ class PredictHandle:
     """``quiz.<name>(answer)`` checks; ``quiz.<name>`` shows the question."""
 
     __slots__ = ("_id",)
+    _id: str
 
     def __init__(self, question_id: str):
         object.__setattr__(self, "_id", question_id)
@@ -330,6 +334,9 @@ class PredictHandle:
 
 class LessonPredictions:
     """The predict questions of one lesson, as attributes: ``quiz.int_div_dtype(...)``."""
+
+    _lesson: str
+    _handles: Mapping[str, PredictHandle]
 
     def __init__(self, lesson: str):
         names = {q.name: PredictHandle(q.id) for q in QUESTIONS.values() if q.lesson == lesson}
