@@ -164,14 +164,14 @@ _q("05_training_loop.train_batches", "value",
 _q("05_training_loop.int32_targets", "exception",
    "`CrossEntropyLoss()(logits, targets)` with int32 class targets: what exception?",
    "logits = torch.randn(4, 10)\nnn.CrossEntropyLoss()(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))",
-   "Class targets must be int64 (`long`); the int32 ones fail with a RuntimeError naming the "
-   "expected scalar type. `targets.long()` fixes it.",
+   "Class targets must be int64 (`long`); int32 ones fail with a RuntimeError about the "
+   "target dtype (it expected Long and got Int). `targets.long()` fixes it.",
    shows="loss_fn(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))")
 _q("05_training_loop.column_targets", "exception",
    "`CrossEntropyLoss()(logits, targets)` with `logits` (4, 10) and targets of shape (4, 1): what exception?",
    "logits = torch.randn(4, 10)\nnn.CrossEntropyLoss()(logits, torch.tensor([[1], [0], [3], [9]]))",
-   "Class targets must have shape (N,); an extra dimension makes it a RuntimeError (a 2-D "
-   "target is not supported). `targets.squeeze(1)` fixes it.",
+   "Class targets must have shape (N,); with an extra dimension the loss sees a 2-D target, "
+   "which it reads as 'multi-target' and refuses with a RuntimeError. `targets.squeeze(1)` fixes it.",
    shows="loss_fn(logits, torch.tensor([[1], [0], [3], [9]]))")
 _q("05_training_loop.regression_broadcast", "shape",
    "What is the shape of `pred - target` for `pred` (5, 1) and `target` (5,)?",
