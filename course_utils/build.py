@@ -16,6 +16,8 @@ JupyterLab's file browser), with a hash of every generated cell in its metadata 
 - code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes a stub that parses and
   raises ``NotImplementedError`` (a stub at the top level of a cell tags the cell
   ``raises-exception`` so Run All and nbval go on);
+- a ``### BEGIN PREDICTION`` / ``### END PREDICTION`` block (a predict-the-output answer)
+  becomes ``...``, which its check reads as "not attempted";
 - cells tagged ``solution-only`` are dropped;
 - outputs and execution counts are cleared.
 
@@ -88,6 +90,38 @@ def stub_source(source: str, where: str = "cell") -> tuple[str, bool]:
     return "\n".join(out), top_level
 
 
+PREDICT_BEGIN = "### BEGIN PREDICTION"
+PREDICT_END = "### END PREDICTION"
+PREDICT_STUB = "...  # your prediction: replace ... with it, then run the cell"
+
+
+def prediction_stub(source: str, where: str = "cell") -> str:
+    """Replace each ``### BEGIN PREDICTION`` ... ``### END PREDICTION`` block (the answer to a
+    predict-the-output question, course_utils/grading/predict.py) with ``...``, which the check
+    reads as "not attempted". The block sits inside the call's parentheses, so ``...`` keeps
+    the cell valid Python and running it raises nothing."""
+    if PREDICT_BEGIN not in source and PREDICT_END not in source:
+        return source
+    out: list[str] = []
+    inside = False
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped == PREDICT_BEGIN:
+            if inside:
+                raise BuildError(f"{where}: nested {PREDICT_BEGIN}")
+            inside = True
+            out.append(line[: len(line) - len(line.lstrip())] + PREDICT_STUB)
+        elif stripped == PREDICT_END:
+            if not inside:
+                raise BuildError(f"{where}: {PREDICT_END} without {PREDICT_BEGIN}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise BuildError(f"{where}: {PREDICT_BEGIN} without {PREDICT_END}")
+    return "\n".join(out)
+
+
 def learner_notebook(solution: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
     """The learner version of a solution notebook (pure: no file access)."""
     nb = copy.deepcopy(solution)
@@ -98,7 +132,7 @@ def learner_notebook(solution: nbformat.NotebookNode, name: str = "notebook") ->
             continue
         cell.metadata = {"tags": tags} if tags else {}
         if cell.cell_type == "code":
-            src, top = stub_source(cell.source, f"{name} cell {i}")
+            src, top = stub_source(prediction_stub(cell.source, f"{name} cell {i}"), f"{name} cell {i}")
             if src != cell.source:
                 cell.source = src
                 if top and RAISES not in tags:

@@ -18,7 +18,7 @@
 # 2. shows how exercises, checks, hints and solutions work,
 # 3. gives you one warm-up exercise.
 #
-# **Time: about 15 minutes** on your own, the one checked exercise included (about 4 of those minutes). *Run All* alone takes about 4.6 s on a 2-core CPU.
+# **Time: about 25 minutes** on your own, the one checked exercise included (about 4 of those minutes). *Run All* alone takes about 4.6 s on a 2-core CPU.
 #
 # Run a cell with **Shift+Enter**. Run the whole notebook with *Run → Run All Cells*.
 
@@ -91,6 +91,64 @@ ex
 # one), and `ex.celsius_to_fahrenheit.solution()` shows a reference solution. Checks, hints
 # and solution views are recorded in a small progress file on your machine, so you can see
 # where you stand (section 4).
+
+# %% [markdown]
+# ### Predict the output
+#
+# Some cells ask you to **predict** what a line of code gives before you see it run: a
+# shape, a dtype, a value, or the name of the exception it raises. Replace the `...` with your
+# prediction and run the cell. Predicting first and then checking is one of the best ways to
+# make things stick. Whether you were right or wrong, the check then shows the answer and
+# explains it; the cell after it runs the code. Spelling is flexible: `(5, 7)`, `[5, 7]` and
+# `torch.Size([5, 7])` are the same shape, `torch.int8` and `"int8"` the same dtype, and
+# `"KeyError"` or `KeyError` name the same exception. Predictions are practice: they are not
+# recorded in your progress.
+
+# %%
+from course_utils.grading import predictions_for
+
+quiz = predictions_for("00_start_here")
+quiz
+
+# %% [markdown]
+# **Predict the output** (shape): What is the shape of `a.sum(dim=0)` for `a = torch.randn(2, 3)`?
+
+# %%
+quiz.sum_dim0_shape(
+    ### BEGIN PREDICTION
+    (3,)
+    ### END PREDICTION
+)
+
+# %%
+print(a.sum(dim=0).shape)
+
+# %% [markdown]
+# **Predict the output** (dtype): What dtype has `c * 9 / 5 + 32` for the int64 tensor `c = torch.tensor([0, 100])`?
+
+# %%
+quiz.int_fahrenheit_dtype(
+    ### BEGIN PREDICTION
+    torch.float32
+    ### END PREDICTION
+)
+
+# %%
+c = torch.tensor([0, 100])
+print(c * 9 / 5 + 32, (c * 9 / 5 + 32).dtype)
+
+# %% [markdown]
+# **Predict the output** (exception): What exception does `torch.tensor([1.0, 2.0]).item()` raise?
+
+# %%
+quiz.item_of_two(
+    ### BEGIN PREDICTION
+    'RuntimeError'
+    ### END PREDICTION
+)
+
+# %% tags=["raises-exception"]
+torch.tensor([1.0, 2.0]).item()
 
 # %% [markdown]
 # ## 3. Warm-up exercise: Celsius to Fahrenheit

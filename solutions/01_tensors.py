@@ -22,15 +22,16 @@
 # 5. tell elementwise `*` from matrix `@`, use in-place ops safely, share memory with NumPy;
 # 6. make randomness repeatable.
 #
-# **Time: about 80 minutes** on your own, the seven checked exercises included (about 44 of those minutes). *Run All* alone takes about 6.3 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the seven checked exercises included (about 44 of those minutes). *Run All* alone takes about 6.3 s on a 2-core CPU.
 
 # %%
 import numpy as np
 import torch
 
-from course_utils.grading import exercises_for
+from course_utils.grading import exercises_for, predictions_for
 
 ex = exercises_for("01_tensors")
+quiz = predictions_for("01_tensors")  # predict-the-output questions
 _ = torch.manual_seed(0)
 
 # %% [markdown]
@@ -68,6 +69,16 @@ print("device:", x.device)
 #
 # Python floats become **float32**, Python ints become **int64**. Combining dtypes promotes to
 # the more general one:
+
+# %% [markdown]
+# **Predict the output** (dtype): What is the dtype of `torch.tensor([1, 2, 3]) / 2`?
+
+# %%
+quiz.int_div_dtype(
+    ### BEGIN PREDICTION
+    torch.float32
+    ### END PREDICTION
+)
 
 # %%
 i = torch.tensor([1, 2, 3])
@@ -196,6 +207,16 @@ ex.batch_flatten.check(batch_flatten)
 # the right; each pair of sizes must be equal, or one of them 1 (it is stretched), or missing
 # (treated as 1).
 
+# %% [markdown]
+# **Predict the output** (shape): What is the shape of `col + row` for `col` of shape (3, 1) and `row` of shape (4,)?
+
+# %%
+quiz.broadcast_shape(
+    ### BEGIN PREDICTION
+    (3, 4)
+    ### END PREDICTION
+)
+
 # %%
 col = torch.tensor([[0.0], [10.0], [20.0]])  # (3, 1)
 row = torch.tensor([1.0, 2.0, 3.0, 4.0])     # (4,)
@@ -203,6 +224,16 @@ print(col + row)                              # (3, 4)
 
 # %% [markdown]
 # When no rule applies you get this error, which names the dimension that failed:
+
+# %% [markdown]
+# **Predict the output** (exception): What exception does `torch.ones(3, 4) + torch.ones(3)` raise?
+
+# %%
+quiz.broadcast_error(
+    ### BEGIN PREDICTION
+    'RuntimeError'
+    ### END PREDICTION
+)
 
 # %% tags=["raises-exception"]
 torch.ones(3, 4) + torch.ones(3)
@@ -321,6 +352,16 @@ ex.pick_scores.check(pick_scores)
 #
 # `sum`, `mean`, `max`, `argmax`... reduce over the dimension you name, which disappears
 # from the shape unless you pass `keepdim=True`:
+
+# %% [markdown]
+# **Predict the output** (shape): What is the shape of `t.sum(dim=1, keepdim=True)` for `t` of shape (2, 3)?
+
+# %%
+quiz.keepdim_shape(
+    ### BEGIN PREDICTION
+    (2, 1)
+    ### END PREDICTION
+)
 
 # %%
 t = torch.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])

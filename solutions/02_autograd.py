@@ -24,7 +24,7 @@
 # 6. write a custom `torch.autograd.Function`, and inspect gradients with hooks;
 # 7. run gradient descent by hand, and feel what the learning rate does.
 #
-# **Time: about 100 minutes** on your own, the seven checked exercises included (about 52 of those minutes). *Run All* alone takes about 7.3 s on a 2-core CPU.
+# **Time: about 105 minutes** on your own, the seven checked exercises included (about 52 of those minutes). *Run All* alone takes about 7.3 s on a 2-core CPU.
 
 # %%
 import warnings
@@ -33,9 +33,10 @@ import matplotlib.pyplot as plt
 import torch
 
 from course_utils.autograd_graph import draw_graph
-from course_utils.grading import exercises_for
+from course_utils.grading import exercises_for, predictions_for
 
 ex = exercises_for("02_autograd")
+quiz = predictions_for("02_autograd")  # predict-the-output questions
 _ = torch.manual_seed(0)
 
 # %% [markdown]
@@ -200,6 +201,16 @@ ex.vjp.check(vjp)
 # `backward()` **adds** to `.grad`, it does not overwrite. Three backward passes through
 # `3 * w`:
 
+# %% [markdown]
+# **Predict the output** (value): After three `(3 * w).backward()` calls on `w = torch.tensor(1.0, requires_grad=True)`, what is `w.grad.item()`?
+
+# %%
+quiz.grad_accumulates(
+    ### BEGIN PREDICTION
+    9.0
+    ### END PREDICTION
+)
+
 # %%
 w = torch.tensor(1.0, requires_grad=True)
 for step in range(3):
@@ -222,6 +233,16 @@ print(w.grad)
 # To save memory, `backward()` frees the intermediate values the graph saved (here, `x` for
 # the derivative of `x**2`). A second `backward()` through the same graph fails:
 
+# %% [markdown]
+# **Predict the output** (exception): `y = x**2; y.backward(); y.backward()`: what exception does the second `backward()` raise?
+
+# %%
+quiz.second_backward(
+    ### BEGIN PREDICTION
+    'RuntimeError'
+    ### END PREDICTION
+)
+
 # %% tags=["raises-exception"]
 x = torch.tensor(2.0, requires_grad=True)
 y = x**2
@@ -231,6 +252,16 @@ y.backward()
 # %% [markdown]
 # Usually the fix is to run the forward pass again (a new graph each time). If you really need
 # two backward passes through one graph, keep it with `retain_graph=True`:
+
+# %% [markdown]
+# **Predict the output** (value): With `y = x**2` at `x = 2`, `y.backward(retain_graph=True)` then `y.backward()`: what is `x.grad.item()`?
+
+# %%
+quiz.retain_graph_grad(
+    ### BEGIN PREDICTION
+    8.0
+    ### END PREDICTION
+)
 
 # %%
 x = torch.tensor(2.0, requires_grad=True)
@@ -244,6 +275,16 @@ print(x.grad)  # 4 + 4: accumulated
 #
 # Recording the graph costs memory and time. When you only evaluate (validation, inference,
 # updating weights by hand), switch it off.
+
+# %% [markdown]
+# **Predict the output** (value): `w` requires grad; what is `a.requires_grad` for `a = w * 2` computed inside `with torch.no_grad():`?
+
+# %%
+quiz.no_grad_requires_grad(
+    ### BEGIN PREDICTION
+    False
+    ### END PREDICTION
+)
 
 # %%
 w = torch.tensor(1.0, requires_grad=True)

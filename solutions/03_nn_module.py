@@ -33,9 +33,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.grading import exercises_for
+from course_utils.grading import exercises_for, predictions_for
 
 ex = exercises_for("03_nn_module")
+quiz = predictions_for("03_nn_module")  # predict-the-output questions
 _ = torch.manual_seed(0)
 
 # %% [markdown]
@@ -134,6 +135,16 @@ print("state_dict keys:", list(broken.state_dict()))
 
 # %% [markdown]
 # ...but it has no parameters, so nothing can train it:
+
+# %% [markdown]
+# **Predict the output** (exception): `BrokenTower` keeps its layers in a Python list. What does `torch.optim.SGD(broken.parameters(), lr=0.1)` raise?
+
+# %%
+quiz.empty_optimizer(
+    ### BEGIN PREDICTION
+    'ValueError'
+    ### END PREDICTION
+)
 
 # %% tags=["raises-exception"]
 torch.optim.SGD(broken.parameters(), lr=0.1)
@@ -299,6 +310,16 @@ ex.RMSNorm.check(RMSNorm)
 # moves with `.to()`, appears in `state_dict()` (unless `persistent=False`), and is **not**
 # returned by `parameters()`, so no optimizer touches it.
 
+# %% [markdown]
+# **Predict the output** (value): What is `list(nn.BatchNorm1d(3).state_dict())`?
+
+# %%
+quiz.buffers_in_state_dict(
+    ### BEGIN PREDICTION
+    ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
+    ### END PREDICTION
+)
+
 # %%
 class WithBuffers(nn.Module):
     def __init__(self):
@@ -353,6 +374,16 @@ ex.RunningMean.check(RunningMean)
 #
 # `named_parameters()` walks the whole tree with dotted names, which makes per-part summaries
 # easy:
+
+# %% [markdown]
+# **Predict the output** (value): How many parameters has `nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))`?
+
+# %%
+quiz.mlp_param_count(
+    ### BEGIN PREDICTION
+    17226
+    ### END PREDICTION
+)
 
 # %%
 net = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
@@ -521,6 +552,16 @@ with torch.no_grad():
 # %% [markdown]
 # BatchNorm in training mode needs more than one example per channel, a classic surprise
 # when predicting a single example with a model left in training mode:
+
+# %% [markdown]
+# **Predict the output** (exception): A model ending in `nn.BatchNorm1d`, in training mode, gets ONE example. What exception?
+
+# %%
+quiz.batchnorm_one_example(
+    ### BEGIN PREDICTION
+    'ValueError'
+    ### END PREDICTION
+)
 
 # %% tags=["raises-exception"]
 bn_model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))

@@ -37,9 +37,10 @@ from torch.utils.data import DataLoader, Dataset, TensorDataset
 from course_utils import data_lab
 from course_utils import data_workers as dw
 from course_utils.datasets import DigitsDataset, SequenceDataset, load_digits, sine_series
-from course_utils.grading import exercises_for, reference
+from course_utils.grading import exercises_for, predictions_for, reference
 
 ex = exercises_for("04_data")
+quiz = predictions_for("04_data")  # predict-the-output questions
 _ = torch.manual_seed(0)
 
 # %% [markdown]
@@ -47,6 +48,16 @@ _ = torch.manual_seed(0)
 #
 # That is the whole *map-style* contract: `len(ds)` items, and `ds[i]` returns item `i`
 # (usually an `(input, target)` pair). Even a plain list of pairs qualifies:
+
+# %% [markdown]
+# **Predict the output** (dtype): Items are `(tensor, int)` pairs. What dtype do the labels `yb` of a DataLoader batch have?
+
+# %%
+quiz.collated_label_dtype(
+    ### BEGIN PREDICTION
+    torch.int64
+    ### END PREDICTION
+)
 
 # %%
 pairs = [(torch.tensor([float(i), float(i)]), i % 2) for i in range(5)]
@@ -170,6 +181,16 @@ ex.WindowDataset.check(WindowDataset)
 # `generator` with a fixed seed and the split is the same in every run (and does not depend on
 # what else used the global random state before):
 
+# %% [markdown]
+# **Predict the output** (value): `random_split` of the 1797 digits with fractions `[0.8, 0.2]`: what is `len(test_set)`?
+
+# %%
+quiz.random_split_test_len(
+    ### BEGIN PREDICTION
+    359
+    ### END PREDICTION
+)
+
 # %%
 gen = torch.Generator().manual_seed(42)
 train_set, test_set = torch.utils.data.random_split(digits, [0.8, 0.2], generator=gen)
@@ -228,6 +249,16 @@ ex.stratified_split.check(stratified_split)
 # A DataLoader yields `ceil(n / batch_size)` batches; the last one is smaller unless
 # `drop_last=True` throws it away (useful when every batch must have the same size, for
 # example with BatchNorm and tiny remainders).
+
+# %% [markdown]
+# **Predict the output** (value): 1797 digits, `DataLoader(digits, batch_size=256, drop_last=True)`: what is `len(loader)`?
+
+# %%
+quiz.drop_last_batches(
+    ### BEGIN PREDICTION
+    7
+    ### END PREDICTION
+)
 
 # %%
 loader = DataLoader(digits, batch_size=256)
@@ -338,6 +369,16 @@ plt.show()
 # %%
 seqs = SequenceDataset(n=200)
 print([len(seqs[i][0]) for i in range(4)])
+
+# %% [markdown]
+# **Predict the output** (exception): Items hold token tensors of different lengths. What does the default collate raise for a batch of them?
+
+# %%
+quiz.ragged_collate(
+    ### BEGIN PREDICTION
+    'RuntimeError'
+    ### END PREDICTION
+)
 
 # %% tags=["raises-exception"]
 next(iter(DataLoader(seqs, batch_size=4)))

@@ -34,15 +34,26 @@ from tqdm.auto import tqdm
 
 from course_utils import training_lab as lab
 from course_utils.datasets import digits_split
-from course_utils.grading import exercises_for, reference
+from course_utils.grading import exercises_for, predictions_for, reference
 from course_utils.plotting import LiveCurves, plot_curves
 
 ex = exercises_for("05_training_loop")
+quiz = predictions_for("05_training_loop")  # predict-the-output questions
 
 # %% [markdown]
 # The data: 8×8 images of handwritten digits, flattened to 64 features in [0, 1], split into
 # 1437 training and 360 test images. The training loader shuffles with its own seeded
 # generator; the test loader needs no order.
+
+# %% [markdown]
+# **Predict the output** (value): 1437 training images, `batch_size=64`, `shuffle=True`: how many batches per epoch (`len(train_loader)`)?
+
+# %%
+quiz.train_batches(
+    ### BEGIN PREDICTION
+    23
+    ### END PREDICTION
+)
 
 # %%
 split = digits_split()
@@ -559,6 +570,16 @@ plt.show()
 # Class targets must be int64 (`long`) with shape `(N,)`. Labels that arrive as int32 (from
 # NumPy on some platforms, or a `.int()`) fail with:
 
+# %% [markdown]
+# **Predict the output** (exception): `CrossEntropyLoss()(logits, targets)` with int32 class targets: what exception?
+
+# %%
+quiz.int32_targets(
+    ### BEGIN PREDICTION
+    'RuntimeError'
+    ### END PREDICTION
+)
+
 # %% tags=["raises-exception"]
 logits = torch.randn(4, 10)
 loss_fn(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))
@@ -566,6 +587,16 @@ loss_fn(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))
 # %% [markdown]
 # and targets with an extra dimension, `(N, 1)`, as produced by `y.unsqueeze(1)` or a
 # reshape, with:
+
+# %% [markdown]
+# **Predict the output** (exception): `CrossEntropyLoss()(logits, targets)` with `logits` (4, 10) and targets of shape (4, 1): what exception?
+
+# %%
+quiz.column_targets(
+    ### BEGIN PREDICTION
+    'RuntimeError'
+    ### END PREDICTION
+)
 
 # %% tags=["raises-exception"]
 loss_fn(logits, torch.tensor([[1], [0], [3], [9]]))
@@ -578,6 +609,16 @@ loss_fn(logits, torch.tensor([[1], [0], [3], [9]]))
 # Regression models usually output `(N, 1)`. Compared with targets of shape `(N,)`,
 # broadcasting makes an `(N, N)` matrix of every prediction against every target: the loss
 # is wrong and training goes nowhere. PyTorch warns, once, and the warning is easy to miss:
+
+# %% [markdown]
+# **Predict the output** (shape): What is the shape of `pred - target` for `pred` (5, 1) and `target` (5,)?
+
+# %%
+quiz.regression_broadcast(
+    ### BEGIN PREDICTION
+    (5, 5)
+    ### END PREDICTION
+)
 
 # %%
 import warnings  # noqa: E402

@@ -27,7 +27,7 @@
 # 4. save memory with gradient checkpointing, and see what `torch.compile` costs;
 # 5. train with `DistributedDataParallel` on two processes, launched with `torchrun`.
 #
-# **Time: about 95 minutes** on your own, the five checked exercises included (about 37 of those minutes). *Run All* alone takes about 19 s on a 2-core CPU.
+# **Time: about 100 minutes** on your own, the five checked exercises included (about 37 of those minutes). *Run All* alone takes about 19 s on a 2-core CPU.
 
 # %%
 import os
@@ -43,9 +43,10 @@ from torch.nn import functional as F
 
 from course_utils.datasets import digits_split
 from course_utils.devices import requires_gpu, time_per_call
-from course_utils.grading import exercises_for
+from course_utils.grading import exercises_for, predictions_for
 
 ex = exercises_for("06_gpu_amp_ddp")
+quiz = predictions_for("06_gpu_amp_ddp")  # predict-the-output questions
 X_train, y_train, X_test, y_test = digits_split()   # scikit-learn's 8x8 digits, 64 features
 loss_fn = nn.CrossEntropyLoss()
 
@@ -249,6 +250,16 @@ print("autocast default on cuda:", torch.get_autocast_dtype("cuda"))
 # %% [markdown]
 # Two and a half digits are not enough to *update* weights, because small steps vanish:
 
+# %% [markdown]
+# **Predict the output** (value): What is `(torch.tensor(1.0, dtype=torch.bfloat16) + 0.001).item()`?
+
+# %%
+quiz.bf16_small_step(
+    ### BEGIN PREDICTION
+    1.0
+    ### END PREDICTION
+)
+
 # %%
 w16 = torch.tensor(1.0, dtype=torch.bfloat16)
 w32 = torch.tensor(1.0)
@@ -263,6 +274,36 @@ print("float32:  1 + 0.001 =", (w32 + 0.001).item())
 # differs by device: on CUDA, `softmax`, `log_softmax`, `exp`, `log`, `sum` and norms are
 # upcast to float32; on the CPU they have no float32 entry and simply follow their input, so
 # after a bfloat16 `linear` they run in bfloat16 too. You change nothing in the model:
+
+# %% [markdown]
+# **Predict the output** (dtype): Under `torch.autocast('cpu', dtype=torch.bfloat16)`, what dtype has the output of an `nn.Linear` given float32 input?
+
+# %%
+quiz.autocast_linear_dtype(
+    ### BEGIN PREDICTION
+    torch.bfloat16
+    ### END PREDICTION
+)
+
+# %% [markdown]
+# **Predict the output** (dtype): Under the same autocast, what dtype has `cross_entropy` of the bfloat16 logits?
+
+# %%
+quiz.autocast_loss_dtype(
+    ### BEGIN PREDICTION
+    torch.float32
+    ### END PREDICTION
+)
+
+# %% [markdown]
+# **Predict the output** (dtype): And the dtype of the layer's weight (`model[0].weight.dtype`) after the autocast block?
+
+# %%
+quiz.autocast_param_dtype(
+    ### BEGIN PREDICTION
+    torch.float32
+    ### END PREDICTION
+)
 
 # %%
 torch.manual_seed(0)

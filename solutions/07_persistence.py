@@ -24,7 +24,7 @@
 # 5. use `safetensors`, export with `torch.export` (with a dynamic batch size) and to ONNX, and
 #    run the ONNX file in onnxruntime.
 #
-# **Time: about 90 minutes** on your own, the five checked exercises included (about 39 of those minutes). *Run All* alone takes about 12 s on a 2-core CPU.
+# **Time: about 100 minutes** on your own, the five checked exercises included (about 39 of those minutes). *Run All* alone takes about 12 s on a 2-core CPU.
 
 # %%
 import hashlib
@@ -38,9 +38,10 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.datasets import digits_split
-from course_utils.grading import exercises_for
+from course_utils.grading import exercises_for, predictions_for
 
 ex = exercises_for("07_persistence")
+quiz = predictions_for("07_persistence")  # predict-the-output questions
 X_train, y_train, X_test, y_test = digits_split()
 train_set = TensorDataset(X_train, y_train)
 loss_fn = nn.CrossEntropyLoss()
@@ -90,6 +91,16 @@ print(f"test accuracy: {accuracy(model):.0%}")
 # A module's `state_dict()` maps names to tensors: every parameter and every buffer (such as
 # BatchNorm's running statistics). It holds no code. To load it you rebuild the model with
 # your code and copy the numbers in.
+
+# %% [markdown]
+# **Predict the output** (value): What is `list(model.state_dict())` for `nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))`?
+
+# %%
+quiz.state_dict_keys(
+    ### BEGIN PREDICTION
+    ['0.weight', '0.bias', '3.weight', '3.bias']
+    ### END PREDICTION
+)
 
 # %%
 for name, tensor in model.state_dict().items():
@@ -166,6 +177,16 @@ torch.save({"weights": torch.ones(3), "extra": Payload()}, path("suspicious.pt")
 # `weights_only=True`, the default, allows only tensors, primitive Python values and containers.
 # It refuses the file before running anything:
 
+# %% [markdown]
+# **Predict the output** (exception): A checkpoint holds an object whose `__reduce__` calls a function. What does `torch.load(file)` raise?
+
+# %%
+quiz.weights_only_refuses(
+    ### BEGIN PREDICTION
+    'UnpicklingError'
+    ### END PREDICTION
+)
+
 # %% tags=["raises-exception"]
 torch.load(path("suspicious.pt"))
 
@@ -216,6 +237,16 @@ print({name: t.device.type for name, t in state.items()})
 bigger = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10),
                        nn.ReLU(), nn.Linear(10, 10))
 
+# %% [markdown]
+# **Predict the output** (exception): Loading the 4-layer checkpoint into a model with two more layers (strict by default): what exception?
+
+# %%
+quiz.strict_missing_keys(
+    ### BEGIN PREDICTION
+    'RuntimeError'
+    ### END PREDICTION
+)
+
 # %% tags=["raises-exception"]
 bigger.load_state_dict(torch.load(path("digits.pt")))
 
@@ -234,6 +265,16 @@ print("unexpected:", result.unexpected_keys)
 
 # %%
 five_classes = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 5))
+
+# %% [markdown]
+# **Predict the output** (exception): A 10-class checkpoint into a 5-class model WITH `strict=False`: what happens?
+
+# %%
+quiz.shape_mismatch_not_strict(
+    ### BEGIN PREDICTION
+    'RuntimeError'
+    ### END PREDICTION
+)
 
 # %% tags=["raises-exception"]
 five_classes.load_state_dict(torch.load(path("digits.pt")), strict=False)

@@ -36,9 +36,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.datasets import digits_split
-from course_utils.grading import exercises_for
+from course_utils.grading import exercises_for, predictions_for
 
 ex = exercises_for("08_convolutions")
+quiz = predictions_for("08_convolutions")  # predict-the-output questions
 _ = torch.manual_seed(0)
 
 # %% [markdown]
@@ -56,6 +57,16 @@ print("train images:", tuple(X_train.shape), X_train.dtype, "labels:", tuple(y_t
 # A `Conv2d` layer is made with the number of channels it takes in and gives out, and a
 # kernel size. Its weight holds one `(in_channels, kh, kw)` filter per output channel:
 
+# %% [markdown]
+# **Predict the output** (shape): What is the shape of `nn.Conv2d(1, 6, kernel_size=3)` applied to 4 images of shape (1, 8, 8)?
+
+# %%
+quiz.conv_output_shape(
+    ### BEGIN PREDICTION
+    (4, 6, 6, 6)
+    ### END PREDICTION
+)
+
 # %%
 conv = nn.Conv2d(in_channels=1, out_channels=6, kernel_size=3)
 print("weight:", tuple(conv.weight.shape), " bias:", tuple(conv.bias.shape))
@@ -65,6 +76,16 @@ print("output:", tuple(conv(X_train[:4]).shape))
 # Images from NumPy, PIL or matplotlib are usually channels-last, `(N, H, W, C)`. What happens
 # if we pass four such images (8x8, one channel) to the layer? It reads the *height* (8) as
 # the number of channels:
+
+# %% [markdown]
+# **Predict the output** (exception): The same `Conv2d(1, 6, 3)` gets channels-last images of shape (4, 8, 8, 1). What exception?
+
+# %%
+quiz.channels_last_error(
+    ### BEGIN PREDICTION
+    'RuntimeError'
+    ### END PREDICTION
+)
 
 # %% tags=["raises-exception"]
 images_hwc = X_train[:4].permute(0, 2, 3, 1)  # (4, 8, 8, 1), as NumPy would store them
@@ -109,6 +130,16 @@ print(f"with the kernel flipped: {flipped.item():.5f}")
 # axis. Before running the next cell, predict the sizes: what do `stride=2` (move 2 pixels at
 # a time), `padding=1` (a border of zeros) and `dilation=2` (taps 2 pixels apart, so the 3x3
 # kernel spans 5x5) do to an 8x8 input?
+
+# %% [markdown]
+# **Predict the output** (shape): What is the output shape of `nn.Conv2d(1, 1, 3, stride=2, padding=1)` on `torch.zeros(1, 1, 8, 8)`?
+
+# %%
+quiz.stride2_pad1_shape(
+    ### BEGIN PREDICTION
+    (1, 1, 4, 4)
+    ### END PREDICTION
+)
 
 # %%
 x = torch.zeros(1, 1, 8, 8)
@@ -188,6 +219,16 @@ ex.conv2d_by_hand.check(conv2d_by_hand)
 # A convolution's weight is `(C_out, C_in, kh, kw)` and its bias `(C_out,)`, whatever the
 # image size. How many parameters does a layer mapping a 1-channel 8x8 image to 16 channels
 # need, compared with a `Linear` layer making the same number of outputs from the same image?
+
+# %% [markdown]
+# **Predict the output** (value): How many parameters has `nn.Conv2d(1, 16, kernel_size=3, padding=1)`?
+
+# %%
+quiz.conv_param_count(
+    ### BEGIN PREDICTION
+    160
+    ### END PREDICTION
+)
 
 # %%
 def n_params(module):

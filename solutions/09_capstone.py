@@ -20,7 +20,7 @@
 # 5. **The graded task**: write `DigitClassifier` that reaches **≥ 97 % accuracy on held-out
 #    images within 20 seconds of CPU time for training**.
 #
-# **Time: about 75 minutes** on your own, the two checked exercises included (about 53 of those minutes). *Run All* alone takes about 9 s on a 2-core CPU.
+# **Time: about 80 minutes** on your own, the two checked exercises included (about 53 of those minutes). *Run All* alone takes about 9 s on a 2-core CPU.
 
 # %%
 import tempfile
@@ -33,10 +33,11 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils import training_lab as lab
 from course_utils.datasets import digits_split
-from course_utils.grading import exercises_for, reference
+from course_utils.grading import exercises_for, predictions_for, reference
 from course_utils.plotting import image_grid, plot_curves
 
 ex = exercises_for("09_capstone")
+quiz = predictions_for("09_capstone")  # predict-the-output questions
 
 # %% [markdown]
 # ## 1. The data pipeline
@@ -45,6 +46,16 @@ ex = exercises_for("09_capstone")
 # `y` int64 labels 0–9. `digits_split` holds out 360 test images. From the 1437 training
 # images we hold out another 20 % for **validation**, to watch training and choose settings,
 # so that the test set is used once, at the end.
+
+# %% [markdown]
+# **Predict the output** (shape): Holding out `round(0.2 * 1437)` training images for validation: what is `X_val.shape`?
+
+# %%
+quiz.val_shape(
+    ### BEGIN PREDICTION
+    (287, 1, 8, 8)
+    ### END PREDICTION
+)
 
 # %%
 split = digits_split(images=True)
@@ -61,11 +72,24 @@ print("training images per class:", torch.bincount(y_train).tolist())
 image_grid(X_train[:20], y_train[:20], ncols=10)
 plt.show()
 
+# %% [markdown]
+# **Predict the output** (value): The remaining 1150 training images, `batch_size=64`: what is `len(train_loader)`?
+
+# %%
+quiz.train_batches(
+    ### BEGIN PREDICTION
+    18
+    ### END PREDICTION
+)
+
 # %%
 train_loader = DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True,
                           generator=torch.Generator().manual_seed(0))
 val_loader = DataLoader(TensorDataset(X_val, y_val), batch_size=512)
 test_loader = DataLoader(TensorDataset(X_test, y_test), batch_size=512)
+
+# %%
+print(len(train_loader), "training batches")
 
 # %% [markdown]
 # ## 2. A baseline, end to end
@@ -119,6 +143,16 @@ ex.confusion_matrix.check(confusion_matrix)
 # The baseline's confusion matrix on the validation images (computed with the course's
 # answer), and the images it got wrong, titled `predicted/true`:
 
+# %% [markdown]
+# **Predict the output** (dtype): `predict(model, X)` returns `model(X).argmax(dim=1)`. What is its dtype?
+
+# %%
+quiz.preds_dtype(
+    ### BEGIN PREDICTION
+    torch.int64
+    ### END PREDICTION
+)
+
 # %%
 def predict(model, X):
     model.eval()
@@ -146,6 +180,9 @@ cm = reference("09_capstone.confusion_matrix")(val_preds, y_val, 10)
 show_confusion(cm, "baseline, validation set")
 plt.show()
 
+# %%
+print(val_preds.dtype, tuple(val_preds.shape))
+
 # %% tags=["nbval-ignore-output"]
 wrong = (val_preds != y_val).nonzero().flatten()
 print(f"{len(wrong)} of {len(y_val)} validation images are wrong")
@@ -163,6 +200,19 @@ plt.show()
 # architecture and load the tensors into it. `torch.load` only unpickles tensors and plain
 # containers by default (`weights_only=True`), which makes loading files from elsewhere safe.
 # Lesson 07 covers checkpoints, resuming and export in depth.
+
+# %% [markdown]
+# **Predict the output** (value): What is `list(baseline.state_dict())` for `nn.Sequential(nn.Flatten(), nn.Linear(64, 10))`?
+
+# %%
+quiz.state_dict_keys(
+    ### BEGIN PREDICTION
+    ['1.weight', '1.bias']
+    ### END PREDICTION
+)
+
+# %%
+print(list(baseline.state_dict()))
 
 # %%
 folder = Path(tempfile.mkdtemp())

@@ -42,7 +42,7 @@ WIDGETS = NODE / "@jupyter-widgets" / "html-manager" / "dist"
 MATHJAX = NODE / "mathjax" / "es5"
 TEST_TAGS = {"raises-exception", "nbval-ignore-output", "nbval-skip", "nbval-check-output", "nbval-raises-exception"}
 NBVAL_LINE = re.compile(r"^\s*#\s*NBVAL_\w+\s*$")
-MARKER_LINE = re.compile(r"^\s*###\s*(BEGIN|END) SOLUTION\s*$")
+MARKER_LINE = re.compile(r"^\s*###\s*(BEGIN|END) (SOLUTION|PREDICTION)\s*$")
 # Cells whose stored (solution) output would give the answer away or claim it is correct.
 BADGE = re.compile(r"\[!\[([^\]]+)\]\([^)]+\)\]\(([^)]+)\)")
 REVEALING = re.compile(r"\bex\.\w+\.(check|solution)\(")

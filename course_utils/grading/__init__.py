@@ -20,6 +20,7 @@ from . import registry
 from .compare import compare
 from .feedback import Result
 from .notebook import exercises_for
+from .predict import predictions_for as predictions_for
 from .registry import register
 from .runner import run_check
 from .spec import Case, Compare, Exercise, Incorrect, Mistake, Rand

@@ -1,0 +1,312 @@
+"""The predict-the-output questions of every lesson (see :mod:`course_utils.grading.predict`).
+
+``code`` is what the question asks about: it is RUN to get the expected answer, so no answer
+here is typed by hand. ``shows`` is the text of the notebook cell after the question that
+shows the answer (tests/test_predict.py checks the question sits before it)."""
+
+from __future__ import annotations
+
+from .predict import _q
+
+# ---------------------------------------------------------------------- 00 start here
+_q("00_start_here.sum_dim0_shape", "shape",
+   "What is the shape of `a.sum(dim=0)` for `a = torch.randn(2, 3)`?",
+   "a = torch.randn(2, 3)\na.sum(dim=0).shape",
+   "Reducing along a dimension removes it: summing the 2 rows leaves one number per column, "
+   "shape (3,). Lesson 01 covers `dim` and `keepdim`.",
+   shows="print(a.sum(dim=0).shape)")
+_q("00_start_here.int_fahrenheit_dtype", "dtype",
+   "What dtype has `c * 9 / 5 + 32` for the int64 tensor `c = torch.tensor([0, 100])`?",
+   "c = torch.tensor([0, 100])\n(c * 9 / 5 + 32).dtype",
+   "`*` and `+` keep int64, but `/` is true division and always gives a floating-point "
+   "result: the default float dtype, float32. (`//` would stay integer.)",
+   shows="(c * 9 / 5 + 32).dtype")
+_q("00_start_here.item_of_two", "exception",
+   "What exception does `torch.tensor([1.0, 2.0]).item()` raise?",
+   "torch.tensor([1.0, 2.0]).item()",
+   "`.item()` turns a ONE-element tensor into a Python number; with two elements there is no "
+   "single number to return, and PyTorch raises a RuntimeError ('a Tensor with 2 elements "
+   "cannot be converted to Scalar').",
+   shows="torch.tensor([1.0, 2.0]).item()")
+
+# ---------------------------------------------------------------------- 01 tensors
+_q("01_tensors.int_div_dtype", "dtype",
+   "What is the dtype of `torch.tensor([1, 2, 3]) / 2`?",
+   "i = torch.tensor([1, 2, 3])\n(i / 2).dtype",
+   "`/` is true division: even between integers it gives a float, in the default dtype "
+   "float32. `i // 2` (floor division) stays int64.",
+   shows="(i / 2).dtype")
+_q("01_tensors.broadcast_shape", "shape",
+   "What is the shape of `col + row` for `col` of shape (3, 1) and `row` of shape (4,)?",
+   "col = torch.zeros(3, 1)\nrow = torch.zeros(4)\n(col + row).shape",
+   "Align on the right: (3, 1) against (_, 4). The 1 stretches to 4 and the missing "
+   "dimension counts as 1 and stretches to 3: (3, 4), every row value added to every column value.",
+   shows="print(col + row)")
+_q("01_tensors.broadcast_error", "exception",
+   "What exception does `torch.ones(3, 4) + torch.ones(3)` raise?",
+   "torch.ones(3, 4) + torch.ones(3)",
+   "Aligned on the right, 4 meets 3: neither is 1, so broadcasting fails with a RuntimeError "
+   "naming the dimension. `torch.ones(3, 1)` (or `.unsqueeze(1)`) would broadcast.",
+   shows="torch.ones(3, 4) + torch.ones(3)")
+_q("01_tensors.keepdim_shape", "shape",
+   "What is the shape of `t.sum(dim=1, keepdim=True)` for `t` of shape (2, 3)?",
+   "t = torch.zeros(2, 3)\nt.sum(dim=1, keepdim=True).shape",
+   "Summing over dim 1 leaves one number per row; `keepdim=True` keeps the reduced dimension "
+   "with size 1, giving (2, 1), which broadcasts back against `t` (without it: (2,)).",
+   shows="t.sum(dim=1, keepdim=True).shape")
+
+# ---------------------------------------------------------------------- 02 autograd
+_q("02_autograd.grad_accumulates", "value",
+   "After three `(3 * w).backward()` calls on `w = torch.tensor(1.0, requires_grad=True)`, what is `w.grad.item()`?",
+   "w = torch.tensor(1.0, requires_grad=True)\nfor step in range(3):\n    (3 * w).backward()\nw.grad.item()",
+   "Each backward ADDS d(3w)/dw = 3 to `w.grad`: 3 + 3 + 3 = 9. That is why a training loop "
+   "clears gradients every step.",
+   shows="(3 * w).backward()")
+_q("02_autograd.second_backward", "exception",
+   "`y = x**2; y.backward(); y.backward()`: what exception does the second `backward()` raise?",
+   "x = torch.tensor(2.0, requires_grad=True)\ny = x**2\ny.backward()\ny.backward()",
+   "The first backward frees the values the graph saved (here `x`, needed for the derivative "
+   "of `x**2`), so the second raises a RuntimeError ('Trying to backward through the graph a "
+   "second time'). Run the forward again, or pass `retain_graph=True`.",
+   shows="y.backward()\ny.backward()")
+_q("02_autograd.retain_graph_grad", "value",
+   "With `y = x**2` at `x = 2`, `y.backward(retain_graph=True)` then `y.backward()`: what is `x.grad.item()`?",
+   "x = torch.tensor(2.0, requires_grad=True)\ny = x**2\ny.backward(retain_graph=True)\ny.backward()\nx.grad.item()",
+   "dy/dx = 2x = 4, and the two backward passes accumulate: 4 + 4 = 8.",
+   shows="y.backward(retain_graph=True)")
+_q("02_autograd.no_grad_requires_grad", "value",
+   "`w` requires grad; what is `a.requires_grad` for `a = w * 2` computed inside `with torch.no_grad():`?",
+   "w = torch.tensor(1.0, requires_grad=True)\nwith torch.no_grad():\n    a = w * 2\na.requires_grad",
+   "Nothing inside `no_grad` is recorded, so `a` has no history and does not require grad "
+   "(False), although `w` does.",
+   shows='print("no_grad:       ", a.requires_grad)')
+
+# ---------------------------------------------------------------------- 03 nn.Module
+_q("03_nn_module.empty_optimizer", "exception",
+   "`BrokenTower` keeps its layers in a Python list. What does `torch.optim.SGD(broken.parameters(), lr=0.1)` raise?",
+   "class BrokenTower(nn.Module):\n"
+   "    def __init__(self, width, depth):\n"
+   "        super().__init__()\n"
+   "        self.blocks = [nn.Linear(width, width) for _ in range(depth)]\n"
+   "\n"
+   "torch.optim.SGD(BrokenTower(4, 3).parameters(), lr=0.1)",
+   "A plain list does not register its layers, so `parameters()` is empty and the optimizer "
+   "refuses with a ValueError ('optimizer got an empty parameter list'). `nn.ModuleList` fixes it.",
+   shows="torch.optim.SGD(broken.parameters(), lr=0.1)")
+_q("03_nn_module.buffers_in_state_dict", "value",
+   "What is `list(nn.BatchNorm1d(3).state_dict())`?",
+   "list(nn.BatchNorm1d(3).state_dict())",
+   "The state_dict holds parameters (`weight`, `bias`) AND persistent buffers: the running "
+   "mean and variance and the batch counter `num_batches_tracked`, parameters first.",
+   shows="list(nn.BatchNorm1d(3).state_dict())")
+_q("03_nn_module.mlp_param_count", "value",
+   "How many parameters has `nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))`?",
+   "net = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))\n"
+   "sum(p.numel() for p in net.parameters())",
+   "A Linear(i, o) has i*o weights plus o biases: 64*128+128 + 128*64+64 + 64*10+10 = 17226. "
+   "ReLU has none.",
+   shows='print("total", sum(p.numel() for p in net.parameters()))')
+_q("03_nn_module.batchnorm_one_example", "exception",
+   "A model ending in `nn.BatchNorm1d`, in training mode, gets ONE example. What exception?",
+   "bn_model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))\nbn_model(torch.randn(1, 4))",
+   "In training mode BatchNorm normalises with the batch's own statistics, and one value per "
+   "channel has no variance: a ValueError ('Expected more than 1 value per channel when "
+   "training'). `model.eval()` uses the running statistics instead.",
+   shows="bn_model(torch.randn(1, 4))")
+
+# ---------------------------------------------------------------------- 04 data
+_q("04_data.collated_label_dtype", "dtype",
+   "Items are `(tensor, int)` pairs. What dtype do the labels `yb` of a DataLoader batch have?",
+   "from torch.utils.data import DataLoader\n"
+   "pairs = [(torch.tensor([float(i), float(i)]), i % 2) for i in range(5)]\n"
+   "xb, yb = next(iter(DataLoader(pairs, batch_size=2)))\n"
+   "yb.dtype",
+   "The default collate turns a list of Python ints into a tensor with `torch.tensor`, which "
+   "gives int64, exactly what `CrossEntropyLoss` wants for class labels.",
+   shows="loader = DataLoader(pairs, batch_size=2)")
+_q("04_data.random_split_test_len", "value",
+   "`random_split` of the 1797 digits with fractions `[0.8, 0.2]`: what is `len(test_set)`?",
+   "from torch.utils.data import TensorDataset, random_split\n"
+   "from course_utils.datasets import load_digits\n"
+   "X, y = load_digits()\n"
+   "train_set, test_set = random_split(TensorDataset(X, y), [0.8, 0.2], generator=torch.Generator().manual_seed(42))\n"
+   "len(test_set)",
+   "Each fraction is rounded down (1437.6 -> 1437, 359.4 -> 359) and the one item left over is "
+   "given round-robin from the FIRST part: 1438 and 359.",
+   shows="print(type(train_set).__name__, len(train_set), len(test_set))")
+_q("04_data.drop_last_batches", "value",
+   "1797 digits, `DataLoader(digits, batch_size=256, drop_last=True)`: what is `len(loader)`?",
+   "from torch.utils.data import DataLoader, TensorDataset\n"
+   "digits = TensorDataset(torch.zeros(1797, 64), torch.zeros(1797))\n"
+   "loader = DataLoader(digits, batch_size=256, drop_last=True)\n"
+   "len(loader)",
+   "1797 = 7 * 256 + 5: seven full batches and a last one of 5 items, which `drop_last=True` "
+   "throws away, so 7 (without it, 8).",
+   shows="loader = DataLoader(digits, batch_size=256, drop_last=True)")
+_q("04_data.ragged_collate", "exception",
+   "Items hold token tensors of different lengths. What does the default collate raise for a batch of them?",
+   "from torch.utils.data import DataLoader\n"
+   "from course_utils.datasets import SequenceDataset\n"
+   "next(iter(DataLoader(SequenceDataset(n=200), batch_size=4)))",
+   "The default collate `torch.stack`s the items, which needs equal shapes: a RuntimeError "
+   "('stack expects each tensor to be equal size'). A `collate_fn` that pads fixes it.",
+   shows="next(iter(DataLoader(seqs, batch_size=4)))")
+
+# ---------------------------------------------------------------------- 05 training loop
+_q("05_training_loop.train_batches", "value",
+   "1437 training images, `batch_size=64`, `shuffle=True`: how many batches per epoch (`len(train_loader)`)?",
+   "from torch.utils.data import DataLoader, TensorDataset\n"
+   "train_set = TensorDataset(torch.zeros(1437, 64), torch.zeros(1437))\n"
+   "len(DataLoader(train_set, batch_size=64, shuffle=True))",
+   "ceil(1437 / 64) = 23: 22 full batches and a last one of 29. Shuffling changes the order, "
+   "not the count.",
+   shows='print(len(train_loader), "training batches;"')
+_q("05_training_loop.int32_targets", "exception",
+   "`CrossEntropyLoss()(logits, targets)` with int32 class targets: what exception?",
+   "logits = torch.randn(4, 10)\nnn.CrossEntropyLoss()(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))",
+   "Class targets must be int64 (`long`); int32 ones fail with a RuntimeError about the "
+   "target dtype (it expected Long and got Int). `targets.long()` fixes it.",
+   shows="loss_fn(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))")
+_q("05_training_loop.column_targets", "exception",
+   "`CrossEntropyLoss()(logits, targets)` with `logits` (4, 10) and targets of shape (4, 1): what exception?",
+   "logits = torch.randn(4, 10)\nnn.CrossEntropyLoss()(logits, torch.tensor([[1], [0], [3], [9]]))",
+   "Class targets must have shape (N,); with an extra dimension the loss sees a 2-D target, "
+   "which it reads as 'multi-target' and refuses with a RuntimeError. `targets.squeeze(1)` fixes it.",
+   shows="loss_fn(logits, torch.tensor([[1], [0], [3], [9]]))")
+_q("05_training_loop.regression_broadcast", "shape",
+   "What is the shape of `pred - target` for `pred` (5, 1) and `target` (5,)?",
+   "pred = torch.randn(5, 1)\ntarget = torch.randn(5)\n(pred - target).shape",
+   "Broadcasting (lesson 01) stretches both: (5, 1) against (_, 5) gives (5, 5), every "
+   "prediction against every target. `mse_loss` then averages 25 wrong differences.",
+   shows="wrong = nn.functional.mse_loss(pred, target)")
+
+# ---------------------------------------------------------------------- 06 GPU, AMP, DDP
+_q("06_gpu_amp_ddp.bf16_small_step", "value",
+   "What is `(torch.tensor(1.0, dtype=torch.bfloat16) + 0.001).item()`?",
+   "(torch.tensor(1.0, dtype=torch.bfloat16) + 0.001).item()",
+   "bfloat16 has 8 significant bits: the numbers next to 1.0 are 1 - 2**-8 and 1 + 2**-7, so "
+   "adding 0.001 rounds back to exactly 1.0. Small updates vanish; hence float32 master weights.",
+   shows='print("bfloat16: 1 + 0.001 =", (w16 + 0.001).item())')
+_q("06_gpu_amp_ddp.autocast_linear_dtype", "dtype",
+   "Under `torch.autocast('cpu', dtype=torch.bfloat16)`, what dtype has the output of an `nn.Linear` given float32 input?",
+   "layer = nn.Linear(64, 128)\n"
+   "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
+   "    hidden = layer(torch.randn(4, 64))\n"
+   "hidden.dtype",
+   "`linear` is on autocast's low-precision list on every device: it casts its inputs and "
+   "weight to bfloat16 and returns bfloat16.",
+   shows='print("linear output:", hidden.dtype)')
+_q("06_gpu_amp_ddp.autocast_loss_dtype", "dtype",
+   "Under the same autocast, what dtype has `cross_entropy` of the bfloat16 logits?",
+   "layer = nn.Linear(64, 10)\n"
+   "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
+   "    loss = F.cross_entropy(layer(torch.randn(4, 64)), torch.zeros(4, dtype=torch.long))\n"
+   "loss.dtype",
+   "Losses are on autocast's float32 list: `cross_entropy` upcasts its bfloat16 input and "
+   "returns float32 on every device.",
+   shows='print("loss:         ", loss.dtype)')
+_q("06_gpu_amp_ddp.autocast_param_dtype", "dtype",
+   "And the dtype of the layer's weight (`model[0].weight.dtype`) after the autocast block?",
+   "layer = nn.Linear(64, 128)\n"
+   "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
+   "    hidden = layer(torch.randn(4, 64))\n"
+   "layer.weight.dtype",
+   "Autocast casts COPIES for the operations it runs in low precision; the parameters (the "
+   "master weights) stay float32, and so do their gradients.",
+   shows='print("parameters:   ", model[0].weight.dtype)')
+
+# ---------------------------------------------------------------------- 07 persistence
+_q("07_persistence.state_dict_keys", "value",
+   "What is `list(model.state_dict())` for "
+   "`nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))`?",
+   "model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))\n"
+   "list(model.state_dict())",
+   "Keys are the dotted attribute paths; a Sequential names its children 0, 1, 2, 3. ReLU "
+   "and Dropout hold no tensors, so only layers 0 and 3 appear, weight before bias.",
+   shows="for name, tensor in model.state_dict().items():")
+_q("07_persistence.weights_only_refuses", "exception",
+   "A checkpoint holds an object whose `__reduce__` calls a function. What does `torch.load(file)` raise?",
+   "import io\n"
+   "class Payload:\n"
+   "    def __reduce__(self):\n"
+   "        return (print, ('hidden code ran',))\n"
+   "buffer = io.BytesIO()\n"
+   "torch.save({'weights': torch.ones(3), 'extra': Payload()}, buffer)\n"
+   "buffer.seek(0)\n"
+   "torch.load(buffer)",
+   "`weights_only=True` is the default: the restricted unpickler meets a global it does not "
+   "allow (`print`) and raises `pickle.UnpicklingError` before calling anything.",
+   shows='torch.load(path("suspicious.pt"))')
+_q("07_persistence.strict_missing_keys", "exception",
+   "Loading the 4-layer checkpoint into a model with two more layers (strict by default): what exception?",
+   "small = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))\n"
+   "bigger = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10),\n"
+   "                       nn.ReLU(), nn.Linear(10, 10))\n"
+   "bigger.load_state_dict(small.state_dict())",
+   "`load_state_dict` is strict: the keys `5.weight` and `5.bias` are missing from the file, so "
+   "it raises a RuntimeError listing them. `strict=False` returns them instead.",
+   shows='bigger.load_state_dict(torch.load(path("digits.pt")))')
+_q("07_persistence.shape_mismatch_not_strict", "exception",
+   "A 10-class checkpoint into a 5-class model WITH `strict=False`: what happens?",
+   "ten = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))\n"
+   "five = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 5))\n"
+   "five.load_state_dict(ten.state_dict(), strict=False)",
+   "`strict=False` forgives missing and unexpected KEYS, never a changed SHAPE: copying a "
+   "(10, 64) tensor into a (5, 64) parameter raises a RuntimeError ('size mismatch').",
+   shows='five_classes.load_state_dict(torch.load(path("digits.pt")), strict=False)')
+
+# ---------------------------------------------------------------------- 08 convolutions
+_q("08_convolutions.conv_output_shape", "shape",
+   "What is the shape of `nn.Conv2d(1, 6, kernel_size=3)` applied to 4 images of shape (1, 8, 8)?",
+   "conv = nn.Conv2d(in_channels=1, out_channels=6, kernel_size=3)\nconv(torch.zeros(4, 1, 8, 8)).shape",
+   "Batch stays 4, channels become out_channels = 6, and a 3x3 window fits in 8 - 3 + 1 = 6 "
+   "positions along each axis: (4, 6, 6, 6).",
+   shows='print("output:", tuple(conv(X_train[:4]).shape))')
+_q("08_convolutions.channels_last_error", "exception",
+   "The same `Conv2d(1, 6, 3)` gets channels-last images of shape (4, 8, 8, 1). What exception?",
+   "conv = nn.Conv2d(1, 6, 3)\nconv(torch.zeros(4, 8, 8, 1))",
+   "The layer reads channels from dimension 1, which is 8 here, and it expects 1: a "
+   "RuntimeError ('expected input ... to have 1 channels, but got 8 channels'). "
+   "`permute(0, 3, 1, 2)` fixes it.",
+   shows="conv(images_hwc)")
+_q("08_convolutions.stride2_pad1_shape", "shape",
+   "What is the output shape of `nn.Conv2d(1, 1, 3, stride=2, padding=1)` on `torch.zeros(1, 1, 8, 8)`?",
+   "layer = nn.Conv2d(1, 1, kernel_size=3, stride=2, padding=1)\nlayer(torch.zeros(1, 1, 8, 8)).shape",
+   "floor((8 + 2*1 - 3) / 2) + 1 = floor(3.5) + 1 = 4 along each axis: (1, 1, 4, 4). The "
+   "padding keeps the window count of stride 1, the stride halves it.",
+   shows='print(f"{str(kwargs):36} -> {tuple(layer(x).shape[2:])}")')
+_q("08_convolutions.conv_param_count", "value",
+   "How many parameters has `nn.Conv2d(1, 16, kernel_size=3, padding=1)`?",
+   "conv = nn.Conv2d(1, 16, kernel_size=3, padding=1)\nsum(p.numel() for p in conv.parameters())",
+   "Weight (16, 1, 3, 3) = 144 plus 16 biases = 160, whatever the image size and the padding.",
+   shows="conv = nn.Conv2d(1, 16, kernel_size=3, padding=1)")
+
+# ---------------------------------------------------------------------- 09 capstone
+_q("09_capstone.val_shape", "shape",
+   "Holding out `round(0.2 * 1437)` training images for validation: what is `X_val.shape`?",
+   "from course_utils.datasets import digits_split\n"
+   "split = digits_split(images=True)\n"
+   "perm = torch.randperm(len(split.y_train))\n"
+   "n_val = round(0.2 * len(perm))\n"
+   "split.X_train[perm[:n_val]].shape",
+   "round(287.4) = 287 images, each (1, 8, 8): indexing with a tensor of indices keeps the "
+   "other dimensions, giving (287, 1, 8, 8).",
+   shows='print(f"train {tuple(X_train.shape)}, validation {tuple(X_val.shape)}')
+_q("09_capstone.train_batches", "value",
+   "The remaining 1150 training images, `batch_size=64`: what is `len(train_loader)`?",
+   "from torch.utils.data import DataLoader, TensorDataset\n"
+   "len(DataLoader(TensorDataset(torch.zeros(1150, 64)), batch_size=64, shuffle=True))",
+   "ceil(1150 / 64) = 18: 17 full batches and a last one of 62.",
+   shows='print(len(train_loader), "training batches")')
+_q("09_capstone.preds_dtype", "dtype",
+   "`predict(model, X)` returns `model(X).argmax(dim=1)`. What is its dtype?",
+   "model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))\nmodel(torch.zeros(5, 1, 8, 8)).argmax(dim=1).dtype",
+   "`argmax` returns indices, and indices are int64, whatever the dtype of the scores: "
+   "directly comparable with int64 labels.",
+   shows="print(val_preds.dtype")
+_q("09_capstone.state_dict_keys", "value",
+   "What is `list(baseline.state_dict())` for `nn.Sequential(nn.Flatten(), nn.Linear(64, 10))`?",
+   "baseline = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))\nlist(baseline.state_dict())",
+   "`Flatten` has no tensors; the Linear is child 1 of the Sequential, so its keys are "
+   "`1.weight` and `1.bias`. Reloading needs the same architecture, with the same names.",
+   shows="print(list(baseline.state_dict()))")
