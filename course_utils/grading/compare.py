@@ -261,7 +261,10 @@ def compare(got: Any, expected: Any, cmp: Compare | None = None, path: str = "Yo
     if isinstance(expected, (int, float)):
         rtol = cmp.rtol if cmp.rtol is not None else 1e-5
         atol = cmp.atol if cmp.atol is not None else 1e-8
-        if isinstance(got, float) and math.isnan(got) and not (isinstance(expected, float) and math.isnan(expected)):
+        expected_nan = isinstance(expected, float) and math.isnan(expected)
+        if isinstance(got, float) and math.isnan(got):
+            if expected_nan:
+                return None  # NaN matches NaN, as for tensors
             return Problem("nan", f"{path} is NaN.")
         if not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
             return Problem("wrong_values", f"{path} ({got!r}) is not the expected number.")
