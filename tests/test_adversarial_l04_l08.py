@@ -36,7 +36,7 @@ class _Windows(Dataset):
         self.series, self.window, self.horizon = series, window, horizon
 
     def __len__(self):
-        return len(self.series) - self.window - self.horizon + 1
+        return max(0, len(self.series) - self.window - self.horizon + 1)
 
     def __getitem__(self, i):
         return self.series[i : i + self.window], self.series[i + self.window + self.horizon - 1]
