@@ -272,8 +272,8 @@ def _check_predictions(preds, n: int) -> torch.Tensor:
 
 
 def _interface_run(answer, case: Case):
-    if answer is DigitClassifier:  # the reference's own interface needs no training run (saves a fit)
-        return True
+    # The reference runs this too, as the untimed warm-up before a lesson's first check: it loads
+    # the digits and pays the first fit's one-time costs (lazy imports) outside any check's clock.
     X, y = _digits()
     n_train, n_query = case.kwargs["n_train"], case.kwargs["n_query"]
     clf = _new_classifier(answer)
