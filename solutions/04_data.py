@@ -149,7 +149,7 @@ fig.tight_layout()
 # Complete the class. `series` is a 1-D float tensor; item `i` is the pair `(x, y)` where `x`
 # is the tensor of `window` values starting at index `i` (shape `(window,)`) and `y` is the
 # 0-dim tensor `horizon` steps after the last value of `x`. `__len__` is the number of
-# windows whose target still lies inside the series.
+# windows whose target still lies inside the series (0 for a series too short for one).
 
 # %%
 class WindowDataset(Dataset):
@@ -160,7 +160,7 @@ class WindowDataset(Dataset):
 
     def __len__(self):
         ### BEGIN SOLUTION
-        return len(self.series) - self.window - self.horizon + 1
+        return max(0, len(self.series) - self.window - self.horizon + 1)
         ### END SOLUTION
 
     def __getitem__(self, i):

@@ -422,12 +422,15 @@ print(f"total gradient norm {before.item():.1f} before clipping, {after.item():.
 # Write it yourself: `clip_grad_norm(parameters, max_norm)` computes the total norm of all
 # gradients (skipping parameters whose `.grad` is None), the square root of the sum of every
 # squared entry. If it is larger than `max_norm`, multiply every gradient in place by
-# `max_norm / (total_norm + 1e-6)`. Return the total norm from before clipping as a Python float.
+# `max_norm / (total_norm + 1e-6)`. Return the total norm from before clipping as a Python float
+# (0.0 when no parameter has a gradient).
 
 # %%
 def clip_grad_norm(parameters, max_norm):
     ### BEGIN SOLUTION
     grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return 0.0
     total_norm = torch.sqrt(sum((g**2).sum() for g in grads))
     if total_norm > max_norm:
         for g in grads:

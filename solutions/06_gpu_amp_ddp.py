@@ -726,7 +726,8 @@ interact(show_shards, n=IntSlider(10, 1, 24), world_size=IntSlider(3, 1, 4),
 #
 # 1. the order is `torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))`
 #    when shuffling, else `0, 1, ..., n-1`;
-# 2. it is padded, by repeating it from its start, to the next multiple of `world_size`;
+# 2. it is padded, by repeating it from its start, to the next multiple of `world_size` (an
+#    empty dataset, `n = 0`, has nothing to pad: every rank gets `[]`);
 # 3. rank `r` takes positions `r, r + world_size, r + 2*world_size, ...`.
 
 # %%
@@ -740,7 +741,8 @@ def shard_indices(n, world_size, rank, epoch, shuffle=True, seed=0):
     else:
         order = list(range(n))
     total = math.ceil(n / world_size) * world_size
-    order = (order * math.ceil(total / n))[:total]
+    if n:
+        order = (order * math.ceil(total / n))[:total]
     return order[rank:total:world_size]
     ### END SOLUTION
 

@@ -54,10 +54,7 @@ def test_declares_at_least_three_known_mistakes(exercise_id):
 
 # Known naming gaps, open in issue 11 (the answer is still rejected, with what differs, but not named):
 # strict, so the test fails the moment the mistake is named again and the mark must go.
-_NOT_NAMED_YET = {
-    ("08_convolutions.conv_output_size", "dilation_times_kernel"):
-        "on seed 11 the evidence-only naming finds the match not distinctive (issue 11, open)",
-}
+_NOT_NAMED_YET: dict[tuple[str, str], str] = {}
 MISTAKES = [
     pytest.param(ex_id, m.id, marks=pytest.mark.xfail(strict=True, reason=_NOT_NAMED_YET[(ex_id, m.id)]))
     if (ex_id, m.id) in _NOT_NAMED_YET else (ex_id, m.id)

@@ -514,3 +514,173 @@ def test_a_timeout_in_another_thread_leaves_profiled_calls_working():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+# --- issue 11: seeds the learner does not choose; mistakes named on evidence -------------------
+
+def test_core_cases_do_not_depend_on_the_learners_seed():
+    from course_utils.grading.runner import core_seeds
+
+    ex = _toy(mistakes=[], n_random=6)
+    core = core_seeds(ex, 3)
+    assert core == core_seeds(ex, 3)  # fixed per exercise
+    bad_rows = ex.cases(Rand(core[0])).args[0].shape[0]
+
+    def wrong_on_core(x):
+        return x if x.shape[0] == bad_rows and x.dim() == 2 else 2 * x
+
+    # a wrong answer caught by a core case fails whatever seed the learner passes
+    assert not any(run_check(ex, wrong_on_core, seed=s).passed for s in range(1, 15))
+
+
+def test_mistake_not_named_when_another_example_gives_the_same_output():
+    ex = _toy(mistakes=[
+        Mistake("tripled", "You tripled.", lambda x: 3 * x),
+        Mistake("tripled_too", "Also tripled.", lambda x: x + x + x),
+    ])
+    res = run_check(ex, lambda x: 3 * x, seed=1)
+    assert res.status == "incorrect" and res.mistake == "wrong_values", res
+
+
+def test_mistake_not_named_when_the_second_case_disagrees():
+    # matches "tripled" on small inputs only: not evidence for that mistake
+    def odd(x):
+        return 3 * x if x.numel() <= 6 else -x
+
+    ex = _toy(edge_cases=[Case((torch.ones(2),), label="ones")],
+              cases=lambda r: Case((r.randn(r.integer(3, 5), 3),)))
+    res = run_check(ex, odd, seed=1)
+    assert res.mistake != "tripled", res
+
+
+def test_assert_mistake_specific_utility(monkeypatch):
+    from course_utils.grading import registry
+    from course_utils.grading.testing import assert_mistake_specific
+
+    ex = _toy()
+    monkeypatch.setattr(registry, "get", lambda _id: ex)
+    assert_mistake_specific("99_toy.double", {"negated": (lambda x: -x, None), "tripled": (lambda x: x * 3, "tripled")})
+    with pytest.raises(AssertionError):
+        assert_mistake_specific("99_toy.double", {"negated": (lambda x: -x, "tripled")})
+
+
+# --- issue 11: side effects beyond the returned value ------------------------------------------
+
+def _sum_ex(**overrides) -> Exercise:
+    def total(x):
+        return torch.tensor(float(sum(x)))
+
+    spec = dict(lesson="99_toy", name="total", title="total", reference=total,
+                cases=lambda r: Case(([r.integer(0, 9) for _ in range(r.integer(1, 5))],)))
+    spec.update(overrides)
+    return Exercise(**spec)
+
+
+@pytest.mark.parametrize("make_answer", [
+    lambda: (lambda x: (x.append(0), torch.tensor(float(sum(x))))[1]),  # appends to a list input
+    lambda: (lambda x: (x.sort(), x.reverse(), torch.tensor(float(sum(x))))[2]),  # reorders it
+])
+def test_mutating_a_list_input_is_caught(make_answer):
+    res = run_check(_sum_ex(), make_answer(), seed=1)
+    assert res.mistake == "mutated_input", res
+
+
+def test_mutating_numpy_and_module_inputs_is_caught():
+    import numpy as np
+
+    ex = Exercise(lesson="99_toy", name="npsum", title="npsum", reference=lambda a: torch.tensor(a.sum()),
+                  cases=lambda r: Case((np.arange(r.integer(2, 5), dtype=np.float64),)))
+    assert run_check(ex, lambda a: torch.tensor(a.sum())).passed
+
+    def mutates(a):
+        a *= 2
+        return torch.tensor(a.sum() / 2)
+
+    assert run_check(ex, mutates).mistake == "mutated_input"
+
+    lin = torch.nn.Linear(2, 1)
+    mex = Exercise(lesson="99_toy", name="fwd", title="fwd", reference=lambda m: m(torch.ones(1, 2)).detach(),
+                   edge_cases=[Case((lin,))])
+    assert run_check(mex, lambda m: m(torch.ones(1, 2)).detach()).passed
+    assert run_check(mex, lambda m: m.eval()(torch.ones(1, 2)).detach()).mistake == "mutated_input"
+
+    def leaves_grad(m):
+        m(torch.ones(1, 2)).sum().backward()
+        return m(torch.ones(1, 2)).detach()
+
+    assert run_check(mex, leaves_grad).mistake == "mutated_input"
+
+
+def test_grad_mode_left_off_is_caught_and_restored():
+    def off(x):
+        torch.set_grad_enabled(False)
+        return 2 * x
+
+    res = run_check(_toy(mistakes=[]), off)
+    assert res.mistake == "grad_left_off"
+    assert torch.is_grad_enabled()
+
+
+def test_global_rng_use_is_caught_unless_the_exercise_allows_it():
+    import dataclasses
+
+    def draws(x):
+        torch.rand(1)
+        return 2 * x
+
+    before = torch.get_rng_state()
+    assert run_check(_toy(mistakes=[]), draws).mistake == "global_rng"
+    assert torch.equal(torch.get_rng_state(), before)  # and the learner's RNG is restored
+    assert run_check(dataclasses.replace(_toy(mistakes=[]), uses_global_rng=True), draws).passed
+
+    def reseeds(x):
+        import random as pyrandom
+
+        pyrandom.seed(0)
+        return 2 * x
+
+    assert run_check(_toy(mistakes=[]), reseeds).mistake == "global_rng"
+
+
+def test_forbidden_calls_fail_with_the_rule_quoted():
+    import dataclasses
+
+    import torch.nn.functional as F
+
+    def ref(x):
+        e = (x - x.max(dim=1, keepdim=True).values).exp()
+        return e / e.sum(dim=1, keepdim=True)
+
+    ex = Exercise(lesson="99_toy", name="softmax", title="softmax", reference=ref,
+                  cases=lambda r: Case((r.randn(r.integer(1, 4), 3),)),
+                  forbid=("torch.softmax", "torch.nn.functional.softmax", "Tensor.softmax"),
+                  rule_text="Write softmax by hand, without torch's softmax.")
+    assert run_check(ex, ref).passed
+    for cheat in (lambda x: torch.softmax(x, 1), lambda x: F.softmax(x, dim=1), lambda x: x.softmax(1)):
+        res = run_check(ex, cheat)
+        assert res.mistake == "broke_rule" and "by hand" in res.message, res
+    assert run_check(dataclasses.replace(ex, forbid=()), lambda x: x.softmax(1)).passed
+
+
+def test_tolerance_scales_with_the_magnitude_of_the_values():
+    # x - x.mean() in another order: the near-zero element errs relative to the large ones
+    x = torch.tensor([1e4, 1e4 + 1, 2e-3], dtype=torch.float32)
+    e = torch.tensor([1e4, 1e4, 0.0])
+    g = e.clone()
+    g[2] = 1e-3  # an error of 1e-3 next to values of 1e4: ~1e-7 relative to the row
+    assert compare(g, e) is None
+    assert compare(g, e, Compare(scale=0)) is not None
+    assert compare(torch.tensor([1e4, 1e4, 1.0]), e) is not None  # a real difference still fails
+    assert compare(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0 + 1e-3])) is not None
+    del x
+
+
+def test_timeout_turned_into_another_error_is_still_a_timeout():
+    def answer(x):
+        try:
+            while True:
+                pass
+        except BaseException:
+            raise Incorrect("other", "looks like another mistake") from None
+
+    assert run_check(_toy(timeout=0.2, mistakes=[]), answer).mistake == "timeout"

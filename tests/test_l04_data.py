@@ -130,8 +130,8 @@ def test_sharded_range_check_without_simulation_still_uses_real_workers(monkeypa
 class _WindowsByUnfold(torch.utils.data.Dataset):
     def __init__(self, series, window, horizon=1):
         n = len(series) - window - horizon + 1
-        self.X = series.unfold(0, window, 1)[:n]
-        self.y = series[window + horizon - 1 :][:n]
+        self.X = series.unfold(0, window, 1)[:n] if n > 0 else series.new_zeros(0, window)
+        self.y = series[window + horizon - 1 :][: max(n, 0)]
 
     def __len__(self):
         return len(self.y)

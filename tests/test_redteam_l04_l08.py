@@ -58,10 +58,18 @@ class _Win(Dataset):
         self.series, self.window, self.horizon = series, window, horizon
 
     def __len__(self):
-        return len(self.series) - self.window - self.horizon + 1
+        return max(0, len(self.series) - self.window - self.horizon + 1)
 
     def __getitem__(self, i):
         return self.series[i : i + self.window], self.series[i + self.window + self.horizon - 1]
+
+
+@wrong(WD, "negative_len")
+class WinNegativeLength(_Win):
+    """Right for every series long enough for one window; for a shorter one `len()` raises."""
+
+    def __len__(self):
+        return len(self.series) - self.window - self.horizon + 1
 
 
 @wrong(WD)
@@ -114,7 +122,7 @@ class WinNormalisesSeriesInPlace(_Win):
 class WinUnfold(Dataset):
     def __init__(self, series, window, horizon=1):
         n = len(series) - window - horizon + 1
-        self.x = series.unfold(0, window, 1)[:n]
+        self.x = series.unfold(0, window, 1)[:n] if n > 0 else series.new_zeros(0, window)
         self.y = series[window + horizon - 1 :]
 
     def __len__(self):
@@ -1020,6 +1028,18 @@ def clip_builtin_total_norm(parameters, max_norm):
     return total.item()
 
 
+@wrong(CG, "exception")
+def clip_crashes_without_grads(parameters, max_norm):
+    """Right whenever some parameter has a gradient; with none, `torch.sqrt(sum([]))` is `sqrt(0)` of
+    an int and raises TypeError (red team: the reference itself did this)."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
 @wrong(CG)
 def clip_largest_entry(parameters, max_norm):
     grads = [p.grad for p in parameters if p.grad is not None]
@@ -1033,6 +1053,8 @@ def clip_largest_entry(parameters, max_norm):
 @valid(CG)
 def clip_linalg_out_of_place(parameters, max_norm):
     params = [p for p in parameters if p.grad is not None]
+    if not params:
+        return 0.0
     total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
     if total > max_norm:
         for p in params:
@@ -1054,7 +1076,7 @@ def clip_python_floats(parameters, max_norm):
 @valid(CG)
 def clip_flat_cat(parameters, max_norm):
     grads = [p.grad for p in parameters if p.grad is not None]
-    total = torch.cat([g.reshape(-1) for g in grads]).norm()
+    total = torch.cat([g.reshape(-1) for g in grads] or [torch.zeros(0)]).norm()
     coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
     for g in grads:
         g.mul_(coef)
@@ -2668,6 +2690,15 @@ def shard_numpy_permutation(n, world_size, rank, epoch, shuffle=True, seed=0):
     return (order * math.ceil(total / n))[:total][rank::world_size]
 
 
+@wrong(SH, "exception")
+def shard_divides_by_n(n, world_size, rank, epoch, shuffle=True, seed=0):
+    """Right for n >= 1; an empty dataset divides by zero (red team: the reference itself did this),
+    where DistributedSampler gives every rank []."""
+    order = _order(n, epoch, shuffle, seed)
+    total = math.ceil(n / world_size) * world_size
+    return (order * math.ceil(total / n))[:total][rank::world_size]
+
+
 @valid(SH)
 def shard_distributed_sampler(n, world_size, rank, epoch, shuffle=True, seed=0):
     from torch.utils.data import DistributedSampler
@@ -2715,6 +2746,34 @@ def _rank_grads(model, loss_fn, X, y, world_size):
     for Xr, yr in zip(X.chunk(world_size), y.chunk(world_size)):
         r = copy.deepcopy(model)
         yield torch.autograd.grad(loss_fn(r(Xr), yr), list(r.parameters()))
+
+
+@wrong(DP, "averaged_losses")
+def dp_averages_shard_losses(model, loss_fn, X, y, world_size):
+    """Red team: one replica, the mean of the shard losses, one autograd.grad: the same numbers,
+    but not per-rank gradients averaged (what the exercise is about)."""
+    r = copy.deepcopy(model)
+    loss = sum(loss_fn(r(a), b) for a, b in zip(X.chunk(world_size), y.chunk(world_size))) / world_size
+    return list(torch.autograd.grad(loss, list(r.parameters())))
+
+
+@wrong(DP, "averaged_losses")
+def dp_backward_on_summed_loss(model, loss_fn, X, y, world_size):
+    r = copy.deepcopy(model)
+    total = 0
+    for a, b in zip(X.chunk(world_size), y.chunk(world_size)):
+        total = total + loss_fn(r(a), b)
+    (total / world_size).backward()
+    return [p.grad for p in r.parameters()]
+
+
+@valid(DP)
+def dp_replicas_one_backward_pass(model, loss_fn, X, y, world_size):
+    """Every rank's loss on its own replica; one backward call fills every replica's .grad."""
+    replicas = [copy.deepcopy(model) for _ in range(world_size)]
+    losses = [loss_fn(r(a), b) for r, a, b in zip(replicas, X.chunk(world_size), y.chunk(world_size))]
+    torch.autograd.backward(losses)
+    return [sum(ps) / world_size for ps in zip(*[[p.grad for p in r.parameters()] for r in replicas])]
 
 
 @wrong(DP)

@@ -92,7 +92,8 @@ class WindowDataset(Dataset):
         self.horizon = horizon
 
     def __len__(self):
-        return len(self.series) - self.window - self.horizon + 1
+        # 0 when the series is too short for even one window and its target (never negative)
+        return max(0, len(self.series) - self.window - self.horizon + 1)
 
     def __getitem__(self, i):
         x = self.series[i : i + self.window]
@@ -139,9 +140,16 @@ def _window_run(answer, case: Case):
     if not (hasattr(ds, "__len__") and hasattr(ds, "__getitem__")):
         raise Incorrect("not_a_dataset", "Calling your class did not give an object with `__len__` and "
                         f"`__getitem__` (got {type(ds).__name__}). Subclass `Dataset` and define both.")
-    n = len(ds)
-    want = len(series) - window - horizon + 1
+    want = max(0, len(series) - window - horizon + 1)
     where = f"For a series of {len(series)} values, window={window} and horizon={horizon}"
+    try:
+        n = len(ds)
+    except ValueError as exc:  # Python refuses a negative __len__
+        if "should return >= 0" not in str(exc):
+            raise
+        raise Incorrect("negative_len", f"{where} no window fits, so the dataset has 0 items, but your "
+                        "`__len__` returned a negative number (Python's `len()` refuses it). Return "
+                        "`max(0, len(series) - window - horizon + 1)`.") from None
     if n == want + 1:
         raise Incorrect("len_too_long", f"{where} your dataset has {n} items: one too many. The last "
                         "window must still have a target `horizon` steps after it, so the last valid start "
@@ -167,6 +175,8 @@ def _window_run(answer, case: Case):
                             f"tensor), but `dataset[{i}]` gives {tuple(x.shape)} and {tuple(y.shape)}.")
         xs.append(x)
         ys.append(y)
+    if not xs:
+        return series.new_zeros((0, window)), series.new_zeros((0,))
     return torch.stack(xs), torch.stack(ys)
 
 
@@ -177,6 +187,8 @@ register(Exercise(
         Case((torch.arange(8.0), 3, 1), label="series 0..7, window 3, horizon 1", show_inputs=True),
         Case((torch.arange(10.0), 2, 3), label="series 0..9, window 2, horizon 3", show_inputs=True),
         Case((torch.arange(5.0), 4, 1), label="only one window fits"),
+        # "the number of windows whose target still lies inside the series" is 0 here, not -2
+        Case((torch.arange(3.0), 4, 1), label="a series of 3 values, window 4: no window fits"),
     ],
     mistakes=[
         Mistake("target_is_last_input", "Your target is the last value *inside* the window (the classic "
@@ -198,7 +210,8 @@ register(Exercise(
         "which one is y, and which is the last item?",
         "`x = self.series[i : i + self.window]`; the target comes `horizon` steps after index "
         "`i + window - 1`.",
-        "`__len__` is `len(series) - window - horizon + 1`.",
+        "`__len__` is `len(series) - window - horizon + 1`, or 0 if that is negative (a series too short "
+        "for one window).",
     ],
 ))
 

@@ -534,6 +534,8 @@ register(Exercise(
 def clip_grad_norm(parameters, max_norm):
     """Scale all gradients together so that their total norm is at most max_norm."""
     grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:  # before the first backward, or everything frozen: nothing to measure or clip
+        return 0.0
     total_norm = torch.sqrt(sum((g**2).sum() for g in grads))
     if total_norm > max_norm:
         for g in grads:
@@ -622,7 +624,10 @@ register(Exercise(
     reference=clip_grad_norm, run=_clip_run, cases=_clip_cases,
     edge_cases=[_clip_edge(0.3, "gradients already smaller than max_norm"),
                 _clip_edge(5.0, "gradients much larger than max_norm"),
-                _clip_edge(1.3, "total norm 1.3, a little above max_norm 1")],
+                _clip_edge(1.3, "total norm 1.3, a little above max_norm 1"),
+                # `sum([])` is the int 0, which `torch.sqrt` refuses: the norm is 0.0, nothing is scaled
+                Case(([torch.randn(3, 2).requires_grad_(), torch.randn(4).requires_grad_()], 1.0),
+                     label="no parameter has a gradient yet (before the first backward): the norm is 0.0")],
     compare=Compare(rtol=1e-4, atol=1e-6, mutation=False),
     mistakes=[
         Mistake("uses_builtin", "The exercise says \"Write it yourself\": do not call "
@@ -648,7 +653,7 @@ register(Exercise(
         "Collect `grads = [p.grad for p in parameters if p.grad is not None]`.",
         "`total_norm = torch.sqrt(sum((g ** 2).sum() for g in grads))`.",
         "If `total_norm > max_norm`, multiply every gradient in place (`g.mul_(...)`) by "
-        "`max_norm / (total_norm + 1e-6)`. Return `total_norm.item()`.",
+        "`max_norm / (total_norm + 1e-6)`. Return `total_norm.item()` (0.0 when `grads` is empty).",
     ],
 ))
 

@@ -698,7 +698,8 @@ def shard_indices(n, world_size, rank, epoch, shuffle=True, seed=0):
     else:
         order = list(range(n))
     total = math.ceil(n / world_size) * world_size       # every rank gets the same number
-    order = (order * math.ceil(total / n))[:total]         # pad by repeating from the start
+    if n:                                                  # (an empty dataset has nothing to pad)
+        order = (order * math.ceil(total / n))[:total]     # pad by repeating from the start
     return order[rank:total:world_size]                    # deal them out round-robin
 
 
@@ -711,7 +712,8 @@ def _shard_cases(r: Rand) -> Case:
 def _mistake_blocks(n, world_size, rank, epoch, shuffle=True, seed=0):
     order = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch)).tolist() if shuffle else list(range(n))
     per_rank = math.ceil(n / world_size)
-    order = (order * math.ceil(per_rank * world_size / n))[:per_rank * world_size]
+    if n:  # (a division by n = 0 would be evidence of nothing in particular: keep it out of the example)
+        order = (order * math.ceil(per_rank * world_size / n))[:per_rank * world_size]
     return order[rank * per_rank:(rank + 1) * per_rank]
 
 
@@ -772,6 +774,9 @@ register(Exercise(
         Case((8, 2, 1, 3), {"shuffle": True, "seed": 5}, label="8 items, 2 ranks, rank 1, epoch 3", show_inputs=True),
         Case((2, 5, 4, 2), {"shuffle": True, "seed": 3}, label="2 items, 5 ranks, rank 4, epoch 2 (more padding "
              "than items)", show_inputs=True),
+        # DistributedSampler over an empty dataset yields nothing (no division by n = 0)
+        Case((0, 2, 1, 0), {"shuffle": True, "seed": 0}, label="an empty dataset (n = 0), 2 ranks, rank 1",
+             show_inputs=True),
     ],
     n_random=20,
     probes=[_probe_global_rng],
@@ -797,7 +802,7 @@ register(Exercise(
         "Three steps: (1) the order: `torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))` "
         "when shuffling, else `range(n)`; (2) pad it to a multiple of world_size; (3) deal it out.",
         "Padding: `total = math.ceil(n / world_size) * world_size`, then repeat the order from its start until "
-        "it has `total` items: `(order * math.ceil(total / n))[:total]`.",
+        "it has `total` items: `(order * math.ceil(total / n))[:total]` (when `n` is 0 there is nothing to pad).",
         "Dealing out round-robin: `order[rank:total:world_size]`. Return a list of ints (`.tolist()`).",
     ],
 ))
@@ -828,9 +833,26 @@ def _run_dp(answer, case: Case):
     batch_sizes: list[int] = []
     # on the first layer (Sequential calls it positionally, also for `model(input=X)` or
     # `model.forward(X)`); the hook is copied by deepcopy into every replica
-    handle = model[0].register_forward_pre_hook(lambda mod, args: batch_sizes.append(len(args[0])))
-    grads = answer(model, loss_fn, X, y, world_size)
-    handle.remove()
+    replica: list[int] = [0]  # the replica (its first layer) that ran last
+    backward_of: list[tuple[int, int]] = []  # (backward pass, replica) in which each shard's loss got its gradient
+
+    def seen(mod, args):
+        batch_sizes.append(len(args[0]))
+        replica[0] = id(mod)
+
+    def loss_seen(mod, args, out):
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            rep = replica[0]
+            out.register_hook(lambda g: backward_of.append((torch._C._current_graph_task_id(), rep)))
+
+    handles = [model[0].register_forward_pre_hook(seen)]
+    if isinstance(loss_fn, nn.Module):
+        handles.append(loss_fn.register_forward_hook(loss_seen))
+    try:
+        grads = answer(model, loss_fn, X, y, world_size)
+    finally:
+        for handle in handles:
+            handle.remove()
     if not isinstance(grads, list):
         raise Incorrect("wrong_type", f"Return a list with one gradient tensor per parameter, not a "
                         f"{type(grads).__name__}.")
@@ -848,6 +870,14 @@ def _run_dp(answer, case: Case):
             f"exactly its own shard of {shard}. Split X and y into world_size shards with "
             "`X.chunk(world_size)` (`X.split(k)` makes pieces of k rows, not k pieces), compute each "
             "shard's gradients separately, then average them.",
+        )
+    if len(set(backward_of)) < len(backward_of):
+        raise Incorrect(
+            "averaged_losses",
+            "You averaged the shards' losses and back-propagated them through one model in a single "
+            "pass. The number is the same, but that is not what DDP does: each rank computes the gradients "
+            "of its own shard's loss on its own copy of the model, and the *gradients* are averaged (the "
+            "all-reduce). Call `torch.autograd.grad` once per shard, on that shard's replica.",
         )
     if any(p.grad is not None for p in model.parameters()) or any(
             not torch.equal(b, p.detach()) for b, p in zip(before, model.parameters())):
@@ -894,6 +924,12 @@ def _mistake_misaligned(model, loss_fn, X, y, world_size):
     return [t / world_size for t in total]
 
 
+def _mistake_averaged_losses(model, loss_fn, X, y, world_size):
+    replica = copy.deepcopy(model)
+    loss = sum(loss_fn(replica(X_rank), y_rank) for X_rank, y_rank in zip(X.chunk(world_size), y.chunk(world_size)))
+    return list(torch.autograd.grad(loss / world_size, list(replica.parameters())))
+
+
 def _fixed_dp_case() -> Case:
     r = Rand(66)
     return Case((_mlp(r, 4, 6, 3), nn.CrossEntropyLoss(), r.randn(8, 4), torch.tensor([0, 1, 2, 0, 1, 2, 2, 1]), 2),
@@ -922,6 +958,8 @@ register(Exercise(
                 "`copy.deepcopy(model)`.", _mistake_in_place_model, match_output=False),
         Mistake("misaligned_shards", "Your X and y shards do not match: split both the same way "
                 "(`X.chunk(world_size)` and `y.chunk(world_size)`).", _mistake_misaligned),
+        Mistake("averaged_losses", "Average the ranks' gradients, not their losses: one gradient computation "
+                "per shard, on that shard's replica.", _mistake_averaged_losses, match_output=False),
     ],
     hints=[
         "`X.chunk(world_size)` and `y.chunk(world_size)` give each rank's shard (X has a multiple of "

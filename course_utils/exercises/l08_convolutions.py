@@ -297,6 +297,8 @@ register(Exercise(
     lesson=LESSON, name="conv_param_count",
     title="Number of parameters of an nn.Conv2d (kernel int or (kh, kw), bias, groups)",
     reference=conv_param_count, cases=_count_case, n_random=30,
+    # the text suggests creating the layer and counting: its initialisation draws from the global RNG
+    uses_global_rng=True,
     edge_cases=[
         Case((1, 6, 5), label="LeNet's first layer: 1 -> 6 channels, 5x5", show_inputs=True),
         Case((16, 32, 1), label="a 1x1 convolution", show_inputs=True),

@@ -190,10 +190,27 @@ def _values_close(got: torch.Tensor, expected: torch.Tensor, cmp: Compare) -> bo
     got, e = got.to(common), expected.to(common)
     if not (got.is_floating_point() or got.is_complex()):
         return bool(torch.equal(got, e))
-    default_rtol, default_atol = _default_tol(got.dtype)
+    rtol, atol = _tolerances(e, cmp)
+    return bool(torch.isclose(got, e, rtol=rtol, atol=atol, equal_nan=True).all())
+
+
+def _tolerances(expected: torch.Tensor, cmp: Compare) -> tuple[float, float]:
+    """``(rtol, atol)`` for one comparison. On top of the per-element rule, ``atol`` grows with
+    the magnitude of the expected values (``cmp.scale`` times ``max|expected|``; default four
+    machine epsilons of the dtype): a valid different order of floating-point operations (a
+    reduction summed in another order, ``x - mean`` computed another way) errs relative to the
+    size of the values involved, not of the one element, so a near-zero element next to large
+    ones must not fail a right answer."""
+    default_rtol, default_atol = _default_tol(expected.dtype)
     rtol = cmp.rtol if cmp.rtol is not None else default_rtol
     atol = cmp.atol if cmp.atol is not None else default_atol
-    return bool(torch.isclose(got, e, rtol=rtol, atol=atol, equal_nan=True).all())
+    scale = cmp.scale if cmp.scale is not None else (
+        4 * torch.finfo(expected.dtype).eps if expected.is_floating_point() and (rtol or atol) else 0.0)
+    if scale and expected.numel():
+        finite = expected[torch.isfinite(expected)]
+        if finite.numel():
+            atol += scale * float(finite.abs().max())
+    return rtol, atol
 
 
 def _mismatch_summary(got: torch.Tensor, expected: torch.Tensor, cmp: Compare) -> str:
@@ -208,9 +225,7 @@ def _mismatch_summary(got: torch.Tensor, expected: torch.Tensor, cmp: Compare) -
     e = expected.to(got.dtype)
     diff = (got - e).abs()
     diff = torch.where(torch.isnan(diff), torch.zeros_like(diff), diff)
-    default_rtol, default_atol = _default_tol(got.dtype)
-    rtol = cmp.rtol if cmp.rtol is not None else default_rtol
-    atol = cmp.atol if cmp.atol is not None else default_atol
+    rtol, atol = _tolerances(e, cmp) if e.is_floating_point() else (0.0, 0.0)
     bad = diff > atol + rtol * e.abs()
     n = int(bad.sum())
     idx = tuple(int(i) for i in bad.nonzero()[0]) if n else ()
@@ -246,7 +261,10 @@ def compare(got: Any, expected: Any, cmp: Compare | None = None, path: str = "Yo
     if isinstance(expected, (int, float)):
         rtol = cmp.rtol if cmp.rtol is not None else 1e-5
         atol = cmp.atol if cmp.atol is not None else 1e-8
-        if isinstance(got, float) and math.isnan(got) and not (isinstance(expected, float) and math.isnan(expected)):
+        expected_nan = isinstance(expected, float) and math.isnan(expected)
+        if isinstance(got, float) and math.isnan(got):
+            if expected_nan:
+                return None  # NaN matches NaN, as for tensors
             return Problem("nan", f"{path} is NaN.")
         if not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
             return Problem("wrong_values", f"{path} ({got!r}) is not the expected number.")

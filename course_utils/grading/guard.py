@@ -175,6 +175,10 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_S)
         try:
             yield
+        except BaseException:
+            if state.fired:  # whatever the code made of the timeout, the verdict is the timeout
+                raise CheckTimeout() from None
+            raise
         finally:
             state.active = False
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -206,6 +210,10 @@ def time_limit(seconds: float) -> Iterator[None]:
     watchdog.start()
     try:
         yield
+    except BaseException:
+        if state.fired:
+            raise CheckTimeout() from None
+        raise
     finally:
         done.set()
         try:

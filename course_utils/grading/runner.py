@@ -140,22 +140,64 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     )
 
 
-def _check_side_effects(ex: Exercise, pristine: tuple, used: tuple, got: Any) -> None:
-    """``pristine`` and ``used`` are ``(args, kwargs)`` before and after the learner's call."""
+def _differs(before: Any, after: Any, depth: int = 0) -> bool:
+    """Whether ``after`` is no longer what ``before`` (a deep copy) was: tensor values, shape,
+    dtype and ``.grad`` presence; NumPy arrays; list/tuple/dict contents (Python numbers in
+    them too); a module's parameters, buffers and train/eval flags."""
+    if depth > 6:
+        return False
+    if isinstance(before, torch.Tensor):
+        if not isinstance(after, torch.Tensor) or not _same(before, after):
+            return True
+        return (before.grad is None) != (after.grad is None)
+    if isinstance(before, torch.nn.Module):
+        if not isinstance(after, torch.nn.Module):
+            return True
+        if [m.training for m in before.modules()] != [m.training for m in after.modules()]:
+            return True
+        sb, sa = before.state_dict(keep_vars=True), after.state_dict(keep_vars=True)
+        return set(sb) != set(sa) or any(_differs(sb[k], sa[k], depth + 1) for k in sb)
+    tname = type(before).__module__
+    if tname == "numpy" and hasattr(before, "dtype") and hasattr(before, "shape"):
+        import numpy as np
+
+        return not (isinstance(after, np.ndarray) and before.shape == after.shape and before.dtype == after.dtype
+                    and bool(np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")))
+    if isinstance(before, (list, tuple)):
+        return (type(before) is not type(after) or len(before) != len(after)
+                or any(_differs(b, a, depth + 1) for b, a in zip(before, after)))
+    if isinstance(before, dict):
+        return (not isinstance(after, dict) or set(before) != set(after)
+                or any(_differs(before[k], after[k], depth + 1) for k in before))
+    if isinstance(before, (int, float, str, bool)) or before is None:
+        try:
+            return bool(before != after) and not (before != before and after != after)  # NaN == NaN here
+        except Exception:  # noqa: BLE001
+            return True
+    return False
+
+
+def _check_side_effects(ex: Exercise, pristine: tuple, used: tuple, got: Any, by_reference: tuple | None = None) -> None:
+    """``pristine`` and ``used`` are ``(args, kwargs)`` before and after the learner's call;
+    ``by_reference`` the same inputs after the reference's call. An input the reference leaves
+    as it was must stay as it was (tensors incl. ``.grad``, NumPy arrays, lists, dicts, modules'
+    parameters, buffers and modes)."""
     (args_before, kwargs_before), (args_after, kwargs_after) = pristine, used
     names = _arg_names(ex, len(args_before)) + list(kwargs_before)
     befores = list(args_before) + list(kwargs_before.values())
     afters = list(args_after) + [kwargs_after[k] for k in kwargs_before]
+    refs = (list(by_reference[0]) + [by_reference[1][k] for k in kwargs_before]) if by_reference else [None] * len(befores)
     if ex.compare.mutation:
-        for name, before, after in zip(names, befores, afters):
-            for b, a in zip(_tensors(before), _tensors(after)):
-                if not _same(b, a):
-                    raise _Fail(
-                        "mutated_input",
-                        f"Your code changed its input `{name}` in place (an op ending in `_`, "
-                        "`+=`, `/=` or an indexed assignment). Compute a new tensor and leave the "
-                        "input as it was.",
-                    )
+        for name, before, after, ref in zip(names, befores, afters, refs):
+            if by_reference is not None and _differs(before, ref):
+                continue  # the task changes this input: the exercise checks how
+            if _differs(before, after):
+                raise _Fail(
+                    "mutated_input",
+                    f"Your code changed its input `{name}` (an op ending in `_`, `+=`, `/=`, an indexed "
+                    "assignment, `.append`, a `.grad` left behind, or a module's parameters or train/eval "
+                    "mode). Compute new values and leave the input as it was.",
+                )
     if ex.compare.views:
         for name, arg in zip(names, afters):
             for inp in _tensors(arg):
@@ -166,6 +208,16 @@ def _check_side_effects(ex: Exercise, pristine: tuple, used: tuple, got: Any) ->
                             f"Your result shares memory with the input `{name}` (a view), so "
                             "changing one changes the other. Return a new tensor (`.clone()`).",
                         )
+
+
+def _rng_states() -> tuple:
+    import numpy as np
+
+    return torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy(), np.random.get_state()[2]
+
+
+def _rng_changed(a: tuple, b: tuple) -> bool:
+    return not torch.equal(a[0], b[0]) or a[1] != b[1] or not (a[2] == b[2]).all() or a[3] != b[3]
 
 
 def _check_grads(ex: Exercise, case_ref: Case, expected: Any, case_got: Case, got: Any, rand: Rand) -> None:
@@ -221,28 +273,36 @@ def _name_mistake(ex: Exercise, case: Case, got: Any, expected: Any, problem: Pr
         m for m, out, error in outs
         if error is None and compare(got, out, ex.compare) is None and compare(out, expected, ex.compare) is not None
     ]
+    if answer is not None and rand is not None and matched:
+        # the other cases confirm the match, and separate mistakes that agree on this one
+        matched = [m for m in matched if _confirmed(ex, m, answer, rand, case)]
     if len({m.id for m in matched}) != 1:
         return problem.mistake, problem.message
-    m = matched[0]
-    if answer is not None and rand is not None and ex.cases is not None and not _confirmed(ex, m, answer, rand):
-        return problem.mistake, problem.message
-    return m.id, m.message
+    return matched[0].id, matched[0].message
 
 
-def _confirmed(ex: Exercise, m: Mistake, answer: Any, rand: Rand) -> bool:
-    """The answer behaves like ``m.example`` on one more random case (both raising counts)."""
-    second = ex.cases(Rand(rand.seed + 7919))  # type: ignore[misc]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            out = _call(ex, m.example, copy.deepcopy(second))
-    except Exception:  # noqa: BLE001 - no second evidence either way
-        return True
-    try:
-        got = _call(ex, answer, copy.deepcopy(second))
-    except Exception:  # noqa: BLE001 - the example ran, the answer did not: another mistake
-        return False
-    return compare(got, out, ex.compare) is None
+def _confirmed(ex: Exercise, m: Mistake, answer: Any, rand: Rand, failing: Case | None = None) -> bool:
+    """The answer behaves like ``m.example`` on the other fixed cases and one more random case
+    (a case where the example raises is no evidence either way)."""
+    others = [c for c in ex.edge_cases if c is not failing]
+    if ex.cases is not None:
+        others.append(ex.cases(Rand(rand.seed + 7919)))
+    for second in others:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = _call(ex, m.example, copy.deepcopy(second))
+        except Exception:  # noqa: BLE001 - no evidence from this case
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = _call(ex, answer, copy.deepcopy(second))
+        except Exception:  # noqa: BLE001 - the example ran, the answer did not: another mistake
+            return False
+        if compare(got, out, ex.compare) is not None:
+            return False
+    return True
 
 
 def _name_exception(ex: Exercise, case: Case, exc: Exception) -> _Fail | None:
@@ -414,13 +474,92 @@ def _failed(ex: Exercise, seed: int, fail: _Fail, printed: io.StringIO) -> Resul
     return Result(ex.id, "incorrect", fail.message, fail.mistake, details, seed)
 
 
+def _qualname(func: Any) -> str:
+    try:
+        name = torch.overrides.resolve_name(func)
+    except Exception:  # noqa: BLE001
+        name = None
+    return name or f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', repr(func))}"
+
+
+def _forbidden_names(ex: Exercise) -> set[str]:
+    out = set()
+    for n in ex.forbid:
+        out.add(n)
+        if n.startswith("Tensor."):
+            out.add("torch." + n)
+    return out
+
+
+class _RuleWatch(torch.overrides.TorchFunctionMode):
+    """Records the first forbidden torch function the learner's code calls directly (calls
+    made inside torch's own implementation are not seen: the mode is off while one runs)."""
+
+    def __init__(self, ex: Exercise):
+        super().__init__()
+        self.names = _forbidden_names(ex)
+        self.used: str | None = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        if self.used is None:
+            name = _qualname(func)
+            if name in self.names:
+                self.used = name
+        return func(*args, **(kwargs or {}))
+
+
+def _resolve(dotted: str) -> Any:
+    import importlib
+
+    parts = dotted.split(".")
+    if parts[0] == "Tensor":
+        parts = ["torch"] + parts
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except Exception:  # noqa: BLE001
+            continue
+        try:
+            for p in parts[i:]:
+                obj = getattr(obj, p)
+            return obj
+        except AttributeError:
+            return None
+    return None
+
+
+def _static_forbidden(ex: Exercise, answer: Any) -> str | None:
+    """A forbidden object the answer's code names directly as a global (``from torch.func import
+    grad`` then ``grad(...)``): caught even when it is not a torch function."""
+    targets = {id(o): n for n in ex.forbid if (o := _resolve(n)) is not None}
+    funcs = [answer] if inspect.isfunction(answer) else [
+        v for v in vars(answer).values() if inspect.isfunction(v)] if isinstance(answer, type) else []
+    for f in funcs:
+        codes = [f.__code__]
+        while codes:
+            code = codes.pop()
+            codes.extend(c for c in code.co_consts if inspect.iscode(c))
+            for name in code.co_names:
+                obj = f.__globals__.get(name)
+                if obj is not None and id(obj) in targets:
+                    return targets[id(obj)]
+    return None
+
+
 def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
     case_ref = copy.deepcopy(case)
+    rng0 = _rng_states()
     expected = _call(ex, ex.reference, case_ref)
+    ref_rng = _rng_changed(rng0, _rng_states())
+    ref_grad_mode = torch.is_grad_enabled()
+    torch.set_grad_enabled(True)
     pristine = copy.deepcopy((case.args, case.kwargs))
     case_got = copy.deepcopy(case)
+    rng1 = _rng_states()
+    rule = _RuleWatch(ex) if ex.forbid else contextlib.nullcontext()
     try:
-        got = _call(ex, answer, case_got)
+        with rule:
+            got = _call(ex, answer, case_got)
     except NotImplementedError as exc:
         if _raised_by_learner(exc):
             raise _NotAttempted() from exc
@@ -432,10 +571,23 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
         if named is not None:
             raise named from exc
         raise
+    if ex.forbid:
+        used = rule.used or _static_forbidden(ex, answer)  # type: ignore[union-attr]
+        if used:
+            raise _Fail("broke_rule", f"The exercise says: “{ex.rule_text or 'do not use ' + ', '.join(ex.forbid)}”. "
+                        f"Your code used `{used}`.", generic=False)
     problem = compare(got, expected, ex.compare)
     if problem:
         mistake, message = _name_mistake(ex, case, got, expected, problem, answer, rand)
         raise _Fail(mistake, message)
-    _check_side_effects(ex, pristine, (case_got.args, case_got.kwargs), got)
+    _check_side_effects(ex, pristine, (case_got.args, case_got.kwargs), got, (case_ref.args, case_ref.kwargs))
+    if ref_grad_mode and not torch.is_grad_enabled():
+        raise _Fail("grad_left_off", "Your code left autograd switched off after it returned "
+                    "(`torch.set_grad_enabled(False)` without switching it back). Use `with torch.no_grad():` "
+                    "so the mode is restored when the block ends.")
+    if not ex.uses_global_rng and not ref_rng and _rng_changed(rng1, _rng_states()):
+        raise _Fail("global_rng", "Your code drew from (or reseeded) the global random number generator "
+                    "(`torch.manual_seed`, `torch.rand*` without `generator=`, `random`, `np.random`), which "
+                    "this task does not need: it changes every later random result in the notebook.")
     if ex.compare.grad:
         _check_grads(ex, case_ref, expected, case_got, got, rand)

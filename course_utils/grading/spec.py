@@ -120,6 +120,7 @@ class Compare:
     graph: bool = True
     mutation: bool = True
     views: bool = False
+    scale: float | None = None  # extra atol = scale * max|expected| (None: 4 eps of the dtype; 0: off)
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,14 @@ class Exercise:
             imports a plausible answer triggers that the reference does not (the reference is
             run once, untimed, before the first check, which imports what it needs).
         points: what a correct answer is worth in the instructor's gradebook (default 1).
+        uses_global_rng: a right answer may draw from the global RNGs (torch CPU, ``random``,
+            NumPy) even where the reference does not; otherwise an answer that consumes or
+            reseeds them while the reference leaves them alone fails as ``global_rng``.
+        forbid: a rule in the prose ("by hand"): qualified names the learner's code must not
+            call, e.g. ``("torch.softmax", "torch.nn.functional.softmax", "Tensor.softmax")``;
+            seen through a ``TorchFunctionMode`` (torch functions and Tensor methods) and as
+            globals the answer's code names. A violation fails as ``broke_rule`` quoting
+            ``rule_text``.
     """
 
     lesson: str
@@ -172,12 +181,15 @@ class Exercise:
     arg_names: Sequence[str] | None = None
     preload: Sequence[str] = ()
     points: float = 1.0
+    uses_global_rng: bool = False
+    forbid: Sequence[str] = ()
+    rule_text: str = ""
 
     def __post_init__(self) -> None:
         # Frozen, with tuples for the sequences: a notebook cannot rebind or append to what
         # the grader compares with through a handle or the registry (not a security boundary:
         # instructor grading runs in a sandbox).
-        for name in ("edge_cases", "mistakes", "probes", "hints", "preload"):
+        for name in ("edge_cases", "mistakes", "probes", "hints", "preload", "forbid"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.arg_names is not None:
             object.__setattr__(self, "arg_names", tuple(self.arg_names))

@@ -1,0 +1,56 @@
+"""Helpers for the course's own tests of its graders (not used by learners).
+
+:func:`assert_mistake_specific` checks that the mistake names of one exercise are earned:
+every declared example is rejected under its own name on several seeds, and each extra wrong
+answer given by the caller is rejected under the name the caller expects (``None``: any
+generic, unnamed failure, i.e. not one of the declared mistakes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from . import registry
+from .runner import run_check
+
+GENERIC = frozenset({
+    "exception", "wrong_values", "wrong_shape", "wrong_dtype", "wrong_type", "wrong_device",
+    "wrong_length", "wrong_keys", "returned_none", "graph_cut", "nan", "timeout", "mutated_input",
+    "shares_storage", "wrong_grad",
+})
+
+
+def assert_mistake_specific(
+    exercise_id: str,
+    others: Mapping[str, tuple[Any, str | None]] | Iterable[tuple[str, Any, str | None]] = (),
+    seeds: Iterable[int] = (1, 2, 3),
+) -> None:
+    """Raise ``AssertionError`` unless mistake names of ``exercise_id`` are specific.
+
+    ``others``: plausible wrong answers, as ``{label: (answer, expected_mistake)}`` or
+    ``[(label, answer, expected_mistake)]``; ``expected_mistake=None`` means "rejected, and not
+    under the name of any declared mistake" (the grader must say what differs instead).
+    """
+    ex = registry.get(exercise_id)
+    seeds = list(seeds)
+    declared = {m.id for m in ex.mistakes}
+    for m in ex.mistakes:
+        if m.example is None:
+            continue
+        for seed in seeds:
+            res = run_check(ex, m.example, seed=seed)
+            assert res.status == "incorrect", f"{exercise_id}: example of {m.id} passed (seed {seed})"
+            assert res.mistake == m.id, (
+                f"{exercise_id}: example of {m.id} was named {res.mistake!r} (seed {seed}): {res.message}")
+    items = list(others.items()) if isinstance(others, Mapping) else [(lbl, (a, e)) for lbl, a, e in others]
+    for label, (answer, expected) in items:
+        for seed in seeds:
+            res = run_check(ex, answer, seed=seed)
+            assert res.status == "incorrect", f"{exercise_id}: wrong answer {label!r} passed (seed {seed})"
+            if expected is None:
+                assert res.mistake not in declared, (
+                    f"{exercise_id}: {label!r} was named {res.mistake!r} without evidence (seed {seed}): "
+                    f"{res.message}")
+            else:
+                assert res.mistake == expected, (
+                    f"{exercise_id}: {label!r} named {res.mistake!r}, expected {expected!r} (seed {seed})")
