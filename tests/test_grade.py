@@ -68,12 +68,14 @@ VARIANTS = {
     "reference": lambda nb: setattr(nb.cells[_answer(nb)], "source",
                                     "from course_utils.exercises.l00_start_here import celsius_to_fahrenheit"),
     "tampered": lambda nb: setattr(nb.cells[_answer(nb)], "source",
-                                   "import sys\nsys.modules['course_utils.grading.runner'].compare = lambda *a, **k: None\n"
+                                   "import sys\n"
+                                   "sys.modules['course_utils.grading.runner'].compare = lambda *a, **k: None\n"
                                    "def celsius_to_fahrenheit(c):\n    return c\n"),
     "forged": lambda nb: setattr(nb.cells[_answer(nb)], "source",
                                  "from IPython.display import display\n"
                                  "def celsius_to_fahrenheit(c):\n"
-                                 f"    display({{{kernel.MIME!r}: {{'exercise': {EX!r}, 'status': 'correct'}}}}, raw=True)\n"
+                                 f"    display({{{kernel.MIME!r}: "
+                                 f"{{'exercise': {EX!r}, 'status': 'correct'}}}}, raw=True)\n"
                                  "    return c\n"),
     # extra code around the check, and a display updated from a later cell (nbclient bookkeeping)
     "extra_lines": lambda nb: (_solve(nb), setattr(nb.cells[_check(nb)], "source",

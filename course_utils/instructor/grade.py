@@ -65,7 +65,8 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 import nbformat
 
@@ -226,7 +227,8 @@ def find_notebooks(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, 
     for p in map(Path, paths):
         if p.is_dir():
             items = [(q, p) for q in sorted(p.rglob("*.ipynb"))
-                     if ".ipynb_checkpoints" not in q.parts and not any(part.startswith(".") for part in q.relative_to(p).parts)]
+                     if ".ipynb_checkpoints" not in q.parts
+                     and not any(part.startswith(".") for part in q.relative_to(p).parts)]
         else:
             items = [(p, None)]
         for q, root in items:
@@ -362,7 +364,8 @@ class Grader:
         if proc is not None and proc.poll() is None:
             return proc
         env = dict(os.environ, COURSE_PROGRESS_LOG="", OMP_NUM_THREADS="1",
-                   PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+                   PYTHONPATH=os.pathsep.join(
+                       [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
         proc = subprocess.Popen([sys.executable, "-m", "course_utils.instructor.judge", "worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
@@ -398,7 +401,8 @@ class Grader:
         lesson = identify_lesson(path, nb, self.stems)
         report = NotebookReport(str(path), student_of(path, lesson, root), lesson)
         if lesson is None:
-            report.error = read_error or "unknown lesson: the file name names no lesson and it has no exercises_for(...)"
+            report.error = read_error or (
+                "unknown lesson: the file name names no lesson and it has no exercises_for(...)")
             report.rows.append(Row(report.student, report.shown, "", "error",
                                    "corrupt_notebook" if read_error else "unknown_lesson", report.error))
         elif read_error:
@@ -482,8 +486,9 @@ class Grader:
                 error, mistake = f"the notebook did not finish within {self.notebook_timeout:g} s", "notebook_timeout"
             else:
                 code = proc.poll() if proc else None
-                error, mistake = (f"the notebook runner stopped before the end (exit code {code}: memory limit "
-                                  f"{self.limits.describe_memory()}, the process limit, or a killed process)"), "runner_died"
+                error = (f"the notebook runner stopped before the end (exit code {code}: memory limit "
+                         f"{self.limits.describe_memory()}, the process limit, or a killed process)")
+                mistake = "runner_died"
         except OSError as exc:
             error, mistake = f"the sandbox could not start ({exc})", "sandbox_failed"
         finally:
@@ -588,7 +593,8 @@ def write_json(reports: list[NotebookReport], path: str | os.PathLike[str]) -> N
     _write(reports, path, duplicates(reports))
 
 
-def summary_text(reports: list[NotebookReport], seconds: float | None = None, workers: int | None = None) -> str:
+# C901: one report section after another; goes with the split of grade.py (issue 12 item 5)
+def summary_text(reports: list[NotebookReport], seconds: float | None = None, workers: int | None = None) -> str:  # noqa: C901
     lines = []
     n = len(reports)
     head = f"Graded {n} notebook{'s' * (n != 1)}"
@@ -632,7 +638,8 @@ def summary_text(reports: list[NotebookReport], seconds: float | None = None, wo
         for ex_id, c in per_ex.items():
             total = sum(c.values())
             common = ", ".join(f"{m} ×{k}" for m, k in mistakes.get(ex_id, Counter()).most_common(3))
-            lines.append(f"  {ex_id:<{w}}  {c['correct']:>3}/{total} correct" + (f"   mistakes: {common}" if common else ""))
+            lines.append(f"  {ex_id:<{w}}  {c['correct']:>3}/{total} correct"
+                         + (f"   mistakes: {common}" if common else ""))
     problems = [(rep, p) for rep in reports for p in rep.problems]
     if problems:
         lines += ["", "Problems:"]

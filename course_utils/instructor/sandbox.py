@@ -31,7 +31,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "course_utils"
@@ -114,7 +114,8 @@ class _CutReferences(ast.NodeTransformer):
                 for item in stmt.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         body.append(self._cut_function(item))
-                    elif isinstance(item, (ast.Pass,)) or (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)):
+                    elif isinstance(item, ast.Pass) or (
+                            isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)):
                         continue
                     else:
                         continue  # class attributes may hold the answer's configuration
@@ -270,7 +271,8 @@ def command(argv: Sequence[str], *, course: Path, inputs: Path | None, env: dict
         args += ["--setenv", key, value]
     if uid is not None:
         # root is exempt from the process cap: run the submission as its own unprivileged user
-        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", shutil.which("setpriv") or "/usr/bin/setpriv",
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
+                 shutil.which("setpriv") or "/usr/bin/setpriv",
                  f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
                  "--no-new-privs"]
     else:
