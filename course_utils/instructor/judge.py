@@ -87,9 +87,9 @@ def _case(ex: Any, plan: list) -> Any:
 def _jacobians(outs: list, inputs: list) -> list:
     import torch
 
-    jac = []
+    jac: list[Any] = []
     for o in outs:
-        row = []
+        row: list[Any] = []
         if not o.requires_grad or o.numel() > JAC_LIMIT or o.grad_fn is None:
             jac.append(None)
             continue
@@ -251,7 +251,7 @@ class Executor:
 
     def __init__(self, start: Any):
         self._start = start  # () -> Popen of a fresh executor
-        self.proc = None
+        self.proc: Any = None  # the Popen that start() returns
         self.n = 0
         self.loaded: set[str] = set()
 
@@ -584,7 +584,7 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         ex, edge_cases=[tag(copy.deepcopy(c), ["edge", i]) for i, c in enumerate(ex.edge_cases)],
         cases=cases, run=run, probes=[remote_probe(j) for j in range(len(ex.probes))], timeout=timeout)
     result = run_check(judged, standin, seed=seed)
-    verdict = {"status": result.status, "mistake": result.mistake or "", "message": result.message}
+    verdict: dict[str, Any] = {"status": result.status, "mistake": result.mistake or "", "message": result.message}
     guarded = []
     for qualified in needs_reference[:4]:
         # The course's checking code for this exercise builds a reference inside the

@@ -99,7 +99,7 @@ class _CutReferences(ast.NodeTransformer):
         where = f" ({self.module}.{self.current})" if self.module else ""
         return ast.parse(f"raise RuntimeError({HIDDEN_MESSAGE + where!r})").body
 
-    def _cut_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+    def _cut_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.FunctionDef | ast.AsyncFunctionDef:
         node.body = self._raise()
         return node
 
@@ -157,12 +157,13 @@ def reference_names(module_name: str) -> dict[str, set[str]]:
         ref = ex.reference
         mod = sys.modules.get(getattr(ref, "__module__", "") or "")
         name = getattr(ref, "__name__", None)
-        if mod is None or name is None or getattr(mod, "__file__", None) is None:
+        file = getattr(mod, "__file__", None)
+        if mod is None or name is None or file is None:
             continue
         # only the exercise modules: references that are also public course helpers
         # (``training_lab.train_one_epoch``, ``data_workers.ShardedRange``) are used by later lessons
         if getattr(mod, name, None) is ref and mod.__name__.startswith("course_utils.exercises."):
-            found.setdefault(mod.__file__, set()).add(name)
+            found.setdefault(file, set()).add(name)
     return found
 
 
