@@ -39,7 +39,7 @@ import pytest
 
 from course_utils import build
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -67,7 +67,7 @@ def _requirements() -> str | None:
 
 _MISSING = _requirements()
 if _MISSING:
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=_MISSING)]
+    pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skip(reason=_MISSING)]
 
 
 def _free_port() -> int:

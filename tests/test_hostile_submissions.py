@@ -31,7 +31,8 @@ import pytest
 from course_utils import build
 from course_utils.instructor import grade, sandbox
 
-pytestmark = pytest.mark.skipif(sandbox.works() is not None, reason=f"no bubblewrap sandbox here: {sandbox.works()}")
+pytestmark = [pytest.mark.slow,  # every test grades real notebooks in the sandbox
+              pytest.mark.skipif(sandbox.works() is not None, reason=f"no bubblewrap sandbox here: {sandbox.works()}")]
 
 LESSON = "00_start_here"
 EX = f"{LESSON}.celsius_to_fahrenheit"
