@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +41,7 @@ def part_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
+@cache
 def import_graph() -> dict[str, set[str]]:
     """course_utils module -> the course_utils modules it imports (anywhere in the file)."""
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
@@ -68,6 +70,7 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def part_graph() -> dict[str, set[str]]:
+    """A fresh copy each call (callers remove the known arrows from it)."""
     arrows: dict[str, set[str]] = defaultdict(set)
     for a, targets in import_graph().items():
         for b in targets:
