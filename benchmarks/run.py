@@ -10,7 +10,10 @@
 Sections:
 - import: ``import course_utils`` and ``import course_utils.grading`` in a fresh interpreter.
 - notebooks: every solution and learner notebook executed top to bottom in a fresh kernel
-  (nbclient), wall time each. Target: <= 60 s on a 2-core CPU.
+  (nbclient), wall time and peak memory each. Peak memory is the largest sum, over the kernel
+  and every process it started (DataLoader workers, torchrun and its ranks), of each process's
+  proportional set size (PSS: shared pages divided among the processes that share them), sampled
+  every 50 ms from /proc. Targets: <= 30 s and <= 1 GB on a 2-core CPU.
 - checks: every exercise's check with its reference answer, ``--repeat`` times (fresh random
   cases each time): median and max latency. Targets: median <= 0.2 s, max <= 1 s.
 - latency: per lesson, a fresh interpreter imports the grader and calls ``exercises_for`` (warm-up),
@@ -52,13 +55,15 @@ import sys
 import time
 from pathlib import Path
 
+# The rates of the lesson-time source (course_utils/lesson_times.py), which headers, README and
+# guide take their times from: the "lessons" section counts against it.
+from course_utils.lesson_times import EXAMPLE_MIN, EXERCISE_MIN, LESSONS, READ_WPM
+
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK_TARGET_S = 60.0
+NOTEBOOK_TARGET_S = 30.0
+NOTEBOOK_MEMORY_TARGET_MB = 1000.0
 CHECK_MEDIAN_TARGET_S = 0.2
 CHECK_MAX_TARGET_S = 1.0
-READ_WPM = 120  # technical prose, read attentively
-EXAMPLE_MIN = 0.75  # run an example cell and look at its output
-EXERCISE_MIN = 7.0  # median exercise, including a failed check or a hint
 BUSY_RATIO_TARGET = 1.5
 
 
@@ -80,6 +85,65 @@ def _selected(paths: list[Path], lessons: list[str]) -> list[Path]:
     return [p for p in paths if not lessons or any(p.stem.startswith(x) for x in lessons)]
 
 
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (Linux /proc; empty elsewhere)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _pss_mb(pid: int) -> float:
+    """Proportional set size of one process in MB (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class TreeMemory:
+    """Sample the summed PSS of this process's descendants (a notebook's kernel and everything
+    it starts) in a background thread; ``peak_mb`` is the largest sum seen."""
+
+    def __init__(self, interval: float = 0.05):
+        import threading
+
+        self.interval = interval
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = os.getpid()
+        while not self._stop.is_set():
+            self.peak_mb = max(self.peak_mb, sum(_pss_mb(p) for p in _descendants(me)))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "TreeMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def bench_notebooks(lessons: list[str]) -> list[dict]:
     import nbformat
     from nbclient import NotebookClient
@@ -91,15 +155,19 @@ def bench_notebooks(lessons: list[str]) -> list[dict]:
             nb = nbformat.read(path, as_version=4)
             start = time.perf_counter()
             error = None
-            try:
-                NotebookClient(nb, timeout=600, kernel_name="python3",
-                               resources={"metadata": {"path": str(path.parent)}}).execute()
-            except Exception as exc:  # noqa: BLE001 - report and go on
-                error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:120]}"
+            with TreeMemory() as memory:
+                try:
+                    NotebookClient(nb, timeout=600, kernel_name="python3",
+                                   resources={"metadata": {"path": str(path.parent)}}).execute()
+                except Exception as exc:  # noqa: BLE001 - report and go on
+                    error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:120]}"
             took = time.perf_counter() - start
-            rows.append({"notebook": f"{folder}/{path.name}", "seconds": round(took, 2), "error": error})
-            status = f"ERROR {error}" if error else _flag(took <= NOTEBOOK_TARGET_S)
-            print(f"{folder + '/' + path.name:<40} {took:6.1f} s  {status}", flush=True)
+            rows.append({"notebook": f"{folder}/{path.name}", "seconds": round(took, 2),
+                         "peak_mb": round(memory.peak_mb), "error": error})
+            ok = took <= NOTEBOOK_TARGET_S and memory.peak_mb <= NOTEBOOK_MEMORY_TARGET_MB
+            status = f"ERROR {error}" if error else _flag(ok)
+            print(f"{folder + '/' + path.name:<40} {took:6.1f} s  {memory.peak_mb:6.0f} MB  {status}",
+                  flush=True)
     return rows
 
 
@@ -207,10 +275,11 @@ def bench_lessons(lessons: list[str]) -> list[dict]:
         stubs = sum(1 for c in code if "raise NotImplementedError(" in c.source)
         examples = len(code) - len(checks) - stubs
         minutes = words / READ_WPM + examples * EXAMPLE_MIN + len(checks) * EXERCISE_MIN
+        source = LESSONS[path.stem].minutes if path.stem in LESSONS else None
         rows.append({"lesson": path.stem, "words": words, "code_cells": len(code), "exercises": len(checks),
-                     "estimated_minutes": round(minutes)})
+                     "estimated_minutes": round(minutes), "lesson_times_minutes": source})
         print(f"{path.stem:<24} {words:6d} words  {len(code):3d} code cells  {len(checks):2d} exercises  "
-              f"~{minutes:4.0f} min for a learner", flush=True)
+              f"~{minutes:4.0f} min counted, {source} min in course_utils/lesson_times.py", flush=True)
     return rows
 
 

@@ -273,6 +273,11 @@ def check(stems: list[str], orphans: bool = True) -> list[str]:
 
     if links.readme_out_of_date():
         problems.append("README.md's badges do not match course_utils/links.py. Run `python -m course_utils build`.")
+
+    # lesson headers, README syllabus and guide take their times from one source
+    from . import lesson_times
+
+    problems += lesson_times.problems()
     return problems
 
 
@@ -340,8 +345,12 @@ def write(stems: list[str], force: bool = False, backup_to: Path | None = None) 
     """Write the learner notebooks of ``stems`` and remove leftover text pairs. A file with edits
     build did not make is left alone (``refused``) unless ``force``, which backs it up first.
     Nothing is written when anything is refused, so a build is never half done."""
+    # lesson times into solution headers (.py and .ipynb), README, guide: before the learner notebooks
+    from . import lesson_times
     from .backups import backup_files
 
+    for path in lesson_times.write():
+        print(f"wrote {path.relative_to(ROOT)} (lesson times)")
     res = BuildResult()
     todo: list[tuple[Path, str | None]] = []  # (path, new text or None to remove)
     for stem in stems:

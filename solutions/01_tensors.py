@@ -22,7 +22,7 @@
 # 5. tell elementwise `*` from matrix `@`, use in-place ops safely, share memory with NumPy;
 # 6. make randomness repeatable.
 #
-# Seven exercises are checked along the way. About 45 minutes.
+# **Time: about 80 minutes** on your own, the seven checked exercises included (about 44 of those minutes). *Run All* alone takes about 6.3 s on a 2-core CPU.
 
 # %%
 import numpy as np
@@ -431,7 +431,7 @@ g = torch.Generator().manual_seed(7)
 print(torch.randint(0, 100, (5,), generator=g))
 
 # %% [markdown]
-# ## Summary
+# ## Recap
 #
 # - A tensor = data + shape + dtype + device. Print them when in doubt.
 # - float32 is the default float; NumPy gives float64: convert with `.float()`.
@@ -443,3 +443,34 @@ print(torch.randint(0, 100, (5,), generator=g))
 # - In-place `_` ops and `from_numpy`/`.numpy()` share memory.
 #
 # Next: **02_autograd**, where tensors learn to compute their own gradients.
+
+# %% [markdown]
+# ## Further reading
+#
+# PyTorch documentation:
+#
+# - [`torch.Tensor`](https://docs.pytorch.org/docs/stable/tensors.html): every tensor method, and
+#   the table of dtypes.
+# - [Tensor attributes](https://docs.pytorch.org/docs/stable/tensor_attributes.html): `dtype`,
+#   `device`, `layout`, and the type-promotion rules behind `torch.tensor([1, 2]) / 2`.
+# - [Tensor views](https://docs.pytorch.org/docs/stable/tensor_view.html): which operations
+#   return a view that shares memory (`view`, `transpose`, slicing) and which copy.
+# - [Broadcasting semantics](https://docs.pytorch.org/docs/stable/notes/broadcasting.html): the
+#   rules of section 5, with examples of what is and is not broadcastable.
+# - [Reproducibility](https://docs.pytorch.org/docs/stable/notes/randomness.html): seeds, and
+#   what stays non-deterministic.
+#
+# The best external material:
+#
+# - PyTorch tutorials,
+#   [Tensors](https://docs.pytorch.org/tutorials/beginner/basics/tensorqs_tutorial.html): a short
+#   second pass over creation, indexing and the NumPy bridge.
+# - *Dive into Deep Learning*, [Data
+#   manipulation](https://d2l.ai/chapter_preliminaries/ndarray.html): the same operations, with
+#   the linear algebra they are used for.
+# - Sebastian Raschka, [*PyTorch in One Hour*](https://sebastianraschka.com/teaching/pytorch-1h/)
+#   (the web version of appendix A of *Build a Large Language Model (From Scratch)*): its tensor
+#   sections are a fast review before lesson 02.
+# - Sasha Rush, [Tensor Puzzles](https://github.com/srush/Tensor-Puzzles): rebuild NumPy
+#   functions with broadcasting and indexing only; the best practice there is for sections 5 and
+#   6.

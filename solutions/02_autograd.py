@@ -24,7 +24,7 @@
 # 6. write a custom `torch.autograd.Function`, and inspect gradients with hooks;
 # 7. run gradient descent by hand, and feel what the learning rate does.
 #
-# Seven exercises are checked along the way. About 60 minutes.
+# **Time: about 100 minutes** on your own, the seven checked exercises included (about 52 of those minutes). *Run All* alone takes about 7.3 s on a 2-core CPU.
 
 # %%
 import warnings
@@ -680,7 +680,7 @@ looped = torch.stack([grad(sample_loss)(weights, X[i], targets[i]) for i in rang
 print(per_sample.shape, torch.allclose(per_sample, looped))
 
 # %% [markdown]
-# ## Summary
+# ## Recap
 #
 # - `requires_grad=True` makes a tensor a watched **leaf**; results carry a `grad_fn`, and the
 #   chain of them, rebuilt on every forward pass, is the graph `backward()` walks.
@@ -700,3 +700,32 @@ print(per_sample.shape, torch.allclose(per_sample, looped))
 #
 # Next: **03_nn_module**, where parameters, layers and models take the bookkeeping of this
 # lesson off your hands.
+
+# %% [markdown]
+# ## Further reading
+#
+# PyTorch documentation:
+#
+# - [Autograd mechanics](https://docs.pytorch.org/docs/stable/notes/autograd.html): how the graph
+#   is recorded and freed, saved tensors, the in-place correctness checks, `no_grad` versus
+#   `inference_mode`.
+# - [`torch.autograd`](https://docs.pytorch.org/docs/stable/autograd.html): `backward`, `grad`,
+#   `Function`, `gradcheck` and hooks.
+# - [Extending PyTorch](https://docs.pytorch.org/docs/stable/notes/extending.html): writing a
+#   custom `autograd.Function` (section 12), with `setup_context` and `ctx`, and checking it.
+# - [`torch.func`](https://docs.pytorch.org/docs/stable/func.html): `grad`, `vmap`, `jacrev` and
+#   per-sample gradients.
+#
+# The best external material:
+#
+# - Andrej Karpathy, [*Neural Networks: Zero to Hero*](https://karpathy.ai/zero-to-hero.html),
+#   the first video (*building micrograd*): a scalar autograd engine written from scratch in two
+#   hours; after it, `grad_fn` holds no mystery.
+# - Stanford CS231n, [Backpropagation, intuitions](https://cs231n.github.io/optimization-2/): the
+#   chain rule on computational graphs, gate by gate, and how to backpropagate through vectors.
+# - *Dive into Deep Learning*, [Automatic
+#   differentiation](https://d2l.ai/chapter_preliminaries/autograd.html): non-scalar `backward`,
+#   detaching, and control flow, with the calculus behind them.
+# - PyTorch tutorials, [Automatic differentiation with
+#   `torch.autograd`](https://docs.pytorch.org/tutorials/beginner/basics/autogradqs_tutorial.html):
+#   a short official walk-through, including the Jacobian-product view of section 4.

@@ -26,7 +26,7 @@
 # 6. work out how much of the image one output pixel sees: its receptive field;
 # 7. build and train a small VGG-style CNN on the digits.
 #
-# Six exercises are checked along the way. About 60 minutes.
+# **Time: about 85 minutes** on your own, the six checked exercises included (about 45 of those minutes). *Run All* alone takes about 7.8 s on a 2-core CPU.
 
 # %%
 import time
@@ -515,7 +515,7 @@ class SmallVGG(nn.Module):
 ex.SmallVGG.check(SmallVGG)
 
 # %% [markdown]
-# ## Summary
+# ## Recap
 #
 # - Images are `(N, C, H, W)`; "expected input[...] to have 1 channels, but got 8" means a
 #   channels-last tensor: `permute(0, 3, 1, 2)`.
@@ -529,18 +529,34 @@ ex.SmallVGG.check(SmallVGG)
 # - The receptive field grows by `(k - 1) * d * jump` per layer; pooling multiplies `jump`.
 #
 # Next: the **capstone**, where you build your own digit classifier end to end.
-#
+
+# %% [markdown]
 # ## Further reading
 #
-# - PyTorch documentation: [`nn.Conv2d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.Conv2d.html),
-#   [`nn.MaxPool2d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.MaxPool2d.html),
-#   [`nn.BatchNorm2d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm2d.html),
-#   [`F.unfold`](https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.unfold.html).
+# PyTorch documentation:
+# [`nn.Conv2d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.Conv2d.html) (the
+# output-size formula, `groups`, `dilation`),
+# [`nn.MaxPool2d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.MaxPool2d.html),
+# [`nn.BatchNorm2d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm2d.html)
+# and
+# [`F.unfold`](https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.unfold.html)
+# (the patches of section 3).
+#
+# The best external material:
+#
 # - V. Dumoulin and F. Visin, [*A guide to convolution arithmetic for deep
 #   learning*](https://arxiv.org/abs/1603.07285): every size formula, with pictures.
-# - Stanford CS231n, [Convolutional Neural Networks](https://cs231n.github.io/convolutional-networks/).
+# - Stanford CS231n, [Convolutional Neural
+#   Networks](https://cs231n.github.io/convolutional-networks/): the layers, their sizes and
+#   parameter counts, and the classic architectures.
 # - *Dive into Deep Learning*, [Convolutional Neural
 #   Networks](https://d2l.ai/chapter_convolutional-neural-networks/index.html) and
-#   [VGG](https://d2l.ai/chapter_convolutional-modern/vgg.html).
+#   [VGG](https://d2l.ai/chapter_convolutional-modern/vgg.html): from cross-correlation to the
+#   block design of section 9.
 # - A. Araujo, W. Norris and J. Sim, [*Computing Receptive Fields of Convolutional Neural
-#   Networks*](https://distill.pub/2019/computing-receptive-fields/), Distill 2019.
+#   Networks*](https://distill.pub/2019/computing-receptive-fields/), Distill 2019: the recursion
+#   of section 8, for any architecture.
+# - UvA deep learning tutorials
+#   ([uvadlc-notebooks](https://uvadlc-notebooks.readthedocs.io/en/latest/)), *Tutorial 5:
+#   Inception, ResNet and DenseNet*: the architectures that came after VGG, implemented and
+#   trained.

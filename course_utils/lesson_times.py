@@ -1,0 +1,293 @@
+"""How long each lesson takes: ONE source for the lesson headers, the README and the guide.
+
+Per lesson, :data:`LESSONS` holds the measured *Run All* time of its solution notebook (the
+README's Performance section: ``build --execute``, one torch thread, 2-core CPU) and the
+estimated working minutes of a learner alone: reading the prose (``READ_WPM`` words a minute),
+running and looking at the example cells (``EXAMPLE_MIN`` each), the predict-the-output
+questions, and each checked exercise (7 minutes is the median, a failed check or a hint
+included; harder ones more). The reading and example minutes were counted from the notebooks
+(``python benchmarks/run.py --only lessons``); learners who planned with the old headers
+("about 60 minutes") under-budgeted by about 40 %, which these estimates correct.
+
+``python -m course_utils build`` writes the total into three places, and ``build --check``
+fails when any of them disagrees with this file:
+
+- the ``**Time: ...`` line of each lesson's header cell (``solutions/NN_*.py`` and its
+  ``.ipynb``, hence the learner notebook);
+- the *time* column of the README's syllabus table (between the ``lesson-times`` markers);
+- the lesson table of ``docs/instructor_guide.md`` (between the ``lesson-table`` markers).
+
+Change a time here, never in those files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "instructor_guide.md"
+
+READ_WPM = 120  # technical prose, read attentively
+EXAMPLE_MIN = 0.75  # run an example cell and look at its output
+EXERCISE_MIN = 7  # the median exercise, including a failed check or a hint
+ROUND_TO = 5  # totals are rounded to this many minutes
+
+
+@dataclass(frozen=True)
+class Lesson:
+    title: str
+    run_all_s: float  # measured: the solution notebook, top to bottom, fresh kernel, 2-core CPU
+    reading: float  # minutes: words of prose / READ_WPM
+    examples: float  # minutes: example cells * EXAMPLE_MIN
+    predictions: float  # minutes: predict-the-output questions, about one minute each
+    exercises: dict[str, float] = field(default_factory=dict)  # checked exercise -> minutes
+
+    @property
+    def exercise_minutes(self) -> float:
+        return sum(self.exercises.values())
+
+    @property
+    def minutes(self) -> int:
+        """The learner's total, alone, rounded to ``ROUND_TO`` minutes."""
+        raw = self.reading + self.examples + self.predictions + self.exercise_minutes
+        return max(ROUND_TO, int(ROUND_TO * round(raw / ROUND_TO)))
+
+
+LESSONS: dict[str, Lesson] = {
+    "00_start_here": Lesson("start here", 4.6, reading=5.6, examples=6.0, predictions=0, exercises={
+        "celsius_to_fahrenheit": 4}),
+    "01_tensors": Lesson("tensors", 6.3, reading=10.6, examples=21.8, predictions=4, exercises={
+        "image_to_tensor": 6, "batch_flatten": 5, "normalize_rows": 6, "pairwise_distances": 9,
+        "masked_mean": 7, "pick_scores": 6, "count_correct": 5}),
+    "02_autograd": Lesson("autograd", 7.3, reading=18.3, examples=27.0, predictions=4, exercises={
+        "dfdx": 5, "vjp": 7, "huber": 7, "second_derivative": 7, "finite_difference_grad": 9,
+        "MySiLU": 10, "gradient_descent": 7}),
+    "03_nn_module": Lesson("nn.Module", 9.0, reading=15.2, examples=20.3, predictions=4, exercises={
+        "Tower": 7, "MLP": 7, "RMSNorm": 8, "RunningMean": 8, "freeze_backbone": 6,
+        "init_weights": 7, "predict_proba": 5}),
+    "04_data": Lesson("data", 10.0, reading=18.5, examples=17.3, predictions=4, exercises={
+        "WindowDataset": 8, "stratified_split": 9, "balanced_sampler": 8, "pad_collate": 8,
+        "ShardedRange": 9, "reseed_worker": 7}),
+    "05_training_loop": Lesson("the training loop", 19.0, reading=17.8, examples=15.8, predictions=4, exercises={
+        "train_one_epoch": 8, "evaluate": 7, "EarlyStopping": 8, "warmup_cosine": 8,
+        "clip_grad_norm": 8, "accumulated_step": 8}),
+    "06_gpu_amp_ddp": Lesson("GPU, AMP and DDP", 19.0, reading=27.5, examples=28.5, predictions=4, exercises={
+        "to_device": 6, "amp_train_step": 8, "checkpointed_forward": 7, "shard_indices": 7,
+        "data_parallel_grads": 9}),
+    "07_persistence": Lesson("saving and exporting", 12.0, reading=16.7, examples=28.5, predictions=4, exercises={
+        "load_matching": 8, "load_state_dict_cpu": 6, "save_checkpoint": 8, "load_checkpoint": 9,
+        "export_with_dynamic_batch": 8}),
+    "08_convolutions": Lesson("convolutions", 7.8, reading=18.2, examples=16.5, predictions=4, exercises={
+        "conv_output_size": 5, "conv2d_by_hand": 9, "conv_param_count": 6, "max_pool_by_hand": 8,
+        "receptive_field": 8, "SmallVGG": 9}),
+    "09_capstone": Lesson("capstone", 9.0, reading=7.6, examples=8.3, predictions=4, exercises={
+        "confusion_matrix": 8, "DigitClassifier": 45}),
+}
+
+_NUMBERS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+            "eleven", "twelve"]
+
+
+def _count(n: int) -> str:
+    return _NUMBERS[n] if n < len(_NUMBERS) else str(n)
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s".replace(".0 s", " s")
+
+
+# ------------------------------------------------------------------------- the lesson header
+
+TIME_LINE = re.compile(r"^\*\*Time: .*$", re.MULTILINE)  # in a markdown cell
+PY_TIME_LINE = re.compile(r"^# (\*\*Time: .*)$", re.MULTILINE)  # the same line in the percent-format .py
+
+
+def header_line(stem: str) -> str:
+    """The generated sentence of a lesson's header cell (one markdown line)."""
+    lesson = LESSONS[stem]
+    n = len(lesson.exercises)
+    ex = f"{_count(n)} checked exercise{'s' if n != 1 else ''}"
+    return (f"**Time: about {lesson.minutes} minutes** on your own, the {ex} included (about "
+            f"{round(lesson.exercise_minutes)} of those minutes). *Run All* alone takes about "
+            f"{_seconds(lesson.run_all_s)} on a 2-core CPU.")
+
+
+def _header_problem(stem: str, source: str, where: str) -> str | None:
+    found = TIME_LINE.findall(source)
+    want = header_line(stem)
+    if found == [want]:
+        return None
+    if not found:
+        return (f"{where}: the header cell has no `**Time: ...` line. Add a line `**Time: about 0 minutes**` "
+                "to the first markdown cell of the lesson; `python -m course_utils build` fills it in from "
+                "course_utils/lesson_times.py.")
+    if len(found) > 1:
+        return f"{where}: the header cell has {len(found)} `**Time: ...` lines; keep one."
+    return (f"{where}: the header says {found[0]!r} but course_utils/lesson_times.py gives {want!r}. "
+            "Change times in course_utils/lesson_times.py, then run `python -m course_utils build`.")
+
+
+def _py_header(text: str) -> tuple[int, int]:
+    """Start and end offsets of the first markdown cell of a percent-format file."""
+    start = text.index("# %% [markdown]")
+    nxt = text.find("\n# %%", start + 1)
+    return start, len(text) if nxt < 0 else nxt
+
+
+def _sync_source(stem: str, source: str) -> str:
+    if not TIME_LINE.search(source):
+        raise ValueError(f"{stem}: no `**Time: ...` line in the header cell to write the time into")
+    return TIME_LINE.sub(lambda m: header_line(stem), source, count=1)
+
+
+# ------------------------------------------------------------------------- README and guide
+
+README_BEGIN = "<!-- lesson-times: generated by `python -m course_utils build` from course_utils/lesson_times.py -->"
+README_END = "<!-- /lesson-times -->"
+GUIDE_BEGIN = "<!-- lesson-table:begin (generated by `python -m course_utils build` from course_utils/lesson_times.py; do not edit) -->"
+GUIDE_END = "<!-- lesson-table:end -->"
+
+
+def _block(text: str, begin: str, end: str) -> tuple[str, str, str] | None:
+    if begin not in text or end not in text:
+        return None
+    head, rest = text.split(begin, 1)
+    body, tail = rest.split(end, 1)
+    return head, body, tail
+
+
+def readme_time(stem: str) -> str:
+    return f"~{LESSONS[stem].minutes} min"
+
+
+def _sync_readme_table(body: str) -> str:
+    """The syllabus table with its last column (time) set from :data:`LESSONS`."""
+    by_number = {stem[:2]: stem for stem in LESSONS}
+    out = []
+    for line in body.split("\n"):
+        cells = line.split("|")
+        if line.startswith("|") and len(cells) >= 4:
+            number = cells[1].strip()
+            if number in by_number:
+                cells[-2] = f" {readme_time(by_number[number])} "
+                line = "|".join(cells)
+        out.append(line)
+    return "\n".join(out)
+
+
+def render_readme(text: str) -> str:
+    parts = _block(text, README_BEGIN, README_END)
+    if parts is None:
+        raise ValueError(f"README.md has no syllabus block ({README_BEGIN} ... {README_END})")
+    head, body, tail = parts
+    return f"{head}{README_BEGIN}{_sync_readme_table(body)}{README_END}{tail}"
+
+
+def guide_table() -> str:
+    rows = ["| lesson | reading | examples | predictions | exercises | learner time, alone | Run All (2-core CPU) |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    for stem, lesson in LESSONS.items():
+        rows.append(f"| {stem[:2]} {lesson.title} | {lesson.reading:.0f} min | {lesson.examples:.0f} min | "
+                    f"{lesson.predictions:.0f} min | {len(lesson.exercises)}: {lesson.exercise_minutes:.0f} min | "
+                    f"**~{lesson.minutes} min** | {_seconds(lesson.run_all_s)} |")
+    longest = max((m, name, stem) for stem, lesson in LESSONS.items() for name, m in lesson.exercises.items())
+    total = sum(lesson.minutes for lesson in LESSONS.values())
+    return "\n".join(rows + [
+        "",
+        textwrap.fill(f"The whole course: about {total // 60} h {total % 60:02d} min for a learner alone. Each exercise's "
+        f"estimate is in `course_utils/lesson_times.py` ({EXERCISE_MIN} minutes is the median; the longest is "
+        f"`{longest[1]}` of {longest[2][:2]}, {longest[0]:.0f} minutes). *Run All* is the solution notebook "
+        "top to bottom in a fresh kernel with one torch thread (`python -m course_utils build --execute`), "
+        "the figures of the README's Performance section.", width=95),
+    ])
+
+
+def render_guide(text: str) -> str:
+    parts = _block(text, GUIDE_BEGIN, GUIDE_END)
+    if parts is None:
+        raise ValueError(f"docs/instructor_guide.md has no lesson table block ({GUIDE_BEGIN} ... {GUIDE_END})")
+    head, _, tail = parts
+    return f"{head}{GUIDE_BEGIN}\n{guide_table()}\n{GUIDE_END}{tail}"
+
+
+# ------------------------------------------------------------------------- check and write
+
+
+def problems(stems: list[str] | None = None) -> list[str]:
+    """Every place whose lesson time disagrees with :data:`LESSONS` (empty when all agree)."""
+    out: list[str] = []
+    stems = sorted(LESSONS) if stems is None else stems
+    on_disk = sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9]_*.py"))
+    for stem in on_disk:
+        if stem not in LESSONS:
+            out.append(f"solutions/{stem}.py has no entry in course_utils/lesson_times.py.")
+    for stem in stems:
+        if stem not in LESSONS:
+            continue
+        py = SOLUTIONS / f"{stem}.py"
+        if py.exists():
+            text = py.read_text(encoding="utf-8")
+            start, end = _py_header(text)
+            text = "\n".join(PY_TIME_LINE.findall(text[start:end]))
+            p = _header_problem(stem, text, f"solutions/{stem}.py")
+            if p:
+                out.append(p)
+        nb = SOLUTIONS / f"{stem}.ipynb"
+        if nb.exists():
+            cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
+            first = next((c for c in cells if c.get("cell_type") == "markdown"), {"source": ""})
+            src = first["source"] if isinstance(first["source"], str) else "".join(first["source"])
+            p = _header_problem(stem, src, f"solutions/{stem}.ipynb")
+            if p:
+                out.append(p)
+    for path, render in ((README, render_readme), (GUIDE, render_guide)):
+        rel = path.relative_to(ROOT)
+        try:
+            text = path.read_text(encoding="utf-8")
+            if render(text) != text:
+                out.append(f"{rel}: its lesson times disagree with course_utils/lesson_times.py. "
+                           "Run `python -m course_utils build`.")
+        except (OSError, ValueError) as exc:
+            out.append(f"{rel}: {exc}")
+    return out
+
+
+def write(stems: list[str] | None = None) -> list[Path]:
+    """Write the times into the solution headers (.py and .ipynb), README and guide; returns the
+    files changed. Only the ``**Time: ...`` line and the generated blocks change."""
+    import nbformat
+
+    changed: list[Path] = []
+    stems = sorted(LESSONS) if stems is None else [s for s in stems if s in LESSONS]
+    for stem in stems:
+        py = SOLUTIONS / f"{stem}.py"
+        if py.exists():
+            text = py.read_text(encoding="utf-8")
+            start, end = _py_header(text)
+            new = text[:start] + PY_TIME_LINE.sub("# " + header_line(stem).replace("\\", "\\\\"), text[start:end], count=1) + text[end:]
+            if new != text:
+                py.write_text(new, encoding="utf-8")
+                changed.append(py)
+        path = SOLUTIONS / f"{stem}.ipynb"
+        if path.exists():
+            nb = nbformat.read(path, as_version=4)
+            first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+            if first is not None and TIME_LINE.search(first.source):
+                new_src = _sync_source(stem, first.source)
+                if new_src != first.source:
+                    first.source = new_src
+                    nbformat.write(nb, path)
+                    changed.append(path)
+    for path, render in ((README, render_readme), (GUIDE, render_guide)):
+        text = path.read_text(encoding="utf-8")
+        new = render(text)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            changed.append(path)
+    return changed
