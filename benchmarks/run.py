@@ -135,7 +135,7 @@ class TreeMemory:
             self.peak_mb = max(self.peak_mb, sum(_pss_mb(p) for p in _descendants(me)))
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> "TreeMemory":
+    def __enter__(self) -> TreeMemory:
         self._thread.start()
         return self
 
