@@ -24,6 +24,10 @@ KNOWN_CIRCLES = {
 KNOWN_MODULE_CIRCLES = {
     # the gradebook rebuilds grade.py's report rows; goes with the split of grade.py (issue 12 item 5)
     ("course_utils.instructor.gradebook", "course_utils.instructor.grade"),
+    # issue 14's predict-the-output questions (merged the same hour): predict.py imports
+    # predict_questions.py to declare them, which imports predict's `_q`. Way out: the question
+    # type and `_q` in a small module of their own that both import.
+    ("course_utils.grading.predict_questions", "course_utils.grading.predict"),
 }
 
 
@@ -125,7 +129,9 @@ def test_no_new_import_circle_between_parts_of_the_package():
 def test_known_circles_are_still_there():
     arrows, graph = part_graph(), import_graph()
     gone = sorted((a, b) for a, b in KNOWN_CIRCLES if b not in arrows.get(a, ()))
-    gone += sorted((a, b) for a, b in KNOWN_MODULE_CIRCLES if b not in graph.get(a, ()))
+    present = {name for name in graph} | {b for targets in graph.values() for b in targets}
+    gone += sorted((a, b) for a, b in KNOWN_MODULE_CIRCLES
+                   if a in present and b not in graph.get(a, ()))  # (a module not merged yet is no debt)
     assert not gone, (f"{gone} no longer imported (a circle is gone): remove them from KNOWN_CIRCLES or "
                       "KNOWN_MODULE_CIRCLES in tests/test_architecture.py and from ARCHITECTURE.md's known debts")
 
