@@ -135,7 +135,7 @@ class TreeMemory:
             self.peak_mb = max(self.peak_mb, sum(_pss_mb(p) for p in _descendants(me)))
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> "TreeMemory":
+    def __enter__(self) -> TreeMemory:
         self._thread.start()
         return self
 
@@ -191,8 +191,8 @@ def bench_checks(lessons: list[str], repeat: int) -> list[dict]:
         med, mx = statistics.median(times), max(times)
         ok = med <= CHECK_MEDIAN_TARGET_S and mx <= CHECK_MAX_TARGET_S
         rows.append({"exercise": ex_id, "median_s": round(med, 4), "max_s": round(mx, 4), "status": status})
-        print(f"{ex_id:<50} median {med * 1000:7.1f} ms  max {mx * 1000:7.1f} ms  {_flag(ok) if status == 'correct' else status}",
-              flush=True)
+        verdict = _flag(ok) if status == "correct" else status
+        print(f"{ex_id:<50} median {med * 1000:7.1f} ms  max {mx * 1000:7.1f} ms  {verdict}", flush=True)
     return rows
 
 

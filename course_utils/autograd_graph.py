@@ -17,7 +17,7 @@ with inputs on the left and the output on the right, the direction the forward p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from collections.abc import Mapping
 
 import matplotlib
 
@@ -96,7 +96,7 @@ def graph_nodes(output: torch.Tensor, names: Mapping[str, torch.Tensor] | None =
     # depth = longest path from the output, so every edge points from left to right
     for _ in range(len(nodes)):
         changed = False
-        for j, node in enumerate(nodes):
+        for node in nodes:
             for k in node.inputs:
                 if nodes[k].depth < node.depth + 1:
                     nodes[k].depth = node.depth + 1

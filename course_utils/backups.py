@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 from . import progress
 

@@ -233,7 +233,8 @@ def expected_files(stem: str) -> dict[Path, str]:
     """Every generated file for lesson ``stem`` with the text it should have."""
     sol_ipynb = SOLUTIONS / f"{stem}.ipynb"
     if not sol_ipynb.exists():
-        raise BuildError(f"{sol_ipynb.relative_to(ROOT)} is missing: run `python -m course_utils build --execute {stem}`")
+        raise BuildError(f"{sol_ipynb.relative_to(ROOT)} is missing: "
+                         f"run `python -m course_utils build --execute {stem}`")
     solution = nbformat.read(sol_ipynb, as_version=4)
     learner = learner_notebook(solution, stem)
     return {NOTEBOOKS / f"{stem}.ipynb": nbformat.writes(learner) + "\n"}
@@ -295,7 +296,8 @@ def check(stems: list[str], orphans: bool = True) -> list[str]:
                                 f"`python -m course_utils build`. {WHO}")
     for py in stale_text_pairs():
         problems.append(f"{py.relative_to(ROOT)} is left over from the old text pairing (learner notebooks are "
-                        "only .ipynb now): `python -m course_utils build` removes it, or keeps a backup if it was edited.")
+                        "only .ipynb now): `python -m course_utils build` removes it, "
+                        "or keeps a backup if it was edited.")
     # (a name with a dot is a copy: `update`'s NN_name.upstream-<time>.ipynb, a learner's own)
     extra = sorted({p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if "." not in p.stem}
                    - set(solution_stems())) if orphans else []
@@ -463,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--execute", action="store_true", help="execute the selected solutions first")
     ap.add_argument("--force", action="store_true",
                     help="also replace learner notebooks with edits build did not make, after a timestamped backup")
-    ap.add_argument("--backup-dir", metavar="DIR", help="where --force puts backups (default ~/.pytorch_course/backups)")
+    ap.add_argument("--backup-dir", metavar="DIR",
+                    help="where --force puts backups (default ~/.pytorch_course/backups)")
     ap.add_argument("--nbgrader", metavar="OUTDIR", help="write an nbgrader course (source notebooks with "
                                                            "nbgrader cell metadata) to OUTDIR and stop")
     args = ap.parse_args(argv)

@@ -21,7 +21,8 @@ import os
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from . import progress
 
@@ -150,7 +151,8 @@ def render_html(lessons: list[LessonRow], all_lessons: list[LessonRow] | None = 
             f"background:#ddd;border-radius:4px'><span style='display:block;height:8px;width:{pct:.0f}%;"
             f"background:#1b7f3b;border-radius:4px'></span></span></td></tr>")
         for e in les.exercises:
-            mistake = f" <small>({html.escape(e.last_mistake)})</small>" if e.status == "incorrect" and e.last_mistake else ""
+            shown = e.status == "incorrect" and e.last_mistake
+            mistake = f" <small>({html.escape(e.last_mistake)})</small>" if shown else ""
             parts.append(
                 f"<tr class='exercise' data-exercise='{html.escape(e.id)}' data-status='{e.status}'>"
                 f"<td style='padding:2px 6px'>{ICONS.get(e.status, '·')}</td>"
@@ -187,7 +189,7 @@ def log_signature(path: Path | None) -> tuple[int, int] | None:
 
 # ---------------------------------------------------------------------- widgets
 
-_LIVE: "weakref.WeakSet[Dashboard]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[Dashboard] = weakref.WeakSet()
 _HOOKED: list[Any] = []  # the IPython shell our post_run_cell hook is registered with
 
 

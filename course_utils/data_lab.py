@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import torch

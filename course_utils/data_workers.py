@@ -17,7 +17,7 @@ class defined in a notebook cannot be found by the worker (``Can't get attribute
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import torch

@@ -24,7 +24,8 @@ from Python 3.14) a class defined in a notebook cannot be found by a worker.
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Callable
 
 import torch
 from torch.utils.data import Dataset

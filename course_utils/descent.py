@@ -19,7 +19,7 @@ this module does not give away the lesson's exercise (a descent loop written wit
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib
 

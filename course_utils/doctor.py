@@ -27,7 +27,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 # The tested range (README, "Tested versions"; tools/test-matrix.sh). Outside it: a warning.
@@ -182,7 +182,8 @@ def check_widgets() -> Check:
     ext = _labextension("@jupyter-widgets/jupyterlab-manager")
     if ext is None:
         return fail("ipywidgets", f"{v}, but its JupyterLab extension is missing (widgets would show as text)",
-                    f"{_pip('jupyterlab_widgets>=3')} (it ships the extension; no build step), then restart JupyterLab.")
+                    f"{_pip('jupyterlab_widgets>=3')} (it ships the extension; no build step), "
+                    "then restart JupyterLab.")
     return ok("ipywidgets", f"{v}, JupyterLab extension installed")
 
 
@@ -193,7 +194,8 @@ def _jupytext_server_extension_enabled() -> bool | None:
         return None
     enabled = None
     for base in jupyter_config_path():
-        for f in sorted(Path(base).glob("jupyter_server_config.d/*.json")) + [Path(base) / "jupyter_server_config.json"]:
+        configs = sorted(Path(base).glob("jupyter_server_config.d/*.json"))
+        for f in configs + [Path(base) / "jupyter_server_config.json"]:
             try:
                 data = json.loads(f.read_text())
             except (OSError, ValueError):
@@ -222,7 +224,8 @@ def check_jupytext() -> Check:
     if problems:
         return fail("jupytext", f"{v}, but " + "; ".join(problems),
                     f"{_pip('jupytext>=1.16,<2')} --force-reinstall --no-deps, then "
-                    "`jupyter server extension enable --sys-prefix jupyterlab_jupytext`; restore jupytext.toml with git.")
+                    "`jupyter server extension enable --sys-prefix jupyterlab_jupytext`; "
+                    "restore jupytext.toml with git.")
     return ok("jupytext", f"{v}, JupyterLab extension and .py pairing configured")
 
 
@@ -324,7 +327,8 @@ def check_course() -> Check:
     try:
         mod = importlib.import_module("course_utils")
     except ImportError as exc:  # pragma: no cover - we are running from it
-        return fail("course package", str(exc), f"{Path(sys.executable).name} -m pip install -e .  (in the course folder)")
+        return fail("course package", str(exc),
+                    f"{Path(sys.executable).name} -m pip install -e .  (in the course folder)")
     from . import course_files
 
     version = getattr(mod, "__version__", "?")
@@ -338,7 +342,8 @@ def check_course() -> Check:
                     "Install it from a clone (`pip install -e .` in the course folder) or from the course's wheel.")
     folder = course_files.course_folder()
     where_lessons = (f"lessons in {folder}" if folder else
-                     f"`python -m course_utils lab` copies its {len(lessons)} lessons to {course_files.default_workspace()}")
+                     f"`python -m course_utils lab` copies its {len(lessons)} lessons "
+                     f"to {course_files.default_workspace()}")
     return ok("course package", f"course_utils {version} installed in {where} (not editable); {where_lessons}")
 
 

@@ -103,7 +103,8 @@ def broadcast_explorer(a: str = "3, 1", b: str = "4"):
             rep = broadcast_report(parse_shape(box_a.value), parse_shape(box_b.value))
             out.value = _report_html(rep)
         except ValueError as exc:
-            out.value = f"<span style='color:#b3261e'>Type sizes separated by commas, e.g. 3, 1 ({html.escape(str(exc))})</span>"
+            out.value = ("<span style='color:#b3261e'>Type sizes separated by commas, "
+                         f"e.g. 3, 1 ({html.escape(str(exc))})</span>")
 
     box_a.observe(refresh, names="value")
     box_b.observe(refresh, names="value")

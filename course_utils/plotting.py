@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib
 
@@ -110,7 +110,7 @@ class LiveCurves:
             plt.close(self.figure)
         return self.figure  # type: ignore[return-value]
 
-    def __enter__(self) -> "LiveCurves":
+    def __enter__(self) -> LiveCurves:
         return self
 
     def __exit__(self, *exc: object) -> None:

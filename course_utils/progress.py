@@ -18,7 +18,8 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 ENV_VAR = "COURSE_PROGRESS_LOG"
 DEFAULT_PATH = Path.home() / ".pytorch_course" / "progress.jsonl"

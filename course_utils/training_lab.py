@@ -13,7 +13,7 @@ lesson's plots and widgets.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import matplotlib.pyplot as plt
 import torch

@@ -39,7 +39,7 @@ import pytest
 
 from course_utils import build
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -67,7 +67,7 @@ def _requirements() -> str | None:
 
 _MISSING = _requirements()
 if _MISSING:
-    pytestmark = [pytest.mark.browser, pytest.mark.skip(reason=_MISSING)]
+    pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skip(reason=_MISSING)]
 
 
 def _free_port() -> int:
@@ -217,7 +217,9 @@ def _notebook_json(pg, path: str = f"{LESSON}.ipynb") -> dict:
 
 
 def _cell_index(nb: dict, predicate) -> int:
-    return next(i for i, c in enumerate(nb["cells"]) if predicate("".join(c["source"]) if isinstance(c["source"], list) else c["source"]))
+    def text(c: dict) -> str:
+        return "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+    return next(i for i, c in enumerate(nb["cells"]) if predicate(text(c)))
 
 
 def _show_cell(pg, index: int, mark: str, path: str = f"{LESSON}.ipynb"):
@@ -297,7 +299,8 @@ def test_dashboard_widget_renders_and_responds(page):
     board.screenshot(path=str(ARTIFACTS / "dashboard_filtered.png"))
     board.locator("button", has_text="all").first.click()
     row.wait_for(state="visible")
-    page.wait_for_function(f"() => document.querySelectorAll(\"[data-course-test='dashboard'] tr.exercise\").length === {n_all}")
+    page.wait_for_function("() => document.querySelectorAll(\"[data-course-test='dashboard'] tr.exercise\")"
+                           f".length === {n_all}")
 
 
 def test_dashboard_refreshes_after_a_check(page):

@@ -24,7 +24,8 @@ def test_every_solution_has_a_learner_twin_and_exercises():
 
 
 def test_stub_replaces_solution_and_keeps_the_rest():
-    src = 'def f(x):\n    """doc"""\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n    ### END SOLUTION\n\nprint(1)'
+    src = ('def f(x):\n    """doc"""\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n'
+           '    ### END SOLUTION\n\nprint(1)')
     out, top = build.stub_source(src)
     assert "y = x + 1" not in out and "raise NotImplementedError" in out
     assert '"""doc"""' in out and "print(1)" in out

@@ -183,6 +183,7 @@ def test_refresh_after_check_in_a_real_ipython_shell(log):
         InteractiveShell.clear_instance()
 
 
+@pytest.mark.slow  # starts a kernel
 def test_refresh_after_check_in_a_real_kernel(log):
     from nbclient import NotebookClient
 

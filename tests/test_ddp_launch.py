@@ -63,6 +63,7 @@ def test_the_command_is_torchrun_standalone_with_the_launcher_as_module():
                        "--out", "w.pt"]
 
 
+@pytest.mark.slow  # starts torchrun with two real ranks
 def test_two_gloo_ranks_really_run_and_a_failing_rank_fails_the_launch(tmp_path):
     script = tmp_path / "ranks.py"
     script.write_text(textwrap.dedent("""

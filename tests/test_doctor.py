@@ -11,6 +11,7 @@ import pytest
 from course_utils import doctor
 
 
+@pytest.mark.slow  # runs the command in a subprocess
 def test_this_environment_passes_and_the_command_says_so():
     proc = subprocess.run([sys.executable, "-m", "course_utils", "doctor"], capture_output=True, text=True,
                           timeout=120)

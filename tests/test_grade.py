@@ -68,12 +68,14 @@ VARIANTS = {
     "reference": lambda nb: setattr(nb.cells[_answer(nb)], "source",
                                     "from course_utils.exercises.l00_start_here import celsius_to_fahrenheit"),
     "tampered": lambda nb: setattr(nb.cells[_answer(nb)], "source",
-                                   "import sys\nsys.modules['course_utils.grading.runner'].compare = lambda *a, **k: None\n"
+                                   "import sys\n"
+                                   "sys.modules['course_utils.grading.runner'].compare = lambda *a, **k: None\n"
                                    "def celsius_to_fahrenheit(c):\n    return c\n"),
     "forged": lambda nb: setattr(nb.cells[_answer(nb)], "source",
                                  "from IPython.display import display\n"
                                  "def celsius_to_fahrenheit(c):\n"
-                                 f"    display({{{kernel.MIME!r}: {{'exercise': {EX!r}, 'status': 'correct'}}}}, raw=True)\n"
+                                 f"    display({{{kernel.MIME!r}: "
+                                 f"{{'exercise': {EX!r}, 'status': 'correct'}}}}, raw=True)\n"
                                  "    return c\n"),
     # extra code around the check, and a display updated from a later cell (nbclient bookkeeping)
     "extra_lines": lambda nb: (_solve(nb), setattr(nb.cells[_check(nb)], "source",
@@ -119,6 +121,7 @@ def _row(batch, student):
     return found[0]
 
 
+@pytest.mark.slow
 def test_batch_completes_and_reports_every_notebook(batch):
     assert batch["code"] == 0
     students = {r["student"] for r in batch["rows"]}
@@ -133,26 +136,31 @@ def test_batch_completes_and_reports_every_notebook(batch):
     assert all(r["detail"] for r in batch["json"]), "every JSON row explains itself"
 
 
+@pytest.mark.slow
 def test_solution_scores_correct(batch):
     assert _row(batch, "teacher")["status"] == "correct"
     assert _row(batch, "solved")["status"] == "correct"
 
 
+@pytest.mark.slow
 def test_untouched_learner_notebook_scores_not_attempted(batch):
     assert _row(batch, "untouched")["status"] == "not_attempted"
 
 
+@pytest.mark.slow
 def test_wrong_answer_is_incorrect_with_the_named_mistake(batch):
     row = _row(batch, "wrong")
     assert (row["status"], row["mistake"]) == ("incorrect", "inverted_ratio")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("student", ["deleted", "printed", "edited"])
 def test_missing_or_edited_check_cell_is_not_attempted_never_correct(batch, student):
     row = _row(batch, student)
     assert (row["status"], row["mistake"]) == ("not_attempted", "no_check_cell")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("student, mistake", [
     ("reference", "reference_answer"),
     ("syntax", "answer_not_defined"),
@@ -163,12 +171,14 @@ def test_cheats_and_breakage_are_incorrect(batch, student, mistake):
     assert row["points"] == "0"
 
 
+@pytest.mark.slow
 def test_patching_the_grading_code_in_the_kernel_changes_nothing(batch):
     # the kernel never judges: the identity answer is wrong, whatever the notebook patched
     row = _row(batch, "tampered")
     assert row["status"] == "incorrect" and row["mistake"] != "", row
 
 
+@pytest.mark.slow
 def test_points_and_wide_csv(batch):
     assert _row(batch, "solved")["points"] == "1" and _row(batch, "solved")["max_points"] == "1"
     assert _row(batch, "wrong")["points"] == "0"
@@ -179,10 +189,12 @@ def test_points_and_wide_csv(batch):
     assert by["solved"] == ["1", "1"] and by["wrong"] == ["0", "0"]
 
 
+@pytest.mark.slow
 def test_forged_grade_output_does_not_count(batch):
     assert _row(batch, "forged")["status"] == "incorrect"
 
 
+@pytest.mark.slow
 def test_check_cell_with_extra_lines_is_graded_where_the_check_is(batch):
     # the line after the check rebinds the answer to None; the check itself saw the good one
     assert _row(batch, "extra_lines")["status"] == "correct"
@@ -190,11 +202,13 @@ def test_check_cell_with_extra_lines_is_graded_where_the_check_is(batch):
     assert "BROKEN" not in line and "problem" not in line, line
 
 
+@pytest.mark.slow
 def test_endless_loop_is_interrupted_and_grading_goes_on(batch):
     assert _row(batch, "loop")["status"] == "correct"
     assert "loop" in batch["out"] and "timed out after 10 s" in batch["out"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("student, mistake", [
     ("crash", "kernel_died"),
     ("stubborn", "kernel_unresponsive"),
@@ -207,6 +221,7 @@ def test_broken_notebooks_are_reported_as_errors(batch, student, mistake):
     assert "BROKEN" in batch["out"]
 
 
+@pytest.mark.slow
 def test_summary_is_readable(batch):
     out = batch["out"]
     assert "Graded 17 notebooks" in out and "sandboxed" in out
@@ -215,6 +230,7 @@ def test_summary_is_readable(batch):
     assert "SyntaxError" in out  # the syntax error is listed under Problems
 
 
+@pytest.mark.slow
 def test_grading_writes_no_progress_events(batch):
     # the notebooks call check() several times; none of it may land in the grader's own log
     assert batch["log_growth"] == 0
@@ -227,6 +243,7 @@ def _lesson_pair(stem):
     return sol, nb
 
 
+@pytest.mark.slow
 def test_a_bigger_lesson_solution_correct_learner_not_attempted(tmp_path):
     sol, learner = _lesson_pair("01_tensors")
     (tmp_path / "sol").mkdir()

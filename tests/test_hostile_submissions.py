@@ -31,7 +31,8 @@ import pytest
 from course_utils import build
 from course_utils.instructor import grade, sandbox
 
-pytestmark = pytest.mark.skipif(sandbox.works() is not None, reason=f"no bubblewrap sandbox here: {sandbox.works()}")
+pytestmark = [pytest.mark.slow,  # every test grades real notebooks in the sandbox
+              pytest.mark.skipif(sandbox.works() is not None, reason=f"no bubblewrap sandbox here: {sandbox.works()}")]
 
 LESSON = "00_start_here"
 EX = f"{LESSON}.celsius_to_fahrenheit"
@@ -46,7 +47,8 @@ def _learner() -> nbformat.NotebookNode:
 
 
 def _answer_index(nb) -> int:
-    return next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.startswith("def celsius_to_fahrenheit"))
+    return next(i for i, c in enumerate(nb.cells)
+                if c.cell_type == "code" and c.source.startswith("def celsius_to_fahrenheit"))
 
 
 def notebook(answer: str = WRONG, payload: str | None = None, before_answer: bool = False) -> nbformat.NotebookNode:
@@ -80,7 +82,8 @@ def _payloads(ctx: dict) -> dict[str, str]:
             "for pid in os.listdir('/proc'):\n"
             "    try:\n"
             "        fd = os.open(f'/proc/{pid}/fd/1', os.O_WRONLY)\n"
-            f"        os.write(fd, frame({{'type': 'answer', 'exercise': {EX!r}}}, b'PICKLE not a pickle') + b'garbage')\n"
+            f"        os.write(fd, frame({{'type': 'answer', 'exercise': {EX!r}}}, "
+            "b'PICKLE not a pickle') + b'garbage')\n"
             "        os.close(fd)\n"
             "    except Exception:\n"
             "        pass"),
@@ -168,7 +171,8 @@ def _payloads(ctx: dict) -> dict[str, str]:
             "    except OSError:\n"
             "        continue\n"
             "    ns = {}\n"
-            "    exec(src.split('# %% [markdown]')[0] + '\\n' + '\\n'.join(l for l in src.splitlines() if 'return celsius' in l or l.startswith('def celsius')), ns)\n"
+            "    exec(src.split('# %% [markdown]')[0] + '\\n' + '\\n'.join(l for l in src.splitlines()"
+            " if 'return celsius' in l or l.startswith('def celsius')), ns)\n"
             "    celsius_to_fahrenheit = ns.get('celsius_to_fahrenheit', celsius_to_fahrenheit)\n"
             "import inspect, course_utils.exercises.l00_start_here as m\n"
             "try:\n"
@@ -205,7 +209,8 @@ def _payloads(ctx: dict) -> dict[str, str]:
             "    except OSError:\n"
             "        pass"),
         "syntax_plant": (
-            f"for p in [{str(ROOT / 'course_utils/grading/__init__.py')!r}, '/course/course_utils/grading/__init__.py']:\n"
+            f"for p in [{str(ROOT / 'course_utils/grading/__init__.py')!r}, "
+            "'/course/course_utils/grading/__init__.py']:\n"
             "    try:\n"
             "        open(p, 'w').write('def broken(:\\n')\n"
             "    except OSError:\n"
@@ -229,7 +234,7 @@ def _payloads(ctx: dict) -> dict[str, str]:
             "    shutil.rmtree(d, ignore_errors=True)"),
         "kill_everything": (
             "import os, signal\n"
-            f"for pid in sorted((int(p) for p in os.listdir('/proc') if p.isdigit()), reverse=True):\n"
+            "for pid in sorted((int(p) for p in os.listdir('/proc') if p.isdigit()), reverse=True):\n"
             "    if pid != os.getpid():\n"
             "        try:\n"
             "            os.kill(pid, signal.SIGKILL)\n"
@@ -447,7 +452,8 @@ def _cli(args, **kw):
 def test_sigterm_stops_cleanly_and_a_rerun_resumes(tmp_path):
     subs = tmp_path / "subs"
     for name, nb in [("a_fast", notebook(RIGHT)),
-                     ("b_slow", notebook(RIGHT, f"import subprocess\nsubprocess.run(['sh', '-c', 'sleep 300; : {TOKEN}'])"))]:
+                     ("b_slow", notebook(RIGHT, "import subprocess\n"
+                                                f"subprocess.run(['sh', '-c', 'sleep 300; : {TOKEN}'])"))]:
         (subs / name).mkdir(parents=True)
         nbformat.write(nb, subs / name / f"{LESSON}.ipynb")
     csv_path = tmp_path / "g.csv"

@@ -86,7 +86,8 @@ def _course_repo(folder: Path) -> Path:
             shutil.copy(ROOT / name, folder / name)
     env = wheel_env.clean_env(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
                               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
-    for cmd in (["git", "init", "-q", "-b", links.BRANCH], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "course"]):
+    for cmd in (["git", "init", "-q", "-b", links.BRANCH], ["git", "add", "-A"],
+                ["git", "commit", "-q", "-m", "course"]):
         subprocess.run(cmd, cwd=folder, check=True, env=env)
     return folder
 

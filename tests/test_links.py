@@ -26,7 +26,8 @@ def _files():
 def test_every_course_link_uses_the_one_setting(path):
     text = path.read_text(encoding="utf-8")
     repos = set(COURSE_URL.findall(text)) - THIRD_PARTY
-    assert repos <= {links.COURSE_REPO}, f"{path.name} links to {repos - {links.COURSE_REPO}}; use course_utils/links.py"
+    assert repos <= {links.COURSE_REPO}, \
+        f"{path.name} links to {repos - {links.COURSE_REPO}}; use course_utils/links.py"
 
 
 def test_readme_badges_are_generated():

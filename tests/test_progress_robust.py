@@ -110,7 +110,8 @@ def test_readers_render_every_good_event_and_say_how_many_they_skipped(tmp_path,
     assert f"{n_bad} malformed lines skipped" in out and "1 of" in out
     # the learner's summary and dashboard
     assert progress.summary(path, exercises=IDS).skipped == n_bad
-    board = dash.Dashboard(path, auto_refresh=False, exercises=[(A, "99_demo", "first", "F"), (B, "99_demo", "second", "S")])
+    board = dash.Dashboard(path, auto_refresh=False,
+                           exercises=[(A, "99_demo", "first", "F"), (B, "99_demo", "second", "S")])
     assert board.lessons[0].exercises[0].status == "correct"
     assert f"{n_bad} malformed lines skipped" in board.status.value and "malformed" in board.text()
 
@@ -218,7 +219,8 @@ def test_fuzz_fold_ignores_what_the_validator_rejects(rec):
 
 
 @settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(who=st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=300), mistake=st.one_of(st.none(), st.sampled_from(["wrong_dim", "wrong dtype", "off-by-1"])))
+@given(who=st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=300),
+       mistake=st.one_of(st.none(), st.sampled_from(["wrong_dim", "wrong dtype", "off-by-1"])))
 def test_every_event_the_course_writes_is_read_back(tmp_path_factory, monkeypatch, who, mistake):
     """Whatever COURSE_LEARNER holds (tabs, newlines, 300 characters), the writer's events pass
     the readers' schema: the validator never drops a real check."""

@@ -96,7 +96,8 @@ def test_reset_one_exercise_keeps_everything_else(course, tmp_path):
     ids_before = {c.source: c.id for c in before.cells}
     res = reset.reset(ipynb, exercise="double", backup_to=tmp_path / "bk")
     src = _sources(ipynb)
-    fresh_answer = "def double(x):\n    # YOUR CODE HERE\n    raise NotImplementedError(\"Replace this line with your code\")"
+    fresh_answer = ("def double(x):\n    # YOUR CODE HERE\n"
+                    "    raise NotImplementedError(\"Replace this line with your code\")")
     i = src.index(fresh_answer)
     assert src[i + 1] == "ex.double.check(double)"  # the deleted check cell is back, after the answer
     assert "my notes on doubling" in src and "print('my experiment')" in src
@@ -157,7 +158,8 @@ def test_reset_reads_a_py_that_is_newer_and_says_so(course, tmp_path, capsys):
     py = _old_text_pair(ipynb)
     text = py.read_text()
     py.write_text(text.replace('# YOUR CODE HERE\nraise NotImplementedError("Replace this line with your code")',
-                               "table = torch.arange(3)  # from the py").replace(stub, "    return x * 2  # from the py"))
+                               "table = torch.arange(3)  # from the py")
+                  .replace(stub, "    return x * 2  # from the py"))
     assert reset.main([str(ipynb), "-e", "double", "--backup-dir", str(tmp_path / "bk")]) == 0
     out = capsys.readouterr().out
     assert f"read {STEM}.py, which is newer than {STEM}.ipynb" in out

@@ -30,7 +30,8 @@ def _solution(intro="Write `double`.", double_doc=None, extra_first=None):
     cells += [
         nbformat.v4.new_code_cell("from course_utils.grading import exercises_for\nex = exercises_for('99_demo')"),
         nbformat.v4.new_markdown_cell(f"### Exercise 1\n{intro}"),
-        nbformat.v4.new_code_cell(f"def double(x):\n{doc}    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"),
+        nbformat.v4.new_code_cell(f"def double(x):\n{doc}    ### BEGIN SOLUTION\n"
+                                  "    return 2 * x\n    ### END SOLUTION"),
         nbformat.v4.new_code_cell("ex.double.check(double)"),
         nbformat.v4.new_markdown_cell("The end."),
     ]
@@ -231,7 +232,8 @@ def test_update_without_learner_edits_is_a_plain_fast_forward(clone, monkeypatch
     _author_build(upstream, monkeypatch, {STEM: _solution(intro="v2")}, "v2")
     rep = update.update(learner, backup_to=tmp_path / "bk")
     assert not rep.backups and not rep.beside
-    assert (learner / "notebooks" / f"{STEM}.ipynb").read_text() == (upstream / "notebooks" / f"{STEM}.ipynb").read_text()
+    assert ((learner / "notebooks" / f"{STEM}.ipynb").read_text()
+            == (upstream / "notebooks" / f"{STEM}.ipynb").read_text())
 
 
 def test_update_refuses_with_a_message_when_it_cannot_help(clone, tmp_path):

@@ -35,7 +35,8 @@ def clean_env(**extra: str) -> dict[str, str]:
     reuses the base's packages but Jupyter would not look in the base's share/ and etc/."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     base = Path(sys.prefix)
-    env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [extra.pop("JUPYTER_PATH", ""), str(base / "share" / "jupyter")]))
+    env["JUPYTER_PATH"] = os.pathsep.join(
+        filter(None, [extra.pop("JUPYTER_PATH", ""), str(base / "share" / "jupyter")]))
     env["JUPYTER_CONFIG_PATH"] = str(base / "etc" / "jupyter")
     env.update(extra)
     return env

@@ -65,7 +65,8 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import IO, Any, BinaryIO, cast
+from collections.abc import Iterable
 
 import nbformat
 
@@ -225,8 +226,9 @@ def find_notebooks(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, 
     seen: set[Path] = set()
     for p in map(Path, paths):
         if p.is_dir():
-            items = [(q, p) for q in sorted(p.rglob("*.ipynb"))
-                     if ".ipynb_checkpoints" not in q.parts and not any(part.startswith(".") for part in q.relative_to(p).parts)]
+            items: list[tuple[Path, Path | None]] = [(q, p) for q in sorted(p.rglob("*.ipynb"))
+                     if ".ipynb_checkpoints" not in q.parts
+                     and not any(part.startswith(".") for part in q.relative_to(p).parts)]
         else:
             items = [(p, None)]
         for q, root in items:
@@ -253,6 +255,13 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
 # --------------------------------------------------------------------------- running
 
 
+def _pipe(stream: IO[Any] | None) -> BinaryIO:
+    """A child's stdin/stdout (opened with PIPE, so never None in practice)."""
+    if stream is None:
+        raise OSError("the child process has no pipe")
+    return cast(BinaryIO, stream)
+
+
 def _clean(text: Any, n: int = 600) -> str:
     return re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", str(text))[:n]
 
@@ -266,7 +275,7 @@ def _exercise_rows(report: NotebookReport, lesson: str, checked: set[str], verdi
         points = float(getattr(ex, "points", 1.0))
         v = verdicts.get(ex.id)
         if v is not None:
-            status = v.get("status") if v.get("status") in STATUSES else "error"
+            status = str(v["status"]) if v.get("status") in STATUSES else "error"
             row = Row(report.student, report.shown, ex.id, status, _clean(v.get("mistake") or "", 60),
                       _clean(v.get("message") or ""))
         elif ex.id in checked and not error:
@@ -362,7 +371,8 @@ class Grader:
         if proc is not None and proc.poll() is None:
             return proc
         env = dict(os.environ, COURSE_PROGRESS_LOG="", OMP_NUM_THREADS="1",
-                   PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+                   PYTHONPATH=os.pathsep.join(
+                       [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
         proc = subprocess.Popen([sys.executable, "-m", "course_utils.instructor.judge", "worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
@@ -370,7 +380,7 @@ class Grader:
             self.judges.append(proc)
         if self.stopping.is_set():
             sandbox.kill(proc)
-        head, _ = read_frame(proc.stdout, 1 << 20)
+        head, _ = read_frame(_pipe(proc.stdout), 1 << 20)
         if head.get("op") != "ready":
             raise RuntimeError("the judge did not start")
         self.local.judge = proc
@@ -398,11 +408,12 @@ class Grader:
         lesson = identify_lesson(path, nb, self.stems)
         report = NotebookReport(str(path), student_of(path, lesson, root), lesson)
         if lesson is None:
-            report.error = read_error or "unknown lesson: the file name names no lesson and it has no exercises_for(...)"
+            report.error = read_error or (
+                "unknown lesson: the file name names no lesson and it has no exercises_for(...)")
             report.rows.append(Row(report.student, report.shown, "", "error",
                                    "corrupt_notebook" if read_error else "unknown_lesson", report.error))
-        elif read_error:
-            _exercise_rows(report, lesson, set(), {}, read_error, "corrupt_notebook")
+        elif read_error or nb is None:
+            _exercise_rows(report, lesson, set(), {}, read_error or "could not read the notebook", "corrupt_notebook")
         else:
             self._run_and_judge(report, nb, lesson)
         if self.stopping.is_set():
@@ -461,7 +472,7 @@ class Grader:
             timer.start()
             budget = self.max_output
             while True:
-                head, data = read_frame(proc.stdout, budget)
+                head, data = read_frame(_pipe(proc.stdout), budget)
                 budget -= len(data) + 64
                 if budget < 0:
                     raise FrameError("over the output limit")
@@ -482,8 +493,9 @@ class Grader:
                 error, mistake = f"the notebook did not finish within {self.notebook_timeout:g} s", "notebook_timeout"
             else:
                 code = proc.poll() if proc else None
-                error, mistake = (f"the notebook runner stopped before the end (exit code {code}: memory limit "
-                                  f"{self.limits.describe_memory()}, the process limit, or a killed process)"), "runner_died"
+                error = (f"the notebook runner stopped before the end (exit code {code}: memory limit "
+                         f"{self.limits.describe_memory()}, the process limit, or a killed process)")
+                mistake = "runner_died"
         except OSError as exc:
             error, mistake = f"the sandbox could not start ({exc})", "sandbox_failed"
         finally:
@@ -504,13 +516,14 @@ class Grader:
             proc = self._judge()
             timer = threading.Timer(deadline, lambda: sandbox.kill(proc))
             timer.start()
-            write_frame(proc.stdin, {"op": "judge", "lesson": lesson, "n": len(answers), "uid": uid,
+            write_frame(_pipe(proc.stdin), {"op": "judge", "lesson": lesson, "n": len(answers), "uid": uid,
                                      "course": str(self.course), "limits": asdict(self.limits),
                                      "no_sandbox": not self.sandboxed})
             for ex_id, (data, err) in answers.items():
-                write_frame(proc.stdin, {"exercise": ex_id, "error": err}, data or b"")
-            head, _ = read_frame(proc.stdout, 1 << 20)
-            verdicts = head.get("verdicts") if isinstance(head.get("verdicts"), dict) else {}
+                write_frame(_pipe(proc.stdin), {"exercise": ex_id, "error": err}, data or b"")
+            head, _ = read_frame(_pipe(proc.stdout), 1 << 20)
+            got = head.get("verdicts")
+            verdicts: dict[str, Any] = got if isinstance(got, dict) else {}
         except (EOFError, FrameError, OSError, RuntimeError) as exc:
             self._untrack(proc)
             self.local.judge = None
@@ -588,7 +601,8 @@ def write_json(reports: list[NotebookReport], path: str | os.PathLike[str]) -> N
     _write(reports, path, duplicates(reports))
 
 
-def summary_text(reports: list[NotebookReport], seconds: float | None = None, workers: int | None = None) -> str:
+# C901: one report section after another; goes with the split of grade.py (issue 12 item 5)
+def summary_text(reports: list[NotebookReport], seconds: float | None = None, workers: int | None = None) -> str:  # noqa: C901
     lines = []
     n = len(reports)
     head = f"Graded {n} notebook{'s' * (n != 1)}"
@@ -632,7 +646,8 @@ def summary_text(reports: list[NotebookReport], seconds: float | None = None, wo
         for ex_id, c in per_ex.items():
             total = sum(c.values())
             common = ", ".join(f"{m} ×{k}" for m, k in mistakes.get(ex_id, Counter()).most_common(3))
-            lines.append(f"  {ex_id:<{w}}  {c['correct']:>3}/{total} correct" + (f"   mistakes: {common}" if common else ""))
+            lines.append(f"  {ex_id:<{w}}  {c['correct']:>3}/{total} correct"
+                         + (f"   mistakes: {common}" if common else ""))
     problems = [(rep, p) for rep in reports for p in rep.problems]
     if problems:
         lines += ["", "Problems:"]

@@ -20,7 +20,8 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 COLUMNS = ("student", "notebook", "exercise", "status", "mistake", "points", "max_points")
 
@@ -169,7 +170,7 @@ def write_wide_csv(reports: list, path: str | os.PathLike[str], lessons: Iterabl
     best = best_per_student(reports)
     lessons = [lesson for lesson in lessons if any(k[1] == lesson for k in best)]
     maxima: dict[str, float] = defaultdict(float)
-    for (student, lesson), rep in best.items():
+    for (_student, lesson), rep in best.items():
         maxima[lesson] = max(maxima[lesson], sum(r.max_points for r in rep.rows))
     students = sorted({k[0] for k in best})
 

@@ -34,7 +34,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from .frames import FrameError, read_frame, write_frame
 
@@ -87,9 +87,9 @@ def _case(ex: Any, plan: list) -> Any:
 def _jacobians(outs: list, inputs: list) -> list:
     import torch
 
-    jac = []
+    jac: list[Any] = []
     for o in outs:
-        row = []
+        row: list[Any] = []
         if not o.requires_grad or o.numel() > JAC_LIMIT or o.grad_fn is None:
             jac.append(None)
             continue
@@ -251,7 +251,7 @@ class Executor:
 
     def __init__(self, start: Any):
         self._start = start  # () -> Popen of a fresh executor
-        self.proc = None
+        self.proc: Any = None  # the Popen that start() returns
         self.n = 0
         self.loaded: set[str] = set()
 
@@ -278,7 +278,8 @@ class Executor:
         except (EOFError, FrameError, BrokenPipeError, OSError) as exc:
             code = self.proc.poll()
             self.close()
-            raise ExecutorGone(f"the process running the answer stopped ({_clean(exc, 120)}; exit code {code})") from None
+            raise ExecutorGone(
+                f"the process running the answer stopped ({_clean(exc, 120)}; exit code {code})") from None
         except BaseException:
             self.close()  # a timeout in the middle of a call: this executor is out of step
             raise
@@ -416,7 +417,8 @@ def _exact_tensors(obj: Any) -> None:
 
     for t in _tensors(obj):
         if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
-            raise Incorrect("not_plain_value", "Your answer returned a Tensor subclass; grading accepts plain tensors only.")
+            raise Incorrect("not_plain_value",
+                            "Your answer returned a Tensor subclass; grading accepts plain tensors only.")
 
 
 def _standin(kind: dict[str, Any]) -> Any:
@@ -482,7 +484,8 @@ def judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor
     return _judge_one(ex, payload, export_error, executor, seed)[0]
 
 
-def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,
+# C901: one early verdict per way an answer can fail to arrive, in pipeline order; read top to bottom
+def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,  # noqa: C901
                seed: int | None = None) -> tuple[dict[str, Any], bool]:
     from course_utils.grading.runner import run_check
 
@@ -492,14 +495,16 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
 
     if payload is None or export_error:
         return {"status": "error", "mistake": "export_failed",
-                "message": f"the answer could not be taken out of the notebook ({export_error or 'nothing exported'})"}, False
+                "message": "the answer could not be taken out of the notebook "
+                           f"({export_error or 'nothing exported'})"}, False
     if payload.startswith(b"MISSING"):
         return {"status": "incorrect", "mistake": "answer_not_defined",
                 "message": "the answer is not defined when its check cell runs (did the cell that defines it raise "
                            "an error, e.g. a SyntaxError?)"}, False
     if payload.startswith(b"ERROR"):
         return {"status": "error", "mistake": "export_failed",
-                "message": "the answer could not be serialized: " + _clean(payload[5:].decode("utf-8", "replace"))}, False
+                "message": "the answer could not be serialized: "
+                           + _clean(payload[5:].decode("utf-8", "replace"))}, False
     if not payload.startswith(b"PICKLE"):
         return {"status": "error", "mistake": "export_failed", "message": "the exported answer is unreadable"}, False
     try:
@@ -509,7 +514,8 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
     if "raised" in head:
         info = head["raised"]
         return {"status": "incorrect", "mistake": "exception",
-                "message": f"loading the answer raised {_clean(info.get('type'), 80)}: {_clean(info.get('message'))}"}, False
+                "message": f"loading the answer raised {_clean(info.get('type'), 80)}: "
+                           f"{_clean(info.get('message'))}"}, False
     kind = head.get("kind") or {}
     if kind.get("is_reference"):
         return {"status": "incorrect", "mistake": "reference_answer",
@@ -578,7 +584,7 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         ex, edge_cases=[tag(copy.deepcopy(c), ["edge", i]) for i, c in enumerate(ex.edge_cases)],
         cases=cases, run=run, probes=[remote_probe(j) for j in range(len(ex.probes))], timeout=timeout)
     result = run_check(judged, standin, seed=seed)
-    verdict = {"status": result.status, "mistake": result.mistake or "", "message": result.message}
+    verdict: dict[str, Any] = {"status": result.status, "mistake": result.mistake or "", "message": result.message}
     guarded = []
     for qualified in needs_reference[:4]:
         # The course's checking code for this exercise builds a reference inside the
@@ -654,16 +660,17 @@ def worker() -> int:
         course = Path(job["course"])
         uid = job.get("uid")
 
+        # (B023: `start` is called only within this iteration, by judge_submission below)
         def start() -> Any:
-            return sandbox.popen([sys.executable, "-m", "course_utils.instructor.judge", "serve", job["lesson"]],
-                                 course=course, inputs=None, limits=limits, uid=uid)
+            return sandbox.popen([sys.executable, "-m", "course_utils.instructor.judge", "serve", job["lesson"]],  # noqa: B023
+                                 course=course, inputs=None, limits=limits, uid=uid)  # noqa: B023
 
         if job.get("no_sandbox"):
             def start() -> Any:  # noqa: F811 - trusted notebooks only
                 import subprocess
 
-                env = dict(os.environ, PYTHONPATH=str(course), COURSE_PROGRESS_LOG="")
-                return subprocess.Popen([sys.executable, "-m", "course_utils.instructor.judge", "serve", job["lesson"]],
+                env = dict(os.environ, PYTHONPATH=str(course), COURSE_PROGRESS_LOG="")  # noqa: B023
+                return subprocess.Popen([sys.executable, "-m", "course_utils.instructor.judge", "serve", job["lesson"]],  # noqa: B023
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                         env=env, start_new_session=True)
         t0 = time.perf_counter()

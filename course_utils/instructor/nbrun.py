@@ -19,7 +19,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import nbformat
@@ -105,7 +104,8 @@ class Runner:
             os.unlink(path)
         except OSError:
             pass
-        code = f"__import__('course_utils.instructor.kernel', fromlist=['export']).export({ex_id!r}, {answer!r}, {path!r})"
+        code = (f"__import__('course_utils.instructor.kernel', fromlist=['export'])"
+                f".export({ex_id!r}, {answer!r}, {path!r})")
         cell, timed_out = await self._exec(code)
         header: dict[str, Any] = {"type": "answer", "exercise": ex_id, "cell": self.cell_no}
         data = b""

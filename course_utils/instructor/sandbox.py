@@ -31,7 +31,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "course_utils"
@@ -99,7 +99,7 @@ class _CutReferences(ast.NodeTransformer):
         where = f" ({self.module}.{self.current})" if self.module else ""
         return ast.parse(f"raise RuntimeError({HIDDEN_MESSAGE + where!r})").body
 
-    def _cut_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+    def _cut_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.FunctionDef | ast.AsyncFunctionDef:
         node.body = self._raise()
         return node
 
@@ -114,7 +114,8 @@ class _CutReferences(ast.NodeTransformer):
                 for item in stmt.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         body.append(self._cut_function(item))
-                    elif isinstance(item, (ast.Pass,)) or (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)):
+                    elif isinstance(item, ast.Pass) or (
+                            isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)):
                         continue
                     else:
                         continue  # class attributes may hold the answer's configuration
@@ -156,12 +157,13 @@ def reference_names(module_name: str) -> dict[str, set[str]]:
         ref = ex.reference
         mod = sys.modules.get(getattr(ref, "__module__", "") or "")
         name = getattr(ref, "__name__", None)
-        if mod is None or name is None or getattr(mod, "__file__", None) is None:
+        file = getattr(mod, "__file__", None)
+        if mod is None or name is None or file is None:
             continue
         # only the exercise modules: references that are also public course helpers
         # (``training_lab.train_one_epoch``, ``data_workers.ShardedRange``) are used by later lessons
         if getattr(mod, name, None) is ref and mod.__name__.startswith("course_utils.exercises."):
-            found.setdefault(mod.__file__, set()).add(name)
+            found.setdefault(file, set()).add(name)
     return found
 
 
@@ -270,7 +272,8 @@ def command(argv: Sequence[str], *, course: Path, inputs: Path | None, env: dict
         args += ["--setenv", key, value]
     if uid is not None:
         # root is exempt from the process cap: run the submission as its own unprivileged user
-        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", shutil.which("setpriv") or "/usr/bin/setpriv",
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
+                 shutil.which("setpriv") or "/usr/bin/setpriv",
                  f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
                  "--no-new-privs"]
     else:

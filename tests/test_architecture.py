@@ -1,0 +1,145 @@
+"""The package's layers point one way (ARCHITECTURE.md). Reads the source with `ast` (imports
+nothing): every `import` of a course_utils module, at the top of a file or inside a function,
+is an arrow between two parts of the package. A new import circle between parts fails here;
+the circles that exist today are listed in KNOWN_CIRCLES, each by the arrow that closes it."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "course_utils"
+
+# Today's debts (ARCHITECTURE.md, "Known debts"): the arrow that closes each circle. Remove an
+# entry when its circle is gone; do not add one, break the circle instead.
+KNOWN_CIRCLES = {
+    ("progress", "grading"),  # progress.summary asks the registry for the exercise list
+    ("grading", "exercises"),  # the registry imports the lesson modules it finds (plugin discovery)
+    ("build", "instructor"),  # build --nbgrader calls instructor.nbgrader_export, which uses build
+}
+# The same inside a part: module -> module.
+KNOWN_MODULE_CIRCLES = {
+    # the gradebook rebuilds grade.py's report rows; goes with the split of grade.py (issue 12 item 5)
+    ("course_utils.instructor.gradebook", "course_utils.instructor.grade"),
+    # issue 14's predict-the-output questions (merged the same hour): predict.py imports
+    # predict_questions.py to declare them, which imports predict's `_q`. Way out: the question
+    # type and `_q` in a small module of their own that both import.
+    ("course_utils.grading.predict_questions", "course_utils.grading.predict"),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def part_of(module: str) -> str:
+    """The part of the package a module belongs to: a subpackage (grading, exercises,
+    instructor) or a top-level module (progress, build...)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+@cache
+def import_graph() -> dict[str, set[str]]:
+    """course_utils module -> the course_utils modules it imports (anywhere in the file)."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    origin = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    origin = node.module or ""
+                targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin
+                           for a in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def part_graph() -> dict[str, set[str]]:
+    """A fresh copy each call (callers remove the known arrows from it)."""
+    arrows: dict[str, set[str]] = defaultdict(set)
+    for a, targets in import_graph().items():
+        for b in targets:
+            if part_of(a) != part_of(b):
+                arrows[part_of(a)].add(part_of(b))
+    return arrows
+
+
+def find_circle(arrows: dict[str, set[str]]) -> list[str] | None:
+    """One circle in the graph, as a path that ends where it starts, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(arrows.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(arrows):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def test_the_walk_sees_known_arrows():
+    # guards the walk itself: relative, absolute and function-level imports are all seen
+    graph = import_graph()
+    assert "course_utils.grading.spec" in graph["course_utils.grading.runner"]  # `from .spec import`
+    assert "course_utils.progress" in graph["course_utils.grading.notebook"]  # `from .. import progress`
+    assert "course_utils.grading" in graph["course_utils.progress"]  # inside a function
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_circle({"a": {"b"}, "b": {"c"}}) is None
+
+
+def test_no_new_import_circle_between_parts_of_the_package():
+    arrows = part_graph()
+    for a, b in KNOWN_CIRCLES:
+        arrows[a].discard(b)
+    circle = find_circle(arrows)
+    assert circle is None, (
+        f"new import circle: {' -> '.join(circle)}. Layers point one way (ARCHITECTURE.md): move the "
+        "shared code down a layer, or pass it in, instead of importing upwards.")
+
+
+def test_known_circles_are_still_there():
+    arrows, graph = part_graph(), import_graph()
+    gone = sorted((a, b) for a, b in KNOWN_CIRCLES if b not in arrows.get(a, ()))
+    present = {name for name in graph} | {b for targets in graph.values() for b in targets}
+    gone += sorted((a, b) for a, b in KNOWN_MODULE_CIRCLES
+                   if a in present and b not in graph.get(a, ()))  # (a module not merged yet is no debt)
+    assert not gone, (f"{gone} no longer imported (a circle is gone): remove them from KNOWN_CIRCLES or "
+                      "KNOWN_MODULE_CIRCLES in tests/test_architecture.py and from ARCHITECTURE.md's known debts")
+
+
+def test_no_import_circle_between_modules_inside_a_part():
+    # inside grading/ (and every other part) modules form a one-way chain too
+    graph = import_graph()
+    inner = {a: {b for b in targets if part_of(b) == part_of(a) and (a, b) not in KNOWN_MODULE_CIRCLES}
+             for a, targets in graph.items()}
+    circle = find_circle(inner)
+    assert circle is None, f"import circle inside a part of the package: {' -> '.join(circle)}"
