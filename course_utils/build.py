@@ -403,14 +403,14 @@ def write(stems: list[str], force: bool = False, backup_to: Path | None = None) 
 
     if links.write_readme():
         print("wrote README.md (badges)")
-    for path, text in todo:
+    for path, new_text in todo:
         if path in risky:
             res.backups += backup_files([path], backup_to)
-        if text is None:
+        if new_text is None:
             path.unlink()
             res.removed.append(path)
         else:
-            path.write_text(text)
+            path.write_text(new_text)
             res.written.append(path)
     return res
 
@@ -477,8 +477,8 @@ def main(argv: list[str] | None = None) -> int:
     stems = _select(args.lessons)
     if args.check:
         problems = check(stems)
-        for p in problems:
-            print(f"OUT OF DATE: {p}")
+        for problem in problems:
+            print(f"OUT OF DATE: {problem}")
         if not problems:
             print(f"build --check: {len(stems)} lessons, learner notebooks and solution pairs in sync.")
         return 1 if problems else 0

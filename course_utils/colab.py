@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -31,10 +32,10 @@ PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 def extra_requirements(extra: str, pyproject: Path = PYPROJECT) -> list[str]:
     """The requirement strings of an optional extra, read from pyproject.toml."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10
+        import tomli as tomllib
     data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     return list(data["project"]["optional-dependencies"][extra])
 
