@@ -38,7 +38,7 @@ def test_gpu_style_checkpoint_needs_map_location(tmp_path):
 
 def test_save_as_if_on_cuda_restores_location_tag_even_on_error(tmp_path):
     original = torch.serialization.location_tag
-    with pytest.raises(Exception):
+    with pytest.raises(RuntimeError, match="does not exist"):
         save_as_if_on_cuda({"x": torch.ones(1)}, tmp_path / "missing_dir" / "f.pt")
     assert torch.serialization.location_tag is original
     save_as_if_on_cuda({"x": torch.ones(1)}, tmp_path / "f.pt")

@@ -185,8 +185,6 @@ def test_warmup_cosine_matches_linear_then_cosine_annealing():
 
     ref = grading.reference("05_training_loop.warmup_cosine")
     for case in _cases("05_training_loop.warmup_cosine", range(60)):
-        w, total = case.kwargs["warmup_steps"], case.kwargs["total_steps"]
-
         def oracle(optimizer, warmup_steps, total_steps):
             cosine = CosineAnnealingLR(optimizer, T_max=max(1, total_steps - warmup_steps), eta_min=0.0)
             if warmup_steps == 0:
