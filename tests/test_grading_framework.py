@@ -684,3 +684,32 @@ def test_timeout_turned_into_another_error_is_still_a_timeout():
             raise Incorrect("other", "looks like another mistake") from None
 
     assert run_check(_toy(timeout=0.2, mistakes=[]), answer).mistake == "timeout"
+
+
+def test_a_timeout_waits_until_the_code_is_out_of_logging():
+    """An interrupt inside logging's fork callbacks is swallowed and can leave logging's module
+    lock held; the time limit waits for the frame to leave logging, then still fires."""
+    import logging
+    import sys
+
+    from course_utils.grading.guard import holding_lock, must_wait
+
+    assert not must_wait(sys._getframe())
+    frames = []
+
+    class Probe(logging.Handler):
+        def emit(self, record):
+            frames.append(sys._getframe(1))  # Handler.handle, in logging/__init__.py
+
+    log = logging.getLogger("course-test-probe")
+    log.propagate = False
+    log.addHandler(Probe())
+    log.warning("x")
+    assert frames and holding_lock(frames[0]) and must_wait(frames[0])
+
+    start = time.perf_counter()
+    with pytest.raises(CheckTimeout):
+        with time_limit(0.2):
+            while True:  # spends much of its time inside logging: the timeout still lands
+                log.warning("still looping")
+    assert time.perf_counter() - start < 5

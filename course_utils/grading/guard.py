@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
+import os
 import random
 import signal
 import sys
@@ -96,6 +98,24 @@ DEFER_S = 0.05  # while an import runs, look again this often
 MAX_DEFER_S = 60.0  # an import that never ends (a learner's module with a loop) is stopped after this
 
 
+# logging's module lock is taken and released around every fork by callbacks whose exceptions
+# Python swallows (os.register_at_fork): an interrupt landing in `_releaseLock` there leaves the
+# lock held, and the next `logging` call in the learner's kernel hangs. The interrupt waits until
+# the code is out of logging. (Not threading.py: a loop blocked on a queue or a DataLoader spends
+# nearly all its time there, and its locks are released by `with`/`finally`.)
+_LOCK_HOLDERS = tuple(os.path.normcase(os.path.abspath(m.__file__)) for m in (logging,) if m.__file__)
+
+
+def holding_lock(frame: Any) -> bool:
+    """True when ``frame`` (where an interrupt would land) is inside :data:`_LOCK_HOLDERS`."""
+    return frame is not None and os.path.normcase(os.path.abspath(frame.f_code.co_filename)) in _LOCK_HOLDERS
+
+
+def must_wait(frame: Any) -> bool:
+    """An interrupt landing at ``frame`` now could break the kernel: wait a moment."""
+    return importing(frame) or holding_lock(frame)
+
+
 def importing(frame: Any) -> bool:
     """True when ``frame`` or a caller is inside the import system: an exception raised now
     would leave a module half-imported in ``sys.modules`` (a broken torch until a restart)."""
@@ -157,7 +177,7 @@ def time_limit(seconds: float) -> Iterator[None]:
         def _raise(signum: int, frame: Any) -> None:
             if not state.active:
                 return
-            if importing(frame) and state.deferred < MAX_DEFER_S:
+            if must_wait(frame) and state.deferred < MAX_DEFER_S:
                 state.deferred += DEFER_S
                 signal.setitimer(signal.ITIMER_REAL, DEFER_S, REPEAT_S)
                 return
@@ -194,7 +214,7 @@ def time_limit(seconds: float) -> Iterator[None]:
         wait = seconds
         while not done.wait(wait):  # repeat until the block has ended (see above)
             frame = sys._current_frames().get(target)
-            if importing(frame) and state.deferred < MAX_DEFER_S:
+            if must_wait(frame) and state.deferred < MAX_DEFER_S:
                 state.deferred += DEFER_S
                 wait = DEFER_S
                 continue
