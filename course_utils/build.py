@@ -61,33 +61,39 @@ class BuildError(ValueError):
     pass
 
 
+def _replace_blocks(source: str, begin: str, end: str, replacement: list[str], where: str) -> tuple[str, list[str]]:
+    """Replace every ``begin`` ... ``end`` block of ``source`` with the ``replacement`` lines,
+    indented like the ``begin`` marker. Returns the new source and the indents of the blocks."""
+    out: list[str] = []
+    indents: list[str] = []
+    inside = False
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped == begin:
+            if inside:
+                raise BuildError(f"{where}: nested {begin}")
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            indents.append(indent)
+            out.extend(f"{indent}{r}" for r in replacement)
+        elif stripped == end:
+            if not inside:
+                raise BuildError(f"{where}: {end} without {begin}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise BuildError(f"{where}: {begin} without {end}")
+    return "\n".join(out), indents
+
+
 def stub_source(source: str, where: str = "cell") -> tuple[str, bool]:
     """Replace every solution block in ``source`` with a stub.
 
     Returns ``(new_source, top_level)`` where ``top_level`` says a stub sits at indentation 0
     (so running the cell raises)."""
-    out: list[str] = []
-    top_level = False
-    inside = False
-    for line in source.splitlines():
-        stripped = line.strip()
-        if stripped == BEGIN:
-            if inside:
-                raise BuildError(f"{where}: nested {BEGIN}")
-            inside = True
-            indent = line[: len(line) - len(line.lstrip())]
-            top_level = top_level or indent == ""
-            out.append(f"{indent}# YOUR CODE HERE")
-            out.append(f"{indent}{STUB}")
-        elif stripped == END:
-            if not inside:
-                raise BuildError(f"{where}: {END} without {BEGIN}")
-            inside = False
-        elif not inside:
-            out.append(line)
-    if inside:
-        raise BuildError(f"{where}: {BEGIN} without {END}")
-    return "\n".join(out), top_level
+    text, indents = _replace_blocks(source, BEGIN, END, ["# YOUR CODE HERE", STUB], where)
+    return text, "" in indents
 
 
 PREDICT_BEGIN = "### BEGIN PREDICTION"
@@ -102,24 +108,7 @@ def prediction_stub(source: str, where: str = "cell") -> str:
     the cell valid Python and running it raises nothing."""
     if PREDICT_BEGIN not in source and PREDICT_END not in source:
         return source
-    out: list[str] = []
-    inside = False
-    for line in source.splitlines():
-        stripped = line.strip()
-        if stripped == PREDICT_BEGIN:
-            if inside:
-                raise BuildError(f"{where}: nested {PREDICT_BEGIN}")
-            inside = True
-            out.append(line[: len(line) - len(line.lstrip())] + PREDICT_STUB)
-        elif stripped == PREDICT_END:
-            if not inside:
-                raise BuildError(f"{where}: {PREDICT_END} without {PREDICT_BEGIN}")
-            inside = False
-        elif not inside:
-            out.append(line)
-    if inside:
-        raise BuildError(f"{where}: {PREDICT_BEGIN} without {PREDICT_END}")
-    return "\n".join(out)
+    return _replace_blocks(source, PREDICT_BEGIN, PREDICT_END, [PREDICT_STUB], where)[0]
 
 
 def learner_notebook(solution: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
