@@ -61,7 +61,7 @@ def log_event(event: str, exercise: str, **fields: Any) -> None:
 
 # ---------------------------------------------------------------------- reading, validated
 
-EVENTS = ("check", "hint", "solution")
+EVENTS = ("check", "hint", "solution", "prediction")
 STATUSES = ("correct", "incorrect", "not_attempted")
 MAX_NAME = 200  # longest exercise id, learner name or mistake id accepted
 MAX_LINE = 4096  # a longer line is not an event this course wrote
@@ -85,7 +85,8 @@ def event_problem(rec: Any) -> str | None:
     """Why ``rec`` (one decoded log line) is not a usable event, or ``None`` when it is.
 
     The one schema every reader applies (:func:`read_log`, :func:`exercise_progress`, the room
-    view, the dashboard): ``event`` is ``check``/``hint``/``solution``; ``exercise`` an id of
+    view, the dashboard): ``event`` is ``check``/``hint``/``solution``/``prediction`` (a
+    predict-the-output question; its ``exercise`` is the question's id); ``exercise`` an id of
     letters, digits, ``_ . -`` (at most 200); a check has a ``status`` of ``correct``/
     ``incorrect``/``not_attempted`` and a ``mistake`` that is null or a printable name; ``ts`` (seconds since
     1970, optional) a finite number between 0 and the year 3000; ``learner`` (optional) a
@@ -102,7 +103,7 @@ def event_problem(rec: Any) -> str | None:
             return "bad timestamp"
     if "learner" in rec and rec["learner"] is not None and not _name(rec["learner"], None):
         return "bad learner name"
-    if rec["event"] == "check":
+    if rec["event"] in ("check", "prediction"):
         if rec.get("status") not in STATUSES:
             return "bad or missing check status"
         if rec.get("mistake") is not None and not _name(rec.get("mistake"), None):
@@ -206,8 +207,10 @@ def exercise_progress(events: Iterable[dict[str, Any]]) -> dict[str, ExercisePro
     for ev in events:
         if not valid_event(ev):  # callers may pass events that did not come through read_log
             continue
-        p = out.setdefault(ev["exercise"], ExerciseProgress(ev["exercise"]))
         kind = ev["event"]
+        if kind == "prediction":  # a predict-the-output question, not an exercise
+            continue
+        p = out.setdefault(ev["exercise"], ExerciseProgress(ev["exercise"]))
         if kind == "check":
             status = ev.get("status")
             if status in ("correct", "incorrect"):  # running an untouched stub is no attempt
@@ -224,6 +227,34 @@ def exercise_progress(events: Iterable[dict[str, Any]]) -> dict[str, ExercisePro
             p.hints += 1
         elif kind == "solution":
             p.solution_viewed = True
+    return out
+
+
+@dataclass
+class PredictionProgress:
+    """One learner's attempts at one predict-the-output question."""
+
+    question: str
+    attempts: int = 0  # predictions actually made (right or wrong)
+    first_right: bool | None = None  # was the first prediction right? None: none made yet
+    right: bool = False  # right at some attempt
+
+
+def prediction_progress(events: Iterable[dict[str, Any]]) -> dict[str, PredictionProgress]:
+    """Fold ``prediction`` events into one :class:`PredictionProgress` per question. The
+    first attempt counts most: after it the check shows the answer."""
+    out: dict[str, PredictionProgress] = {}
+    for ev in events:
+        if not valid_event(ev) or ev["event"] != "prediction":
+            continue
+        status = ev.get("status")
+        if status not in ("correct", "incorrect"):  # `...`: not attempted
+            continue
+        p = out.setdefault(ev["exercise"], PredictionProgress(ev["exercise"]))
+        p.attempts += 1
+        if p.first_right is None:
+            p.first_right = status == "correct"
+        p.right = p.right or status == "correct"
     return out
 
 

@@ -250,3 +250,25 @@ def test_nbgrader_release_holds_no_prediction_answers():
     calls = [c for c in nb.cells if c.cell_type == "code" and _quiz_call(c.source)]
     assert len(calls) >= 3 and all(_quiz_call(c.source)[1].value is ... for c in calls)
     assert not any("PREDICTION" in c.source for c in nb.cells)
+
+
+def test_predictions_are_logged_and_folded_apart_from_exercises(tmp_path, monkeypatch):
+    """Each prediction is a `prediction` event in the progress log; the fold counts the first
+    attempt (after it the answer is shown) and exercise progress ignores predictions."""
+    from course_utils import progress
+
+    log = tmp_path / "progress.jsonl"
+    monkeypatch.setenv(progress.ENV_VAR, str(log))
+    quiz = predictions_for("01_tensors")
+    quiz.broadcast_shape(...)          # not attempted: logged, but no attempt
+    quiz.broadcast_shape((4, 3))       # wrong first
+    quiz.broadcast_shape((3, 4))       # then right
+    quiz.int_div_dtype("float32")      # right at once
+    events = progress.read_events(log)
+    assert [e["event"] for e in events] == ["prediction"] * 4
+    assert [e["status"] for e in events] == ["not_attempted", "incorrect", "correct", "correct"]
+    folded = progress.prediction_progress(events)
+    shape, dtype = folded["01_tensors.broadcast_shape"], folded["01_tensors.int_div_dtype"]
+    assert (shape.attempts, shape.first_right, shape.right) == (2, False, True)
+    assert (dtype.attempts, dtype.first_right, dtype.right) == (1, True, True)
+    assert progress.exercise_progress(events) == {}

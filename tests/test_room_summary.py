@@ -150,3 +150,31 @@ def test_cli_show_prints_one_learners_progress(logs, capsys):
     assert progress_cli.main(["show", str(logs / "cy.jsonl")]) == 0
     out = capsys.readouterr().out
     assert "99_demo.first" in out and "exercises correct" in out
+
+
+def test_room_shows_the_predictions_the_room_got_wrong_at_the_first_try():
+    """Prediction events appear in their own part of the room view (hardest first), never as
+    exercises, and do not change which exercise a learner is working on."""
+    from course_utils.instructor.room import summarize
+
+    def ev(kind, ex, status=None):
+        e = {"ts": 1.0, "event": kind, "exercise": ex}
+        if status:
+            e["status"] = status
+        return e
+
+    per_learner = {
+        "ana": [ev("check", "01_tensors.normalize_rows", "incorrect"),
+                ev("prediction", "01_tensors.broadcast_shape", "incorrect"),
+                ev("prediction", "01_tensors.broadcast_shape", "correct"),
+                ev("prediction", "01_tensors.int_div_dtype", "correct")],
+        "bo": [ev("prediction", "01_tensors.broadcast_shape", "correct"),
+               ev("prediction", "01_tensors.int_div_dtype", "not_attempted")],
+    }
+    room = summarize(per_learner, exercises=["01_tensors.normalize_rows"])
+    assert room.predictions == {"01_tensors.broadcast_shape": (2, 1), "01_tensors.int_div_dtype": (1, 1)}
+    assert [r.exercise for r in room.rows] == ["01_tensors.normalize_rows"]
+    assert room.rows[0].working == ["ana"]
+    text = room.text()
+    assert "Predictions: 3 made, 67% right at the first try" in text
+    assert text.index("01_tensors.broadcast_shape: 1 of 2") < text.index("01_tensors.int_div_dtype: 1 of 1")

@@ -15,8 +15,9 @@ notebook::
 and ``...`` (or an empty string) reads as "not attempted" without revealing anything. After any
 attempt, right or wrong, the check shows the answer and the explanation (an answer it cannot
 read, such as a typo, only gets told how to write one). A check never raises.
-Predictions are not written to the progress log: its schema (``progress.EVENTS``) knows only
-checks, hints and solutions of exercises.
+Each prediction made in a notebook is written to the progress log as a ``prediction`` event
+(:func:`course_utils.progress.prediction_progress` folds them), so the room view can show which
+questions a workshop gets wrong at the first try.
 """
 
 from __future__ import annotations
@@ -325,7 +326,11 @@ class PredictHandle:
         raise AttributeError("predict questions are read-only")
 
     def __call__(self, answer: Any = ...) -> Result:
-        return check(self._id, answer)
+        from .. import progress  # the notebook-facing handle writes the log, not the checker
+
+        result = check(self._id, answer)
+        progress.log_event("prediction", self._id, status=result.status, mistake=result.mistake)
+        return result
 
     def __repr__(self) -> str:
         q = QUESTIONS[self._id]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
 
-from ..progress import ExerciseProgress, LogError, exercise_progress, read_log, skipped_note
+from ..progress import ExerciseProgress, LogError, exercise_progress, prediction_progress, read_log, skipped_note
 
 STUCK_AFTER = 3
 
@@ -69,6 +69,8 @@ class RoomSummary:
     skipped: int = 0  # malformed log lines left out (see progress.event_problem)
     reasons: dict[str, int] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)  # "path: why" for logs that could not be read
+    # predict-the-output question -> (learners who predicted, of them right at the first try)
+    predictions: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
         """What the view left out, in words (empty when every line of every log was used)."""
@@ -119,7 +121,21 @@ class RoomSummary:
                 common = r.top_mistakes(1)
                 tip = f"; most common mistake: {common[0][0]} ({common[0][1]}×)" if common else ""
                 lines.append(f"  {r.exercise}: {len(r.stuck)} stuck ({names}){tip}")
+        lines += self.prediction_lines()
         return "\n".join(lines)
+
+    def prediction_lines(self, n: int = 5) -> list[str]:
+        """The predict-the-output questions the room got wrong most at the first try."""
+        if not self.predictions:
+            return []
+        made = sum(k for k, _ in self.predictions.values())
+        right = sum(r for _, r in self.predictions.values())
+        lines = ["", f"Predictions: {made} made, {100 * right / made:.0f}% right at the first try. "
+                     "Hardest (worth discussing with the room):"]
+        hardest = sorted(self.predictions.items(), key=lambda kv: (kv[1][1] / kv[1][0], -kv[1][0], kv[0]))
+        for q, (k, r) in hardest[:n]:
+            lines.append(f"  {q}: {r} of {k} right at the first try")
+        return lines
 
     def __repr__(self) -> str:
         return self.text()
@@ -286,8 +302,9 @@ def summarize(per_learner: dict[str, list[dict[str, Any]]], exercises: Iterable[
     folded: dict[str, dict[str, ExerciseProgress]] = {who: exercise_progress(evs) for who, evs in per_learner.items()}
     latest: dict[str, str] = {}
     for who, evs in per_learner.items():
-        if evs:
-            latest[who] = evs[-1]["exercise"]
+        exercise_events = [e for e in evs if e["event"] != "prediction"]
+        if exercise_events:
+            latest[who] = exercise_events[-1]["exercise"]
     ids = list(exercises) if exercises is not None else _course_ids()
     seen = {ex for f in folded.values() for ex in f}
     ids += sorted(seen - set(ids))
@@ -320,7 +337,12 @@ def summarize(per_learner: dict[str, list[dict[str, Any]]], exercises: Iterable[
         st.median_attempts_to_pass = float(statistics.median(to_pass)) if to_pass else None
         rows.append(st)
     n_events = sum(len(v) for v in per_learner.values())
-    return RoomSummary(learners, rows, n_events, since)
+    predictions: dict[str, tuple[int, int]] = {}
+    for evs in per_learner.values():
+        for q, pred in prediction_progress(evs).items():
+            k, r = predictions.get(q, (0, 0))
+            predictions[q] = (k + 1, r + int(bool(pred.first_right)))
+    return RoomSummary(learners, rows, n_events, since, predictions=predictions)
 
 
 def _course_ids() -> list[str]:
