@@ -713,3 +713,33 @@ def test_a_timeout_waits_until_the_code_is_out_of_logging():
             while True:  # spends much of its time inside logging: the timeout still lands
                 log.warning("still looping")
     assert time.perf_counter() - start < 5
+
+
+def test_a_run_that_calls_the_answer_under_enable_grad_still_sees_autograd_left_off():
+    """Red team: `with torch.enable_grad():` around the answer restored grad mode before the
+    runner looked, so `torch.set_grad_enabled(False)` left on passed `predict_proba`."""
+    from course_utils.grading import answer_grad_mode
+
+    with pytest.raises(Incorrect) as info:
+        with answer_grad_mode():
+            torch.set_grad_enabled(False)
+    assert info.value.mistake == "grad_left_off"
+    assert torch.is_grad_enabled()
+    with answer_grad_mode():  # an answer that restores the mode is fine
+        with torch.no_grad():
+            pass
+
+    def leaves_it_off(model, X):
+        torch.set_grad_enabled(False)
+        was = model.training
+        model.eval()
+        out = model(X).softmax(dim=1)
+        model.train(was)
+        return out
+
+    try:
+        for seed in (1, 2, 3):
+            res = grading.check("03_nn_module.predict_proba", leaves_it_off, seed=seed)
+            assert (res.status, res.mistake) == ("incorrect", "grad_left_off"), res.text()
+    finally:
+        torch.set_grad_enabled(True)

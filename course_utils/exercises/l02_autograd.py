@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 from ._source_rules import names_used, python_loop
 
@@ -245,7 +245,7 @@ def _vjp_run(answer: Any, case: Case) -> Any:
     fn, x, v = case.args
     had_grad, required = x.grad, x.requires_grad  # a caller's x may be a leaf that requires grad
     v_before = v.detach().clone()
-    with torch.enable_grad():
+    with answer_grad_mode():
         out = answer(fn, x, v)
         first = out.detach().clone() if isinstance(out, torch.Tensor) else out
         if not torch.equal(v.detach(), v_before):
@@ -338,7 +338,7 @@ def huber(x: torch.Tensor, delta: float) -> torch.Tensor:
 def _autograd_errors(answer: Any, *args: Any) -> Any:
     """Call the answer with grad mode on; turn autograd errors we know into named mistakes."""
     try:
-        with torch.enable_grad():
+        with answer_grad_mode():
             return answer(*args)
     except RuntimeError as exc:
         msg = str(exc)
@@ -391,7 +391,7 @@ def _huber_rules_probe(answer: Any, r: Rand) -> None:
     x = (r.randn(3, 4) * 2).requires_grad_(True)
     guarded = x.as_subclass(_Guarded)
     try:
-        with torch.enable_grad():
+        with answer_grad_mode():
             answer(guarded, 1.0)
     except _RuleBroken as broken:
         raise Incorrect("rule_broken", f"The exercise says: “{_HUBER_RULE}” Your code gives right numbers, "
@@ -482,7 +482,7 @@ def _elementwise_fn(r: Rand) -> Callable[[torch.Tensor], torch.Tensor]:
 def _second_run(answer: Any, case: Case) -> Any:
     fn, x = case.args
     try:
-        with torch.enable_grad():
+        with answer_grad_mode():
             out = answer(*case.args)
         if x.requires_grad or x.grad is not None:
             raise Incorrect("changed_caller_tensor", "Your function changed the caller's `x`: afterwards it "
@@ -770,7 +770,7 @@ def _gd_run(answer: Any, case: Case) -> Any:
             seen.append((x.detach().clone(), x.grad_fn is not None))
         return fn(x)
 
-    with torch.enable_grad():
+    with answer_grad_mode():
         out = answer(watched, x0, lr, num_steps)
     if x0.requires_grad or x0.grad is not None:
         raise _fail("gradient_descent", "mutated_input")
@@ -896,7 +896,7 @@ def _silu_run(answer: Any, case: Case) -> Any:
         raise _fail("MySiLU", "not_a_function")
 
     before = x.detach().clone()
-    with torch.enable_grad():
+    with answer_grad_mode():
         y = answer.apply(x)
         if not torch.equal(x.detach(), before):
             raise _fail("MySiLU", "mutated_input")

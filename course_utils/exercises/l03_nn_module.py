@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 LESSON = "03_nn_module"
 
@@ -336,7 +336,7 @@ def _check_param_grads(model: nn.Module, out: Any, ref: nn.Module, x: torch.Tens
 
 def _forward_errors(module: nn.Module, x: torch.Tensor) -> Any:
     try:
-        with torch.enable_grad():
+        with answer_grad_mode():
             return module(x)
     except RuntimeError as exc:
         if "leaf Variable that requires grad is being used in an in-place operation" in str(exc):
@@ -859,7 +859,7 @@ def _rm_run(answer: Any, case: Case) -> Any:
     for _ in range(case.kwargs["batches"]):
         x = (torch.randn(case.kwargs["batch_size"], n, generator=gen) + 1.5).requires_grad_(True)
         try:
-            with torch.enable_grad():
+            with answer_grad_mode():
                 out = model(x)
         except RuntimeError as exc:
             if "must match the size" in str(exc):
@@ -1344,7 +1344,7 @@ def _proba_run(answer: Any, case: Case) -> Any:
 
     handle = model.register_forward_pre_hook(record)
     try:
-        with torch.enable_grad():
+        with answer_grad_mode():
             out = answer(model, X)
     finally:
         handle.remove()

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 from course_utils.training_lab import evaluate, train_one_epoch
 
 LESSON = "05_training_loop"
@@ -271,7 +271,7 @@ def _train_trial(fn, case: Case):
     hooks.append(model.register_forward_pre_hook(
         lambda m, args: alive.append(sum(1 for t in tokens[:-1] if t() is not None))))
     try:
-        with torch.enable_grad():
+        with answer_grad_mode():
             out = fn(model, loader, loss_fn, optimizer)
     finally:
         for h in hooks:
@@ -732,7 +732,7 @@ def _acc_run(answer, case: Case):
     given = list(micro)
     pristine = [(X.clone(), y.clone()) for X, y in micro]
     try:
-        with torch.enable_grad():
+        with answer_grad_mode():
             answer(model, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer, given)
     finally:
         step_hook.remove()

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import registry
+from .calls import answer_grad_mode
 from .compare import compare
 from .feedback import Result
 from .notebook import exercises_for
@@ -26,7 +27,7 @@ from .runner import run_check
 from .spec import Case, Compare, Exercise, Incorrect, Mistake, Rand
 
 __all__ = [
-    "Case", "Compare", "Exercise", "Incorrect", "Mistake", "Rand", "Result",
+    "Case", "Compare", "Exercise", "Incorrect", "Mistake", "Rand", "Result", "answer_grad_mode",
     "check", "compare", "exercise", "exercises", "exercises_for", "reference", "register",
 ]
 

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 import torch
 
+from .calls import GRAD_LEFT_OFF
 from .compare import Problem, compare, describe
 from .feedback import Result
 from .guard import CheckTimeout, preload, preserved_state, time_limit
@@ -582,9 +583,7 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
         raise _Fail(mistake, message)
     _check_side_effects(ex, pristine, (case_got.args, case_got.kwargs), got, (case_ref.args, case_ref.kwargs))
     if ref_grad_mode and not torch.is_grad_enabled():
-        raise _Fail("grad_left_off", "Your code left autograd switched off after it returned "
-                    "(`torch.set_grad_enabled(False)` without switching it back). Use `with torch.no_grad():` "
-                    "so the mode is restored when the block ends.")
+        raise _Fail("grad_left_off", GRAD_LEFT_OFF)
     if not ex.uses_global_rng and not ref_rng and _rng_changed(rng1, _rng_states()):
         raise _Fail("global_rng", "Your code drew from (or reseeded) the global random number generator "
                     "(`torch.manual_seed`, `torch.rand*` without `generator=`, `random`, `np.random`), which "
