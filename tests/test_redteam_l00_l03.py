@@ -297,6 +297,14 @@ def _df_helper(x):
 wrong(DF, "autograd.functional.vjp (redteam)", "used_autograd")(
     lambda x: torch.autograd.functional.vjp(lambda t: t**2 * torch.sin(t), x, torch.ones_like(x))[1])
 valid(DF, "method calls")(lambda x: 2 * x * x.sin() + x.pow(2) * x.cos())
+
+
+@valid(DF, "the formula with grad mode switched off (red team 2)")
+def _df_grad_off(x):
+    with torch.set_grad_enabled(False):
+        return 2 * x * torch.sin(x) + x**2 * torch.cos(x)
+
+
 valid(DF, "factored")(lambda x: x * (2 * torch.sin(x) + x * torch.cos(x)))
 valid(DF, "numpy via as_tensor")(lambda x: torch.as_tensor(x.numpy() * (2 * np.sin(x.numpy()) + x.numpy() * np.cos(x.numpy()))))
 cheat(DF, "torch.func.grad under vmap", "used_autograd")(

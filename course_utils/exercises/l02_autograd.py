@@ -146,7 +146,10 @@ def dfdx(x):
 '''
 
 
-_AUTOGRAD_NAMES = {"backward", "grad", "autograd", "func", "enable_grad", "set_grad_enabled", "requires_grad_",
+# Names that compute a derivative. Not `enable_grad`/`set_grad_enabled`: switching grad mode on
+# or off computes nothing (a formula under `set_grad_enabled(False)` is right), and an answer that
+# switches it on to differentiate still needs `backward`, `grad` or `autograd`.
+_AUTOGRAD_NAMES = {"backward", "grad", "autograd", "func", "requires_grad_",
                    "jacobian", "vjp", "jvp", "hessian", "dfdx_by_autograd", "reference", "vmap"}
 
 
