@@ -454,7 +454,10 @@ ex.clip_grad_norm.check(clip_grad_norm)
 #
 # Write `accumulated_step(model, loss_fn, optimizer, micro_batches)`: `micro_batches` is a list
 # of `(X, y)` pairs, possibly of different sizes. Make exactly one optimizer step whose
-# gradient equals that of `loss_fn` on all samples at once. Zero the gradients first.
+# gradient equals that of `loss_fn` on all samples at once. Zero the gradients first, and call
+# `backward()` once per micro-batch: that frees each micro-batch's graph before the next one is
+# built, which is the point (summing the losses first and calling `backward()` once would keep
+# every micro-batch's graph in memory at the same time).
 
 # %%
 def accumulated_step(model, loss_fn, optimizer, micro_batches):
