@@ -2163,6 +2163,24 @@ def matching_mutates_state_dict(model, state_dict):
     return sorted(k for k in own if k not in state_dict)
 
 
+@wrong(LM, "same_numel")
+def matching_by_numel_reshaped(model, state_dict):
+    """(redteam) matches by number of elements: a (in, out) weight is reshaped into the (out, in) one."""
+    own = model.state_dict()
+    ok = {k: v for k, v in state_dict.items() if k in own and own[k].numel() == v.numel()}
+    model.load_state_dict({k: v.reshape(own[k].shape) for k, v in ok.items()}, strict=False)
+    return sorted(k for k in own if k not in ok)
+
+
+@wrong(LM, "size_mismatch")
+def matching_by_numel(model, state_dict):
+    """(redteam) matches by number of elements, no reshape: loading the (in, out) weight fails."""
+    own = model.state_dict()
+    ok = {k: v for k, v in state_dict.items() if k in own and own[k].numel() == v.numel()}
+    model.load_state_dict(ok, strict=False)
+    return sorted(k for k in own if k not in ok)
+
+
 @valid(LM)
 def matching_copy_under_no_grad(model, state_dict):
     own = model.state_dict()
