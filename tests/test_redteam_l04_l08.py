@@ -1050,6 +1050,28 @@ def clip_largest_entry(parameters, max_norm):
     return float(total)
 
 
+@wrong(CG, "not_clipped")
+def clip_scaled_copies_never_written_back(parameters, max_norm):
+    """(redteam) loops once over a list, but the scaled gradients are new tensors nobody keeps: nothing
+    is clipped, and that is not `parameters_iterated_twice`."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > max_norm:
+        grads = [g * (max_norm / (total + 1e-6)) for g in grads]
+    return total.item()
+
+
+@wrong(CG, "scaled_weights")
+def clip_scales_the_weights(parameters, max_norm):
+    """(redteam) scales the parameters' data instead of their gradients."""
+    params = [p for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((p.grad**2).sum() for p in params))
+    if total > max_norm:
+        for p in params:
+            p.data.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
 @valid(CG)
 def clip_linalg_out_of_place(parameters, max_norm):
     params = [p for p in parameters if p.grad is not None]
