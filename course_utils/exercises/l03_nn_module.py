@@ -168,7 +168,7 @@ _MESSAGES: dict[tuple[str, str], str] = {
         "while its block runs; freezing is a property of the parameters: "
         "`model.backbone.requires_grad_(False)`."),
     ("freeze_backbone", "froze_only_some"): (
-        "You froze only some of the backbone's parameters (its Linear layers?); others still "
+        "You froze only some of the backbone's parameters (its Linear layers?). Others still "
         "require grad: a LayerNorm's weight and bias, or a bare `nn.Parameter` a submodule "
         "registered. \"Freeze the backbone\" means every parameter it holds, whatever kind of layer "
         "owns it: `model.backbone.requires_grad_(False)` reaches them all."),

@@ -615,7 +615,7 @@ def _clip_cases(r: Rand) -> Case:
 
 
 _CLIP_TWICE = ("`parameters` may be a generator such as `model.parameters()`, which is empty the second time "
-               "you loop over it, so nothing was clipped (given a list, your function clips). Loop once: "
+               "you loop over it, so nothing was clipped. Given a list, your function does clip. Loop once: "
                "`grads = [p.grad for p in parameters if p.grad is not None]`, then use `grads`.")
 _CLIP_NOT_SCALED = ("The total norm was above `max_norm`, but your gradients came back unchanged: nothing was "
                     "clipped. Scale every gradient itself, in place (`g.mul_(coef)` for `g` in your list of "
