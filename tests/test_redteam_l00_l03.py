@@ -981,6 +981,9 @@ wrong(IW, "uniform", "uniform_not_normal")(_iw(lambda m: nn.init.uniform_(m.weig
 wrong(IW, "every 2-D weight (redteam)", "touched_other_layers")(_iw(
     lambda m: nn.init.normal_(m.weight, 0, 1 / math.sqrt(m.weight.shape[1])),
     which=lambda m: hasattr(m, "weight") and m.weight is not None and m.weight.dim() > 1))
+wrong(IW, "Linear and Conv2d (redteam)", "touched_other_layers")(_iw(
+    lambda m: nn.init.normal_(m.weight, std=1 / math.sqrt(m.weight[0].numel())),
+    which=lambda m: isinstance(m, (nn.Linear, nn.Conv2d))))
 wrong(IW, "no isinstance", "no_isinstance_check")(lambda m: nn.init.normal_(m.weight, std=m.in_features ** -0.5))
 valid(IW, "kaiming linear")(_iw(lambda m: nn.init.kaiming_normal_(m.weight, nonlinearity="linear")))
 valid(IW, "torch.randn copy")(_iw(lambda m: m.weight.data.copy_(torch.randn_like(m.weight) / math.sqrt(m.in_features))))
@@ -1002,6 +1005,9 @@ wrong(FB, "copies", "returned_copies")(lambda m: (m.backbone.requires_grad_(Fals
                                                   [p.detach().clone().requires_grad_() for p in m.head.parameters()])[1])
 wrong(FB, "whole head although a head parameter was frozen", "returned_frozen")(
     lambda m: (m.backbone.requires_grad_(False), list(m.head.parameters()))[1])
+wrong(FB, "froze only the backbone's Linear layers (redteam)", "froze_only_some")(
+    lambda m: ([x.requires_grad_(False) for x in m.backbone.modules() if isinstance(x, nn.Linear)],
+               [p for p in m.parameters() if p.requires_grad])[1])
 valid(FB, "filter over parameters")(lambda m: (m.backbone.requires_grad_(False),
                                                list(filter(lambda p: p.requires_grad, m.parameters())))[1])
 valid(FB, "per-parameter loop")(lambda m: ([p.requires_grad_(False) for p in m.backbone.parameters()],

@@ -1050,6 +1050,28 @@ def clip_largest_entry(parameters, max_norm):
     return float(total)
 
 
+@wrong(CG, "not_clipped")
+def clip_scaled_copies_never_written_back(parameters, max_norm):
+    """(redteam) loops once over a list, but the scaled gradients are new tensors nobody keeps: nothing
+    is clipped, and that is not `parameters_iterated_twice`."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > max_norm:
+        grads = [g * (max_norm / (total + 1e-6)) for g in grads]
+    return total.item()
+
+
+@wrong(CG, "scaled_weights")
+def clip_scales_the_weights(parameters, max_norm):
+    """(redteam) scales the parameters' data instead of their gradients."""
+    params = [p for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((p.grad**2).sum() for p in params))
+    if total > max_norm:
+        for p in params:
+            p.data.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
 @valid(CG)
 def clip_linalg_out_of_place(parameters, max_norm):
     params = [p for p in parameters if p.grad is not None]
@@ -2161,6 +2183,24 @@ def matching_mutates_state_dict(model, state_dict):
             del state_dict[k]
     model.load_state_dict(state_dict, strict=False)
     return sorted(k for k in own if k not in state_dict)
+
+
+@wrong(LM, "same_numel")
+def matching_by_numel_reshaped(model, state_dict):
+    """(redteam) matches by number of elements: a (in, out) weight is reshaped into the (out, in) one."""
+    own = model.state_dict()
+    ok = {k: v for k, v in state_dict.items() if k in own and own[k].numel() == v.numel()}
+    model.load_state_dict({k: v.reshape(own[k].shape) for k, v in ok.items()}, strict=False)
+    return sorted(k for k in own if k not in ok)
+
+
+@wrong(LM, "size_mismatch")
+def matching_by_numel(model, state_dict):
+    """(redteam) matches by number of elements, no reshape: loading the (in, out) weight fails."""
+    own = model.state_dict()
+    ok = {k: v for k, v in state_dict.items() if k in own and own[k].numel() == v.numel()}
+    model.load_state_dict(ok, strict=False)
+    return sorted(k for k in own if k not in ok)
 
 
 @valid(LM)

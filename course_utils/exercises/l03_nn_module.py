@@ -141,8 +141,9 @@ _MESSAGES: dict[tuple[str, str], str] = {
         "your code used it anyway. Guard the bias: `if m.bias is not None: nn.init.zeros_(m.bias)`."),
     ("init_weights", "touched_other_layers"): (
         "Your function also changed the parameters of a layer that is not Linear (a "
-        "LayerNorm's weight or bias). Only Linear layers should be initialised; check "
-        "`isinstance(m, nn.Linear)` rather than `hasattr(m, \"weight\")`."),
+        "LayerNorm, an Embedding or a convolution such as `nn.Conv2d`). Only Linear layers "
+        "should be initialised; check `isinstance(m, nn.Linear)` alone, rather than "
+        "`hasattr(m, \"weight\")` or a tuple of layer types."),
     ("init_weights", "used_fan_out"): (
         "Your weights have std 1/√fan_out. A Linear layer's weight has shape "
         "(out_features, in_features); fan_in is `m.in_features` (= `m.weight.shape[1]`)."),
@@ -166,6 +167,11 @@ _MESSAGES: dict[tuple[str, str], str] = {
         "Some backbone parameters still require grad. `torch.no_grad()` only pauses tracking "
         "while its block runs; freezing is a property of the parameters: "
         "`model.backbone.requires_grad_(False)`."),
+    ("freeze_backbone", "froze_only_some"): (
+        "You froze only some of the backbone's parameters (its Linear layers?). Others still "
+        "require grad: a LayerNorm's weight and bias, or a bare `nn.Parameter` a submodule "
+        "registered. \"Freeze the backbone\" means every parameter it holds, whatever kind of layer "
+        "owns it: `model.backbone.requires_grad_(False)` reaches them all."),
     ("freeze_backbone", "froze_head"): (
         "You froze the head too. Only `model.backbone` is frozen; the head is what you want "
         "to train."),
@@ -995,7 +1001,7 @@ def _init_cases(r: Rand) -> Case:
         layers.append(nn.ReLU())
     # modules that are not Linear but have a weight with dim() > 1: "leave every other kind of
     # module untouched" (`hasattr(m, "weight") and m.weight.dim() > 1` re-initialises them)
-    layers += [nn.Embedding(6, 4), nn.Conv1d(2, 3, 3)]
+    layers += [nn.Embedding(6, 4), nn.Conv1d(2, 3, 3), nn.Conv2d(2, 3, 3)]
     model = nn.Sequential(nn.Sequential(*layers[:3]), *layers[3:])
     with torch.no_grad():
         for p in model.parameters():
@@ -1022,7 +1028,7 @@ def _init_twin_layers() -> Case:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(3)
         model = nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU(), nn.Linear(64, 64, bias=False),
-                              nn.Embedding(6, 4), nn.Conv1d(2, 3, 3))
+                              nn.Embedding(6, 4), nn.Conv1d(2, 3, 3), nn.Conv2d(2, 3, 3))
         with torch.no_grad():
             for p in model.parameters():
                 p.copy_(torch.rand(p.shape) + 0.5)
@@ -1192,6 +1198,27 @@ def _frozen_head_bias() -> Backboned:
     return model
 
 
+class _Gain(nn.Module):
+    """A layer whose only parameter is a bare ``nn.Parameter`` (no Linear, no LayerNorm)."""
+
+    def __init__(self, features: int):
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(features))
+
+    def forward(self, x):
+        return x * self.gain
+
+
+def _mixed_backbone() -> Backboned:
+    """A backbone that holds more than Linear layers: a LayerNorm and a bare Parameter on a
+    submodule (freezing only the `nn.Linear` layers leaves them trainable)."""
+    with torch.random.fork_rng(devices=[]):  # default init draws from the global RNG
+        torch.manual_seed(1)
+        model = Backboned(3, 4, 2)
+        model.backbone = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4), nn.ReLU(), _Gain(4), nn.Linear(4, 4), nn.ReLU())
+    return model
+
+
 def _freeze_cases(r: Rand) -> Case:
     return Case((Backboned(r.integer(2, 6), r.integer(3, 8), r.integer(2, 5)),))
 
@@ -1202,8 +1229,9 @@ def _freeze_run(answer: Any, case: Case) -> Any:
     out = answer(model)
     if getattr(model.backbone, "requires_grad", None) is False and "requires_grad" in vars(model.backbone):
         raise _fail("freeze_backbone", "set_module_attribute")
-    if any(p.requires_grad for p in model.backbone.parameters()):
-        raise _fail("freeze_backbone", "backbone_not_frozen")
+    still = [p.requires_grad for p in model.backbone.parameters()]
+    if any(still):
+        raise _fail("freeze_backbone", "froze_only_some" if not all(still) else "backbone_not_frozen")
     if any(was and not p.requires_grad for was, p in zip(head_before, model.head.parameters())):
         raise _fail("freeze_backbone", "froze_head")
     if out is not None and not isinstance(out, (list, tuple)) and hasattr(out, "__next__"):
@@ -1238,6 +1266,13 @@ def _freeze_everything(model):
     return list(model.head.parameters())
 
 
+def _freeze_only_linear(model):
+    for m in model.backbone.modules():
+        if isinstance(m, nn.Linear):
+            m.requires_grad_(False)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
 def _freeze_returns_all(model):
     model.backbone.requires_grad_(False)
     return list(model.parameters())
@@ -1258,11 +1293,13 @@ register(Exercise(
     reference=freeze_backbone,
     cases=_freeze_cases,
     edge_cases=[Case((_frozen_head_bias(),), label="a model whose head bias was already frozen"),
-                Case((Backboned(1, 1, 1),), label="a model with one feature, one hidden unit, one output")],
+                Case((Backboned(1, 1, 1),), label="a model with one feature, one hidden unit, one output"),
+                Case((_mixed_backbone(),), label="a backbone with a LayerNorm and a bare nn.Parameter on a submodule")],
     run=_freeze_run,
     mistakes=[
         Mistake("set_module_attribute", _MESSAGES["freeze_backbone", "set_module_attribute"], _freeze_attribute, match_output=False),
         Mistake("backbone_not_frozen", _MESSAGES["freeze_backbone", "backbone_not_frozen"], _freeze_no_grad, match_output=False),
+        Mistake("froze_only_some", _MESSAGES["freeze_backbone", "froze_only_some"], _freeze_only_linear, match_output=False),
         Mistake("froze_head", _MESSAGES["freeze_backbone", "froze_head"], _freeze_everything, match_output=False),
         Mistake("returned_frozen", _MESSAGES["freeze_backbone", "returned_frozen"], _freeze_returns_all, match_output=False),
         Mistake("returned_generator", _MESSAGES["freeze_backbone", "returned_generator"], _freeze_generator, match_output=False),

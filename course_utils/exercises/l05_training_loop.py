@@ -586,6 +586,24 @@ def _clip_iterates_twice(parameters, max_norm):
     return total_norm.item()
 
 
+def _clip_out_of_place(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total_norm = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total_norm > max_norm:
+        grads = [g * (max_norm / (total_norm + 1e-6)) for g in grads]  # new tensors, never written back
+    return total_norm.item()
+
+
+def _clip_scales_weights(parameters, max_norm):
+    params = [p for p in parameters if p.grad is not None]
+    total_norm = torch.sqrt(sum((p.grad**2).sum() for p in params))
+    if total_norm > max_norm:
+        with torch.no_grad():
+            for p in params:
+                p.mul_(max_norm / (total_norm + 1e-6))
+    return total_norm.item()
+
+
 def _clip_cases(r: Rand) -> Case:
     shapes = [(r.integer(1, 5), r.integer(1, 5)) for _ in range(r.integer(1, 4))]
     # plain leaf tensors: unlike nn.Parameter, a deep copy of them keeps `.grad`
@@ -596,8 +614,20 @@ def _clip_cases(r: Rand) -> Case:
     return Case((params, r.uniform(0.5, 6.0)))
 
 
+_CLIP_TWICE = ("`parameters` may be a generator such as `model.parameters()`, which is empty the second time "
+               "you loop over it, so nothing was clipped. Given a list, your function does clip. Loop once: "
+               "`grads = [p.grad for p in parameters if p.grad is not None]`, then use `grads`.")
+_CLIP_NOT_SCALED = ("The total norm was above `max_norm`, but your gradients came back unchanged: nothing was "
+                    "clipped. Scale every gradient itself, in place (`g.mul_(coef)` for `g` in your list of "
+                    "`p.grad`s); a scaled copy left in a variable changes nothing the optimizer sees.")
+_CLIP_WEIGHTS = ("Your function changed the parameters' values (the weights). Clipping scales the gradients, "
+                 "`p.grad`, and leaves the weights alone: the optimizer's step is what changes them.")
+
+
 def _clip_run(answer, case: Case):
     params, max_norm = case.args
+    data_before = [p.detach().clone() for p in params]
+    grads_before = [None if p.grad is None else p.grad.clone() for p in params]
     # as `model.parameters()` would be: a generator, which can be iterated only once
     with _forbid(os.path.join("nn", "utils", "clip_grad.py"),
                  {n for f in ("clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_")
@@ -605,6 +635,26 @@ def _clip_run(answer, case: Case):
                  "Your function called PyTorch's `{name}`; the exercise says \"Write it yourself\": compute "
                  "the total norm and scale the gradients with tensor operations (the built-in is for later)."):
         out = answer((p for p in params), max_norm)
+    if any(p.shape != d.shape or not torch.equal(p.detach(), d) for p, d in zip(params, data_before)):
+        raise Incorrect("scaled_weights", _CLIP_WEIGHTS)
+    given = [g for g in grads_before if g is not None]
+    total = float(torch.sqrt(sum((g.double() ** 2).sum() for g in given))) if given else 0.0
+    unchanged = all((g is None and p.grad is None) or (g is not None and p.grad is not None and torch.equal(p.grad, g))
+                    for p, g in zip(params, grads_before))
+    if given and total > max_norm * (1 + 1e-3) and unchanged:
+        # nothing was clipped: name the generator mistake only if the answer clips when given a list
+        coef = max_norm / (total + 1e-6)
+        again = [d.clone().requires_grad_() for d in data_before]
+        for p, g in zip(again, grads_before):
+            p.grad = None if g is None else g.clone()
+        try:
+            answer(list(again), max_norm)
+            clips = all((g is None and p.grad is None) or (
+                g is not None and p.grad is not None and torch.allclose(p.grad, g * coef, rtol=1e-4, atol=1e-6))
+                for p, g in zip(again, grads_before))
+        except Exception:
+            clips = False
+        raise Incorrect("parameters_iterated_twice", _CLIP_TWICE) if clips else Incorrect("not_clipped", _CLIP_NOT_SCALED)
     return out, [None if p.grad is None else p.grad.clone() for p in params]
 
 
@@ -644,10 +694,10 @@ register(Exercise(
         Mistake("sum_of_norms", "The total norm is the square root of the sum of all squared entries, "
                 "`sqrt(sum(g.pow(2).sum() for g in grads))`, not the sum of the per-tensor norms.",
                 _clip_sum_of_norms),
-        Mistake("parameters_iterated_twice", "`parameters` may be a generator such as `model.parameters()`, "
-                "which is empty the second time you loop over it, so nothing was clipped. Loop once: "
-                "`grads = [p.grad for p in parameters if p.grad is not None]`, then use `grads`.",
-                _clip_iterates_twice),
+        # named by _clip_run on evidence (the answer clips when given a list), not by its output
+        Mistake("parameters_iterated_twice", _CLIP_TWICE, _clip_iterates_twice, match_output=False),
+        Mistake("not_clipped", _CLIP_NOT_SCALED, _clip_out_of_place, match_output=False),
+        Mistake("scaled_weights", _CLIP_WEIGHTS, _clip_scales_weights, match_output=False),
     ],
     hints=[
         "Collect `grads = [p.grad for p in parameters if p.grad is not None]`.",

@@ -548,6 +548,8 @@ def _bn_mlp(r: Rand, d: int, h: int, c: int, extra: bool = False) -> nn.Sequenti
 def _matching_case(r: Rand, variant: str | None = None, label: str = "") -> Case:
     d, h, c = r.integer(2, 6), r.integer(3, 8), r.integer(2, 5)
     variant = variant or r.choice(["new_head", "extra_layer", "wider", "same", "new_head", "model_extra_layer"])
+    if variant == "transposed" and h == d:
+        h = d + 1
     model = _bn_mlp(r, d, h, c, extra=variant == "model_extra_layer")
     if variant == "new_head":
         source = _bn_mlp(r, d, h, c + r.integer(1, 3))
@@ -557,7 +559,10 @@ def _matching_case(r: Rand, variant: str | None = None, label: str = "") -> Case
         source = _bn_mlp(r, d, h + r.integer(1, 3), c)
     else:
         source = _bn_mlp(r, d, h, c)
-    return Case((model, source.state_dict()), label=label)
+    state_dict = source.state_dict()
+    if variant == "transposed":  # as many elements as the model's (h, d) weight, another shape
+        state_dict["0.weight"] = r.randn(d, h)
+    return Case((model, state_dict), label=label)
 
 
 def _run_matching(answer, case: Case):
@@ -602,6 +607,13 @@ def _mistake_mismatched_only(model, state_dict):
     return sorted(k for k, v in state_dict.items() if k in own and own[k].shape != v.shape)
 
 
+def _mistake_same_numel(model, state_dict):
+    own = model.state_dict()
+    matching = {k: v.reshape(own[k].shape) for k, v in state_dict.items() if k in own and own[k].numel() == v.numel()}
+    model.load_state_dict(matching, strict=False)
+    return sorted(k for k in own if k not in matching)
+
+
 def _mistake_checkpoint_keys(model, state_dict):
     own = model.state_dict()
     matching = {k: v for k, v in state_dict.items() if k in own and own[k].shape == v.shape}
@@ -618,6 +630,8 @@ register(Exercise(
         _matching_case(Rand(82), "extra_layer", "a checkpoint with an extra layer at the end"),
         _matching_case(Rand(83), "model_extra_layer", "a model with a layer the checkpoint does not have"),
         _matching_case(Rand(84), "wider", "a checkpoint with a wider hidden layer (several keys not loaded)"),
+        _matching_case(Rand(85), "transposed", "a checkpoint whose first weight has the model's number of "
+                       "elements in another shape ((in, out) instead of (out, in))"),
     ],
     n_random=5,
     run=_run_matching,
@@ -628,6 +642,10 @@ register(Exercise(
         Mistake("parameters_only", "You copied parameters only. A state_dict also holds buffers (BatchNorm's "
                 "running mean and variance, its batch counter): load from `model.state_dict()`'s keys.",
                 _mistake_parameters_only),
+        Mistake("same_numel", "You matched tensors by their number of elements. A checkpoint weight of shape "
+                "(3, 2) has as many elements as the model's (2, 3) one, but it is another layer's weight: "
+                "reshaping it scrambles the values. Compare the shapes themselves: `own[k].shape == v.shape`.",
+                _mistake_same_numel),
         Mistake("checkpoint_keys", "Return the keys of the *model* that were not loaded (they keep their "
                 "fresh initialisation and need training), not the checkpoint's leftover keys.",
                 _mistake_checkpoint_keys),
