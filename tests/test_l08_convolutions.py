@@ -97,6 +97,12 @@ def test_conv_output_size_valid_answers_pass(label):
     accepted(SIZE, SIZE_VALID[label])
 
 
+def test_conv_output_size_by_building_a_layer_passes():
+    """The lesson measures sizes by running a layer; building one draws from the global RNG."""
+    accepted(SIZE, lambda size, kernel_size, stride=1, padding=0, dilation=1: int(
+        nn.Conv1d(1, 1, kernel_size, stride, padding, dilation)(torch.zeros(1, 1, size)).shape[-1]))
+
+
 def test_conv_output_size_cheats_are_rejected():
     rejected(SIZE, _table(SIZE))
     rejected(SIZE, lambda *a, **k: AnyInt(1))
@@ -529,6 +535,28 @@ def test_receptive_field_valid_answers_pass(label):
     accepted(RF, RF_VALID[label])
 
 
+def _rf_by_backprop(layers):
+    """The lesson's own experiment: all-ones conv layers, backprop one output pixel, measure the
+    input region that gets a gradient (building the layers draws from the global RNG)."""
+    if not layers:
+        return 1
+    convs = []
+    for k, s, d in layers:
+        conv = nn.Conv1d(1, 1, k, stride=s, dilation=d, bias=False)
+        nn.init.ones_(conv.weight)
+        convs.append(conv)
+    size = 1 + sum((k - 1) * d for k, _, d in layers) * math.prod(s for _, s, _ in layers)  # >= the field
+    x = torch.zeros(1, 1, size, requires_grad=True)
+    out = nn.Sequential(*convs)(x)
+    out[0, 0, 0].backward()
+    seen = x.grad[0, 0].nonzero()
+    return int(seen.max() - seen.min()) + 1  # the width of the region (a strided 1x1 layer leaves gaps)
+
+
+def test_receptive_field_by_backprop_through_built_layers_passes():
+    accepted(RF, _rf_by_backprop)
+
+
 def test_receptive_field_cheats_are_rejected():
     rejected(RF, _table(RF))
     rejected(RF, lambda layers: AnyInt(1))
@@ -713,6 +741,27 @@ class VGGSamePadding(_VGGBase):
     """padding="same", in-place ReLU, an explicit pooling stride."""
     block = staticmethod(lambda c, w: [nn.Conv2d(c, w, (3, 3), padding="same", bias=False), nn.BatchNorm2d(w),
                                        nn.ReLU(inplace=True), nn.MaxPool2d(kernel_size=2, stride=2)])
+
+
+class VGGFrozenFeatures(VGGFunctional):
+    """Runs the conv/BN blocks under no_grad: right outputs, but the convolutions never learn."""
+
+    def forward(self, x):
+        with torch.no_grad():
+            for conv, norm in zip(self.convs, self.norms):
+                x = F.max_pool2d(F.relu(norm(conv(x))), 2)
+        return self.out(torch.flatten(x, 1))
+
+
+class VGGDetachedFeatures(l08.SmallVGG):
+    def forward(self, x):
+        return self.classifier(self.features(x).detach())
+
+
+def test_small_vgg_forward_outside_autograd_is_rejected():
+    for cls in (VGGFrozenFeatures, VGGDetachedFeatures):
+        res = rejected(VGG, cls, "parameter_not_trained", n_random=2)
+        assert "no gradient reaches" in res.message and "torch.no_grad()" in res.message
 
 
 VGG_VALID = {"padding='same'": VGGSamePadding, "LazyLinear": VGGLazy, "dummy forward": VGGDummyForward, "functional, two ModuleLists": VGGFunctional}

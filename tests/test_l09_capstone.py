@@ -44,7 +44,10 @@ def test_fit_never_sees_held_out_images_and_labels_are_renamed():
     Spy.seen = []
     res = grading.check(EXERCISE, Spy, seed=21)
     assert res.passed, res.text()
-    (_, X_fit, y_fit), (_, X_pred, _) = Spy.seen[-2:]  # the held-out probe: fit, then predict
+    last_fit = max(i for i, (kind, _, _) in enumerate(Spy.seen) if kind == "fit")  # the held-out probe
+    (_, X_fit, y_fit), (_, X_pred, _) = Spy.seen[last_fit : last_fit + 2]  # fit, then predict
+    # (the probe predicts the same held-out images again: predictions must not be random)
+    assert all(kind == "predict" and torch.equal(X, X_pred) for kind, X, _ in Spy.seen[last_fit + 1 :])
     assert len(X_fit) == 1797 - cap.N_HELD_OUT and len(X_pred) == cap.N_HELD_OUT
     X_all, y_all = cap._digits()
     # together they are exactly the dataset, so the two parts are disjoint
@@ -116,3 +119,77 @@ def test_reference_fit_is_within_budget_with_room_to_spare():
 def test_reference_clears_the_bar_on_more_splits(seed):
     res = grading.check(EXERCISE, cap.DigitClassifier, seed=seed)
     assert res.passed, res.text()
+
+
+class _FunctionalDropout(nn.Module):
+    def __init__(self, p: float, follow_mode: bool):
+        super().__init__()
+        self.p, self.follow_mode = p, follow_mode
+
+    def forward(self, x):
+        if self.follow_mode:
+            return torch.nn.functional.dropout(x, self.p, training=self.training)
+        return torch.nn.functional.dropout(x, self.p)  # always on: eval() cannot reach it
+
+
+def _with_dropout(follow_mode: bool):
+    class WithDropout(cap.DigitClassifier):
+        def fit(self, X, y):
+            super().fit(X, y)
+            *body, last = self.model
+            self.model = nn.Sequential(*body, _FunctionalDropout(0.3, follow_mode), last)
+            return self
+
+        def predict(self, X):  # in batches through a DataLoader (which draws a seed from the global RNG)
+            self.model.eval()
+            loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X), batch_size=100)
+            with torch.no_grad():
+                return torch.cat([self.model(xb).argmax(dim=1) for (xb,) in loader])
+    return WithDropout
+
+
+def test_functional_dropout_left_on_in_predict_is_rejected():
+    res = grading.check(EXERCISE, _with_dropout(follow_mode=False), seed=1)
+    assert res.mistake == "random_predictions", res.text()
+    assert "training=self.training" in res.message
+
+
+def test_dropout_that_follows_eval_and_a_dataloader_predict_pass():
+    res = grading.check(EXERCISE, _with_dropout(follow_mode=True), seed=1)
+    assert res.passed, res.text()
+
+
+class _LookupNet(nn.Module):
+    """Nearest-neighbour labels from stored training images, plus a Linear that adds nothing."""
+
+    def __init__(self, X, y):
+        super().__init__()
+        self.register_buffer("X", X.flatten(1).clone())
+        self.register_buffer("y", y.clone())
+        self.lin = nn.Linear(64, 10)
+
+    def forward(self, x):
+        labels = self.y[torch.cdist(x.flatten(1), self.X).argmin(dim=1)]
+        return torch.nn.functional.one_hot(labels, 10).float() * 10 + 0 * self.lin(x.flatten(1))
+
+
+class _LookupCheat:
+    def __init__(self):
+        self.model = None
+
+    def fit(self, X, y):
+        self.model = _LookupNet(X, y)
+        opt = torch.optim.SGD(self.model.lin.parameters(), lr=0.1)
+        torch.nn.functional.cross_entropy(self.model.lin(X.flatten(1)), y).backward()
+        opt.step()  # one token step, so the parameters "changed during fit"
+        return self
+
+    def predict(self, X):
+        self.model.eval()
+        with torch.inference_mode():
+            return self.model(X).argmax(1)
+
+
+def test_a_lookup_dressed_as_a_network_is_rejected():
+    res = grading.check(EXERCISE, _LookupCheat, seed=1)
+    assert res.mistake == "not_a_network", res.text()

@@ -13,6 +13,7 @@ forbidden call cannot hide it: the mode records the call as well as stopping it.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from typing import Any
@@ -110,6 +111,9 @@ register(Exercise(
     lesson=LESSON, name="conv_output_size",
     title="Output length of a convolution along one axis (size, kernel, stride, padding, dilation)",
     reference=conv_output_size, cases=_size_case, edge_cases=_SIZE_EDGES, n_random=30, run=_size_run,
+    # the lesson measures sizes by running an nn.Conv2d: building one draws its weights from the
+    # global RNG, so a right answer that builds a layer may draw from it
+    uses_global_rng=True,
     mistakes=[
         Mistake("forgot_dilation", "A dilated kernel spans `dilation * (kernel_size - 1) + 1` pixels, "
                 "not `kernel_size`: use that span in the formula.",
@@ -474,6 +478,9 @@ register(Exercise(
     lesson=LESSON, name="receptive_field",
     title="Receptive field (in input pixels, one axis) of a stack of (kernel_size, stride, dilation) layers",
     reference=receptive_field, cases=_rf_case, n_random=30,
+    # the lesson measures receptive fields with all-ones conv layers and backward(): building a
+    # layer draws its initial weights from the global RNG, so a right answer may draw from it
+    uses_global_rng=True,
     edge_cases=[
         Case(([],), label="no layers at all", show_inputs=True),
         Case(([(3, 1, 1)],), label="one 3x3 convolution", show_inputs=True),
@@ -648,9 +655,11 @@ def _vgg_run(answer: Any, case: Case) -> Any:
     if case.kwargs.get("channels_last"):  # same values, channels-last memory (as after a permute)
         x_train = x_train.contiguous(memory_format=torch.channels_last)
         x_eval = x_eval.contiguous(memory_format=torch.channels_last)
+    ref_train = copy.deepcopy(ref)  # same weights and statistics: the gradient check's yardstick
     try:
         model.train()
-        out_train = model(x_train)  # batch statistics; updates the running statistics
+        with torch.enable_grad():
+            out_train = model(x_train)  # batch statistics; updates the running statistics
         model.eval()
         with torch.no_grad():
             out_eval = model(x_eval)  # running statistics
@@ -663,8 +672,36 @@ def _vgg_run(answer: Any, case: Case) -> Any:
             o = out.detach()
             if bool((o >= 0).all()) and bool(torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-4)):
                 raise _vgg_fail("softmax_in_forward")
+    _vgg_check_grads(model, out_train, ref_train, x_train)
     # a dict, so that feedback names the mode: "Your result['training mode (batch statistics)']"
     return {"training mode (batch statistics)": out_train, "eval mode (running statistics)": out_eval}
+
+
+def _vgg_check_grads(model: nn.Module, out: Any, ref: nn.Module, x: torch.Tensor) -> None:
+    """Right outputs from a forward that runs part of the network outside autograd
+    (`torch.no_grad()`, `.detach()`, `.data`) give a model whose convolutions and BatchNorms never
+    learn: every parameter must get a gradient from the training-mode output."""
+    if not isinstance(out, torch.Tensor):
+        return  # the output comparison reports it
+    ref.train()
+    with torch.no_grad():
+        want = ref(x)
+    if want.shape != out.shape or want.dtype != out.dtype or not torch.allclose(
+            out.detach(), want, rtol=1e-4, atol=1e-5):
+        return  # wrong values: the output comparison reports (and names) them
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if out.requires_grad:
+        grads = torch.autograd.grad(out.sum(), [p for _, p in named], allow_unused=True)
+    else:
+        grads = tuple(None for _ in named)
+    missing = [n for (n, _), g in zip(named, grads) if g is None]
+    if missing:
+        shown = ", ".join(f"`{n}`" for n in missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        raise Incorrect(
+            "parameter_not_trained",
+            f"Your outputs are right, but no gradient reaches {shown}: part of your forward runs outside "
+            "autograd (`torch.no_grad()`, `.detach()`, `.data`), so training would never update "
+            f"{'it' if len(missing) == 1 else 'them'}. Use the layers directly in forward.")
 
 
 def _vgg_edge(label, in_channels, num_classes, widths, size, seed, batch, channels_last=False):

@@ -335,7 +335,82 @@ def _heldout_probe(answer, r: Rand) -> None:
         raise Incorrect("not_trained", "The parameters of `self.model` did not change during `fit`: the task is "
                         "to \"train a new network from scratch\". Run the training loop (forward, loss, "
                         "`backward()`, `optimizer.step()`) on `self.model` itself, not on a copy.")
+    _check_deterministic_network(clf, model, X, held, preds)
     _judge_accuracy(preds, y, y_true, held, seconds)
+
+
+def _predict_capturing(clf, model, X, held, seed: int):
+    """`predict` once more, from a different global RNG state (restored after), recording what
+    `self.model` is called with and returns."""
+    calls: list = []
+    handle = model.register_forward_hook(lambda m, args, out: calls.append((args, out)))
+    state = torch.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        with torch.enable_grad():
+            preds = clf.predict(X[held].clone())
+    finally:
+        handle.remove()
+        torch.set_rng_state(state)
+    return _check_predictions(preds, len(held)), calls
+
+
+def _logits(calls) -> torch.Tensor | None:
+    outs = [o for _, o in calls]
+    if outs and all(isinstance(o, torch.Tensor) and o.dim() == 2 for o in outs):
+        return torch.cat([o.detach().float().cpu() for o in outs])
+    return None
+
+
+def _check_deterministic_network(clf, model, X, held, preds) -> None:
+    """`predict` must be a function of the images (no dropout left on), and its answers must come
+    from the trained parameters (not, say, a lookup of stored training images plus
+    `0 * self.layer(x)`). Cheap: two more predictions and two forward passes."""
+    preds_a, calls_a = _predict_capturing(clf, model, X, held, seed=12345)
+    preds_b, calls_b = _predict_capturing(clf, model, X, held, seed=54321)
+    logits_a, logits_b = _logits(calls_a), _logits(calls_b)
+    same_logits = (logits_a is None or logits_b is None or (
+        logits_a.shape == logits_b.shape and torch.allclose(logits_a, logits_b, rtol=1e-4, atol=1e-5)))
+    if not (torch.equal(preds, preds_a) and torch.equal(preds_a, preds_b) and same_logits):
+        raise Incorrect("random_predictions", "`predict` gave different answers for the same images on two calls: "
+                        "something random is still switched on at prediction time. Functional `F.dropout(x, p)` "
+                        "drops units whenever it runs, because its `training` argument defaults to True and "
+                        "`model.eval()` cannot reach it: use an `nn.Dropout` layer, or write "
+                        "`F.dropout(x, p, training=self.training)`.")
+    inputs = [args for args, _ in calls_a]
+    if not inputs:  # predict called self.model.forward(...) directly: probe it on the images
+        inputs = [(X[held].clone(),)]
+    # the trainable ones: frozen parameters could hold stored training images
+    params = [p for p in model.parameters() if p.requires_grad and p.is_floating_point()]
+    saved = [p.detach().clone() for p in params]
+    modes = [(m, m.training) for m in model.modules()]
+    gen = torch.Generator().manual_seed(HELD_OUT_SEED)
+    model.eval()
+    try:
+        with torch.no_grad():
+            before = [model(*args) for args in inputs]
+            for p in params:  # new random weights of a similar size
+                scale = float(p.abs().mean()) if p.numel() else 0.0
+                p.copy_(torch.randn(p.shape, generator=gen).to(p.dtype) * max(scale, 0.05) * 2)
+            after = [model(*args) for args in inputs]
+    except Exception:  # noqa: BLE001 - a model that cannot be probed this way: the other checks judge it
+        return
+    finally:
+        with torch.no_grad():
+            for p, v in zip(params, saved):
+                p.copy_(v)
+        for m, training in modes:
+            m.training = training
+    before_l, after_l = _logits([(None, o) for o in before]), _logits([(None, o) for o in after])
+    if before_l is None or after_l is None or before_l.shape != after_l.shape or before_l.shape[1] < 2:
+        return
+    changed = float((before_l.argmax(dim=1) != after_l.argmax(dim=1)).double().mean())
+    if changed < 0.25:
+        raise Incorrect("not_a_network", "The predictions of `self.model` do not depend on its trained parameters: "
+                        f"with all of them replaced by random values, {1 - changed:.0%} of the predictions stay the "
+                        "same, so something other than the network's layers (stored training images, a lookup) "
+                        "decides them. The task is to \"train a new network from scratch\" whose layers compute "
+                        "the logits.")
 
 
 def _check_predict(clf, model, X, held) -> torch.Tensor:
