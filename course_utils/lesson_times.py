@@ -60,33 +60,33 @@ class Lesson:
 
 
 LESSONS: dict[str, Lesson] = {
-    "00_start_here": Lesson("start here", 4.6, reading=9.4, examples=9.0, predictions=3, exercises={
+    "00_start_here": Lesson("start here", 4.0, reading=9.4, examples=9.0, predictions=3, exercises={
         "celsius_to_fahrenheit": 4}),
-    "01_tensors": Lesson("tensors", 6.3, reading=13.3, examples=21.8, predictions=4, exercises={
+    "01_tensors": Lesson("tensors", 6.0, reading=13.3, examples=21.8, predictions=4, exercises={
         "image_to_tensor": 6, "batch_flatten": 5, "normalize_rows": 6, "pairwise_distances": 9,
         "masked_mean": 7, "pick_scores": 6, "count_correct": 5}),
-    "02_autograd": Lesson("autograd", 7.3, reading=21.0, examples=27.0, predictions=4, exercises={
+    "02_autograd": Lesson("autograd", 6.9, reading=21.0, examples=27.0, predictions=4, exercises={
         "dfdx": 5, "vjp": 7, "huber": 7, "second_derivative": 7, "finite_difference_grad": 9,
         "MySiLU": 10, "gradient_descent": 7}),
-    "03_nn_module": Lesson("nn.Module", 9.0, reading=17.8, examples=20.2, predictions=4, exercises={
+    "03_nn_module": Lesson("nn.Module", 7.0, reading=17.8, examples=20.2, predictions=4, exercises={
         "Tower": 7, "MLP": 7, "RMSNorm": 8, "RunningMean": 8, "freeze_backbone": 6,
         "init_weights": 7, "predict_proba": 5}),
-    "04_data": Lesson("data", 10.0, reading=20.7, examples=17.2, predictions=4, exercises={
+    "04_data": Lesson("data", 7.4, reading=20.7, examples=17.2, predictions=4, exercises={
         "WindowDataset": 8, "stratified_split": 9, "balanced_sampler": 8, "pad_collate": 8,
         "ShardedRange": 9, "reseed_worker": 7}),
-    "05_training_loop": Lesson("the training loop", 19.0, reading=20.3, examples=15.8, predictions=4, exercises={
+    "05_training_loop": Lesson("the training loop", 13.0, reading=20.3, examples=15.8, predictions=4, exercises={
         "train_one_epoch": 8, "evaluate": 7, "EarlyStopping": 8, "warmup_cosine": 8,
         "clip_grad_norm": 8, "accumulated_step": 8}),
-    "06_gpu_amp_ddp": Lesson("GPU, AMP and DDP", 19.0, reading=30.9, examples=28.5, predictions=4, exercises={
+    "06_gpu_amp_ddp": Lesson("GPU, AMP and DDP", 15.0, reading=30.9, examples=28.5, predictions=4, exercises={
         "to_device": 6, "amp_train_step": 8, "checkpointed_forward": 7, "shard_indices": 7,
         "data_parallel_grads": 9}),
-    "07_persistence": Lesson("saving and exporting", 12.0, reading=23.4, examples=33.0, predictions=4, exercises={
+    "07_persistence": Lesson("saving and exporting", 11.0, reading=23.4, examples=33.0, predictions=4, exercises={
         "load_matching": 8, "load_state_dict_cpu": 6, "save_checkpoint": 8, "load_checkpoint": 9,
         "export_with_dynamic_batch": 8}),
-    "08_convolutions": Lesson("convolutions", 7.8, reading=19.8, examples=16.5, predictions=4, exercises={
+    "08_convolutions": Lesson("convolutions", 7.7, reading=19.8, examples=16.5, predictions=4, exercises={
         "conv_output_size": 5, "conv2d_by_hand": 9, "conv_param_count": 6, "max_pool_by_hand": 8,
         "receptive_field": 8, "SmallVGG": 9}),
-    "09_capstone": Lesson("capstone", 9.0, reading=12.4, examples=11.2, predictions=4, exercises={
+    "09_capstone": Lesson("capstone", 9.6, reading=12.4, examples=11.2, predictions=4, exercises={
         "confusion_matrix": 8, "DigitClassifier": 45}),
 }
 

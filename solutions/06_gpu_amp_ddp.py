@@ -27,7 +27,7 @@
 # 4. save memory with gradient checkpointing, and see what `torch.compile` costs;
 # 5. train with `DistributedDataParallel` on two processes, launched with `torchrun`.
 #
-# **Time: about 100 minutes** on your own, the five checked exercises included (about 37 of those minutes). *Run All* alone takes about 19 s on a 2-core CPU.
+# **Time: about 100 minutes** on your own, the five checked exercises included (about 37 of those minutes). *Run All* alone takes about 15 s on a 2-core CPU.
 
 # %%
 import os
