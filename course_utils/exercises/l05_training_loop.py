@@ -25,6 +25,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
+from course_utils.grading.calls import GRAD_LEFT_OFF
 from course_utils.training_lab import evaluate, train_one_epoch
 
 LESSON = "05_training_loop"
@@ -433,11 +434,6 @@ def _eval_percent(model, loader, loss_fn):
     return loss, 100 * acc
 
 
-_GRAD_LEFT_OFF = ("Your function switched autograd off for the rest of the session "
-                  "(`torch.set_grad_enabled(False)` without switching it back), so the next training step "
-                  "fails. Use a block that restores it: `with torch.inference_mode():` or `with torch.no_grad():`.")
-
-
 def _eval_ignores_loss_fn(model, loader, loss_fn):
     model.eval()
     total, hits, n = 0.0, 0, 0
@@ -491,7 +487,7 @@ def _eval_run(answer, case: Case):
                         "`with torch.inference_mode():` (or `torch.no_grad()`). Evaluation needs no gradients, "
                         "and the graph costs memory and time.")
     if not grad_left_on:
-        raise Incorrect("grad_left_off", _GRAD_LEFT_OFF)
+        raise Incorrect("grad_left_off", GRAD_LEFT_OFF)
     if isinstance(out, list) and len(out) == 2:
         raise Incorrect("wrong_type", "Return the pair as a tuple, `(mean_loss, accuracy)` (`return loss, acc`), "
                         "not a list.")
@@ -515,7 +511,7 @@ register(Exercise(
                 "predictions over all batches, then divide by the number of samples.", _eval_batch_mean),
         Mistake("accuracy_in_percent", "Return the accuracy as a fraction between 0 and 1, not a percentage.",
                 _eval_percent),
-        Mistake("grad_left_off", _GRAD_LEFT_OFF, _eval_grad_left_off, match_output=False),
+        Mistake("grad_left_off", GRAD_LEFT_OFF, _eval_grad_left_off, match_output=False),
         Mistake("ignores_loss_fn", "You computed a cross-entropy of your own instead of calling the "
                 "`loss_fn` you were given (the check's has label smoothing, so the numbers differ). Use "
                 "`loss_fn(logits, y)`.", _eval_ignores_loss_fn),

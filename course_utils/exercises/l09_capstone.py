@@ -36,6 +36,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.datasets import load_digits
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading.calls import GRAD_LEFT_OFF
 
 LESSON = "09_capstone"
 TIME_BUDGET_S = 20.0
@@ -447,9 +448,7 @@ def _check_predict(clf, model, X, held) -> torch.Tensor:
         raise Incorrect("forgot_no_grad", "`predict` recorded an autograd graph: wrap it in "
                         "`with torch.inference_mode():` (or `torch.no_grad()`).")
     if not grad_left_on:
-        raise Incorrect("grad_left_off", "`predict` switched autograd off for the rest of the session "
-                        "(`torch.set_grad_enabled(False)` without switching it back), so later training fails. Use "
-                        "`with torch.inference_mode():`, which restores it.")
+        raise Incorrect("grad_left_off", GRAD_LEFT_OFF)
     if not any(mine for _, _, mine in records):
         raise Incorrect("predict_without_model", "`predict` never ran `self.model`: the predictions must come "
                         "from the network that `fit` trained (its logits' `argmax(dim=1)`), not from another "

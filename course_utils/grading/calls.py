@@ -15,9 +15,9 @@ import torch
 
 from .spec import Incorrect
 
-GRAD_LEFT_OFF = ("Your code left autograd switched off after it returned (`torch.set_grad_enabled(False)` "
-                 "without switching it back). Use `with torch.no_grad():` so the mode is restored when the "
-                 "block ends.")
+GRAD_LEFT_OFF = ("Your code switched autograd off for the rest of the session (`torch.set_grad_enabled(False)` "
+                 "without switching it back), so later training fails. Use a block that restores it: "
+                 "`with torch.no_grad():` or `with torch.inference_mode():`.")
 
 
 @contextlib.contextmanager
