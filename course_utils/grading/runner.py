@@ -25,7 +25,7 @@ from .calls import GRAD_LEFT_OFF
 from .compare import Problem, compare, describe
 from .feedback import Result
 from .guard import CheckTimeout, preload, preserved_state, time_limit
-from .spec import Case, Exercise, Incorrect, Mistake, Rand
+from .spec import Case, Exercise, Incorrect, Mistake, Rand, fill
 
 _SYSRAND = random.SystemRandom()
 _HERE = __file__.rsplit("/", 2)[0]  # the course_utils/grading folder
@@ -419,7 +419,7 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
                 "loop that never ends (a `while` whose condition stays true, a counter never "
                 "updated).", [current]), printed)
         except Incorrect as inc:
-            return _failed(ex, seed, _Fail(inc.mistake, inc.message, [current], generic=False), printed)
+            return _failed(ex, seed, _Fail(inc.mistake, said(ex, inc), [current], generic=False), printed)
         except _Fail as fail:
             fail.details.insert(0, current)
             return _failed(ex, seed, fail, printed)
@@ -447,6 +447,18 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
         parts.append(f"{len(ex.probes)} behaviour test{'s' * (len(ex.probes) != 1)}")
     summary = " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
     return Result(ex.id, "correct", f"`{ex.name}` passed {summary}.", None, extra, seed, n_cases)
+
+
+def said(ex: Exercise, inc: Incorrect) -> str:
+    """The words a learner reads for ``inc``: the message of the mistake the exercise declares
+    under that id, its ``{fields}`` filled from the facts (an explicit message wins)."""
+    if inc.message is not None:
+        return inc.message
+    for m in ex.mistakes:
+        if m.id == inc.mistake:
+            return fill(m.message, inc.facts)
+    # a grader bug, not the learner's: tests/test_messages.py keeps every raised id declared
+    return f"Your answer is not right yet ({inc.mistake.replace('_', ' ')})."
 
 
 def _not_attempted(ex: Exercise) -> Result:

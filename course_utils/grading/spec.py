@@ -9,6 +9,7 @@ runner (:mod:`course_utils.grading.runner`) does the rest; lesson files in
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Sequence
 
@@ -20,14 +21,27 @@ AnswerKind = Literal["function", "class", "module", "any"]
 class Incorrect(Exception):
     """Raised by a probe or a custom ``run`` to fail a check with a named mistake.
 
-    ``mistake`` is a short identifier (``"forgot_zero_grad"``); ``message`` is the sentence a
-    learner reads. The message must not reveal the expected value of a random case.
+    ``mistake`` is a short identifier (``"forgot_zero_grad"``) that the exercise declares as a
+    :class:`Mistake`; the learner reads that declaration's message, with ``{name}`` fields filled
+    from ``facts`` (``Incorrect("wrong_count", got=3)`` with the message "You counted {got}...").
+    The message is said once, where the mistake is declared; the facts must not reveal the
+    expected value of a random case. ``message`` is for the framework's own generic failures.
     """
 
-    def __init__(self, mistake: str, message: str):
-        super().__init__(message)
+    def __init__(self, mistake: str, message: str | None = None, **facts: Any):
+        super().__init__(message or mistake)
         self.mistake = mistake
         self.message = message
+        self.facts = facts
+
+
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fill(message: str, facts: dict[str, Any]) -> str:
+    """``message`` with each ``{name}`` whose name is in ``facts`` replaced by that fact (other
+    braces are left alone, so a message may quote code such as ``{"a": 1}``)."""
+    return _FIELD.sub(lambda m: str(facts[m.group(1)]) if m.group(1) in facts else m.group(0), message)
 
 
 class Rand:

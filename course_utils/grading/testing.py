@@ -8,6 +8,7 @@ generic, unnamed failure, i.e. not one of the declared mistakes).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Mapping
 
 from . import registry
@@ -54,3 +55,25 @@ def assert_mistake_specific(
             else:
                 assert res.mistake == expected, (
                     f"{exercise_id}: {label!r} named {res.mistake!r}, expected {expected!r} (seed {seed})")
+
+
+def shows_declared(template: str, shown: str) -> bool:
+    """Whether ``shown`` is ``template`` with its ``{fields}`` filled in (and, for a mistake
+    recognised by the error it raises, PyTorch's words appended)."""
+    parts = re.split(r"\\\{[A-Za-z_][A-Za-z0-9_]*\\\}", re.escape(template))
+    pattern = "(.+?)".join(parts) + r"( \(PyTorch said: .*\))?"
+    return re.fullmatch(pattern, shown, flags=re.DOTALL) is not None
+
+
+def assert_declared_messages(exercise_id: str, seed: int = 1) -> None:
+    """Raise ``AssertionError`` unless each declared mistake's example is rejected under its id
+    with its declared message: the words in the exercise file (and the instructor guide) are the
+    words a learner reads."""
+    ex = registry.get(exercise_id)
+    for m in ex.mistakes:
+        if m.example is None:
+            continue
+        res = run_check(ex, m.example, seed=seed)
+        assert res.mistake == m.id, f"{exercise_id}: example of {m.id} was named {res.mistake!r}: {res.message}"
+        assert shows_declared(m.message, res.message), (
+            f"{exercise_id}.{m.id}: the learner reads\n  {res.message}\nbut the exercise declares\n  {m.message}")
