@@ -176,8 +176,6 @@ class _BackwardByAutograd(torch.autograd.Function):
 
 
 class _SigmoidNotSiLU(torch.autograd.Function):
-    """Matched by its output at grade time, so it stands alone (the reference is cut there)."""
-
     @staticmethod
     def forward(ctx, x):
         s = torch.sigmoid(x)
