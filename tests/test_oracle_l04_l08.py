@@ -138,7 +138,7 @@ def _loader_case(case):
 def test_evaluate_matches_cross_entropy_and_sklearn_accuracy_on_all_samples():
     from sklearn.metrics import accuracy_score
 
-    from course_utils.exercises.l05_training_loop import _model_for
+    from course_utils.exercises.l05_training_loop._kit import _model_for
 
     ref = grading.reference("05_training_loop.evaluate")
     for case in _cases("05_training_loop.evaluate", range(40)):
@@ -155,7 +155,8 @@ def test_evaluate_matches_cross_entropy_and_sklearn_accuracy_on_all_samples():
 
 
 def test_accumulated_step_matches_one_step_on_the_concatenated_batch():
-    from course_utils.exercises.l05_training_loop import _acc_run, _flat
+    from course_utils.exercises.l05_training_loop._kit import _flat
+    from course_utils.exercises.l05_training_loop.accumulated_step import _run as _acc_run
 
     ref = grading.reference("05_training_loop.accumulated_step")
 
@@ -181,7 +182,7 @@ def _flat_after(fn, case, flat):
 def test_warmup_cosine_matches_linear_then_cosine_annealing():
     from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, SequentialLR
 
-    from course_utils.exercises.l05_training_loop import _wc_run
+    from course_utils.exercises.l05_training_loop.warmup_cosine import _run as _wc_run
 
     ref = grading.reference("05_training_loop.warmup_cosine")
     for case in _cases("05_training_loop.warmup_cosine", range(60)):
