@@ -18,7 +18,9 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 from torch.utils.data import DistributedSampler
 
-from course_utils.exercises import l06_gpu_amp_ddp as L6
+from course_utils.exercises.l06_gpu_amp_ddp import amp_train_step as AMP
+from course_utils.exercises.l06_gpu_amp_ddp import data_parallel_grads as DP
+from course_utils.exercises.l06_gpu_amp_ddp import to_device as TD
 from course_utils.exercises import l07_persistence as L7
 
 from grading_asserts import accepted, check, rejected  # noqa: E402,F401 (tests/ is on sys.path)
@@ -32,7 +34,7 @@ def test_to_device_that_rebuilds_structure_only_for_meta_is_rejected():
     # special-cases the grader's `meta` device; on any other device tuples come back as lists
     def sneaky(batch, device):
         if torch.device(device).type == "meta":
-            return L6.to_device(batch, device)
+            return TD.to_device(batch, device)
         if isinstance(batch, torch.Tensor):
             return batch.to(device)
         if isinstance(batch, dict):
@@ -172,7 +174,7 @@ def test_amp_step_with_a_correctly_used_grad_scaler_passes():
 
 def test_amp_check_restores_the_autocast_default_dtype():
     before = torch.get_autocast_dtype("cpu")
-    check(D + "amp_train_step", L6.amp_train_step)
+    check(D + "amp_train_step", AMP.amp_train_step)
     check(D + "amp_train_step", lambda *a: 1 / 0)
     assert torch.get_autocast_dtype("cpu") == before
 
@@ -330,7 +332,7 @@ def test_data_parallel_grads_calling_forward_directly_on_the_full_batch_is_rejec
 
 def test_data_parallel_grads_leaving_zeroed_grads_is_rejected():
     def zeroed(model, loss_fn, X, y, world_size):
-        grads = L6.data_parallel_grads(model, loss_fn, X, y, world_size)
+        grads = DP.data_parallel_grads(model, loss_fn, X, y, world_size)
         model.zero_grad(set_to_none=False)
         for p in model.parameters():
             p.grad = torch.zeros_like(p)

@@ -20,7 +20,10 @@ from torch.utils.data import DistributedSampler  # noqa: E402
 
 from course_utils import devices, grading  # noqa: E402
 from course_utils.distributed import plot_shards, shard_assignment  # noqa: E402
-from course_utils.exercises import l06_gpu_amp_ddp as L  # noqa: E402
+from course_utils.exercises.l06_gpu_amp_ddp import amp_train_step as AMP  # noqa: E402
+from course_utils.exercises.l06_gpu_amp_ddp import checkpointed_forward as CF  # noqa: E402
+from course_utils.exercises.l06_gpu_amp_ddp import data_parallel_grads as DP  # noqa: E402
+from course_utils.exercises.l06_gpu_amp_ddp import shard_indices as SH  # noqa: E402
 from course_utils.grading import Rand  # noqa: E402
 
 LESSON = "06_gpu_amp_ddp"
@@ -99,15 +102,15 @@ def test_shard_indices_reference_matches_distributed_sampler_everywhere():
                         sampler = DistributedSampler(range(n), num_replicas=world_size, rank=rank,
                                                      shuffle=shuffle, seed=11)
                         sampler.set_epoch(epoch)
-                        assert L.shard_indices(n, world_size, rank, epoch, shuffle, seed=11) == list(sampler), \
+                        assert SH.shard_indices(n, world_size, rank, epoch, shuffle, seed=11) == list(sampler), \
                             (n, world_size, rank, epoch, shuffle)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_averaged_rank_gradients_equal_the_full_batch_gradient(seed):
-    case = L._dp_cases(Rand(seed))
+    case = DP._cases(Rand(seed))
     model, loss_fn, X, y, world_size = case.args
-    averaged = L.data_parallel_grads(model, loss_fn, X, y, world_size)
+    averaged = DP.data_parallel_grads(model, loss_fn, X, y, world_size)
     full = torch.autograd.grad(loss_fn(model(X), y), list(model.parameters()))
     for a, f in zip(averaged, full):
         torch.testing.assert_close(a, f, rtol=1e-5, atol=1e-6)
@@ -115,18 +118,18 @@ def test_averaged_rank_gradients_equal_the_full_batch_gradient(seed):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_bf16_step_loss_is_within_bf16_tolerance_of_fp32(seed):
-    model, X, y = L._amp_cases(Rand(seed)).args
+    model, X, y = AMP._cases(Rand(seed)).args
     model32 = copy.deepcopy(model)
-    loss16 = L.amp_train_step(model, X, y, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+    loss16 = AMP.amp_train_step(model, X, y, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1))
     loss32 = nn.functional.cross_entropy(model32(X), y).item()
     assert math.isclose(loss16, loss32, rel_tol=3e-2, abs_tol=1e-2)
     assert all(p.dtype == torch.float32 for p in model.parameters())
 
 
 def test_checkpointing_saves_memory_and_keeps_gradients():
-    blocks, x = L._fixed_ckpt_case(False).args
-    plain_bytes, out_plain = L._saved_bytes(lambda: L._plain_forward(blocks, x))
-    ckpt_bytes, out_ckpt = L._saved_bytes(lambda: L.checkpointed_forward(blocks, x))
+    blocks, x = CF._fixed_case(False).args
+    plain_bytes, out_plain = CF._saved_bytes(lambda: CF._plain_forward(blocks, x))
+    ckpt_bytes, out_ckpt = CF._saved_bytes(lambda: CF.checkpointed_forward(blocks, x))
     assert ckpt_bytes < plain_bytes / 2
     assert torch.equal(out_plain, out_ckpt)
     g_plain = torch.autograd.grad(out_plain.sum(), list(blocks.parameters()))
@@ -212,12 +215,12 @@ def test_data_parallel_grads_by_accumulation_passes():
 
 
 def test_shard_indices_returning_a_tensor_is_reported_as_wrong_type():
-    res = check("shard_indices", lambda *a, **k: torch.tensor(L.shard_indices(*a, **k)))
+    res = check("shard_indices", lambda *a, **k: torch.tensor(SH.shard_indices(*a, **k)))
     assert res.status == "incorrect" and res.mistake == "wrong_type", res.text()
 
 
 def test_grader_threads_are_restored():
     before = torch.get_num_threads()
-    check("amp_train_step", L.amp_train_step)
+    check("amp_train_step", AMP.amp_train_step)
     check("amp_train_step", lambda *a: 1 / 0)
     assert torch.get_num_threads() == before
