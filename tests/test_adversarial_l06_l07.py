@@ -21,7 +21,7 @@ from torch.utils.data import DistributedSampler
 from course_utils.exercises.l06_gpu_amp_ddp import amp_train_step as AMP
 from course_utils.exercises.l06_gpu_amp_ddp import data_parallel_grads as DP
 from course_utils.exercises.l06_gpu_amp_ddp import to_device as TD
-from course_utils.exercises import l07_persistence as L7
+from course_utils.exercises.l07_persistence import save_checkpoint as SC
 
 from grading_asserts import accepted, check, rejected  # noqa: E402,F401 (tests/ is on sys.path)
 
@@ -394,7 +394,7 @@ def test_save_checkpoint_without_scheduler_or_model_is_rejected():
 def test_save_checkpoint_drawing_random_numbers_is_rejected():
     def draws(path, model, optimizer, scheduler, epoch, loader_generator):
         torch.rand(1)  # "a random run id": it moves the training's random stream
-        L7.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
+        SC.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
 
     rejected(P + "save_checkpoint", draws)
 

@@ -214,7 +214,7 @@ def test_confusion_matrix_matches_sklearn():
 
 # --------------------------------------------------------------------------- 07
 def test_load_state_dict_cpu_matches_torch_consume_prefix_helper(tmp_path):
-    from course_utils.exercises.l07_persistence import _run_cpu
+    from course_utils.exercises.l07_persistence.load_state_dict_cpu import _run as _run_cpu
 
     ref = grading.reference("07_persistence.load_state_dict_cpu")
 
@@ -230,7 +230,7 @@ def test_load_state_dict_cpu_matches_torch_consume_prefix_helper(tmp_path):
 
 
 def test_load_matching_agrees_with_what_load_state_dict_reports_missing():
-    from course_utils.exercises.l07_persistence import _run_matching
+    from course_utils.exercises.l07_persistence.load_matching import _run as _run_matching
 
     ref = grading.reference("07_persistence.load_matching")
     for case in _cases("07_persistence.load_matching", range(40)):
