@@ -16,7 +16,6 @@ PACKAGE = ROOT / "course_utils"
 # Today's debts (ARCHITECTURE.md, "Known debts"): the arrow that closes each circle. Remove an
 # entry when its circle is gone; do not add one, break the circle instead.
 KNOWN_CIRCLES = {
-    ("progress", "grading"),  # progress.summary asks the registry for the exercise list
     ("grading", "exercises"),  # the registry imports the lesson modules it finds (plugin discovery)
     ("build", "instructor"),  # build --nbgrader calls instructor.nbgrader_export, which uses build
 }
@@ -24,10 +23,6 @@ KNOWN_CIRCLES = {
 KNOWN_MODULE_CIRCLES = {
     # the gradebook rebuilds grade.py's report rows; goes with the split of grade.py (issue 12 item 5)
     ("course_utils.instructor.gradebook", "course_utils.instructor.grade"),
-    # issue 14's predict-the-output questions (merged the same hour): predict.py imports
-    # predict_questions.py to declare them, which imports predict's `_q`. Way out: the question
-    # type and `_q` in a small module of their own that both import.
-    ("course_utils.grading.predict_questions", "course_utils.grading.predict"),
 }
 
 
@@ -111,7 +106,7 @@ def test_the_walk_sees_known_arrows():
     graph = import_graph()
     assert "course_utils.grading.spec" in graph["course_utils.grading.runner"]  # `from .spec import`
     assert "course_utils.progress" in graph["course_utils.grading.notebook"]  # `from .. import progress`
-    assert "course_utils.grading" in graph["course_utils.progress"]  # inside a function
+    assert "course_utils.grading.registry" in graph["course_utils.progress_view"]  # inside a function
     assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_circle({"a": {"b"}, "b": {"c"}}) is None
 
@@ -143,3 +138,23 @@ def test_no_import_circle_between_modules_inside_a_part():
              for a, targets in graph.items()}
     circle = find_circle(inner)
     assert circle is None, f"import circle inside a part of the package: {' -> '.join(circle)}"
+
+
+# The one module of the grading core that writes the progress log: the notebook-facing handles
+# (``ex.NAME.check``, ``quiz.NAME(...)``). The checker (runner, predict, ...) gives a verdict and
+# never writes the log, so grading/ can be used (by the grader, by tests) without logging.
+LOG_WRITERS_IN_GRADING = {"course_utils.grading.notebook"}
+
+
+def test_the_progress_log_imports_nothing_of_the_course():
+    # progress is state: it does not know which exercises exist (callers pass them in)
+    assert import_graph().get("course_utils.progress", set()) == set()
+
+
+def test_only_the_notebook_handles_write_the_log():
+    graph = import_graph()
+    writers = {m for m, targets in graph.items()
+               if part_of(m) == "grading" and "course_utils.progress" in targets}
+    assert writers == LOG_WRITERS_IN_GRADING, (
+        "only grading/notebook.py (the learner's handles) may import course_utils.progress; "
+        "the checker returns a Result and the handle logs it")

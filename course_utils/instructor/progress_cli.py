@@ -32,7 +32,7 @@ from .room import STUCK_AFTER, log_files, room_summary
 
 
 def _show(args: argparse.Namespace) -> int:
-    from course_utils import progress
+    from course_utils import progress, progress_view
 
     path = args.log if args.log is not None else progress.log_path()
     if path is None:
@@ -46,7 +46,7 @@ def _show(args: argparse.Namespace) -> int:
                 f" (nothing has been checked with this log yet; {progress.ENV_VAR} names another file)")
         print(f"progress show: {exc}{hint}", file=sys.stderr)
         return 2
-    print(progress.summary(path).text())
+    print(progress_view.read(path).text())
     return 0
 
 
