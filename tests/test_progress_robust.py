@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from course_utils import dashboard as dash
 from course_utils import progress
 from course_utils import progress_view as view
-from course_utils.instructor import progress_cli, room
+from course_utils import progress_cli
+from course_utils.instructor import room
 
 A, B = "99_demo.first", "99_demo.second"
 IDS = [A, B]
@@ -129,7 +130,7 @@ def test_watch_survives_a_log_that_turns_bad(tmp_path, monkeypatch, capsys):
         else:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(progress_cli.time, "sleep", fake_sleep)
+    monkeypatch.setattr(room.time, "sleep", fake_sleep)
     assert progress_cli.main(["summary", str(path), "--watch", "1"]) == 0
     out = capsys.readouterr().out
     assert out.count("Room: 1 learner") == 2 and "2 malformed lines skipped" in out

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from course_utils.instructor import progress_cli, room
+from course_utils import progress_cli
+from course_utils.instructor import room
 
 A, B, C = "99_demo.first", "99_demo.second", "99_demo.third"
 IDS = [A, B, C]
