@@ -155,3 +155,41 @@ def test_only_the_notebook_handles_write_the_log():
     assert writers == LOG_WRITERS_IN_GRADING, (
         "only grading/notebook.py (the learner's handles) may import course_utils.progress; "
         "the checker returns a Result and the handle logs it")
+
+
+# Old names of three lesson props, kept as aliases (sys.modules) only because
+# course_utils/exercises/ (split into one file per exercise in the same hour) still imports them.
+# Each must be imported by exercises/ and by nothing else; delete one when exercises/ stops.
+PROP_ALIASES = {
+    "course_utils.data_workers": "course_utils.lesson_props.l04_data_workers",
+    "course_utils.training_lab": "course_utils.lesson_props.l05_training_lab",
+    "course_utils.persistence": "course_utils.lesson_props.l07_persistence",
+}
+SHARED_LESSON_MATERIAL = {"course_utils.datasets", "course_utils.plotting"}
+
+
+def test_lesson_props_live_in_their_folder_named_by_lesson():
+    props = sorted(p.stem for p in (PACKAGE / "lesson_props").glob("*.py") if p.stem != "__init__")
+    assert props and all(name[0] == "l" and name[1:3].isdigit() and name[3] == "_" for name in props), props
+
+
+def test_lesson_props_and_the_core_stay_apart():
+    graph = import_graph()
+    for module, targets in graph.items():
+        if part_of(module) == "lesson_props":  # a prop uses only the shared material and other props
+            assert all(part_of(t) == "lesson_props" or t in SHARED_LESSON_MATERIAL for t in targets), module
+        if part_of(module) == "grading":  # the core never reaches up to a lesson's demos
+            assert not {t for t in targets if part_of(t) == "lesson_props" or t in PROP_ALIASES}, module
+
+
+def test_old_prop_names_are_aliases_used_only_by_the_exercises():
+    graph = import_graph()
+    for alias, target in PROP_ALIASES.items():
+        path = PACKAGE / f"{alias.rpartition('.')[2]}.py"
+        if not path.exists():
+            continue  # gone: remove it from PROP_ALIASES too
+        assert graph[alias] == {target}, f"{alias} is an alias of {target}, nothing more"
+        users = {m for m, targets in graph.items() if alias in targets}
+        assert users, f"nothing imports {alias} any more: delete {path.name} and its PROP_ALIASES entry"
+        assert all(part_of(u) == "exercises" for u in users), (
+            f"{sorted(users)} import the old name {alias}; import {target}")

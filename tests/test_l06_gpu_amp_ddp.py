@@ -18,8 +18,9 @@ from torch import nn  # noqa: E402
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: E402
 from torch.utils.data import DistributedSampler  # noqa: E402
 
-from course_utils import devices, grading  # noqa: E402
-from course_utils.distributed import plot_shards, shard_assignment  # noqa: E402
+from course_utils import grading  # noqa: E402
+from course_utils.lesson_props import l06_devices as devices  # noqa: E402
+from course_utils.lesson_props.l06_distributed import plot_shards, shard_assignment  # noqa: E402
 from course_utils.exercises import l06_gpu_amp_ddp as L  # noqa: E402
 from course_utils.grading import Rand  # noqa: E402
 

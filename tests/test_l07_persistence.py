@@ -15,7 +15,8 @@ from torch import nn
 from course_utils import grading
 from course_utils.exercises import l07_persistence as L
 from course_utils.grading import Rand
-from course_utils.persistence import HarmlessPayload, payload_runs, reset_payload_runs, save_as_if_on_cuda
+from course_utils.lesson_props.l07_persistence import (
+    HarmlessPayload, payload_runs, reset_payload_runs, save_as_if_on_cuda)
 
 LESSON = "07_persistence"
 
