@@ -193,3 +193,33 @@ def test_old_prop_names_are_aliases_used_only_by_the_exercises():
         assert users, f"nothing imports {alias} any more: delete {path.name} and its PROP_ALIASES entry"
         assert all(part_of(u) == "exercises" for u in users), (
             f"{sorted(users)} import the old name {alias}; import {target}")
+
+
+# The layers of ARCHITECTURE.md's picture. An arrow may point down or stay in its layer (the
+# circle test above keeps a layer one way); pointing up fails, except the known debts.
+LAYERS = {
+    6: {"course_utils", "__main__"},  # entry points: __main__ dispatches by name, with importlib
+    5: {"build", "reset", "update", "doctor", "launch", "progress_cli", "instructor"},  # commands
+    4: {"dashboard", "progress_view"},  # views
+    3: {"exercises"},  # the declarations
+    2: {"grading"},  # the core
+    1: {"progress", "backups"},  # state
+    0: {"links", "threads", "course_files", "colab", "lesson_times", "ddp_launch", "jupyter_settings",
+        "datasets", "plotting", "lesson_props", *(a.rpartition(".")[2] for a in PROP_ALIASES)},  # leaves
+}
+
+
+def layer_of(part: str) -> int:
+    for layer, parts in LAYERS.items():
+        if part in parts:
+            return layer
+    raise AssertionError(f"{part!r} is in no layer: place it in LAYERS (tests/test_architecture.py) "
+                         "and in ARCHITECTURE.md's picture")
+
+
+def test_every_arrow_points_down_or_sideways():
+    up = sorted((a, b) for a, targets in part_graph().items() for b in targets
+                if layer_of(b) > layer_of(a) and (a, b) not in KNOWN_CIRCLES)
+    assert not up, f"imports that point up a layer (ARCHITECTURE.md): {up}"
+    for path in PACKAGE.rglob("*.py"):  # a part with no arrows at all is placed too
+        layer_of(part_of(module_name(path)))
