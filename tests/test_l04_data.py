@@ -21,8 +21,9 @@ import torch  # noqa: E402
 from torch.nn.utils.rnn import pad_sequence  # noqa: E402
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset, WeightedRandomSampler  # noqa: E402
 
-from course_utils import data_lab, grading  # noqa: E402
-from course_utils import data_workers as dw  # noqa: E402
+from course_utils import grading  # noqa: E402
+from course_utils.lesson_props import l04_data_lab as data_lab  # noqa: E402
+from course_utils.lesson_props import l04_data_workers as dw  # noqa: E402
 from course_utils.exercises.l04_data import _kit, sharded_range, stratified_split, window_dataset  # noqa: E402
 
 FORK = (multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]) == "fork"

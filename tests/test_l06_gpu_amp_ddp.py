@@ -23,8 +23,9 @@ from torch import nn  # noqa: E402
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: E402
 from torch.utils.data import DistributedSampler  # noqa: E402
 
-from course_utils import devices, grading  # noqa: E402
-from course_utils.distributed import plot_shards, shard_assignment  # noqa: E402
+from course_utils import grading  # noqa: E402
+from course_utils.lesson_props import l06_devices as devices  # noqa: E402
+from course_utils.lesson_props.l06_distributed import plot_shards, shard_assignment  # noqa: E402
 from course_utils.exercises.l06_gpu_amp_ddp import amp_train_step as M_AMP  # noqa: E402
 from course_utils.exercises.l06_gpu_amp_ddp import checkpointed_forward as M_CF  # noqa: E402
 from course_utils.exercises.l06_gpu_amp_ddp import data_parallel_grads as M_DP  # noqa: E402

@@ -24,7 +24,8 @@ from course_utils.exercises.l07_persistence import load_checkpoint as M_LC
 from course_utils.exercises.l07_persistence import load_state_dict_cpu as M_CPU
 from course_utils.exercises.l07_persistence import save_checkpoint as M_SC
 from course_utils.grading import Rand
-from course_utils.persistence import HarmlessPayload, payload_runs, reset_payload_runs, save_as_if_on_cuda
+from course_utils.lesson_props.l07_persistence import (
+    HarmlessPayload, payload_runs, reset_payload_runs, save_as_if_on_cuda)
 
 from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
 from grading_asserts import check as check_id  # noqa: E402
