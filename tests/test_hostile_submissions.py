@@ -503,6 +503,31 @@ def test_no_sandbox_refuses_with_install_instructions(tmp_path, monkeypatch, cap
     assert "apt-get install -y bubblewrap" in err and "--no-sandbox" in err
 
 
+def test_the_staged_course_has_no_generated_reference(tmp_path):
+    """course_utils/exercises/_references/ holds every answer of the solution notebooks: the
+    copy a submission runs against keeps the names (the exercise modules import them) but no
+    answer's code."""
+    import ast
+
+    from course_utils import references
+
+    sandbox.stage_course(tmp_path)
+    staged = tmp_path / "course_utils" / "exercises" / "_references"
+    modules = sorted(references.PACKAGE.glob("l[0-9][0-9]_*.py"))
+    assert modules and sorted(p.name for p in staged.glob("l*.py")) == [p.name for p in modules]
+    for real in modules:
+        text = (staged / real.name).read_text()
+        defs = [n for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        real_defs = [n for n in ast.parse(real.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        assert [d.name for d in defs] == [d.name for d in real_defs]
+        for d in defs:
+            bodies = [d] if isinstance(d, ast.FunctionDef) else [m for m in d.body if isinstance(m, ast.FunctionDef)]
+            assert all(ast.unparse(b.body[0]).startswith("raise RuntimeError(") and len(b.body) == 1
+                       for b in bodies), (real.name, d.name)
+        ns: dict = {}
+        exec(compile(text, real.name, "exec"), ns)  # still importable
+
+
 def test_cut_references_keeps_names_but_no_solution():
     src = ("def ref(x):\n    return x * 9 / 5 + 32\n"
            "class Net:\n    size = 3\n    def forward(self, x):\n        return x + 1\n"

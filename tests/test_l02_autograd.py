@@ -22,8 +22,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from course_utils import grading  # noqa: E402
-from course_utils.autograd_graph import draw_graph, graph_nodes  # noqa: E402
-from course_utils.descent import FUNCTIONS, classify_path, descent_path, descent_widget, plot_descent  # noqa: E402
+from course_utils.lesson_props.l02_autograd_graph import draw_graph, graph_nodes  # noqa: E402
+from course_utils.lesson_props.l02_descent import FUNCTIONS, classify_path, descent_path, descent_widget, plot_descent  # noqa: E402
 from course_utils.grading.testing import shows_declared  # noqa: E402
 
 from grading_asserts import accepted as _accepted  # noqa: E402 (tests/ is on sys.path)
@@ -1162,3 +1162,16 @@ def test_cheat_is_rejected(exercise_id, label, answer):
 
 def test_every_exercise_has_five_wrong_three_valid_two_cheats():
     team.assert_five_wrong_three_valid_two_cheats("02_autograd")
+
+
+# =========================================================================== framework-level
+# (from the grouped tests/test_adversarial_l00_l03.py, whose lesson 02 part this file took over)
+def test_checks_leave_the_callers_rng_and_grad_mode_alone_with_new_fixed_cases():
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    with torch.no_grad():
+        for exercise_id in ("03_nn_module.predict_proba", "02_autograd.dfdx", "02_autograd.gradient_descent",
+                            "03_nn_module.RMSNorm"):
+            assert grading.check(exercise_id, grading.reference(exercise_id), seed=7).passed
+        assert not torch.is_grad_enabled()
+    assert torch.equal(torch.get_rng_state(), state)
