@@ -15,8 +15,7 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
-from . import LESSON
-from ._kit import MISSING_SUPER_INIT, NOT_A_MODULE, build, gen
+from ._kit import LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, build, gen
 
 
 # --- reference

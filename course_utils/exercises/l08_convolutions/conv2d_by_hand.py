@@ -12,8 +12,7 @@ import torch.nn.functional as F
 
 from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
 
-from . import LESSON
-from ._kit import run_forbidding
+from ._kit import LESSON, run_forbidding
 
 _CONV_OPS = r"conv(?!ert)"  # convolution, _convolution, conv2d, slow_conv2d, mkldnn_convolution...
 

@@ -6,10 +6,9 @@ sees `in_channels // g` channels; a tuple kernel has `kh * kw` taps.
 
 from __future__ import annotations
 
-
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
 
 # --- reference

@@ -14,8 +14,7 @@ import torch.nn.functional as F
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
-from . import LESSON
-from ._kit import run_forbidding
+from ._kit import LESSON, run_forbidding
 
 _POOL_OPS = r"max_pool|max_unpool|fractional_max"
 

@@ -10,7 +10,7 @@ import math
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
 
 # --- reference
