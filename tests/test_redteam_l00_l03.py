@@ -546,5 +546,4 @@ def test_every_exercise_has_five_wrong_three_valid_two_cheats():
         assert sum(c[0] == ex for c in CHEATS) >= 2, ex
 
 
-DONE = ("02", "03")
-DONE = ("00", "01", "02")
+DONE = ("02",)

@@ -20,21 +20,8 @@ from ._kit import (
     fill_from, gen,
 )
 
-
-# --- reference
-class MLP(nn.Module):
-    def __init__(self, in_features, hidden_sizes, num_classes):
-        super().__init__()
-        layers = []
-        width = in_features
-        for hidden in hidden_sizes:
-            layers += [nn.Linear(width, hidden), nn.ReLU()]
-            width = hidden
-        layers.append(nn.Linear(width, num_classes))
-        self.net = nn.Sequential(*layers)
-
-    def forward(self, x):
-        return self.net(x)
+# --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
+from .._references.l03_nn_module import MLP
 
 
 # --- cases
