@@ -24,7 +24,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 from course_utils import grading  # noqa: E402
-from course_utils.activations import (  # noqa: E402
+from course_utils.lesson_props.l03_activations import (  # noqa: E402
     activation_histograms, activation_stds, deep_mlp, init_scale_widget, record_activations,
 )
 from course_utils.exercises.l03_nn_module.freeze_backbone import Backboned, freeze_backbone  # noqa: E402
