@@ -210,11 +210,13 @@ register(Exercise(
     mistakes=[
         Mistake("missing_super_init", MISSING_SUPER_INIT, _NoSuper, match_output=False),
         Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
+        # match_output stays True: `mutated_input` is also the runner's generic id, whose own words
+        # must not be replaced by this template
         Mistake("mutated_input",
                 "Your constructor changed the caller's `hidden_sizes` list (it is now {now}, it was {was}): "
                 "building a second model from the same list would give another network. Make a new list: "
                 "`sizes = [in_features, *hidden_sizes, num_classes]`.",
-                _MutatesSizes, match_output=False),
+                _MutatesSizes),
         Mistake("unregistered_parameters",
                 "Your model has no parameters: `model.parameters()` is empty, so an optimizer would fail with "
                 "\"optimizer got an empty parameter list\". Layers kept in a plain Python list are invisible to "
