@@ -26,8 +26,9 @@ from torch.utils.data import (  # noqa: E402
     DataLoader, Dataset, IterableDataset, TensorDataset, WeightedRandomSampler, get_worker_info,
 )
 
-from course_utils import data_lab, grading  # noqa: E402
-from course_utils import data_workers as dw  # noqa: E402
+from course_utils import grading  # noqa: E402
+from course_utils.lesson_props import l04_data_lab as data_lab  # noqa: E402
+from course_utils.lesson_props import l04_data_workers as dw  # noqa: E402
 from course_utils.exercises.l04_data import _kit, sharded_range, stratified_split, window_dataset  # noqa: E402
 from course_utils.grading import Rand  # noqa: E402
 

@@ -25,9 +25,9 @@ from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 from course_utils import grading  # noqa: E402
-from course_utils import training_lab as lab  # noqa: E402
 from course_utils.exercises.l05_training_loop import train_one_epoch as l05  # noqa: E402
 from course_utils.grading import Rand  # noqa: E402
+from course_utils.lesson_props import l05_training_lab as lab  # noqa: E402
 
 from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
 
