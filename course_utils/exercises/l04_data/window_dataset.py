@@ -16,24 +16,8 @@ from . import LESSON
 from ._kit import WRONG_TYPE, construct
 
 
-# --- reference
-class WindowDataset(Dataset):
-    """Sliding windows over a 1-D series: item ``i`` is ``(x, y)`` with ``x`` the ``window``
-    values starting at ``i`` and ``y`` the value ``horizon`` steps after the window's last value."""
-
-    def __init__(self, series, window, horizon=1):
-        self.series = series
-        self.window = window
-        self.horizon = horizon
-
-    def __len__(self):
-        # 0 when the series is too short for even one window and its target (never negative)
-        return max(0, len(self.series) - self.window - self.horizon + 1)
-
-    def __getitem__(self, i):
-        x = self.series[i : i + self.window]
-        y = self.series[i + self.window + self.horizon - 1]
-        return x, y
+# --- reference: the notebook's answer (generated from solutions/04_data.py)
+from .._references.l04_data import WindowDataset
 
 
 # --- cases

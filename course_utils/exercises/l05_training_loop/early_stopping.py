@@ -19,24 +19,8 @@ from . import LESSON
 from ._kit import _is_number
 
 
-# --- reference
-class EarlyStopping:
-    """Stop when the validation loss has not improved for `patience` epochs; keep the best weights."""
-
-    def __init__(self, patience=3):
-        self.patience = patience
-        self.best_loss = float("inf")
-        self.best_state = None
-        self.bad_epochs = 0
-
-    def step(self, val_loss, model):
-        if val_loss < self.best_loss:
-            self.best_loss = val_loss
-            self.best_state = copy.deepcopy(model.state_dict())
-            self.bad_epochs = 0
-        else:
-            self.bad_epochs += 1
-        return self.bad_epochs >= self.patience
+# --- reference: the notebook's answer (generated from solutions/05_training_loop.py)
+from .._references.l05_training_loop import EarlyStopping
 
 
 # --- cases
