@@ -153,6 +153,11 @@ class _NoBestLoss(EarlyStopping):
         return stop
 
 
+# an instance, made without running the reference's `__init__`: importing this file must not run
+# the reference (the instructor's sandbox stages the course with every reference cut out)
+_AN_INSTANCE = object.__new__(EarlyStopping)
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="EarlyStopping", title="Early stopping that keeps the best weights",
@@ -169,7 +174,7 @@ register(Exercise(
         Mistake("tie_counts_as_improvement", "Only a strictly lower loss is an improvement (`<`): an equal "
                 "loss counts as an epoch without improvement.", _TieImproves),
         Mistake("wrong_type", "You passed {given}; pass your class `EarlyStopping` itself (without calling it).",
-                EarlyStopping(), match_output=False),
+                _AN_INSTANCE, match_output=False),
         Mistake("no_step_method", "Calling your class should give an object with a `step(val_loss, model)` "
                 "method.", _NoStep, match_output=False),
         Mistake("returned_none", "`step` returned None: return True when training should stop, False "
