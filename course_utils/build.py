@@ -21,6 +21,10 @@ JupyterLab's file browser), with a hash of every generated cell in its metadata 
 - cells tagged ``solution-only`` are dropped;
 - outputs and execution counts are cleared.
 
+It also writes ``course_utils/exercises/_references/lNN_name.py``: the answer definitions of
+each solution notebook (course_utils/references.py), which the exercises take their references
+from, so that each reference is written once, in the notebook.
+
 Commands::
 
     python -m course_utils build                 # regenerate learner notebooks (authors)
@@ -292,6 +296,7 @@ def check(stems: list[str], orphans: bool = True) -> list[str]:
                    - set(solution_stems())) if orphans else []
     for stem in extra:
         problems.append(f"notebooks/{stem}.ipynb has no solution notebook in solutions/.")
+    problems += reference_problems(stems, orphans)
     from . import links  # README badges follow course_utils/links.py (COURSE_REPO)
 
     if links.readme_out_of_date():
@@ -301,6 +306,52 @@ def check(stems: list[str], orphans: bool = True) -> list[str]:
     from . import lesson_times
 
     problems += lesson_times.problems()
+    return problems
+
+
+def references_dir() -> Path | None:
+    """Where the generated reference modules go: ``course_utils/exercises/_references`` of the
+    course folder (``None`` for a course folder without the exercise package, e.g. a test's)."""
+    folder = ROOT / "course_utils" / "exercises"
+    return folder / "_references" if folder.is_dir() else None
+
+
+def reference_files(stems: list[str]) -> dict[Path, str]:
+    """The generated reference modules (course_utils/references.py) for ``stems``."""
+    from . import references
+
+    package = references_dir()
+    if package is None:
+        return {}
+    try:
+        return references.expected_files(stems, SOLUTIONS, package)
+    except references.ExtractError as exc:
+        raise BuildError(str(exc)) from exc
+
+
+def _rel(path: Path) -> str:
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def reference_problems(stems: list[str], orphans: bool = True) -> list[str]:
+    """Generated reference modules that are missing, stale, or left over."""
+    from . import references
+
+    try:
+        files = reference_files(stems)
+    except BuildError as exc:
+        return [str(exc)]
+    problems = []
+    for path, text in files.items():
+        if not path.exists() or path.read_text() != text:
+            problems.append(f"{_rel(path)} is not what build generates from solutions/ (the answer "
+                            "cells). Run `python -m course_utils build`; never edit it by hand.")
+    package = references_dir()
+    for path in references.stale_modules(solution_stems(), package) if orphans and package else []:
+        problems.append(f"{_rel(path)} has no solution notebook: `python -m course_utils build` removes it.")
     return problems
 
 
@@ -383,6 +434,13 @@ def write(stems: list[str], force: bool = False, backup_to: Path | None = None) 
         py = NOTEBOOKS / f"{stem}.py"
         if py.is_file():
             todo.append((py, None))
+    # generated reference modules: "do not edit" files, rewritten without a backup (git has them)
+    from . import references
+
+    generated: list[tuple[Path, str | None]] = [
+        (p, t) for p, t in reference_files(stems).items() if not p.exists() or p.read_text() != t]
+    package = references_dir()
+    generated += [(p, None) for p in references.stale_modules(solution_stems(), package)] if package else []
     risky = [p for p, text in todo if p.exists() and (_text_pair_edited(p) if text is None else _is_edited(p))]
     if risky and not force:
         res.refused = risky
@@ -392,6 +450,14 @@ def write(stems: list[str], force: bool = False, backup_to: Path | None = None) 
 
     if links.write_readme():
         print("wrote README.md (badges)")
+    for path, new_text in generated:
+        if new_text is None:
+            path.unlink()
+            res.removed.append(path)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(new_text)
+            res.written.append(path)
     for path, new_text in todo:
         if path in risky:
             res.backups += backup_files([path], backup_to)
@@ -469,7 +535,8 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(f"OUT OF DATE: {problem}")
         if not problems:
-            print(f"build --check: {len(stems)} lessons, learner notebooks and solution pairs in sync.")
+            print(f"build --check: {len(stems)} lessons, learner notebooks, reference modules and solution "
+                  "pairs in sync.")
         return 1 if problems else 0
     if args.execute:
         for stem in stems:
@@ -497,7 +564,9 @@ def main(argv: list[str] | None = None) -> int:
     for p in res.written:
         print(f"wrote {p.relative_to(ROOT)}")
     for p in res.removed:
-        print(f"removed {p.relative_to(ROOT)} (learner notebooks have no text pair any more)")
+        why = "no solution notebook" if p.suffix == ".py" and p.parent.name == "_references" else \
+            "learner notebooks have no text pair any more"
+        print(f"removed {p.relative_to(ROOT)} ({why})")
     return 0
 
 

@@ -33,6 +33,8 @@ SLOW_TESTS = {
     "test_redteam_l00_l03.py::test_valid_unusual_answer_passes",
     "test_redteam_l04_l08.py::test_valid_answer_is_accepted",
     "test_redteam_l00_l03.py::test_wrong_answer_is_rejected_by_the_fixed_cases",
+    "test_l03_nn_module.py::test_valid_unusual_answer_passes",
+    "test_l03_nn_module.py::test_wrong_answer_is_rejected_by_the_fixed_cases",
     "test_grading_framework.py::test_a_timeout_in_another_thread_leaves_profiled_calls_working",
     # the capstone trains real classifiers
     "test_adversarial_l04_l08.py::test_classifier_trained_on_the_notebooks_digits_is_rejected",

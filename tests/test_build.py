@@ -72,9 +72,15 @@ def course_copy(tmp_path, monkeypatch):
         (tmp_path / "solutions" / f"{stem}.{ext}").write_text((build.SOLUTIONS / f"{stem}.{ext}").read_text())
     (tmp_path / "notebooks" / f"{stem}.ipynb").write_text((build.NOTEBOOKS / f"{stem}.ipynb").read_text())
     (tmp_path / "jupytext.toml").write_text((build.ROOT / "jupytext.toml").read_text())
-    monkeypatch.setattr(build, "ROOT", tmp_path)
     monkeypatch.setattr(build, "SOLUTIONS", tmp_path / "solutions")
     monkeypatch.setattr(build, "NOTEBOOKS", tmp_path / "notebooks")
+    real_refs = build.references_dir()
+    assert real_refs is not None
+    refs = tmp_path / "course_utils" / "exercises" / "_references"
+    refs.mkdir(parents=True)
+    for name in ("__init__.py", f"l{stem}.py"):
+        (refs / name).write_text((real_refs / name).read_text())
+    monkeypatch.setattr(build, "ROOT", tmp_path)
     return tmp_path
 
 

@@ -154,7 +154,8 @@ def _payloads(ctx: dict) -> dict[str, str]:
             "from course_utils import grading\n"
             "def celsius_to_fahrenheit(celsius):\n"
             f"    return grading.reference({EX!r})(celsius)"),
-        "reference_object": "from course_utils.exercises.l00_start_here import celsius_to_fahrenheit",
+        "reference_object": ("from course_utils.exercises.l00_start_here.celsius_to_fahrenheit "
+                             "import celsius_to_fahrenheit"),
         "reference_code_copy": (
             "from course_utils import grading\n"
             "def celsius_to_fahrenheit(celsius):\n"
@@ -174,7 +175,7 @@ def _payloads(ctx: dict) -> dict[str, str]:
             "    exec(src.split('# %% [markdown]')[0] + '\\n' + '\\n'.join(l for l in src.splitlines()"
             " if 'return celsius' in l or l.startswith('def celsius')), ns)\n"
             "    celsius_to_fahrenheit = ns.get('celsius_to_fahrenheit', celsius_to_fahrenheit)\n"
-            "import inspect, course_utils.exercises.l00_start_here as m\n"
+            "import inspect, course_utils.exercises.l00_start_here.celsius_to_fahrenheit as m\n"
             "try:\n"
             "    exec(inspect.getsource(m), vars(m))\n"
             "    celsius_to_fahrenheit = m.celsius_to_fahrenheit\n"
@@ -500,6 +501,31 @@ def test_no_sandbox_refuses_with_install_instructions(tmp_path, monkeypatch, cap
     assert grade.main([str(nb), "--gradebook", str(tmp_path / "g.sqlite")]) == 2
     err = capsys.readouterr().err
     assert "apt-get install -y bubblewrap" in err and "--no-sandbox" in err
+
+
+def test_the_staged_course_has_no_generated_reference(tmp_path):
+    """course_utils/exercises/_references/ holds every answer of the solution notebooks: the
+    copy a submission runs against keeps the names (the exercise modules import them) but no
+    answer's code."""
+    import ast
+
+    from course_utils import references
+
+    sandbox.stage_course(tmp_path)
+    staged = tmp_path / "course_utils" / "exercises" / "_references"
+    modules = sorted(references.PACKAGE.glob("l[0-9][0-9]_*.py"))
+    assert modules and sorted(p.name for p in staged.glob("l*.py")) == [p.name for p in modules]
+    for real in modules:
+        text = (staged / real.name).read_text()
+        defs = [n for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        real_defs = [n for n in ast.parse(real.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        assert [d.name for d in defs] == [d.name for d in real_defs]
+        for d in defs:
+            bodies = [d] if isinstance(d, ast.FunctionDef) else [m for m in d.body if isinstance(m, ast.FunctionDef)]
+            assert all(ast.unparse(b.body[0]).startswith("raise RuntimeError(") and len(b.body) == 1
+                       for b in bodies), (real.name, d.name)
+        ns: dict = {}
+        exec(compile(text, real.name, "exec"), ns)  # still importable
 
 
 def test_cut_references_keeps_names_but_no_solution():

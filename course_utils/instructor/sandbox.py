@@ -167,6 +167,19 @@ def reference_names(module_name: str) -> dict[str, set[str]]:
     return found
 
 
+def cut_generated_references(staged_package: Path) -> None:
+    """Cut every definition out of the staged ``exercises/_references/`` modules (the answers
+    build extracts from the solution notebooks, course_utils/references.py), whether or not an
+    exercise takes its reference from there yet: a submission must not import a solution."""
+    for path in sorted((staged_package / "exercises" / "_references").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        names = {n.name for n in ast.parse(text).body
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        if names:
+            module = f"course_utils.exercises._references.{path.stem}"
+            path.write_text(cut_references(text, names, module), encoding="utf-8")
+
+
 def stage_course(dest: Path) -> Path:
     """Copy ``course_utils`` to ``dest/course_utils`` with every reference solution cut out
     (see :class:`_CutReferences`); returns ``dest``. Readable by any user, writable by none."""
@@ -181,6 +194,7 @@ def stage_course(dest: Path) -> Path:
         staged = target / rel
         module = "course_utils." + ".".join(rel.with_suffix("").parts)
         staged.write_text(cut_references(Path(file).read_text(encoding="utf-8"), names, module), encoding="utf-8")
+    cut_generated_references(target)
     for path in [dest, *dest.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return dest

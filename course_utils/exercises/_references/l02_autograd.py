@@ -1,0 +1,63 @@
+"""Generated from solutions/02_autograd.py by `python -m course_utils build`; do not edit.
+
+The answer definitions of the lesson's solution notebook (marker lines dropped) and the
+notebook-level names they use; the exercises of 02_autograd take their references from here."""
+
+# ruff: noqa
+
+import torch
+
+
+def dfdx(x):
+    return 2 * x * torch.sin(x) + x**2 * torch.cos(x)
+
+
+def vjp(fn, x, v):
+    x = x.detach().requires_grad_(True)
+    y = fn(x)
+    y.backward(gradient=v)
+    return x.grad
+
+
+def huber(x, delta):
+    return torch.where(x.abs() <= delta, 0.5 * x**2, delta * (x.abs() - 0.5 * delta))
+
+
+def second_derivative(fn, x):
+    x = x.detach().requires_grad_(True)
+    (dfdx,) = torch.autograd.grad(fn(x).sum(), x, create_graph=True)
+    (d2fdx2,) = torch.autograd.grad(dfdx.sum(), x)
+    return d2fdx2
+
+
+def finite_difference_grad(fn, x, eps):
+    grad = torch.zeros_like(x)
+    for i in range(x.numel()):
+        step = torch.zeros_like(x)
+        step.view(-1)[i] = eps
+        grad.view(-1)[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
+    return grad
+
+
+class MySiLU(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        s = torch.sigmoid(x)
+        ctx.save_for_backward(x, s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, s = ctx.saved_tensors
+        return grad_output * s * (1 + x * (1 - s))
+
+
+def gradient_descent(fn, x0, lr, num_steps):
+    x = x0.clone().requires_grad_(True)
+    for _ in range(num_steps):
+        loss = fn(x)
+        loss.backward()
+        with torch.no_grad():
+            x -= lr * x.grad
+        x.grad.zero_()
+    return x.detach()

@@ -1,0 +1,84 @@
+"""Generated from solutions/03_nn_module.py by `python -m course_utils build`; do not edit.
+
+The answer definitions of the lesson's solution notebook (marker lines dropped) and the
+notebook-level names they use; the exercises of 03_nn_module take their references from here."""
+
+# ruff: noqa
+
+import torch
+from torch import nn
+import math
+
+
+class Tower(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+        self.scale = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.relu(block(x))
+        return x * self.scale
+
+
+class MLP(nn.Module):
+    def __init__(self, in_features, hidden_sizes, num_classes):
+        super().__init__()
+        layers = []
+        width = in_features
+        for hidden in hidden_sizes:
+            layers += [nn.Linear(width, hidden), nn.ReLU()]
+            width = hidden
+        layers.append(nn.Linear(width, num_classes))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return x / rms * self.weight
+
+
+class RunningMean(nn.Module):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer("running_mean", torch.zeros(num_features))
+
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                batch_mean = x.mean(dim=0)
+                self.running_mean.mul_(1 - self.momentum).add_(self.momentum * batch_mean)
+        return x - self.running_mean
+
+
+def freeze_backbone(model):
+    model.backbone.requires_grad_(False)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def init_weights(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, mean=0.0, std=1 / math.sqrt(m.in_features))
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+
+def predict_proba(model, X):
+    modes = [(m, m.training) for m in model.modules()]  # every submodule's own mode
+    model.eval()
+    with torch.no_grad():
+        probs = torch.softmax(model(X), dim=1)
+    for m, training in modes:
+        m.training = training
+    return probs
