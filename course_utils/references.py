@@ -22,11 +22,11 @@ import symtable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cells import BEGIN, END  # the cell grammar's answer markers
+
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 PACKAGE = ROOT / "course_utils" / "exercises" / "_references"
-BEGIN = "### BEGIN SOLUTION"
-END = "### END SOLUTION"
 INIT_TEXT = ('"""Reference answers generated from the solution notebooks by `python -m course_utils build`;\n'
              'do not edit (edit solutions/NN_name.py and run the build). One module per lesson:\n'
              '``lNN_name.py`` from ``solutions/NN_name.py``."""\n')
