@@ -21,7 +21,7 @@ COMMANDS = {
     "build": "course_utils.build",
     "doctor": "course_utils.doctor",
     "grade": "course_utils.instructor.grade",
-    "progress": "course_utils.instructor.progress_cli",
+    "progress": "course_utils.progress_cli",
     "reset": "course_utils.reset",
     "update": "course_utils.update",
 }

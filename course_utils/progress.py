@@ -1,17 +1,20 @@
-"""The learner's progress log: one JSON line per check, hint or solution view.
+"""The learner's progress log: one JSON line per check, hint, solution view or prediction.
 
 The log lives at ``~/.pytorch_course/progress.jsonl`` unless ``COURSE_PROGRESS_LOG`` names
 another file (set it to an empty string to turn logging off). Writing never raises into a
 lesson. Reading validates every line against one schema (:func:`event_problem`) and skips,
 and counts, whatever does not fit: garbage, half-written lines, wrong types, absurd values.
 
-    progress.summary()        # where you stand, per exercise (HTML in notebooks, text elsewhere)
+This module is state, not a view: it writes, reads, validates and folds events, and imports
+nothing else of the course (it does not know which exercises exist). The notebook-facing
+handles (:mod:`course_utils.grading.notebook`) write it; :mod:`course_utils.progress_view`
+shows one learner's progress (``progress_view.show()``), :mod:`course_utils.instructor.room`
+a room's.
 """
 
 from __future__ import annotations
 
 import getpass
-import html
 import json
 import os
 import re
@@ -268,65 +271,3 @@ def activity(attempts: int, hints: int, solution_viewed: bool) -> str:
     if solution_viewed:
         parts.append("solution viewed")
     return ", ".join(parts)
-
-
-@dataclass
-class Summary:
-    """Where a learner stands: every known exercise with its progress."""
-
-    rows: list[ExerciseProgress]
-    skipped: int = 0  # malformed log lines left out
-    reasons: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def counts(self) -> dict[str, int]:
-        c = {"correct": 0, "incorrect": 0, "not_attempted": 0}
-        for r in self.rows:
-            c[r.status] = c.get(r.status, 0) + 1
-        return c
-
-    def text(self) -> str:
-        c = self.counts
-        lines = [f"{c['correct']} of {len(self.rows)} exercises correct, {c['incorrect']} still incorrect."]
-        for r in self.rows:
-            mark = {"correct": "✅", "incorrect": "❌"}.get(r.status, "·")
-            lines.append(f"  {mark} {r.exercise:<40} {activity(r.attempts, r.hints, r.solution_viewed)}")
-        if self.skipped:
-            lines.append(f"({skipped_note(self.skipped, self.reasons)})")
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_html_(self) -> str:
-        c = self.counts
-        body = "".join(
-            f"<tr><td>{ {'correct': '✅', 'incorrect': '❌'}.get(r.status, '·') }</td>"
-            f"<td><code>{html.escape(r.exercise)}</code></td><td>{r.attempts}</td><td>{r.hints}</td>"
-            f"<td>{'yes' if r.solution_viewed else ''}</td></tr>"
-            for r in self.rows
-        )
-        return (
-            f"<div><b>{c['correct']} of {len(self.rows)} exercises correct</b>"
-            "<table><tr><th></th><th>exercise</th><th>checks</th><th>hints</th><th>solution</th></tr>"
-            f"{body}</table>"
-            + (f"<small>{html.escape(skipped_note(self.skipped, self.reasons))}</small>" if self.skipped else "")
-            + "</div>"
-        )
-
-
-def summary(path: str | os.PathLike[str] | None = None, exercises: Iterable[str] | None = None) -> Summary:
-    """Summarise a progress log against the course's exercises (all of them by default)."""
-    if exercises is None:
-        from .grading import exercises as all_ids
-
-        exercises = all_ids()
-    try:
-        log = read_log(path, missing_ok=True)
-    except LogError:
-        log = LogRead(None)
-    folded = exercise_progress(log.events)
-    ids = list(exercises)
-    rows = [folded.get(i, ExerciseProgress(i)) for i in ids]
-    rows += [p for i, p in folded.items() if i not in ids]
-    return Summary(rows, log.skipped, log.reasons)

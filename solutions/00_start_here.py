@@ -200,7 +200,8 @@ ex.celsius_to_fahrenheit.hint()
 # The dashboard lists every lesson and exercise with your status, checks, hints and solution
 # views. Open it in any notebook; it refreshes after each check. The data is a plain
 # JSON-lines file (`~/.pytorch_course/progress.jsonl`; set the environment variable
-# `COURSE_PROGRESS_LOG` to put it elsewhere), and `progress.summary()` prints the same as text.
+# `COURSE_PROGRESS_LOG` to put it elsewhere); `python -m course_utils progress` prints the same
+# in a terminal.
 
 # %% tags=["nbval-ignore-output"]
 from course_utils.dashboard import dashboard
@@ -216,7 +217,8 @@ dashboard()
 #   wrong, or the mistake it recognised) or ✏️ not attempted yet.
 # - `ex.NAME.hint()` gives a hint, more specific each time you call it;
 #   `ex.NAME.solution()` shows a reference solution.
-# - The dashboard (and `progress.summary()`) shows your progress in every lesson.
+# - The dashboard (and `python -m course_utils progress` in a terminal) shows your progress in
+#   every lesson.
 
 # %% [markdown]
 # ## The syllabus

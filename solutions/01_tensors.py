@@ -243,7 +243,7 @@ torch.ones(3, 4) + torch.ones(3)
 # verdict. Try `3, 4` with `3`, then with `3, 1`; `2, 1, 4` with `3, 1`; a scalar (empty).
 
 # %% tags=["nbval-ignore-output"]
-from course_utils.explorers import broadcast_explorer
+from course_utils.lesson_props.l01_explorers import broadcast_explorer
 
 broadcast_explorer("3, 1", "4")
 

@@ -32,7 +32,7 @@ import warnings
 import matplotlib.pyplot as plt
 import torch
 
-from course_utils.autograd_graph import draw_graph
+from course_utils.lesson_props.l02_autograd_graph import draw_graph
 from course_utils.grading import exercises_for, predictions_for
 
 ex = exercises_for("02_autograd")
@@ -652,7 +652,7 @@ for step in range(30):
 # overshoots and zig-zags in, above 1 every overshoot is bigger than the last.
 
 # %%
-from course_utils.descent import classify_path, descent_path, plot_descent
+from course_utils.lesson_props.l02_descent import classify_path, descent_path, plot_descent
 
 fig, axes = plt.subplots(3, 2, figsize=(9, 7.5))
 for row, lr in zip(axes, (0.2, 0.85, 1.05)):
@@ -666,7 +666,7 @@ plt.show()
 # where the step size also decides *which* valley you end in.
 
 # %% tags=["nbval-ignore-output"]
-from course_utils.descent import descent_widget
+from course_utils.lesson_props.l02_descent import descent_widget
 
 descent_widget()
 

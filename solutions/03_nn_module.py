@@ -429,11 +429,11 @@ ex.freeze_backbone.check(freeze_backbone)
 #
 # `module.register_forward_hook(fn)` calls `fn(module, inputs, output)` every time the module
 # runs. It is the standard way to inspect activations without touching `forward`. Here a hook
-# on every `Tanh` of a deep network records its outputs (`course_utils.activations` wraps
+# on every `Tanh` of a deep network records its outputs (`course_utils.lesson_props.l03_activations` wraps
 # this, and always removes the hooks):
 
 # %%
-from course_utils.activations import activation_histograms, deep_mlp, record_activations
+from course_utils.lesson_props.l03_activations import activation_histograms, deep_mlp, record_activations
 
 deep = deep_mlp(depth=6, width=256, activation="tanh", gain=1.0)
 inputs = torch.randn(512, 256, generator=torch.Generator().manual_seed(1))
@@ -473,7 +473,7 @@ for gain in (0.5, 1.0, 3.0):
 # He initialisation's gain of √2):
 
 # %% tags=["nbval-ignore-output"]
-from course_utils.activations import init_scale_widget
+from course_utils.lesson_props.l03_activations import init_scale_widget
 
 init_scale_widget()
 

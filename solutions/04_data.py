@@ -34,8 +34,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
-from course_utils import data_lab
-from course_utils import data_workers as dw
+from course_utils.lesson_props import l04_data_lab as data_lab
+from course_utils.lesson_props import l04_data_workers as dw
 from course_utils.datasets import DigitsDataset, SequenceDataset, load_digits, sine_series
 from course_utils.grading import exercises_for, predictions_for, reference
 
@@ -488,7 +488,7 @@ for num_workers in (0, 1, 2):
     print(f"num_workers={num_workers}: {items}")
 
 # %% [markdown]
-# Why are these classes in a module (`course_utils.data_workers`) and not in the notebook?
+# Why are these classes in a module (`course_utils.lesson_props.l04_data_workers`) and not in the notebook?
 # On Windows and macOS (and on Linux from Python 3.14) workers are started fresh and receive
 # the dataset by pickling; a class defined in a notebook cannot be found there and the loader
 # fails with `Can't get attribute 'ShardedRange' on <module '__main__'>`. Classes (and

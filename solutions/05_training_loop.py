@@ -32,7 +32,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 from tqdm.auto import tqdm
 
-from course_utils import training_lab as lab
+from course_utils.lesson_props import l05_training_lab as lab
 from course_utils.datasets import digits_split
 from course_utils.grading import exercises_for, predictions_for, reference
 from course_utils.plotting import LiveCurves, plot_curves

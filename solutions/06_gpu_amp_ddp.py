@@ -42,7 +42,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from course_utils.datasets import digits_split
-from course_utils.devices import requires_gpu, time_per_call
+from course_utils.lesson_props.l06_devices import requires_gpu, time_per_call
 from course_utils.grading import exercises_for, predictions_for
 
 ex = exercises_for("06_gpu_amp_ddp")
@@ -191,7 +191,7 @@ if requires_gpu("timing asynchronous CUDA work"):
           f"the work finished after {finished * 1e3:.2f} ms")
 
 # %% [markdown]
-# `course_utils.devices.time_per_call(fn, device)` does this for you: a few untimed warm-up calls
+# `course_utils.lesson_props.l06_devices.time_per_call(fn, device)` does this for you: a few untimed warm-up calls
 # (the first calls pay for memory allocation and kernel selection), then the median of several
 # calls, synchronizing around each one. On the CPU the synchronization does nothing, and the
 # same code is correct on every device.
@@ -696,7 +696,7 @@ else:
 # %%
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset  # noqa: E402
 
-from course_utils.distributed import plot_shards, shard_assignment  # noqa: E402
+from course_utils.lesson_props.l06_distributed import plot_shards, shard_assignment  # noqa: E402
 
 for epoch in range(2):
     print(f"epoch {epoch}:", shard_assignment(10, world_size=3, epoch=epoch))

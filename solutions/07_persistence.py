@@ -215,7 +215,7 @@ print("the 'extra' entry became:", loaded["extra"])
 # this cell loads without error.
 
 # %% tags=["raises-exception", "nbval-ignore-output"]
-from course_utils.persistence import save_as_if_on_cuda  # noqa: E402
+from course_utils.lesson_props.l07_persistence import save_as_if_on_cuda  # noqa: E402
 
 save_as_if_on_cuda(model.state_dict(), path("from_gpu.pt"))
 torch.load(path("from_gpu.pt"))

@@ -21,7 +21,7 @@ from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, WeightedRandomSampler, get_worker_info
 
 from course_utils import grading
-from course_utils.exercises import l05_training_loop as l05
+from course_utils.exercises.l05_training_loop import train_one_epoch as l05
 from course_utils.exercises import l09_capstone as cap
 
 from grading_asserts import accepted, check, rejected  # noqa: E402,F401 (tests/ is on sys.path)

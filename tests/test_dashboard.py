@@ -8,6 +8,7 @@ import pytest
 
 from course_utils import dashboard as dash
 from course_utils import progress
+from course_utils import progress_view as view
 
 EXS = [
     ("99_demo.first", "99_demo", "first", "The first one"),
@@ -28,7 +29,7 @@ def _events():
 
 
 def test_collect_folds_every_lesson_and_exercise():
-    lessons = dash.collect(_events(), EXS)
+    lessons = view.collect(_events(), EXS)
     assert [les.lesson for les in lessons] == ["77_gone", "98_other", "99_demo"]
     demo = {e.name: e for e in lessons[2].exercises}
     first, second = demo["first"], demo["second"]
@@ -41,25 +42,25 @@ def test_collect_folds_every_lesson_and_exercise():
 
 
 def test_filters_and_headline():
-    lessons = dash.collect(_events(), EXS)
-    assert [e.name for les in dash.filter_lessons(lessons, "incorrect") for e in les.exercises] == ["second"]
-    assert [e.name for les in dash.filter_lessons(lessons, "todo") for e in les.exercises] == ["third", "second"]
-    assert [les.lesson for les in dash.filter_lessons(lessons, "all", "98_other")] == ["98_other"]
+    lessons = view.collect(_events(), EXS)
+    assert [e.name for les in view.filter_lessons(lessons, "incorrect") for e in les.exercises] == ["second"]
+    assert [e.name for les in view.filter_lessons(lessons, "todo") for e in les.exercises] == ["third", "second"]
+    assert [les.lesson for les in view.filter_lessons(lessons, "all", "98_other")] == ["98_other"]
     with pytest.raises(ValueError):
-        dash.filter_lessons(lessons, "everything")
-    assert dash.headline(lessons) == ("2 of 4 exercises correct · 1 incorrect · 1 not attempted · "
+        view.filter_lessons(lessons, "everything")
+    assert view.headline(lessons) == ("2 of 4 exercises correct · 1 incorrect · 1 not attempted · "
                                       "1 hints · 1 solutions viewed")
 
 
 def test_render_html_shows_status_counts_and_lesson_totals():
-    lessons = dash.collect(_events(), EXS)
-    html = dash.render_html(dash.filter_lessons(lessons, "incorrect"), lessons)
+    lessons = view.collect(_events(), EXS)
+    html = view.render_html(view.filter_lessons(lessons, "incorrect"), lessons)
     assert "data-exercise='99_demo.second'" in html and "data-status='incorrect'" in html
     assert "99_demo.first" not in html
     assert "1/2 correct" in html  # the lesson's total, not the filtered one
     assert "off_by_one" in html and "viewed" in html
-    assert "Nothing to show" in dash.render_html([])
-    assert "✅ first" in dash.render_text(lessons)
+    assert "Nothing to show" in view.render_html([])
+    assert "✅ first" in view.render_text(lessons)
 
 
 def test_log_signature_changes_with_the_log(tmp_path):

@@ -5,7 +5,7 @@ import itertools
 import pytest
 import torch
 
-from course_utils.explorers import broadcast_explorer, broadcast_report, parse_shape
+from course_utils.lesson_props.l01_explorers import broadcast_explorer, broadcast_report, parse_shape
 
 SHAPES = [(), (1,), (3,), (4,), (3, 1), (1, 4), (3, 4), (2, 3, 1), (2, 1, 4), (5, 1, 1)]
 

@@ -63,10 +63,12 @@ VARIANTS = {
     "printed": lambda nb: setattr(nb.cells[_check(nb)], "source",
                                   'print("✅ Correct: 00_start_here.celsius_to_fahrenheit")'),
     "edited": lambda nb: setattr(nb.cells[_check(nb)], "source",
-                                 "from course_utils.exercises.l00_start_here import celsius_to_fahrenheit as ref\n"
+                                 "from course_utils.exercises.l00_start_here.celsius_to_fahrenheit import (\n"
+                                 "    celsius_to_fahrenheit as ref)\n"
                                  "ex.celsius_to_fahrenheit.check(ref)"),
     "reference": lambda nb: setattr(nb.cells[_answer(nb)], "source",
-                                    "from course_utils.exercises.l00_start_here import celsius_to_fahrenheit"),
+                                    "from course_utils.exercises.l00_start_here.celsius_to_fahrenheit "
+                                    "import celsius_to_fahrenheit"),
     "tampered": lambda nb: setattr(nb.cells[_answer(nb)], "source",
                                    "import sys\n"
                                    "sys.modules['course_utils.grading.runner'].compare = lambda *a, **k: None\n"

@@ -154,7 +154,8 @@ def _payloads(ctx: dict) -> dict[str, str]:
             "from course_utils import grading\n"
             "def celsius_to_fahrenheit(celsius):\n"
             f"    return grading.reference({EX!r})(celsius)"),
-        "reference_object": "from course_utils.exercises.l00_start_here import celsius_to_fahrenheit",
+        "reference_object": ("from course_utils.exercises.l00_start_here.celsius_to_fahrenheit "
+                             "import celsius_to_fahrenheit"),
         "reference_code_copy": (
             "from course_utils import grading\n"
             "def celsius_to_fahrenheit(celsius):\n"
@@ -174,7 +175,7 @@ def _payloads(ctx: dict) -> dict[str, str]:
             "    exec(src.split('# %% [markdown]')[0] + '\\n' + '\\n'.join(l for l in src.splitlines()"
             " if 'return celsius' in l or l.startswith('def celsius')), ns)\n"
             "    celsius_to_fahrenheit = ns.get('celsius_to_fahrenheit', celsius_to_fahrenheit)\n"
-            "import inspect, course_utils.exercises.l00_start_here as m\n"
+            "import inspect, course_utils.exercises.l00_start_here.celsius_to_fahrenheit as m\n"
             "try:\n"
             "    exec(inspect.getsource(m), vars(m))\n"
             "    celsius_to_fahrenheit = m.celsius_to_fahrenheit\n"

@@ -15,8 +15,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from course_utils import grading  # noqa: E402
-from course_utils.autograd_graph import draw_graph, graph_nodes  # noqa: E402
-from course_utils.descent import FUNCTIONS, classify_path, descent_path, descent_widget, plot_descent  # noqa: E402
+from course_utils.lesson_props.l02_autograd_graph import draw_graph, graph_nodes  # noqa: E402
+from course_utils.lesson_props.l02_descent import FUNCTIONS, classify_path, descent_path, descent_widget, plot_descent  # noqa: E402
 
 LESSON = "02_autograd"
 

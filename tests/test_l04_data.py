@@ -21,9 +21,10 @@ import torch  # noqa: E402
 from torch.nn.utils.rnn import pad_sequence  # noqa: E402
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset, WeightedRandomSampler  # noqa: E402
 
-from course_utils import data_lab, grading  # noqa: E402
-from course_utils import data_workers as dw  # noqa: E402
-from course_utils.exercises import l04_data  # noqa: E402
+from course_utils import grading  # noqa: E402
+from course_utils.lesson_props import l04_data_lab as data_lab  # noqa: E402
+from course_utils.lesson_props import l04_data_workers as dw  # noqa: E402
+from course_utils.exercises.l04_data import _kit, sharded_range, stratified_split, window_dataset  # noqa: E402
 
 FORK = (multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]) == "fork"
 needs_fork = pytest.mark.skipif(not FORK, reason="real-worker probes run only where workers fork")
@@ -51,7 +52,7 @@ def test_simulated_workers_see_what_real_workers_see():
     simulated = []
     for k in range(2):
         ds = _WhatWorkersSee()
-        with l04_data.as_worker(k, 2, base_seed, ds):
+        with _kit.as_worker(k, 2, base_seed, ds):
             simulated.extend(iter(ds))
     assert [tuple(r) for r in real] == simulated
     assert torch.utils.data.get_worker_info() is None
@@ -119,8 +120,8 @@ def test_real_worker_probe_catches_what_simulation_cannot():
 
 
 def test_sharded_range_check_without_simulation_still_uses_real_workers(monkeypatch):
-    monkeypatch.setattr(l04_data, "_CAN_SIMULATE", False)
-    res = check("ShardedRange", l04_data._NoSharding, seed=1)
+    monkeypatch.setattr(_kit, "_CAN_SIMULATE", False)
+    res = check("ShardedRange", sharded_range._NoSharding, seed=1)
     if FORK:
         assert not res.passed and res.mistake == "no_sharding"
     assert check("ShardedRange", dw.ShardedRange, seed=1).passed
@@ -192,14 +193,14 @@ def test_reasonable_alternatives_pass(name, answer):
 
 
 def test_wrong_kind_of_answer_is_explained():
-    res = check("WindowDataset", l04_data.WindowDataset(torch.arange(5.0), 2))
+    res = check("WindowDataset", window_dataset.WindowDataset(torch.arange(5.0), 2))
     assert res.mistake == "wrong_type" and "instance" in res.message
     res = check("pad_collate", lambda batch: pad_sequence([t for t, _ in batch], batch_first=True))
     assert not res.passed and res.mistake == "wrong_type"
 
 
 def test_stratified_messages_do_not_leak_expected_indices():
-    res = check("stratified_split", l04_data._split_not_stratified, seed=9)
+    res = check("stratified_split", stratified_split._split_not_stratified, seed=9)
     assert res.mistake == "not_stratified"
     assert "tensor(" not in res.message
 

@@ -20,7 +20,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from course_utils import grading  # noqa: E402
-from course_utils import training_lab as lab  # noqa: E402
+from course_utils.lesson_props import l05_training_lab as lab  # noqa: E402
 
 
 def check(name, answer, seed=None):

@@ -18,7 +18,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils import grading
-from course_utils.exercises import l08_convolutions as l08
+from course_utils.exercises.l08_convolutions.conv2d_by_hand import _conv2d_loops, conv2d_by_hand
+from course_utils.exercises.l08_convolutions.conv_output_size import conv_output_size
+from course_utils.exercises.l08_convolutions.conv_param_count import conv_param_count
+from course_utils.exercises.l08_convolutions.max_pool_by_hand import _pool_variant, max_pool_by_hand
+from course_utils.exercises.l08_convolutions.receptive_field import receptive_field
+from course_utils.exercises.l08_convolutions.small_vgg import SmallVGG
 from course_utils.grading import Rand
 
 from grading_asserts import accepted, rejected
@@ -115,7 +120,7 @@ def test_conv_output_size_oracle_matches_torch_across_the_domain():
         args = dict(zip(("size", "kernel_size", "stride", "padding", "dilation"), case.args), **case.kwargs)
         n, k = args.pop("size"), args.pop("kernel_size")
         out = nn.Conv2d(1, 1, k, **args)(torch.zeros(1, 1, n, 2 * k + 3 * args.get("dilation", 1)))
-        assert out.shape[2] == l08.conv_output_size(n, k, **args) >= 1, case
+        assert out.shape[2] == conv_output_size(n, k, **args) >= 1, case
 
 
 # =========================================================================== 2. conv2d_by_hand
@@ -151,9 +156,9 @@ CONV_WRONG = {
     "dilation used as the step": _loops_conv(dilated_stride=True),
     "padding only left and right": _loops_conv(pad_w_only=True),
     "no padding at all": lambda x, weight, bias=None, stride=1, padding=0, dilation=1:
-        l08.conv2d_by_hand(x, weight, bias, stride, 0, dilation),
+        conv2d_by_hand(x, weight, bias, stride, 0, dilation),
     "float64 result": lambda x, weight, bias=None, stride=1, padding=0, dilation=1:
-        l08.conv2d_by_hand(x.double(), weight.double(), None if bias is None else bias.double(), stride, padding, dilation),
+        conv2d_by_hand(x.double(), weight.double(), None if bias is None else bias.double(), stride, padding, dilation),
 }
 
 
@@ -222,7 +227,7 @@ def _tensor_unfold_conv(x, weight, bias=None, stride=1, padding=0, dilation=1):
     return out if bias is None else out + bias[None, :, None, None]
 
 
-CONV_VALID = {"the lesson's loops": l08._conv2d_loops, "F.unfold": _unfold_conv, "shift and add": _shift_and_add_conv,
+CONV_VALID = {"the lesson's loops": _conv2d_loops, "F.unfold": _unfold_conv, "shift and add": _shift_and_add_conv,
               "scalar loops": _scalar_loops_conv, "Tensor.unfold": _tensor_unfold_conv}
 
 
@@ -295,7 +300,7 @@ def test_conv2d_forbidden_builtins_are_rejected_quoting_the_rule(label):
 def test_conv2d_rule_leaves_no_mode_behind():
     from torch.overrides import _get_current_function_mode_stack
     grading.check(CONV, CONV_CHEATS["F.conv2d"], seed=1)
-    grading.check(CONV, l08.conv2d_by_hand, seed=1)
+    grading.check(CONV, conv2d_by_hand, seed=1)
     assert not _get_current_function_mode_stack()
     assert F.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 3, 3)).item() == 9.0
 
@@ -307,8 +312,8 @@ def test_conv2d_oracle_matches_f_conv2d_across_the_domain():
         x, weight, bias, *rest = case.args + ((None,) if len(case.args) == 2 else ())
         kw = dict(zip(("stride", "padding", "dilation"), rest), **case.kwargs)
         want = F.conv2d(x, weight, bias, **kw)
-        torch.testing.assert_close(l08.conv2d_by_hand(x, weight, bias, **kw), want, rtol=1e-4, atol=1e-4)
-        assert want.shape[2] == l08.conv_output_size(x.shape[2], weight.shape[2], **kw)
+        torch.testing.assert_close(conv2d_by_hand(x, weight, bias, **kw), want, rtol=1e-4, atol=1e-4)
+        assert want.shape[2] == conv_output_size(x.shape[2], weight.shape[2], **kw)
 
 
 # =========================================================================== 3. conv_param_count
@@ -362,7 +367,7 @@ def test_conv_param_count_oracle_matches_nn_conv2d():
         layer = nn.Conv2d(*case.args, **case.kwargs)
         i, o, k = case.args
         assert tuple(layer.weight.shape) == (o, i // case.kwargs.get("groups", 1), *_k(k))
-        assert sum(p.numel() for p in layer.parameters()) == l08.conv_param_count(*case.args, **case.kwargs), case
+        assert sum(p.numel() for p in layer.parameters()) == conv_param_count(*case.args, **case.kwargs), case
 
 
 # =========================================================================== 4. max_pool_by_hand
@@ -392,7 +397,7 @@ POOL_WRONG = {
     "pooled only along the height": _pool_loops(only_rows=True),
     "stride defaults to 1": _pool_loops(stride_one_default=True),
     "relu then pool (max with 0)": lambda x, kernel_size, stride=None:
-        l08.max_pool_by_hand(x.clamp(min=0), kernel_size, stride),
+        max_pool_by_hand(x.clamp(min=0), kernel_size, stride),
     "average pooling": lambda x, kernel_size, stride=None: F.avg_pool2d(x, kernel_size, stride),
 }
 
@@ -453,7 +458,7 @@ POOL_CHEATS = {
 
 def test_max_pool_hard_coded_fixed_cases_are_rejected():
     ex = grading.exercise(POOL)
-    table = [(c.args[0], l08.max_pool_by_hand(*c.args)) for c in ex.edge_cases]
+    table = [(c.args[0], max_pool_by_hand(*c.args)) for c in ex.edge_cases]
 
     def pool(x, kernel_size, stride=None):
         for inp, out in table:
@@ -473,7 +478,7 @@ def test_max_pool_forbidden_builtins_are_rejected_quoting_the_rule(label):
 def test_max_pool_oracle_matches_f_max_pool2d():
     ex = grading.exercise(POOL)
     for case in list(ex.edge_cases) + [ex.cases(Rand(seed)) for seed in range(300)]:
-        torch.testing.assert_close(l08.max_pool_by_hand(*case.args), F.max_pool2d(*case.args), rtol=0, atol=0)
+        torch.testing.assert_close(max_pool_by_hand(*case.args), F.max_pool2d(*case.args), rtol=0, atol=0)
 
 
 # =========================================================================== 5. receptive_field
@@ -565,7 +570,7 @@ def test_receptive_field_cheats_are_rejected():
 def _measured_rf(layers):
     """The receptive field torch measures: gradient of a central output pixel of 1-D convs
     with all-one weights (no cancellation) with respect to the input."""
-    rf = l08.receptive_field(layers)
+    rf = receptive_field(layers)
     size = rf + 4 * math.prod(s for _, s, _ in layers) + 8
     x = torch.zeros(1, 1, size, requires_grad=True)
     h = x
@@ -582,7 +587,7 @@ def test_receptive_field_oracle_matches_gradients_across_the_domain():
     ex = grading.exercise(RF)
     for case in list(ex.edge_cases) + [ex.cases(Rand(seed)) for seed in range(200)]:
         (layers,) = case.args
-        assert l08.receptive_field(layers) == _measured_rf(layers), layers
+        assert receptive_field(layers) == _measured_rf(layers), layers
 
 
 # =========================================================================== 6. SmallVGG
@@ -632,7 +637,7 @@ class VGGDropout(_VGGBase):
                                        nn.MaxPool2d(2), nn.Dropout(0.25)])
 
 
-class VGGChannelsLastFlatten(l08.SmallVGG):
+class VGGChannelsLastFlatten(SmallVGG):
     def forward(self, x):
         return self.classifier[1](self.features(x).permute(0, 2, 3, 1).flatten(1))
 
@@ -644,14 +649,14 @@ class VGGCeilFlatten(_VGGBase):
     shrink = staticmethod(lambda n: -(-n // 2))
 
 
-class VGGHardCodedDigits(l08.SmallVGG):
+class VGGHardCodedDigits(SmallVGG):
     """Ignores the spec: always the digits network."""
 
     def __init__(self, in_channels, num_classes, widths, image_size):
         super().__init__(1, 10, [8, 16], (8, 8))
 
 
-class VGGTwoLinears(l08.SmallVGG):
+class VGGTwoLinears(SmallVGG):
     def __init__(self, in_channels, num_classes, widths, image_size):
         super().__init__(in_channels, num_classes, widths, image_size)
         lin = self.classifier[1]
@@ -659,7 +664,7 @@ class VGGTwoLinears(l08.SmallVGG):
                                         nn.Linear(32, num_classes))
 
 
-class VGGBatchNormEval(l08.SmallVGG):
+class VGGBatchNormEval(SmallVGG):
     """Keeps BatchNorm in eval mode all the time (running statistics while training)."""
 
     def forward(self, x):
@@ -753,7 +758,7 @@ class VGGFrozenFeatures(VGGFunctional):
         return self.out(torch.flatten(x, 1))
 
 
-class VGGDetachedFeatures(l08.SmallVGG):
+class VGGDetachedFeatures(SmallVGG):
     def forward(self, x):
         return self.classifier(self.features(x).detach())
 
@@ -776,10 +781,10 @@ def test_small_vgg_oracle_shapes_and_counts():
     ex = grading.exercise(VGG)
     for case in list(ex.edge_cases) + [ex.cases(Rand(seed)) for seed in range(60)]:
         c_in, n_cls, widths, (h, w) = case.args
-        model = l08.SmallVGG(c_in, n_cls, widths, (h, w))
+        model = SmallVGG(c_in, n_cls, widths, (h, w))
         feats = model.features(torch.zeros(2, c_in, h, w))
         assert model.classifier[1].in_features == feats[0].numel()  # torch's own shape
-        want = sum(l08.conv_param_count(a, b, 3, bias=False) + 2 * b for a, b in zip([c_in, *widths], widths))
+        want = sum(conv_param_count(a, b, 3, bias=False) + 2 * b for a, b in zip([c_in, *widths], widths))
         want += feats[0].numel() * n_cls + n_cls
         assert sum(p.numel() for p in model.parameters()) == want
         assert model(torch.zeros(1, c_in, h, w)).shape == (1, n_cls)
@@ -812,4 +817,4 @@ def test_verdicts_do_not_depend_on_the_seed():
     for seed in (1, 2, 3, 99, 12345):
         assert grading.check(CONV, CONV_WRONG["true convolution (flipped kernel)"], seed=seed).mistake == "flipped_kernel"
         assert grading.check(SIZE, SIZE_WRONG["ceil"], seed=seed).mistake == "ceil_not_floor"
-        assert grading.check(POOL, l08._pool_variant(zero_start=True), seed=seed).mistake == "zero_start"
+        assert grading.check(POOL, _pool_variant(zero_start=True), seed=seed).mistake == "zero_start"

@@ -9,7 +9,6 @@ ever reaches the input that exposes it.
 from __future__ import annotations
 
 import collections
-import copy
 
 import numpy as np
 import pytest
@@ -138,7 +137,7 @@ def _loader_case(case):
 def test_evaluate_matches_cross_entropy_and_sklearn_accuracy_on_all_samples():
     from sklearn.metrics import accuracy_score
 
-    from course_utils.exercises.l05_training_loop import _model_for
+    from course_utils.exercises.l05_training_loop._kit import _model_for
 
     ref = grading.reference("05_training_loop.evaluate")
     for case in _cases("05_training_loop.evaluate", range(40)):
@@ -155,7 +154,8 @@ def test_evaluate_matches_cross_entropy_and_sklearn_accuracy_on_all_samples():
 
 
 def test_accumulated_step_matches_one_step_on_the_concatenated_batch():
-    from course_utils.exercises.l05_training_loop import _acc_run, _flat
+    from course_utils.exercises.l05_training_loop._kit import _flat
+    from course_utils.exercises.l05_training_loop.accumulated_step import _run as _acc_run
 
     ref = grading.reference("05_training_loop.accumulated_step")
 
@@ -181,7 +181,7 @@ def _flat_after(fn, case, flat):
 def test_warmup_cosine_matches_linear_then_cosine_annealing():
     from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, SequentialLR
 
-    from course_utils.exercises.l05_training_loop import _wc_run
+    from course_utils.exercises.l05_training_loop.warmup_cosine import _run as _wc_run
 
     ref = grading.reference("05_training_loop.warmup_cosine")
     for case in _cases("05_training_loop.warmup_cosine", range(60)):
@@ -210,92 +210,3 @@ def test_confusion_matrix_matches_sklearn():
             continue
         oracle = sk_confusion_matrix(targets.numpy(), preds.numpy(), labels=list(range(k)))
         np.testing.assert_array_equal(cm.numpy(), oracle)
-
-
-# --------------------------------------------------------------------------- 07
-def test_load_state_dict_cpu_matches_torch_consume_prefix_helper(tmp_path):
-    from course_utils.exercises.l07_persistence import _run_cpu
-
-    ref = grading.reference("07_persistence.load_state_dict_cpu")
-
-    def oracle(path):
-        sd = torch.load(path, map_location="cpu", weights_only=True)
-        torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "module.")
-        return sd
-
-    for case in _cases("07_persistence.load_state_dict_cpu", range(40)):
-        mine, theirs = _run_cpu(ref, case), _run_cpu(oracle, case)
-        assert sorted(mine) == sorted(k for k in theirs if k != "_metadata")  # the helper reorders keys
-        assert all(torch.equal(mine[k], theirs[k]) and mine[k].device.type == "cpu" for k in mine)
-
-
-def test_load_matching_agrees_with_what_load_state_dict_reports_missing():
-    from course_utils.exercises.l07_persistence import _run_matching
-
-    ref = grading.reference("07_persistence.load_matching")
-    for case in _cases("07_persistence.load_matching", range(40)):
-        model, state_dict = case.args
-        own = {k: v.shape for k, v in model.state_dict().items()}
-        skipped, after = _run_matching(ref, copy.deepcopy(case))
-        # oracle: torch's own bookkeeping of a non-strict load of the shape-matching entries
-        twin = copy.deepcopy(model)
-        result = twin.load_state_dict({k: v for k, v in state_dict.items() if k in own and v.shape == own[k]},
-                                      strict=False)
-        assert skipped == sorted(result.missing_keys)
-        assert all(torch.equal(after[k], v) for k, v in twin.state_dict().items())
-
-
-# --------------------------------------------------------------------------- 06
-def test_to_device_matches_pytree_map():
-    from torch.utils._pytree import tree_flatten, tree_map
-
-    ref = grading.reference("06_gpu_amp_ddp.to_device")
-    for case in _cases("06_gpu_amp_ddp.to_device", range(100)):
-        (batch,) = case.args
-        got = ref(batch, torch.device("meta"))
-        oracle = tree_map(lambda v: v.to("meta") if isinstance(v, torch.Tensor) else v, batch)
-        leaves_got, spec_got = tree_flatten(got)
-        leaves_oracle, spec_oracle = tree_flatten(oracle)
-        assert spec_got == spec_oracle  # same containers (namedtuples included), same keys
-        for a, b in zip(leaves_got, leaves_oracle):
-            assert type(a) is type(b)
-            if isinstance(a, torch.Tensor):
-                assert a.device == b.device and a.dtype == b.dtype and a.shape == b.shape
-            else:
-                assert a == b
-
-
-def test_shard_indices_matches_distributed_sampler():
-    from torch.utils.data import DistributedSampler
-
-    ref = grading.reference("06_gpu_amp_ddp.shard_indices")
-    for case in _cases("06_gpu_amp_ddp.shard_indices", range(300)):
-        n, world_size, rank, epoch = case.args
-        sampler = DistributedSampler(range(n), num_replicas=world_size, rank=rank, **case.kwargs)
-        sampler.set_epoch(epoch)
-        assert ref(n, world_size, rank, epoch, **case.kwargs) == list(sampler)
-
-
-def test_data_parallel_grads_equal_the_full_batch_gradient():
-    ref = grading.reference("06_gpu_amp_ddp.data_parallel_grads")
-    for case in _cases("06_gpu_amp_ddp.data_parallel_grads", range(60)):
-        model, loss_fn, X, y, world_size = copy.deepcopy(case.args)
-        got = ref(model, loss_fn, X, y, world_size)
-        full = torch.autograd.grad(loss_fn(model(X), y), list(model.parameters()))
-        for a, b in zip(got, full):
-            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
-
-
-def test_checkpointed_forward_matches_a_plain_forward_and_its_gradients():
-    ref = grading.reference("06_gpu_amp_ddp.checkpointed_forward")
-    for case in _cases("06_gpu_amp_ddp.checkpointed_forward", range(30)):
-        blocks, x = copy.deepcopy(case.args)
-        x = x.detach().requires_grad_()
-        out = ref(blocks, x)
-        plain = x
-        for b in blocks:
-            plain = b(plain)
-        torch.testing.assert_close(out, plain)
-        params = list(blocks.parameters()) + [x]
-        for a, b in zip(torch.autograd.grad(out.sum(), params), torch.autograd.grad(plain.sum(), params)):
-            torch.testing.assert_close(a, b)

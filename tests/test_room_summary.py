@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from course_utils.instructor import progress_cli, room
+from course_utils import progress_cli
+from course_utils.instructor import room
 
 A, B, C = "99_demo.first", "99_demo.second", "99_demo.third"
 IDS = [A, B, C]
@@ -149,7 +150,8 @@ def test_cli_without_logs_is_a_usage_error(tmp_path, capsys):
 def test_cli_show_prints_one_learners_progress(logs, capsys):
     assert progress_cli.main(["show", str(logs / "cy.jsonl")]) == 0
     out = capsys.readouterr().out
-    assert "99_demo.first" in out and "exercises correct" in out
+    # the same rendering as the dashboard's (course_utils.progress_view): by lesson, then exercise
+    assert "99 · demo" in out and "✅ first" in out and "exercises correct" in out
 
 
 def test_room_shows_the_predictions_the_room_got_wrong_at_the_first_try():

@@ -21,7 +21,7 @@ from .calls import answer_grad_mode
 from .compare import compare
 from .feedback import Result
 from .notebook import exercises_for
-from .predict import predictions_for as predictions_for
+from .notebook import predictions_for as predictions_for
 from .registry import register
 from .runner import run_check
 from .spec import Case, Compare, Exercise, Incorrect, Mistake, Rand

@@ -1,16 +1,22 @@
 """The learner-facing side: ``ex = exercises_for("01_tensors")``, then
 ``ex.normalize_rows.check(normalize_rows)``, ``ex.normalize_rows.hint()`` and
-``ex.normalize_rows.solution()``. Every call is logged to the progress log."""
+``ex.normalize_rows.solution()``; ``quiz = predictions_for("01_tensors")``, then
+``quiz.int_div_dtype(answer)``.
+
+These handles are the only part of the grading core that writes the progress log: every call
+is logged here, after the checker (:mod:`.runner`, :mod:`.predict`), which never imports
+:mod:`course_utils.progress`, has given its verdict."""
 
 from __future__ import annotations
 
 import inspect
 import textwrap
 import types
+from collections.abc import Mapping
 from typing import Any
 
 from .. import progress
-from . import registry
+from . import predict, registry
 from .feedback import Note, Result
 from .runner import run_check, warm_up
 from .spec import Exercise
@@ -110,3 +116,63 @@ class LessonExercises:
 def exercises_for(lesson: str) -> LessonExercises:
     """The exercises of ``lesson`` (a notebook stem such as ``"01_tensors"``)."""
     return LessonExercises(lesson)
+
+
+# ---------------------------------------------------------------------- predict-the-output
+
+
+class PredictHandle:
+    """``quiz.<name>(answer)`` checks; ``quiz.<name>`` shows the question."""
+
+    __slots__ = ("_id",)
+    _id: str
+
+    def __init__(self, question_id: str):
+        object.__setattr__(self, "_id", question_id)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("predict questions are read-only")
+
+    def __call__(self, answer: Any = ...) -> Result:
+        result = predict.check(self._id, answer)
+        progress.log_event("prediction", self._id, status=result.status, mistake=result.mistake)
+        return result
+
+    def __repr__(self) -> str:
+        q = predict.QUESTIONS[self._id]
+        return f"<predict {q.id}: {q.prompt} Answer with {predict.HOW[q.kind]}.>"
+
+
+class LessonPredictions:
+    """The predict questions of one lesson, as attributes: ``quiz.int_div_dtype(...)``."""
+
+    _lesson: str
+    _handles: Mapping[str, PredictHandle]
+
+    def __init__(self, lesson: str):
+        names = {q.name: PredictHandle(q.id) for q in predict.QUESTIONS.values() if q.lesson == lesson}
+        object.__setattr__(self, "_lesson", lesson)
+        object.__setattr__(self, "_handles", types.MappingProxyType(names))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("predict questions are read-only")
+
+    def __getattr__(self, name: str) -> PredictHandle:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._handles[name]
+        except KeyError:
+            raise AttributeError(f"Lesson {self._lesson} has no predict question {name!r}; "
+                                 f"it has: {', '.join(self._handles)}") from None
+
+    def __dir__(self) -> list[str]:
+        return list(self._handles)
+
+    def __repr__(self) -> str:
+        return f"Predict questions of {self._lesson}: " + ", ".join(self._handles)
+
+
+def predictions_for(lesson: str) -> LessonPredictions:
+    """The predict-the-output questions of ``lesson`` (a notebook stem such as ``"01_tensors"``)."""
+    return LessonPredictions(lesson)

@@ -25,16 +25,13 @@ from __future__ import annotations
 import ast
 import builtins
 import math
-import types
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Any
 
+from . import predict_questions  # noqa: F401  (declares the questions)
 from .feedback import Result
-
-Kind = Literal["shape", "dtype", "value", "exception"]
+from .question import ALL, Question
 
 # How to write an answer; the examples are deliberately answers to none of the questions.
 HOW = {
@@ -43,32 +40,6 @@ HOW = {
     "value": "a value such as `42`, `0.25`, `True`, `None` or `['a', 'b']`",
     "exception": "the name of an exception such as `'KeyError'` (or the class itself)",
 }
-
-
-@dataclass(frozen=True)
-class Question:
-    """One predict-the-output question. ``code`` is run (``torch``, ``nn``, ``F`` and ``np``
-    imported, torch seeded with 0) and its last line is the expression asked about; for
-    ``kind="exception"`` the code must raise, and the answer is the exception's class name."""
-
-    id: str  # "<lesson stem>.<name>"
-    kind: Kind
-    prompt: str
-    code: str
-    explanation: str
-    shows: str = ""  # text of the notebook code cell, after the question, that shows the answer
-
-    @property
-    def lesson(self) -> str:
-        return self.id.split(".", 1)[0]
-
-    @property
-    def name(self) -> str:
-        return self.id.split(".", 1)[1]
-
-    @property
-    def shown_by(self) -> str:
-        return self.shows or self.code.strip().splitlines()[-1].strip()
 
 
 # ---------------------------------------------------------------------- the answer, computed
@@ -310,87 +281,16 @@ def check(question_id: str, answer: Any) -> Result:
                   details=[q.explanation])
 
 
-# ---------------------------------------------------------------------- the learner's side
-
-
-class PredictHandle:
-    """``quiz.<name>(answer)`` checks; ``quiz.<name>`` shows the question."""
-
-    __slots__ = ("_id",)
-    _id: str
-
-    def __init__(self, question_id: str):
-        object.__setattr__(self, "_id", question_id)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("predict questions are read-only")
-
-    def __call__(self, answer: Any = ...) -> Result:
-        from .. import progress  # the notebook-facing handle writes the log, not the checker
-
-        result = check(self._id, answer)
-        progress.log_event("prediction", self._id, status=result.status, mistake=result.mistake)
-        return result
-
-    def __repr__(self) -> str:
-        q = QUESTIONS[self._id]
-        return f"<predict {q.id}: {q.prompt} Answer with {HOW[q.kind]}.>"
-
-
-class LessonPredictions:
-    """The predict questions of one lesson, as attributes: ``quiz.int_div_dtype(...)``."""
-
-    _lesson: str
-    _handles: Mapping[str, PredictHandle]
-
-    def __init__(self, lesson: str):
-        names = {q.name: PredictHandle(q.id) for q in QUESTIONS.values() if q.lesson == lesson}
-        object.__setattr__(self, "_lesson", lesson)
-        object.__setattr__(self, "_handles", types.MappingProxyType(names))
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("predict questions are read-only")
-
-    def __getattr__(self, name: str) -> PredictHandle:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return self._handles[name]
-        except KeyError:
-            raise AttributeError(f"Lesson {self._lesson} has no predict question {name!r}; "
-                                 f"it has: {', '.join(self._handles)}") from None
-
-    def __dir__(self) -> list[str]:
-        return list(self._handles)
-
-    def __repr__(self) -> str:
-        return f"Predict questions of {self._lesson}: " + ", ".join(self._handles)
-
-
-def predictions_for(lesson: str) -> LessonPredictions:
-    """The predict-the-output questions of ``lesson`` (a notebook stem such as ``"01_tensors"``)."""
-    return LessonPredictions(lesson)
-
-
 # ---------------------------------------------------------------------- the questions
-
-_ALL: list[Question] = []
-
-
-def _q(id: str, kind: Kind, prompt: str, code: str, explanation: str, shows: str = "") -> None:
-    _ALL.append(Question(id, kind, prompt, code.strip(), explanation, shows))
-
 
 QUESTIONS: dict[str, Question] = {}
 
 
 def _register() -> None:
-    for q in _ALL:
+    for q in ALL:
         if q.id in QUESTIONS:
             raise ValueError(f"duplicate predict question {q.id}")
         QUESTIONS[q.id] = q
 
-
-from . import predict_questions as _questions  # noqa: F401  (declares the questions with _q)
 
 _register()

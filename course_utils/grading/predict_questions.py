@@ -6,7 +6,7 @@ shows the answer (tests/test_predict.py checks the question sits before it)."""
 
 from __future__ import annotations
 
-from .predict import _q
+from .question import _q
 
 # ---------------------------------------------------------------------- 00 start here
 _q("00_start_here.sum_dim0_shape", "shape",

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
 
-COLUMNS = ("student", "notebook", "exercise", "status", "mistake", "points", "max_points")
+from .grade_report import COLUMNS, NotebookReport, Row, shown
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS notebooks (
@@ -34,11 +34,6 @@ CREATE TABLE IF NOT EXISTS grades (
     path_bytes BLOB NOT NULL, sha256 TEXT NOT NULL, exercise TEXT NOT NULL, status TEXT, mistake TEXT,
     detail TEXT, points REAL, max_points REAL, PRIMARY KEY (path_bytes, sha256, exercise));
 """
-
-
-def shown(path: str | os.PathLike[str]) -> str:
-    """A file name as text: undecodable bytes escaped, never an exception."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def digest(path: Path) -> str:
@@ -89,8 +84,6 @@ class Gradebook:
 
     def load(self, path: Path, sha: str) -> Any:
         """A stored report (for notebooks skipped on resume)."""
-        from .grade import NotebookReport, Row
-
         key = os.fsencode(path)
         with self.lock:
             nb = self.db.execute("SELECT path, student, lesson, error, problems, seconds FROM notebooks "

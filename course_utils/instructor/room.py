@@ -2,11 +2,29 @@
 
     python -m course_utils progress summary logs/ --plot room.png
     python -m course_utils progress summary /home/*/.pytorch_course/progress.jsonl --watch 30
+        [--plot room.png] [--csv room.csv] [--json room.json]
+        [--since MINUTES] [--stuck-after N] [--watch SECONDS] [--all]
 
 For every exercise: how many learners attempted it, how many passed (pass rate), the median
 number of checks (all attempts, and until the first pass), hints and solution views, the most
 common named mistakes, and who is *stuck* (checked it at least ``stuck_after`` times, or viewed
 the solution, without passing yet) or *working on it now* (their latest event is on it).
+
+The command (``progress summary``, :func:`main`) merges learners' ``progress.jsonl`` files
+(files or folders searched for ``*.jsonl``) into one table: per exercise, learners who tried,
+passed, pass rate, median checks, hints, solution views, how many are stuck (checked at least
+``--stuck-after`` times or viewed the solution without passing) and how many are working on it
+now, and the most common named mistakes; then the exercises where people are stuck, with their
+names. ``--watch`` redraws it every few seconds (Ctrl-C stops) for a live signal during a
+workshop.
+
+Every reader skips malformed lines (garbage, half-written lines, wrong types, absurd values)
+and says how many it skipped; a missing or unreadable log is named, and the exit status is
+non-zero (the room view still shows every good event of the logs it could read).
+
+Collecting logs: on a JupyterHub the instructor can read ``/home/*/.pytorch_course/progress.jsonl``
+directly; otherwise learners hand in that file (or set ``COURSE_PROGRESS_LOG`` to a shared
+folder, one file per learner).
 
 Logs are the learners' ``progress.jsonl`` files (see :mod:`course_utils.progress`); one file
 may hold several learners (the ``learner`` field of each event). Reading reuses
@@ -16,11 +34,13 @@ may hold several learners (the ``learner`` field of each event). Reading reuses
 
 from __future__ import annotations
 
+import argparse
 import html
 import json
 import os
 import random
 import statistics
+import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -429,3 +449,54 @@ def _mistake_ids(ids: list[str]) -> dict[str, list[str]]:
     except Exception:  # noqa: BLE001
         pass
     return out
+
+
+# ---------------------------------------------------------------------- the command
+
+
+def _run(args: argparse.Namespace) -> int:
+    files = log_files(args.files)
+    if not files:
+        print("no progress logs found in " + ", ".join(args.files), file=sys.stderr)
+        return 2
+    since = time.time() - 60 * args.since if args.since else None
+    while True:
+        room = room_summary(args.files, stuck_after=args.stuck_after, since=since)
+        if args.watch:
+            print("\x1b[2J\x1b[H", end="")
+            print(time.strftime("%H:%M:%S"), "(refreshing every", args.watch, "s; Ctrl-C stops)\n")
+        print(room.text(args.all))
+        if args.plot:
+            room.plot(args.plot, all_rows=args.all)
+            print(f"\nwrote {args.plot}")
+        if args.csv:
+            room.write_csv(args.csv)
+            print(f"wrote {args.csv}")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(room.to_dict(), fh, indent=1)
+            print(f"wrote {args.json}")
+        if not args.watch:
+            if room.unreadable:
+                print("progress summary: could not read " + "; ".join(room.unreadable), file=sys.stderr)
+            return 1 if room.unreadable else 0
+        try:
+            time.sleep(args.watch)
+        except KeyboardInterrupt:
+            return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m course_utils progress summary FILES...`` (dispatched by :mod:`course_utils.progress_cli`)."""
+    ap = argparse.ArgumentParser(prog="python -m course_utils progress summary", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+", metavar="FILE", help="progress logs, or folders of *.jsonl logs")
+    ap.add_argument("--plot", metavar="PNG", help="also save a bar chart per exercise")
+    ap.add_argument("--csv", metavar="FILE", help="write the per-exercise table as CSV")
+    ap.add_argument("--json", metavar="FILE", help="write the room view as JSON")
+    ap.add_argument("--since", type=float, metavar="MINUTES", help="only events of the last MINUTES")
+    ap.add_argument("--stuck-after", type=int, default=STUCK_AFTER,
+                    help=f"checks without a pass that count as stuck (default {STUCK_AFTER})")
+    ap.add_argument("--all", action="store_true", help="also list exercises nobody has touched yet")
+    ap.add_argument("--watch", type=float, metavar="SECONDS", help="redraw every SECONDS until Ctrl-C")
+    return _run(ap.parse_args(argv))

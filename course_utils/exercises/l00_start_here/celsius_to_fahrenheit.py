@@ -1,4 +1,9 @@
-"""Exercises of 00_start_here: one warm-up to learn how checking works."""
+"""celsius_to_fahrenheit: F = C × 9/5 + 32 on a tensor of any shape and dtype.
+
+Subtle: a loop over ``.tolist()`` or ``.item()`` breaks on 2-D and 0-d tensors, ``.float()``
+breaks float64, an in-place ``mul_`` changes the caller's tensor, and a result that requires
+grad turns data into a parameter.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +11,36 @@ import torch
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
+from . import LESSON
 
+
+# --- reference
 def celsius_to_fahrenheit(celsius: torch.Tensor) -> torch.Tensor:
     return celsius * 9 / 5 + 32
 
 
-def _run(answer, case: Case):
-    out = answer(*case.args, **case.kwargs)
-    if isinstance(out, torch.Tensor) and out.requires_grad and not case.args[0].requires_grad:
-        raise Incorrect("requires_grad", "Your result requires grad although the temperatures do not: a "
-                        "conversion is data, not a parameter. Drop the `requires_grad_()` (or `requires_grad=True`).")
-    return out
-
-
+# --- cases
 def _cases(r: Rand) -> Case:
     return Case((r.randn(r.integer(1, 6), r.integer(1, 6)) * 30,))
 
 
+# --- run and probes
+def _run(answer, case: Case):
+    out = answer(*case.args, **case.kwargs)
+    if isinstance(out, torch.Tensor) and out.requires_grad and not case.args[0].requires_grad:
+        raise Incorrect("requires_grad")
+    return out
+
+
+# --- wrong answers
+def _requires_grad(c):
+    return celsius_to_fahrenheit(c).requires_grad_()
+
+
+# --- declaration
 register(
     Exercise(
-        lesson="00_start_here",
+        lesson=LESSON,
         name="celsius_to_fahrenheit",
         title="Convert a tensor of temperatures from Celsius to Fahrenheit",
         reference=celsius_to_fahrenheit,
@@ -52,6 +67,9 @@ register(
             Mistake("mutated_input", "Your function modified the tensor it was given. Compute a new tensor instead "
                     "(`celsius * 9 / 5 + 32`, not `celsius.mul_(...)`).",
                     lambda c: c.mul_(9 / 5).add_(32), match_output=False),
+            Mistake("requires_grad", "Your result requires grad although the temperatures do not: a conversion "
+                    "is data, not a parameter. Drop the `requires_grad_()` (or `requires_grad=True`).",
+                    _requires_grad, match_output=False),
         ],
         # tolerance: c * 9 / 5 + 32, c * 1.8 + 32 and (9 * c + 160) / 5 differ by a few float32
         # ulp (1.8 is not exact in binary); assert_close's float defaults (rtol 1.3e-6) cover them

@@ -1,0 +1,99 @@
+"""image_to_tensor: a uint8 NumPy image (H, W) becomes a float32 tensor (1, H, W) in [0, 1].
+
+Subtle: ``torch.from_numpy`` shares the array's memory (an in-place op on it changes the
+caller's image) and refuses negative strides (a flipped image); dividing by the image's own
+maximum, or NumPy's float64 division, gives values that look right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+
+from . import LESSON
+
+
+# --- reference
+def image_to_tensor(image):
+    # ascontiguousarray: a flipped image (negative strides) is still "a uint8 array (H, W)", and
+    # torch.from_numpy refuses negative strides
+    return torch.from_numpy(np.ascontiguousarray(image)).float().div(255).unsqueeze(0)
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    h, w = r.integer(2, 9), r.integer(2, 9)
+    return Case((r.randint(0, 256, (h, w)).to(torch.uint8).numpy(),))
+
+
+# --- run and probes
+def _run(answer, case: Case):
+    """Call the answer on a copy of the array it was given, then check that array: the
+    framework's mutation check looks at tensors; an image is a NumPy array."""
+    (image,) = case.args
+    before = image.copy()
+    out = answer(image)
+    if not np.array_equal(image, before):
+        raise Incorrect("mutated_input")
+    if isinstance(out, torch.Tensor) and out.requires_grad:
+        raise Incorrect("requires_grad")
+    return out
+
+
+# --- wrong answers
+def _zeroes_the_image(image):
+    out = image_to_tensor(image)
+    image[...] = 0
+    return out
+
+
+def _requires_grad(image):
+    return image_to_tensor(image).requires_grad_()
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="image_to_tensor",
+    title="Turn a uint8 NumPy image (H, W) into a float32 tensor (1, H, W) in [0, 1]",
+    reference=image_to_tensor, cases=_cases, run=_run,
+    edge_cases=[
+        Case((np.array([[0, 255], [51, 102]], dtype=np.uint8),), label="a 2x2 image", show_inputs=True),
+        # no 255 in it: dividing by the image's own max is not dividing by 255; H != W
+        Case((np.array([[0, 51, 102], [153, 204, 17]], dtype=np.uint8),), label="a 2x3 image (H=2, W=3)",
+             show_inputs=True),
+        # a transposed (non-contiguous) array, as after `image.T` or cropping with a step
+        Case((np.arange(0, 240, 20, dtype=np.uint8).reshape(3, 4).T,),
+             label="a non-contiguous 4x3 image (the transpose of a 3x4 array)"),
+        Case((np.zeros((1, 1), dtype=np.uint8),), label="a 1x1 black image", show_inputs=True),
+        Case((np.full((1, 5), 255, dtype=np.uint8),), label="a 1x5 white image", show_inputs=True),
+    ],
+    mistakes=[
+        Mistake("divided_by_max", "You divided by the image's own maximum; pixel values are scaled by "
+                "the fixed 255 (an image with no white pixel must not become brighter).",
+                lambda a: torch.from_numpy(a).float().div(float(a.max())).unsqueeze(0)),
+        Mistake("numpy_float64", "Your values are right but float64 (NumPy's default after `image / 255.0`, "
+                "or a `.double()`); the exercise asks for float32: convert with `.float()`, then divide.",
+                lambda a: torch.from_numpy(a / 255.0).unsqueeze(0)),
+        Mistake("not_scaled", "The values should be in [0, 1]: divide by 255.",
+                lambda a: torch.from_numpy(a).float().unsqueeze(0)),
+        Mistake("no_channel_dim", "The result needs a leading channel dimension of size 1: "
+                "`.unsqueeze(0)` turns (H, W) into (1, H, W).",
+                lambda a: torch.from_numpy(a).float() / 255),
+        Mistake("integer_division", "`// 255` is integer division: almost every pixel becomes 0. "
+                "Convert to float first, then use `/`.",
+                lambda a: (torch.from_numpy(a) // 255).float().unsqueeze(0)),
+        Mistake("mutated_input", "Your code changed the NumPy image it was given (an assignment into "
+                "`image[...]` or an in-place op on `torch.from_numpy(image)`, which shares its memory). Leave "
+                "the caller's image as it was: `.float()` makes a copy to work on.",
+                _zeroes_the_image, match_output=False),
+        Mistake("requires_grad", "Your tensor requires grad; an image converted from NumPy is data, not a "
+                "parameter. Drop the `requires_grad_()`.", _requires_grad, match_output=False),
+    ],
+    hints=[
+        "Three steps: NumPy to tensor, to float32, divide by 255, and add a dimension in front.",
+        "`torch.from_numpy(image)` shares memory with the array; `.float()` makes a float32 copy.",
+        "`torch.from_numpy(image).float() / 255` then `.unsqueeze(0)`.",
+    ],
+))

@@ -1,0 +1,73 @@
+"""normalize_rows: divide each row of a matrix by its sum, so that every row sums to 1.
+
+Subtle: ``x.sum(dim=1)`` without ``keepdim`` broadcasts against the columns (and a square matrix
+hides it); a single row makes dividing by the total sum right; the result must be a new tensor.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
+
+from . import LESSON
+
+
+# --- reference
+def normalize_rows(x):
+    return x / x.sum(dim=1, keepdim=True)
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    rows = r.integer(1, 6)
+    cols = r.choice([c for c in range(2, 8) if c != rows])
+    return Case((r.rand(rows, cols) + 0.05,))
+
+
+_EDGE_CASES = [
+    Case((torch.tensor([[1.0, 1.0, 2.0], [3.0, 1.0, 0.0], [2.0, 2.0, 4.0]]),), label="a 3x3 matrix", show_inputs=True),
+    # one row: dividing by the total sum is right here, so random cases must not decide
+    Case((torch.tensor([[2.0, 6.0, 8.0, 4.0]]),), label="a single row", show_inputs=True),
+    # one column: every result is 1; `/ x.sum(dim=1)` broadcasts to (3, 3)
+    Case((torch.tensor([[5.0], [0.5], [2.0]]),), label="a single column", show_inputs=True),
+    Case((torch.tensor([[1.0, 3.0], [2.0, 2.0], [9.0, 1.0]], dtype=torch.float64),),
+         label="a 3x2 float64 matrix (keep its dtype)", show_inputs=True),
+    Case((torch.tensor([[1e6, 3e6, 4e6], [2e-3, 5e-3, 3e-3]]),),
+         label="rows of very large and very small numbers", show_inputs=True),
+]
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="normalize_rows",
+    title="Divide each row by its sum so that every row sums to 1",
+    reference=normalize_rows, cases=_cases, edge_cases=_EDGE_CASES,
+    compare=Compare(views=True),
+    mistakes=[
+        Mistake("divided_by_max", "You divided each row by its largest value; divide by the row's "
+                "sum (`x.sum(dim=1, keepdim=True)`) so that it sums to 1.",
+                lambda x: x / x.max(dim=1, keepdim=True).values),
+        Mistake("l2_norm", "You divided by the Euclidean length of each row (L2 norm); rows must "
+                "*sum* to 1, so divide by the plain row sums.",
+                lambda x: x / x.norm(dim=1, keepdim=True)),
+        Mistake("wrong_dim", "You normalised the columns (`dim=0`); rows are summed over `dim=1`.",
+                lambda x: x / x.sum(dim=0, keepdim=True)),
+        Mistake("no_keepdim", "`x.sum(dim=1)` has shape (rows,), which broadcasts against the "
+                "*columns*. Keep the summed dimension: `x.sum(dim=1, keepdim=True)` has shape (rows, 1).",
+                lambda x: x / x.sum(dim=1)),
+        Mistake("total_sum", "You divided by the sum of the whole matrix; each row needs its own sum.",
+                lambda x: x / x.sum()),
+        Mistake("softmax", "Softmax also makes rows sum to one, but it exponentiates first: "
+                "divide by the plain row sums.", lambda x: x.softmax(dim=1)),
+        Mistake("mutated_input", "`x /= ...` (or `x.div_`) changed the caller's tensor. Return "
+                "`x / ...`, a new tensor.", lambda x: x.div_(x.sum(dim=1, keepdim=True)),
+                match_output=False),
+    ],
+    hints=[
+        "Sum along the columns of each row (`dim=1`), then divide; broadcasting does the rest "
+        "if the shapes line up.",
+        "A (rows, cols) tensor divided by a (rows, 1) tensor divides each row by its own number.",
+        "`x / x.sum(dim=1, keepdim=True)`.",
+    ],
+))

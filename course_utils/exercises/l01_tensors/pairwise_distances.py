@@ -1,0 +1,92 @@
+"""pairwise_distances: Euclidean distances between every row of a (N, D) and every row of b (M, D).
+
+Subtle: the pairing must come from broadcasting, (N, 1, D) against (1, M, D), not from Python
+loops (a probe reads the answer's code); square inputs (N = M) hide a transposed result.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+
+from .._source_rules import python_loop
+from . import LESSON
+
+_RULE = "No Python loops: give the two tensors shapes that broadcast."
+
+
+# --- reference
+def pairwise_distances(a, b):
+    return (a[:, None, :] - b[None, :, :]).pow(2).sum(dim=-1).sqrt()
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    n, m = r.integer(1, 6), r.integer(1, 6)
+    d = r.choice([k for k in range(1, 6) if k not in (n, m)] or [7])
+    return Case((r.randn(n, d), r.randn(m, d)))
+
+
+_EDGE_CASES = [
+    Case((torch.tensor([[0.0, 0.0], [3.0, 4.0]]), torch.tensor([[0.0, 0.0], [6.0, 8.0], [3.0, 0.0]])),
+         label="points (0,0), (3,4) against (0,0), (6,8), (3,0)", show_inputs=True),
+    # N = M = 1 and D = 1: transposes and wrong sum dims have the right shape here
+    Case((torch.tensor([[2.0]]), torch.tensor([[-1.5]])), label="one 1-D point against one", show_inputs=True),
+    # N = M: (M, N) has the right shape; duplicate points are at distance 0
+    Case((torch.tensor([[1.0, 2.0, 2.0], [0.0, 0.0, 0.0], [1.0, 2.0, 2.0]]),
+          torch.tensor([[1.0, 2.0, 2.0], [4.0, 0.0, 3.0], [-2.0, -1.0, 0.0]])),
+         label="3 points against 3, with duplicates", show_inputs=True),
+    # negative coordinates: a difference's sign must not matter
+    Case((torch.tensor([[1.0, -2.0], [-3.0, 4.0]]), torch.tensor([[0.5, 0.5], [-1.0, 2.0], [10.0, -10.0]])),
+         label="negative coordinates", show_inputs=True),
+]
+
+
+# --- run and probes
+def _no_loops(answer, r: Rand) -> None:
+    kind = python_loop(answer)
+    if kind is not None:
+        raise Incorrect("python_loop", kind=kind)
+
+
+# --- wrong answers
+def _loops(a, b):
+    out = torch.zeros(len(a), len(b))
+    for i in range(len(a)):
+        for j in range(len(b)):
+            out[i, j] = torch.sqrt(((a[i] - b[j]) ** 2).sum())
+    return out
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="pairwise_distances",
+    title="Euclidean distances between every row of a (N, D) and every row of b (M, D): (N, M)",
+    reference=pairwise_distances, cases=_cases, edge_cases=_EDGE_CASES,
+    # |a-b|^2 computed as |a|^2 + |b|^2 - 2 a.b (a valid answer, and cdist's method on big
+    # inputs) loses about eps32 * (|a|^2 + |b|^2) ~ 1e-6 absolutely before the square root;
+    # on the generator's points (|a|^2 <= ~40, distances >= ~0.05 apart or exactly equal)
+    # that is <= 1e-4 after it. Every listed mistake is off by >= 0.1.
+    compare=Compare(rtol=1e-4, atol=1e-4),
+    probes=[_no_loops],
+    mistakes=[
+        Mistake("squared", "Those are squared distances: take the square root at the end.",
+                lambda a, b: (a[:, None, :] - b[None, :, :]).pow(2).sum(-1)),
+        Mistake("transposed", "Rows of the result belong to `a` and columns to `b`: (N, M), not (M, N).",
+                lambda a, b: pairwise_distances(b, a)),
+        Mistake("manhattan", "You summed absolute differences (Manhattan distance); Euclidean is "
+                "the square root of the sum of squares.",
+                lambda a, b: (a[:, None, :] - b[None, :, :]).abs().sum(-1)),
+        Mistake("wrong_sum_dim", "After `a[:, None, :] - b[None, :, :]` the shape is (N, M, D): sum "
+                "over the last dimension (the coordinates).",
+                lambda a, b: (a[:, None, :] - b[None, :, :]).pow(2).sum(0).sqrt()),
+        Mistake("python_loop", f"The exercise says: “{_RULE}” Your `pairwise_distances` uses a Python "
+                "{kind} loop. Let broadcasting do the pairing instead.", _loops, match_output=False),
+    ],
+    hints=[
+        "Give `a` shape (N, 1, D) and `b` shape (1, M, D): their difference broadcasts to (N, M, D).",
+        "`a[:, None, :] - b[None, :, :]`, square, sum over the last dim, square root.",
+        "`((a[:, None, :] - b[None, :, :]) ** 2).sum(dim=-1).sqrt()` (`torch.cdist(a, b)` does it too).",
+    ],
+))

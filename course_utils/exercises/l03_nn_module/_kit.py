@@ -1,0 +1,81 @@
+"""Helpers shared by the class exercises of 03_nn_module (MLP, Tower, RMSNorm, RunningMean).
+
+Every exercise that uses :func:`build` declares ``missing_super_init`` and ``not_a_module``
+(with the messages below); every one that uses :func:`check_param_grads` declares
+``parameter_not_trained``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from course_utils.grading import Incorrect
+
+MISSING_SUPER_INIT = (
+    "Creating your module raised \"cannot assign ... before Module.__init__() call\". "
+    "`nn.Module.__init__` sets up the registries for parameters, buffers and submodules: call "
+    "`super().__init__()` as the first line of your `__init__`, before assigning any layer or parameter.")
+NOT_A_MODULE = "Your class builds a {got}, not an `nn.Module`. Subclass it: `class {name}(nn.Module):`."
+PARAMETER_NOT_TRAINED = (
+    "Your outputs are right, but the gradient reaching `{name}` is {how}: part of your forward runs "
+    "outside autograd (`torch.no_grad()`, `.detach()`, `.data`), so training would never update it. "
+    "Use the parameters and layers directly in forward.")
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def batch_size(g: torch.Generator) -> int:
+    """A batch size from ``g`` (between 3 and 8)."""
+    return int(torch.randint(3, 9, (1,), generator=g))
+
+
+def build(answer: Any, *args: Any) -> nn.Module:
+    """Instantiate the learner's class; name the classic construction mistakes."""
+    try:
+        module = answer(*args)
+    except AttributeError as exc:
+        if "before Module.__init__() call" in str(exc):
+            raise Incorrect("missing_super_init") from None
+        raise
+    if not isinstance(module, nn.Module):
+        raise Incorrect("not_a_module", got=type(module).__name__, name=getattr(answer, "__name__", "Name"))
+    return module
+
+
+def count(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def fill_from(module: nn.Module, g: torch.Generator, scale: float = 0.5) -> None:
+    """Overwrite every parameter and floating buffer with random values from ``g``."""
+    with torch.no_grad():
+        for t in list(module.parameters()) + [b for b in module.buffers() if b.is_floating_point()]:
+            t.copy_(torch.randn(t.shape, generator=g, dtype=t.dtype) * scale)
+
+
+def check_param_grads(model: nn.Module, out: Any, ref: nn.Module, x: torch.Tensor,
+                      pairs: list[tuple[str, nn.Parameter, nn.Parameter]], g: torch.Generator) -> None:
+    """Backward a random upstream gradient through both models; every parameter the reference
+    trains must get the same gradient in the learner's (a forward run partly under
+    ``no_grad``, or with ``.detach()``/``.data``, gives right values and a model that never
+    learns). ``pairs`` is ``(name, learner_param, reference_param)``."""
+    if not (isinstance(out, torch.Tensor) and out.requires_grad):
+        return  # values or the generic graph check report it
+    want = ref(x.detach())
+    if want.shape != out.shape or want.dtype != out.dtype or not torch.allclose(
+            out.detach(), want.detach(), rtol=1e-5, atol=1e-6):
+        return  # wrong values: the output comparison reports (and names) them
+    upstream = torch.randn(out.shape, generator=g)
+    got_g = torch.autograd.grad(out, [p for _, p, _ in pairs], upstream, allow_unused=True, retain_graph=True)
+    want_g = torch.autograd.grad(want, [p for _, _, p in pairs], upstream, allow_unused=True)
+    for (name, _, _), got, w in zip(pairs, got_g, want_g):
+        if w is None:
+            continue
+        if got is None or not torch.allclose(got, w, rtol=1e-4, atol=1e-5):
+            raise Incorrect("parameter_not_trained", name=name, how="missing" if got is None else "wrong")
+

@@ -1,0 +1,204 @@
+"""predict_proba: eval mode, no graph, softmax over the classes, the model's modes restored.
+
+Subtle: "the mode you found it in" is per submodule (a model in training mode whose Dropout is
+in eval mode), so `model.train(was)` is wrong on one fixed case; a hook sees the mode and the
+grad mode at the moment of the forward (a graph built and then detached has right outputs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
+
+from . import LESSON
+
+
+# --- reference
+def predict_proba(model, X):
+    # every submodule's own mode: model.train(was_training) would put a Dropout that was in
+    # eval mode back into training mode
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    with torch.no_grad():
+        probs = torch.softmax(model(X), dim=1)
+    for m, training in modes:
+        m.training = training
+    return probs
+
+
+# --- cases
+def _cases(r: Rand, training: bool | None = None) -> Case:
+    n_in, hidden = r.integer(2, 6), r.integer(4, 10)
+    n_cls = r.integer(2, 5)
+    model = nn.Sequential(nn.Linear(n_in, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Dropout(0.5),
+                          nn.Linear(hidden, n_cls))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=r.torch))
+        model[1].running_mean.copy_(torch.randn(hidden, generator=r.torch))
+        model[1].running_var.copy_(torch.rand(hidden, generator=r.torch) + 0.5)
+    random_mode = r.integer(0, 3) > 0  # usually in training mode, as inside a training loop
+    model.train(random_mode if training is None else training)
+    batch = r.choice([b for b in range(3, 9) if b != n_cls])
+    return Case((model, r.randn(batch, n_in)))
+
+
+def _fixed(seed: int, training: bool) -> Case:
+    # the layers' default initialisation draws from the global RNG: keep the importer's intact
+    with torch.random.fork_rng(devices=[]):
+        case = _cases(Rand(seed), training)
+    case.label = f"a model in {'training' if training else 'eval'} mode"
+    return case
+
+
+def _mixed(seed: int) -> Case:
+    """Training mode, but the Dropout already in eval mode (as after fine-tuning without
+    dropout): "the mode you found it in" is per submodule."""
+    case = _fixed(seed, True)
+    case.args[0][3].eval()
+    case.label = "a model in training mode whose Dropout is in eval mode"
+    return case
+
+
+# both modes every time: "model.train() at the end" and "never restored" each fail one of them
+EDGE_CASES = [_fixed(101, True), _fixed(202, False), _mixed(303)]
+
+
+# --- run and probes
+def _run(answer: Any, case: Case) -> Any:
+    model, X = case.args
+    modes_before = [m.training for m in model.modules()]
+    seen: list[tuple[bool, bool]] = []
+
+    def record(m: nn.Module, args: Any) -> None:  # every submodule: `model.training = False` is not eval()
+        seen.append((any(sub.training for sub in m.modules()), torch.is_grad_enabled()))
+
+    handle = model.register_forward_pre_hook(record)
+    try:
+        with answer_grad_mode():
+            out = answer(model, X)
+    finally:
+        handle.remove()
+    if any(training for training, _ in seen):
+        raise Incorrect("forgot_eval")
+    if isinstance(out, torch.Tensor) and out.requires_grad:
+        raise Incorrect("kept_graph")
+    if any(grad_enabled for _, grad_enabled in seen):
+        raise Incorrect("graph_then_detach")
+    modes_after = [m.training for m in model.modules()]
+    if modes_after != modes_before:
+        if (modes_after[0] == modes_before[0] and len(set(modes_before)) > 1
+                and all(t == modes_before[0] for t in modes_after)):
+            raise Incorrect("mixed_modes_not_restored")
+        raise Incorrect("mode_not_restored")
+    return out
+
+
+# --- wrong answers
+def _top_level_mode(model, X):
+    """Restores `model.train(was)`: right unless the submodules were in mixed modes."""
+    was = model.training
+    probs = _stays_eval(model, X)
+    model.train(was)
+    return probs
+
+
+def _stays_eval(model, X):
+    model.eval()
+    with torch.no_grad():
+        return torch.softmax(model(X), dim=1)
+
+
+def _no_eval(model, X):
+    with torch.no_grad():
+        return torch.softmax(model(X), dim=1)
+
+
+def _over_dim0(model, X):
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        out = torch.softmax(model(X), dim=0)
+    model.train(was)
+    return out
+
+
+def _keeps_graph(model, X):
+    was = model.training
+    model.eval()
+    out = torch.softmax(model(X), dim=1)
+    model.train(was)
+    return out
+
+
+def _detached(model, X):
+    return _keeps_graph(model, X).detach()
+
+
+def _logits(model, X):
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        out = model(X)
+    model.train(was)
+    return out
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="predict_proba", title="Predict probabilities: eval mode, no graph, softmax over classes",
+    reference=predict_proba,
+    cases=_cases,
+    edge_cases=EDGE_CASES,
+    run=_run,
+    compare=Compare(rtol=1e-5, atol=1e-6),
+    mistakes=[
+        Mistake("forgot_eval",
+                "Your model ran in training mode: Dropout dropped random units and BatchNorm used the batch's "
+                "statistics, so predictions are random and depend on the batch. Call `model.eval()` before "
+                "predicting (`torch.no_grad()` does not change this).",
+                _no_eval, match_output=False),
+        Mistake("wrong_dim",
+                "Your probabilities sum to 1 down each column (over the batch), not along each row. "
+                "Softmax over the classes: `dim=1` for an (N, C) tensor of logits.",
+                _over_dim0),
+        Mistake("kept_graph",
+                "Your probabilities carry an autograd graph: predicting recorded every operation for a backward "
+                "pass that never comes (memory and time). Wrap the forward in `torch.no_grad()` (or "
+                "`torch.inference_mode()`).",
+                _keeps_graph, match_output=False),
+        Mistake("mode_not_restored",
+                "Your function left the model in a different mode than it found it (a model in training mode "
+                "came back in eval mode, or the other way round). A training loop that calls it would go on "
+                "training without dropout. Remember every submodule's mode first, "
+                "`modes = [(m, m.training) for m in model.modules()]`, and restore each at the end "
+                "(`model.training = ...` alone does not reach the Dropout and BatchNorm inside).",
+                _stays_eval, match_output=False),
+        Mistake("mixed_modes_not_restored",
+                "The model came with its submodules in different modes (training, but its Dropout in eval), and "
+                "you gave every submodule the top-level mode back: `model.train(was_training)` sets them all. "
+                "Remember each module's own mode, `modes = [(m, m.training) for m in model.modules()]`, and "
+                "restore them one by one: `for m, t in modes: m.training = t`.",
+                _top_level_mode, match_output=False),
+        Mistake("graph_then_detach",
+                "Your forward ran with autograd recording: the graph was built (memory and time) and only thrown "
+                "away afterwards (`.detach()`). Run the forward inside `torch.no_grad()` (or "
+                "`torch.inference_mode()`) so that no graph is recorded at all.",
+                _detached, match_output=False),
+        Mistake("returned_logits",
+                "You returned the logits (raw scores). Turn them into probabilities with "
+                "`torch.softmax(logits, dim=1)`.",
+                _logits),
+    ],
+    hints=[
+        "Three things: `model.eval()` (Dropout off, BatchNorm uses running statistics), "
+        "`with torch.no_grad():` around the forward, `torch.softmax(logits, dim=1)`.",
+        "Save every submodule's mode first, `modes = [(m, m.training) for m in model.modules()]`, "
+        "and restore them at the end (`for m, t in modes: m.training = t`): `model.train(was)` "
+        "would overwrite a Dropout that was deliberately in eval mode.",
+    ],
+))

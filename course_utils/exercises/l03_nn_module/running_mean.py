@@ -1,0 +1,253 @@
+"""RunningMean: a buffer (not a parameter) that tracks a running mean in training mode only.
+
+Subtle: the registration (buffer, persistent, no parameters, zeros) is checked before any
+output; the module is then run over several training batches and one eval batch, and the
+check watches the buffer between calls: it must stay out of the graph while the output stays
+in it, and it must not move in eval mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
+
+from . import LESSON
+from ._kit import MISSING_SUPER_INIT, NOT_A_MODULE, build, gen
+
+
+# --- reference
+class RunningMean(nn.Module):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer("running_mean", torch.zeros(num_features))
+
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                batch_mean = x.mean(dim=0)
+                self.running_mean.mul_(1 - self.momentum).add_(self.momentum * batch_mean)
+        return x - self.running_mean
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    n = r.integer(2, 6)
+    return Case((n, round(r.uniform(0.05, 0.5), 3)),
+                {"seed": r.integer(0, 2**31), "batches": r.integer(2, 4),
+                 "batch_size": r.choice([b for b in range(2, 9) if b != n])},
+                show_inputs=True)
+
+
+EDGE_CASES = [
+    Case((3,), {"seed": 21, "batches": 3, "batch_size": 4},
+         label="RunningMean(3) with its default momentum, 3 batches", show_inputs=True),
+    Case((2, 0.5), {"seed": 22, "batches": 2, "batch_size": 1}, label="batches of one sample", show_inputs=True),
+    # N = num_features: a mean over dim 1 has the right shape
+    Case((4, 0.25), {"seed": 23, "batches": 2, "batch_size": 4}, label="4 features, batches of 4", show_inputs=True),
+]
+
+
+# --- run and probes
+def _check_buffer(model: nn.Module, n: int) -> None:
+    """``running_mean``: a persistent buffer of n zeros, and no parameters."""
+    running = getattr(model, "running_mean", None)
+    if isinstance(running, nn.Parameter) or "running_mean" in dict(model.named_parameters()):
+        raise Incorrect("parameter_not_buffer")
+    if "running_mean" not in dict(model.named_buffers()):
+        raise Incorrect("unregistered_buffer")
+    if "running_mean" not in model.state_dict():
+        raise Incorrect("not_persistent")
+    if list(model.parameters()):
+        raise Incorrect("has_parameters")
+    if tuple(model.running_mean.shape) != (n,):
+        raise Incorrect("wrong_shape", got=tuple(model.running_mean.shape), n=n)
+    if not torch.equal(model.running_mean, torch.zeros(n)):
+        raise Incorrect("wrong_init")
+
+
+def _run(answer: Any, case: Case) -> Any:
+    n = case.args[0]  # `RunningMean(n)` alone uses the default momentum 0.1
+    g = gen(case.kwargs["seed"])
+    model = build(answer, *case.args)
+    _check_buffer(model, n)
+    outs = []
+    model.train()
+    for _ in range(case.kwargs["batches"]):
+        x = (torch.randn(case.kwargs["batch_size"], n, generator=g) + 1.5).requires_grad_(True)
+        try:
+            with answer_grad_mode():
+                out = model(x)
+        except RuntimeError as exc:
+            if "must match the size" in str(exc):
+                raise Incorrect("wrong_dim") from None
+            raise
+        if model.running_mean.requires_grad:
+            raise Incorrect("buffer_in_graph")
+        if isinstance(out, torch.Tensor) and not out.requires_grad:
+            raise Incorrect("output_detached")
+        outs.append(out.detach() if isinstance(out, torch.Tensor) else out)
+    after_training = model.running_mean.detach().clone()
+    model.eval()
+    x = torch.randn(case.kwargs["batch_size"], n, generator=g)
+    out = model(x)
+    if not torch.equal(model.running_mean, after_training):
+        raise Incorrect("updates_in_eval")
+    outs.append(out)
+    outs.append(after_training)
+    return tuple(outs)
+
+
+# --- wrong answers
+class _NotAModule:  # no `(nn.Module)`
+    def __init__(self, num_features, momentum=0.1):
+        self.args = (num_features,)
+
+
+class _NoSuper(RunningMean):
+    def __init__(self, num_features, momentum=0.1):  # no super().__init__()
+        self.register_buffer("running_mean", torch.zeros(num_features))
+
+
+class _Parameter(RunningMean):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__(num_features, momentum)
+        self.running_mean = nn.Parameter(self._buffers.pop("running_mean"), requires_grad=False)
+
+
+class _PlainTensor(RunningMean):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__(num_features, momentum)
+        self.running_mean = self._buffers.pop("running_mean")
+
+
+class _NotPersistent(RunningMean):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__(num_features, momentum)
+        self.register_buffer("running_mean", self._buffers.pop("running_mean"), persistent=False)
+
+
+class _WithParameter(RunningMean):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__(num_features, momentum)
+        self.momentum = nn.Parameter(torch.tensor(momentum))
+
+
+class _RowBuffer(RunningMean):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__(num_features, momentum)
+        self.running_mean = torch.zeros(1, num_features)
+
+
+class _OnesInit(RunningMean):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__(num_features, momentum)
+        self.running_mean = torch.ones(num_features)
+
+
+class _AlwaysUpdates(RunningMean):
+    def forward(self, x):
+        with torch.no_grad():
+            self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(dim=0))
+        return x - self.running_mean
+
+
+class _InGraph(RunningMean):
+    def forward(self, x):
+        if self.training:
+            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * x.mean(dim=0)
+        return x - self.running_mean
+
+
+class _AllNoGrad(RunningMean):
+    def forward(self, x):
+        with torch.no_grad():
+            return super().forward(x)
+
+
+class _OverDim1(RunningMean):
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(dim=1))
+        return x - self.running_mean
+
+
+class _Swapped(RunningMean):
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                self.running_mean.mul_(self.momentum).add_((1 - self.momentum) * x.mean(dim=0))
+        return x - self.running_mean
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="RunningMean", title="A buffer that tracks a running mean in training mode",
+    reference=RunningMean, kind="class",
+    cases=_cases,
+    edge_cases=EDGE_CASES,
+    run=_run,
+    compare=Compare(rtol=1e-5, atol=1e-6),
+    mistakes=[
+        Mistake("parameter_not_buffer",
+                "`running_mean` is an `nn.Parameter`: the optimizer would change it with gradients, and it is "
+                "listed in `parameters()`. A statistic you update yourself is a buffer: "
+                "`self.register_buffer(\"running_mean\", torch.zeros(num_features))`.",
+                _Parameter, match_output=False),
+        Mistake("unregistered_buffer",
+                "`running_mean` is not registered as a buffer (a plain tensor attribute, or another name): it is "
+                "missing from `state_dict()`, so it is not saved, and `.to(device)` does not move it. Use "
+                "`self.register_buffer(\"running_mean\", torch.zeros(num_features))`.",
+                _PlainTensor, match_output=False),
+        Mistake("updates_in_eval",
+                "Your module also updates `running_mean` in eval mode. Statistics are collected only while "
+                "training: check `self.training` before updating (like BatchNorm does).",
+                _AlwaysUpdates, match_output=False),
+        Mistake("buffer_in_graph",
+                "Your update puts `running_mean` into the autograd graph (it now requires grad), so every "
+                "batch's graph stays alive and the next `backward()` fails with \"Trying to backward through the "
+                "graph a second time\". Update under `torch.no_grad()` (or use `x.detach()`).",
+                _InGraph, match_output=False),
+        Mistake("wrong_dim",
+                "The batch mean has the wrong shape for `running_mean`: average over the batch, "
+                "`x.mean(dim=0)`, which leaves one value per feature.",
+                _OverDim1, match_output=False),
+        Mistake("output_detached",
+                "Your output is not connected to `x`'s graph, so no gradient reaches the layers before this one. "
+                "Only the *update* of `running_mean` belongs under `torch.no_grad()`; return "
+                "`x - self.running_mean` outside that block.",
+                _AllNoGrad, match_output=False),
+        Mistake("momentum_swapped",
+                "Your running mean moves almost all the way to each new batch: the momentum weights "
+                "the *new* value. `running = (1 - momentum) * running + momentum * batch_mean`.",
+                _Swapped),
+        Mistake("not_persistent",
+                "Your buffer is non-persistent (`persistent=False`), so it is not in the state_dict and a saved "
+                "model would forget the statistic. Leave `persistent` at its default.",
+                _NotPersistent, match_output=False),
+        Mistake("has_parameters", "RunningMean has nothing to learn: it should have no parameters.",
+                _WithParameter, match_output=False),
+        # match_output stays True: `wrong_shape` is also the runner's generic id, and a generic
+        # shape failure (of an output) keeps its own words
+        Mistake("wrong_shape", "`running_mean` has shape {got}; it should be ({n},), one value per feature: "
+                "`torch.zeros(num_features)`.", _RowBuffer),
+        Mistake("wrong_init",
+                "`running_mean` should start at zeros (`torch.zeros(num_features)`): before the first batch "
+                "there is nothing to average.",
+                _OnesInit, match_output=False),
+        Mistake("missing_super_init", MISSING_SUPER_INIT, _NoSuper, match_output=False),
+        Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
+    ],
+    hints=[
+        "`self.register_buffer(\"running_mean\", torch.zeros(num_features))` in `__init__`. In "
+        "`forward`, update it only `if self.training:`.",
+        "Update in place without tracking: `with torch.no_grad(): "
+        "self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(dim=0))`; then "
+        "return `x - self.running_mean`.",
+    ],
+))

@@ -1,0 +1,118 @@
+"""warmup_cosine: a ``LambdaLR`` with a linear warm-up over ``warmup_steps`` and then a cosine
+decay to 0 at ``total_steps``.
+
+Subtle: the first step's factor is ``1 / warmup_steps`` (not 0); the cosine's progress is measured
+from the end of the warm-up and shifted to run from 1 to 0; ``warmup_steps=0`` and
+``warmup_steps == total_steps`` must not divide by zero. The grader steps a real optimizer and
+compares the learning rates it sees.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+
+from . import LESSON
+
+
+# --- reference
+def warmup_cosine(optimizer, warmup_steps, total_steps):
+    """LambdaLR: linear warm-up over warmup_steps, then a cosine decay to 0 at total_steps."""
+
+    def factor(step):
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+        return 0.5 * (1 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    warmup = r.integer(1, 6)
+    total = warmup + r.integer(2, 30)
+    return Case(kwargs=dict(warmup_steps=warmup, total_steps=total, lr=round(r.uniform(0.01, 1.0), 3)))
+
+
+EDGE_CASES = [
+    Case(kwargs=dict(warmup_steps=4, total_steps=12, lr=0.1), label="warmup_steps=4, total_steps=12, lr=0.1"),
+    Case(kwargs=dict(warmup_steps=0, total_steps=5, lr=1.0), label="warmup_steps=0 (no warm-up), total_steps=5"),
+    Case(kwargs=dict(warmup_steps=3, total_steps=3, lr=0.5),
+         label="warmup_steps=3, total_steps=3 (all warm-up: `max(1, total_steps - warmup_steps)`)"),
+    Case(kwargs=dict(warmup_steps=1, total_steps=2, lr=0.2), label="warmup_steps=1, total_steps=2"),
+]
+
+
+# --- run and probes
+def _run(answer, case: Case):
+    warmup, total, lr = (case.kwargs[k] for k in ("warmup_steps", "total_steps", "lr"))
+    param = nn.Parameter(torch.zeros(2))
+    optimizer = torch.optim.SGD([param], lr=lr)
+    scheduler = answer(optimizer, warmup, total)
+    if not isinstance(scheduler, torch.optim.lr_scheduler.LRScheduler):
+        raise Incorrect("not_a_scheduler", got=type(scheduler).__name__)
+    if scheduler.optimizer is not optimizer:
+        raise Incorrect("other_optimizer")
+    lrs = []
+    for _ in range(total):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    return torch.tensor(lrs, dtype=torch.float64)
+
+
+# --- wrong answers
+def _with_factor(factor):
+    """A schedule like the reference's whose factor is ``factor(step, warmup_steps, total_steps)``."""
+
+    def schedule(optimizer, warmup_steps, total_steps):
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: factor(step, warmup_steps, total_steps))
+
+    return schedule
+
+
+def _cosine(step, warmup_steps, total_steps):
+    """The reference's decay part."""
+    return 0.5 * (1 + math.cos(math.pi * (step - warmup_steps) / max(1, total_steps - warmup_steps)))
+
+
+_wc_from_zero = _with_factor(lambda s, w, t: s / w if s < w else _cosine(s, w, t))
+_wc_ignores_warmup = _with_factor(lambda s, w, t: (s + 1) / w if s < w else _cosine(s, 0, t))
+_wc_not_shifted = _with_factor(lambda s, w, t: (s + 1) / w if s < w else 2 * _cosine(s, w, t) - 1)
+
+
+def _wc_own_optimizer(optimizer, warmup_steps, total_steps):
+    own = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=optimizer.param_groups[0]["lr"])
+    return warmup_cosine(own, warmup_steps, total_steps)
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="warmup_cosine", title="A warm-up + cosine learning-rate schedule",
+    reference=warmup_cosine, run=_run, cases=_cases, edge_cases=EDGE_CASES, compare=Compare(rtol=1e-6, atol=1e-9),
+    mistakes=[
+        Mistake("warmup_from_zero", "The first step's factor is `1 / warmup_steps`, not 0: a zero learning "
+                "rate wastes a step. Use `(step + 1) / warmup_steps`.", _wc_from_zero),
+        Mistake("cosine_ignores_warmup", "The cosine starts when the warm-up ends: measure progress as "
+                "`(step - warmup_steps) / (total_steps - warmup_steps)`.", _wc_ignores_warmup),
+        Mistake("cosine_not_shifted", "A plain cosine goes negative; the decay is `0.5 * (1 + cos(pi * "
+                "progress))`, from 1 down to 0.", _wc_not_shifted),
+        Mistake("not_a_scheduler", "Return a scheduler object (`torch.optim.lr_scheduler.LambdaLR(optimizer, "
+                "factor)`), not {got}.", lambda optimizer, warmup_steps, total_steps: [1.0] * total_steps,
+                match_output=False),
+        Mistake("other_optimizer", "Build the scheduler on the `optimizer` you are given.", _wc_own_optimizer,
+                match_output=False),
+    ],
+    hints=[
+        "`LambdaLR(optimizer, factor)` multiplies the optimizer's initial lr by `factor(step)`, where `step` "
+        "counts the `scheduler.step()` calls so far (0 at the start).",
+        "Warm-up: `(step + 1) / warmup_steps` while `step < warmup_steps`.",
+        "Then `progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)` and "
+        "`0.5 * (1 + math.cos(math.pi * progress))`.",
+    ],
+))

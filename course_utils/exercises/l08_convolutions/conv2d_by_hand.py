@@ -1,0 +1,164 @@
+"""conv2d_by_hand: a 2-D convolution (PyTorch's cross-correlation) without the built-in.
+
+Subtle: no kernel flip; stride, padding (all four sides) and dilation; non-contiguous
+(channels-last) inputs; the rule is enforced by watching every torch function the answer calls
+(:mod:`._kit`), so the reference itself uses `F.unfold` and a matrix product.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
+
+from . import LESSON
+from ._kit import run_forbidding
+
+_CONV_OPS = r"conv(?!ert)"  # convolution, _convolution, conv2d, slow_conv2d, mkldnn_convolution...
+
+
+# --- reference
+def conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1):
+    # the grader's reference: every patch at once with F.unfold (fast under the rule's watch);
+    # the lesson's solution loops over output positions, which is clearer and gives the same
+    n, _, h, w = x.shape
+    c_out, _, kh, kw = weight.shape
+    h_out = (h + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
+    w_out = (w + 2 * padding - dilation * (kw - 1) - 1) // stride + 1
+    patches = F.unfold(x, (kh, kw), dilation=dilation, padding=padding, stride=stride)  # (N, C_in*kh*kw, L)
+    out = (weight.reshape(c_out, -1) @ patches).reshape(n, c_out, h_out, w_out)
+    if bias is not None:
+        out = out + bias.reshape(1, c_out, 1, 1)
+    return out
+
+
+# the lesson's way (loops over the output positions): the tests check it passes
+def _conv2d_loops(x, weight, bias=None, stride=1, padding=0, dilation=1):
+    x = F.pad(x, (padding, padding, padding, padding))  # zeros on all four sides
+    n, _, h, w = x.shape
+    c_out, _, kh, kw = weight.shape
+    h_out = (h - dilation * (kh - 1) - 1) // stride + 1
+    w_out = (w - dilation * (kw - 1) - 1) // stride + 1
+    rows = []
+    for i in range(h_out):
+        cols = []
+        for j in range(w_out):
+            top, left = i * stride, j * stride
+            patch = x[:, :, top:top + dilation * (kh - 1) + 1:dilation,
+                      left:left + dilation * (kw - 1) + 1:dilation]  # (N, C_in, kh, kw)
+            cols.append(torch.einsum("nchw,ochw->no", patch, weight))  # (N, C_out)
+        rows.append(torch.stack(cols, dim=-1))  # (N, C_out, W_out)
+    out = torch.stack(rows, dim=-2)  # (N, C_out, H_out, W_out)
+    if bias is not None:
+        out = out + bias.reshape(1, c_out, 1, 1)
+    return out
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    n, c_in, c_out = r.integer(1, 3), r.integer(1, 4), r.integer(1, 4)
+    kh, kw = r.integer(1, 3), r.integer(1, 3)
+    s, p, d = r.integer(1, 3), r.integer(0, 2), r.integer(1, 2)
+    h = r.integer(max(1, d * (kh - 1) + 1 - 2 * p), 9)
+    w = r.choice([v for v in range(max(1, d * (kw - 1) + 1 - 2 * p), 10) if v != h] or [h])
+    x = r.randn(n, c_in, h, w)
+    if r.integer(0, 2) == 0:  # a third of the cases are non-contiguous (channels-last memory)
+        x = r.randn(n, h, w, c_in).permute(0, 3, 1, 2)
+    weight = r.randn(c_out, c_in, kh, kw)
+    bias = r.randn(c_out) if r.integer(0, 3) else None
+    return Case((x, weight, bias, s, p, d))
+
+
+def _fixed_conv(seed, n, c_in, c_out, h, w, kh, kw, bias=True, channels_last=False, **kw_):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, c_in, h, w, generator=g)
+    if channels_last:
+        x = torch.randn(n, h, w, c_in, generator=g).permute(0, 3, 1, 2)
+    weight = torch.randn(c_out, c_in, kh, kw, generator=g)
+    b = torch.randn(c_out, generator=g) if bias else None
+    return (x, weight, b), kw_
+
+
+def _conv_edge(label, *a, **k):
+    args, kwargs = _fixed_conv(*a, **k)
+    return Case(args, kwargs, label=label)
+
+
+EDGE_CASES = [
+    _conv_edge("one image, one channel, a 3x3 kernel", 1, 1, 1, 1, 5, 6, 3, 3),
+    _conv_edge("stride 3, larger than the 2x2 kernel", 2, 1, 2, 3, 7, 8, 2, 2, stride=3),
+    _conv_edge("padding 2 with a 3x3 kernel (more than half)", 3, 2, 2, 3, 4, 5, 3, 3, padding=2),
+    _conv_edge("dilation 2", 4, 1, 3, 2, 7, 7, 3, 3, dilation=2),
+    _conv_edge("a 1x1 kernel over 3 channels", 5, 2, 3, 4, 4, 5, 1, 1),
+    _conv_edge("a 2x3 kernel on a 5x8 image, stride 2, padding 1", 6, 1, 2, 3, 5, 8, 2, 3, stride=2, padding=1),
+    _conv_edge("a non-contiguous input (channels-last memory)", 7, 2, 3, 2, 6, 4, 3, 2, channels_last=True),
+    _conv_edge("no bias", 8, 2, 2, 2, 5, 5, 3, 3, bias=False),
+    _conv_edge("stride, padding and dilation together", 9, 2, 2, 3, 8, 9, 3, 2, stride=2, padding=1, dilation=2),
+]
+
+
+# --- wrong answers
+def _builtin(x, weight, bias=None, stride=1, padding=0, dilation=1):
+    return F.conv2d(x, weight, bias, stride, padding, dilation)
+
+
+def _conv_variant(flip=False, use_bias=True, use_dilation=True, use_stride=True, pad_sides=2):
+    """A wrong (or right) convolution written with unfold: the known-mistake examples."""
+    def conv(x, weight, bias=None, stride=1, padding=0, dilation=1):
+        d = dilation if use_dilation else 1
+        s = stride if use_stride else 1
+        pads = (padding, padding, padding, padding) if pad_sides == 2 else (0, padding, 0, padding)
+        xp = F.pad(x, pads)
+        c_out, _, kh, kw = weight.shape
+        h_out = (xp.shape[2] - d * (kh - 1) - 1) // s + 1
+        w_out = (xp.shape[3] - d * (kw - 1) - 1) // s + 1
+        if h_out < 1 or w_out < 1:
+            raise RuntimeError("Calculated output size is too small")
+        wt = weight.flip(-1, -2) if flip else weight
+        cols = F.unfold(xp, (kh, kw), dilation=d, stride=s)  # (N, C_in*kh*kw, L)
+        out = (wt.reshape(c_out, -1) @ cols).reshape(x.shape[0], c_out, h_out, w_out)
+        if bias is not None and use_bias:
+            out = out + bias.reshape(1, -1, 1, 1)
+        return out
+    return conv
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="conv2d_by_hand",
+    title="A 2-D convolution (PyTorch's cross-correlation) by hand, with stride, padding and dilation",
+    reference=conv2d_by_hand, cases=_cases, edge_cases=EDGE_CASES,
+    run=run_forbidding(_CONV_OPS, "used_builtin_conv"),
+    compare=Compare(rtol=1e-4, atol=1e-4),
+    timeout=10.0,
+    mistakes=[
+        Mistake("used_builtin_conv",
+                "The task says: “compute it without `F.conv2d`, `nn.Conv2d` or any other built-in convolution”. "
+                "Your code called one (`{op}`). Build the output from patches of the input: loops over the "
+                "output positions, or `F.unfold` and a matrix product.",
+                _builtin, match_output=False),
+        Mistake("flipped_kernel", "You flipped the kernel: that is convolution as mathematicians "
+                "define it. PyTorch's `conv2d` does not flip: it is a cross-correlation, "
+                "`out[i, j] = sum(patch * weight)` with the weight as it is.", _conv_variant(flip=True)),
+        Mistake("forgot_bias", "Add the bias: one number per output channel, "
+                "`out + bias.reshape(1, -1, 1, 1)` (when `bias` is not None).", _conv_variant(use_bias=False)),
+        Mistake("ignored_dilation", "With dilation `d` the kernel's taps are `d` pixels apart: the "
+                "patch is `x[..., top : top + d*(kh-1) + 1 : d, left : ... : d]`.",
+                _conv_variant(use_dilation=False)),
+        Mistake("ignored_stride", "With stride `s` the window moves `s` pixels at a time: output "
+                "position `i` starts at input row `i * s`.", _conv_variant(use_stride=False)),
+        Mistake("padding_one_side", "`padding` adds zeros on all four sides (top, bottom, left, "
+                "right): `F.pad(x, (p, p, p, p))`.", _conv_variant(pad_sides=1)),
+    ],
+    hints=[
+        "Pad with `F.pad(x, (p, p, p, p))`, work out the output size with your "
+        "`conv_output_size`, then fill each output position from one patch of the input.",
+        "The patch for output (i, j) is `x[:, :, i*s : i*s + d*(kh-1) + 1 : d, j*s : j*s + d*(kw-1) + 1 : d]`, "
+        "shape (N, C_in, kh, kw). Multiply by the weight (C_out, C_in, kh, kw) and sum over the last "
+        "three dims: `torch.einsum('nchw,ochw->no', patch, weight)`.",
+        "Collect the (N, C_out) results with `torch.stack` (or `F.unfold` gives all patches at once: "
+        "`weight.reshape(C_out, -1) @ F.unfold(x, (kh, kw), dilation=d, padding=p, stride=s)`), "
+        "then add `bias.reshape(1, -1, 1, 1)`.",
+    ],
+))

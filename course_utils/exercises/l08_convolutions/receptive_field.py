@@ -1,0 +1,91 @@
+"""receptive_field: how many input pixels (one axis) one output pixel of a layer stack sees.
+
+Subtle: a `jump` (the product of the strides so far) scales each later layer's reach, and a
+layer's own stride counts only after it; dilation spreads the taps; no layers at all sees 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+from course_utils.grading import Case, Exercise, Mistake, Rand, register
+
+from . import LESSON
+
+
+# --- reference
+def receptive_field(layers):
+    rf, jump = 1, 1  # one output pixel sees 1 input pixel; neighbours are `jump` pixels apart
+    for kernel_size, stride, dilation in layers:
+        rf += (kernel_size - 1) * dilation * jump
+        jump *= stride
+    return rf
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    layers = []
+    for _ in range(r.integer(1, 6)):
+        layers.append((r.integer(1, 5), r.integer(1, 3), r.choice([1, 1, 1, 2, 3])))
+    return Case((layers,))
+
+
+# --- wrong answers
+def _rf_wrong(kind):
+    def rf(layers):
+        total, jump = (0 if kind == "start_at_zero" else 1), 1
+        for k, s, d in layers:
+            if kind == "stride_too_early":
+                jump *= s
+            dd = 1 if kind == "ignored_dilation" else d
+            jj = 1 if kind == "ignored_stride" else jump
+            total += (k - 1) * dd * jj
+            if kind != "stride_too_early":
+                jump *= s
+        return total
+    return rf
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="receptive_field",
+    title="Receptive field (in input pixels, one axis) of a stack of (kernel_size, stride, dilation) layers",
+    reference=receptive_field, cases=_cases, n_random=30,
+    # the lesson measures receptive fields with all-ones conv layers and backward(): building a
+    # layer draws its initial weights from the global RNG, so a right answer may draw from it
+    uses_global_rng=True,
+    edge_cases=[
+        Case(([],), label="no layers at all", show_inputs=True),
+        Case(([(3, 1, 1)],), label="one 3x3 convolution", show_inputs=True),
+        Case(([(3, 1, 1), (3, 1, 1), (3, 1, 1)],), label="three 3x3 convolutions", show_inputs=True),
+        Case(([(3, 1, 1), (2, 2, 1), (3, 1, 1), (2, 2, 1)],), label="conv, pool, conv, pool (VGG-style)",
+             show_inputs=True),
+        Case(([(3, 1, 1), (3, 1, 2), (3, 1, 4)],), label="dilations 1, 2, 4", show_inputs=True),
+        Case(([(1, 3, 1), (3, 1, 1)],), label="a 1x1 layer with stride 3, larger than its kernel", show_inputs=True),
+        Case(([(5, 2, 1), (3, 2, 2), (1, 1, 1)],), label="strides and a dilation", show_inputs=True),
+    ],
+    mistakes=[
+        Mistake("ignored_stride", "After a layer with stride s, neighbouring pixels of its output are s "
+                "input pixels apart, so every later kernel tap reaches s times further. Keep a `jump` "
+                "(the product of the strides so far) and add `(k - 1) * d * jump` per layer.",
+                _rf_wrong("ignored_stride")),
+        Mistake("ignored_dilation", "A dilated kernel spans `d * (k - 1) + 1` pixels: add "
+                "`(k - 1) * d * jump` per layer.", _rf_wrong("ignored_dilation")),
+        Mistake("stride_too_early", "A layer's own stride spaces *its outputs*, not its taps: multiply "
+                "`jump` by the stride after adding that layer's `(k - 1) * d * jump`.",
+                _rf_wrong("stride_too_early")),
+        Mistake("start_at_zero", "Start at 1: with no layers (or only 1x1 kernels) an output pixel "
+                "sees exactly one input pixel.", _rf_wrong("start_at_zero")),
+        Mistake("product_of_kernels", "Receptive fields do not multiply: each layer adds "
+                "`(k - 1) * d * jump` pixels to the field.",
+                lambda layers: math.prod(k for k, _, _ in layers)),
+    ],
+    hints=[
+        "Walk the layers from the input side, keeping two numbers: the receptive field `rf` "
+        "(start at 1) and `jump`, the distance in input pixels between neighbouring pixels of the "
+        "current layer (start at 1).",
+        "A layer with kernel k and dilation d widens the field by `(k - 1) * d` of its input "
+        "pixels, i.e. `(k - 1) * d * jump` input pixels; then its stride multiplies `jump`.",
+        "`rf += (k - 1) * d * jump; jump *= s` for each `(k, s, d)`.",
+    ],
+))

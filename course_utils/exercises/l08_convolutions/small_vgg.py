@@ -1,0 +1,300 @@
+"""SmallVGG: a small VGG-style CNN to a spec (conv-BN-ReLU-pool blocks, Flatten, Linear).
+
+Subtle: the flattened size (MaxPool2d(2) rounds down); conv without bias (BatchNorm cancels it);
+the order in a block; outputs in training mode (batch statistics) and eval mode (running ones)
+with the same weights; a channels-last batch (`.view` fails); a gradient for every parameter."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from torch import nn
+
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+
+from . import LESSON
+
+
+# --- reference
+class SmallVGG(nn.Module):
+    def __init__(self, in_channels, num_classes, widths, image_size):
+        super().__init__()
+        height, width = image_size
+        layers = []
+        channels = in_channels
+        for w in widths:
+            layers += [nn.Conv2d(channels, w, kernel_size=3, padding=1, bias=False),
+                       nn.BatchNorm2d(w), nn.ReLU(), nn.MaxPool2d(2)]
+            channels, height, width = w, height // 2, width // 2
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(channels * height * width, num_classes))
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    widths = [r.integer(2, 8) for _ in range(r.integer(1, 3))]
+    m = 2 ** len(widths)
+    h = r.integer(m, 3 * m + 1)
+    w = r.choice([v for v in range(m, 3 * m + 2) if v != h])
+    return Case((r.integer(1, 3), r.integer(2, 6), widths, (h, w)), {"seed": r.integer(0, 2**31)}, show_inputs=True)
+
+
+def _edge(label, in_channels, num_classes, widths, size, seed, batch, channels_last=False):
+    return Case((in_channels, num_classes, widths, size),
+                {"seed": seed, "batch": batch, "channels_last": channels_last}, label=label, show_inputs=True)
+
+
+EDGE_CASES = [
+    _edge("the digits: one channel, 8x8, two blocks", 1, 10, [8, 16], (8, 8), 11, 4),
+    _edge("odd, non-square images (pooling rounds down)", 3, 4, [4, 6], (9, 7), 12, 3),
+    _edge("one block, a batch of one image", 2, 3, [5], (6, 10), 13, 1),
+    _edge("three blocks down to a 1x1 map", 1, 5, [3, 4, 6], (8, 9), 14, 2),
+    _edge("a batch in channels-last memory (non-contiguous)", 3, 4, [4, 4], (9, 10), 15, 3, channels_last=True),
+]
+
+
+# --- run and probes
+def _build(answer: Any, args: tuple) -> nn.Module:
+    try:
+        model = answer(*args)
+    except AttributeError as exc:
+        if "before Module.__init__() call" in str(exc):
+            raise Incorrect("missing_super_init") from None
+        raise
+    if not isinstance(model, nn.Module):
+        raise Incorrect("not_a_module", got=type(model).__name__)
+    return model
+
+
+def _check_layers(model: nn.Module, ref: nn.Module, widths: list, h: int, w: int) -> tuple[list, list]:
+    """The learner's layers against the spec's, kind by kind; returns both ``[convs, bns, linears]``."""
+    if not list(model.parameters()):
+        raise Incorrect("unregistered_layers")
+    kinds = (nn.Conv2d, nn.BatchNorm2d, nn.Linear)
+    got_groups = [[m for m in model.modules() if isinstance(m, k)] for k in kinds]
+    convs, bns, linears = got_groups
+    if not bns:
+        raise Incorrect("missing_batchnorm")
+    if any(c.bias is not None for c in convs):
+        raise Incorrect("conv_bias")
+    # the flattened size: the one number learners most often get wrong
+    fh, fw = h, w
+    for _ in widths:
+        fh, fw = fh // 2, fw // 2
+    flat = widths[-1] * fh * fw
+    if len(linears) == 1 and linears[0].in_features != flat:
+        raise Incorrect("wrong_flatten_size", got=linears[0].in_features, image_size=(h, w), widths=list(widths),
+                        c=widths[-1], h=fh, w=fw, flat=flat)
+    ref_groups = [[m for m in ref.modules() if isinstance(m, k)] for k in kinds]
+    for kind, want, got in zip(kinds, ref_groups, got_groups):
+        want_shapes = [[tuple(p.shape) for p in m.parameters(recurse=False)] for m in want]
+        got_shapes = [[tuple(p.shape) for p in m.parameters(recurse=False)] for m in got]
+        if want_shapes != got_shapes:
+            raise Incorrect("wrong_layers", name=kind.__name__, got=got_shapes, want=want_shapes)
+    n_got = sum(p.numel() for p in model.parameters())
+    n_ref = sum(p.numel() for p in ref.parameters())
+    if n_got != n_ref:
+        raise Incorrect("wrong_parameter_count", got=n_got, want=n_ref)
+    return ref_groups, got_groups
+
+
+def _same_weights(ref_groups: list, got_groups: list, gen: torch.Generator) -> None:
+    """Same weights and running statistics in both: random values from the case's seed."""
+    with torch.no_grad():
+        for mods_ref, mods_got in zip(ref_groups, got_groups):
+            for m_ref, m_got in zip(mods_ref, mods_got):
+                for p_ref, p_got in zip(m_ref.parameters(recurse=False), m_got.parameters(recurse=False)):
+                    p_ref.copy_(torch.randn(p_ref.shape, generator=gen) * 0.5)
+                    p_got.copy_(p_ref)
+        for b_ref, b_got in zip(ref_groups[1], got_groups[1]):
+            b_ref.running_mean.copy_(torch.randn(b_ref.running_mean.shape, generator=gen) * 0.2)
+            b_ref.running_var.copy_(torch.rand(b_ref.running_var.shape, generator=gen) + 0.5)
+            b_got.running_mean.copy_(b_ref.running_mean)
+            b_got.running_var.copy_(b_ref.running_var)
+            b_got.num_batches_tracked.copy_(b_ref.num_batches_tracked)
+
+
+def _run(answer: Any, case: Case) -> Any:
+    in_channels, num_classes, widths, (h, w) = case.args
+    gen = torch.Generator().manual_seed(case.kwargs["seed"])
+    ref = SmallVGG(in_channels, num_classes, list(widths), (h, w))
+    model = _build(answer, (in_channels, num_classes, list(widths), (h, w)))
+    if any(isinstance(p, nn.parameter.UninitializedParameter) for p in model.parameters()):
+        model.eval()  # lazy modules (nn.LazyLinear) learn their sizes from a first forward
+        with torch.no_grad():
+            model(torch.zeros(1, in_channels, h, w))
+    _same_weights(*_check_layers(model, ref, widths, h, w), gen)
+    n = case.kwargs.get("batch") or int(torch.randint(1, 6, (1,), generator=gen))
+    # channels-last: the same values in another memory order (as after a permute)
+    fmt = torch.channels_last if case.kwargs.get("channels_last") else torch.contiguous_format
+    x_train = torch.randn(n, in_channels, h, w, generator=gen).contiguous(memory_format=fmt)
+    x_eval = torch.randn(n, in_channels, h, w, generator=gen).contiguous(memory_format=fmt)
+    ref_train = copy.deepcopy(ref)  # same weights and statistics: the gradient check's yardstick
+    try:
+        model.train()
+        with torch.enable_grad():
+            out_train = model(x_train)  # batch statistics; updates the running statistics
+        model.eval()
+        with torch.no_grad():
+            out_eval = model(x_eval)  # running statistics
+    except RuntimeError as exc:
+        if "view size is not compatible" in str(exc):
+            raise Incorrect("view_not_reshape") from None
+        raise
+    for out in (out_train, out_eval):
+        if isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[1] > 1:
+            o = out.detach()
+            if bool((o >= 0).all()) and bool(torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-4)):
+                raise Incorrect("softmax_in_forward")
+    _check_grads(model, out_train, ref_train, x_train)
+    # a dict, so that feedback names the mode: "Your result['training mode (batch statistics)']"
+    return {"training mode (batch statistics)": out_train, "eval mode (running statistics)": out_eval}
+
+
+def _check_grads(model: nn.Module, out: Any, ref: nn.Module, x: torch.Tensor) -> None:
+    """Right outputs from a forward partly outside autograd (`torch.no_grad()`, `.detach()`, `.data`)
+    give a model that never learns: every parameter must get a gradient from the training output."""
+    if not isinstance(out, torch.Tensor):
+        return  # the output comparison reports it
+    ref.train()
+    with torch.no_grad():
+        want = ref(x)
+    if want.shape != out.shape or want.dtype != out.dtype or not torch.allclose(
+            out.detach(), want, rtol=1e-4, atol=1e-5):
+        return  # wrong values: the output comparison reports (and names) them
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    grads = (torch.autograd.grad(out.sum(), [p for _, p in named], allow_unused=True) if out.requires_grad
+             else [None] * len(named))
+    missing = [n for (n, _), g in zip(named, grads) if g is None]
+    if missing:
+        shown = ", ".join(f"`{n}`" for n in missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        raise Incorrect("parameter_not_trained", names=shown, them="it" if len(missing) == 1 else "them")
+
+
+# --- wrong answers
+class _NotAModule:  # no `(nn.Module)`
+    def __init__(self, in_channels, num_classes, widths, image_size):
+        self.widths = widths
+
+
+class _NoSuper(SmallVGG):
+    def __init__(self, in_channels, num_classes, widths, image_size):  # no super().__init__()
+        self.features = nn.Sequential()
+
+
+def _reblocked(block):
+    """SmallVGG with each block's (conv, bn, relu, pool) rebuilt as ``block(conv, bn, relu, pool)``."""
+    class Variant(SmallVGG):
+        def __init__(self, in_channels, num_classes, widths, image_size):
+            super().__init__(in_channels, num_classes, widths, image_size)
+            mods = list(self.features)
+            self.features = nn.Sequential(*[m for i in range(0, len(mods), 4) for m in block(*mods[i:i + 4])])
+    return Variant
+
+
+_ConvBias = _reblocked(lambda c, b, r, p: [nn.Conv2d(c.in_channels, c.out_channels, 3, padding=1), b, r, p])
+_Kernel5 = _reblocked(lambda c, b, r, p: [nn.Conv2d(c.in_channels, c.out_channels, 5, padding=2, bias=False), b, r, p])
+_NoBatchNorm = _reblocked(lambda c, b, r, p: [c, r, p])
+_ReluBeforeBN = _reblocked(lambda c, b, r, p: [c, r, b, p])
+_PoolBeforeBN = _reblocked(lambda c, b, r, p: [c, p, b, r])
+
+
+class _FlattenNoPool(SmallVGG):
+    def __init__(self, in_channels, num_classes, widths, image_size):
+        super().__init__(in_channels, num_classes, widths, image_size)
+        h, w = image_size  # forgot that every block halves the size
+        self.classifier[1] = nn.Linear(widths[-1] * h * w, num_classes)
+
+
+class _View(SmallVGG):
+    def forward(self, x):
+        x = self.features(x)
+        return self.classifier[1](x.view(x.shape[0], -1))
+
+
+class _Softmax(SmallVGG):
+    def forward(self, x):
+        return torch.softmax(super().forward(x), dim=1)
+
+
+class _PlainLists(SmallVGG):
+    def __init__(self, in_channels, num_classes, widths, image_size):
+        super().__init__(in_channels, num_classes, widths, image_size)
+        self.layers = [*self._modules.pop("features"), *self._modules.pop("classifier")]  # unseen by PyTorch
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class _ExtraParameter(SmallVGG):
+    def __init__(self, in_channels, num_classes, widths, image_size):
+        super().__init__(in_channels, num_classes, widths, image_size)
+        self.temperature = nn.Parameter(torch.ones(1))
+
+
+class _DetachedFeatures(SmallVGG):
+    def forward(self, x):
+        with torch.no_grad():
+            features = self.features(x)
+        return self.classifier(features)
+
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="SmallVGG", title="A small VGG-style CNN to a spec (conv-BN-ReLU-pool blocks, Flatten, Linear)",
+    reference=SmallVGG, kind="class", cases=_cases, run=_run, n_random=6, edge_cases=EDGE_CASES,
+    compare=Compare(rtol=1e-4, atol=1e-5), timeout=10.0,
+    mistakes=[
+        Mistake("missing_super_init", "Creating your module raised \"cannot assign ... before Module.__init__() "
+                "call\": call `super().__init__()` as the first line of `__init__`.", _NoSuper, match_output=False),
+        Mistake("conv_bias", "Your convolutions have biases. The spec says `bias=False`: the BatchNorm2d right after "
+                "each convolution subtracts the channel mean, which cancels any bias, and adds its own learned shift "
+                "(`beta`), so a conv bias is a parameter that can never matter.", _ConvBias, match_output=False),
+        Mistake("wrong_flatten_size",
+                "Your Linear layer expects {got} features, but for image_size={image_size} and widths={widths} the "
+                "last block outputs a ({c}, {h}, {w}) feature map, {flat} numbers per image once flattened. Each "
+                "MaxPool2d(2) halves the height and the width, rounding down; a 3x3 convolution with padding=1 "
+                "keeps them.", _FlattenNoPool, match_output=False),
+        Mistake("missing_batchnorm", "Your network has no `nn.BatchNorm2d`: each block is Conv2d -> BatchNorm2d -> "
+                "ReLU -> MaxPool2d.", _NoBatchNorm, match_output=False),
+        Mistake("softmax_in_forward", "Your forward returns probabilities (softmax). Return logits: "
+                "`nn.CrossEntropyLoss` applies log-softmax itself.", _Softmax, match_output=False),
+        Mistake("view_not_reshape",
+                "Your forward flattens with `.view`, which fails on an input whose memory is not in the default "
+                "order (here a channels-last batch: \"view size is not compatible with input tensor's size and "
+                "stride\"). Use `nn.Flatten()`, `torch.flatten(x, 1)` or `x.reshape(len(x), -1)`.",
+                _View, match_output=False),
+        Mistake("relu_before_batchnorm", "Each block is Conv2d -> BatchNorm2d -> ReLU -> MaxPool2d: "
+                "normalise the convolution's output, then apply the ReLU.", _ReluBeforeBN),
+        Mistake("pool_before_batchnorm", "Pool last in each block: Conv2d -> BatchNorm2d -> ReLU -> "
+                "MaxPool2d.", _PoolBeforeBN),
+        Mistake("not_a_module", "Your class builds a {got}, not an `nn.Module`. Subclass it: "
+                "`class SmallVGG(nn.Module):`.", _NotAModule, match_output=False),
+        Mistake("unregistered_layers", "PyTorch does not see some of your layers (a plain Python list?): their "
+                "parameters are missing from `parameters()`. Use `nn.Sequential` or `nn.ModuleList`.",
+                _PlainLists, match_output=False),
+        Mistake("wrong_layers", "Your {name} layers have parameter shapes {got}; the spec gives {want}. Check the "
+                "channel counts block by block (and that every layer is registered).", _Kernel5, match_output=False),
+        Mistake("wrong_parameter_count", "Your model has {got} parameters; the spec gives {want}. Use only the "
+                "layers the spec lists.", _ExtraParameter, match_output=False),
+        Mistake("parameter_not_trained",
+                "Your outputs are right, but no gradient reaches {names}: part of your forward runs outside "
+                "autograd (`torch.no_grad()`, `.detach()`, `.data`), so training would never update {them}. Use "
+                "the layers directly in forward.", _DetachedFeatures, match_output=False),
+    ],
+    hints=[
+        "Keep track of the channels and the size while you build: each block maps `channels` to `width` "
+        "channels (3x3, padding=1 keeps the size) and MaxPool2d(2) halves height and width (rounding down).",
+        "`layers += [nn.Conv2d(c, w, 3, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(), "
+        "nn.MaxPool2d(2)]`, then `nn.Flatten()` and `nn.Linear(c * h * w, num_classes)`.",
+        "`forward` returns logits: no softmax.",
+    ],
+))

@@ -1,0 +1,176 @@
+"""The grader's results, step 3 of ``grade`` (:mod:`.grade`): one :class:`Row` per exercise of a
+notebook, a :class:`NotebookReport` per notebook, and the readable summary printed at the end.
+
+The rows are stored by :mod:`.gradebook` (SQLite, and the CSV/JSON/wide-CSV exports made from it).
+Parsing a submission is :mod:`.grade_parse`; running and judging it is :mod:`.grade_run`."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+STATUSES = ("correct", "incorrect", "not_attempted", "error")
+COLUMNS = ("student", "notebook", "exercise", "status", "mistake", "points", "max_points")
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """A file name as text: undecodable bytes escaped, never an exception."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def clean(text: Any, n: int = 600) -> str:
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", str(text))[:n]
+
+
+@dataclass
+class Row:
+    student: str
+    notebook: str
+    exercise: str
+    status: str
+    mistake: str = ""
+    detail: str = ""
+    points: float = 0.0
+    max_points: float = 0.0
+
+
+@dataclass
+class NotebookReport:
+    path: str
+    student: str
+    lesson: str | None
+    rows: list[Row] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None  # why the notebook could not be graded completely
+    shown: str = ""
+    resumed: bool = False
+
+    def __post_init__(self) -> None:
+        self.shown = self.shown or shown(self.path)
+
+
+def exercise_rows(report: NotebookReport, lesson: str, checked: set[str], verdicts: dict[str, dict],
+                   error: str | None, mistake: str | None) -> None:
+    """The rows of one notebook: one per exercise of ``lesson``, from the judge's ``verdicts``
+    (``checked``: the exercises with a check cell; ``error``: why the run stopped early)."""
+    from course_utils.grading import registry
+
+    report.error = error
+    for ex in registry.load_lesson(lesson):
+        points = float(getattr(ex, "points", 1.0))
+        v = verdicts.get(ex.id)
+        if v is not None:
+            status = str(v["status"]) if v.get("status") in STATUSES else "error"
+            row = Row(report.student, report.shown, ex.id, status, clean(v.get("mistake") or "", 60),
+                      clean(v.get("message") or ""))
+        elif ex.id in checked and not error:
+            row = Row(report.student, report.shown, ex.id, "error", "export_missing",
+                      "the notebook reached its end but handed out no answer for this check cell")
+        elif error:
+            row = Row(report.student, report.shown, ex.id, "error", mistake or "", error)
+        else:
+            row = Row(report.student, report.shown, ex.id, "not_attempted", "no_check_cell",
+                      f"no `ex.{ex.name}.check(...)` cell checking the exercise's answer was found")
+        row.max_points = points
+        row.points = points if row.status == "correct" else 0.0
+        report.rows.append(row)
+
+
+def rows_of(reports: Iterable[NotebookReport]) -> list[Row]:
+    return [r for rep in reports for r in rep.rows]
+
+
+def duplicates(reports: list[NotebookReport]) -> dict[tuple[str, str], list[str]]:
+    """``(student, lesson) -> notebook paths`` where one student handed in a lesson twice."""
+    seen: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for rep in reports:
+        if rep.lesson:
+            seen[(rep.student, rep.lesson)].append(rep.path)
+    return {k: v for k, v in seen.items() if len(v) > 1}
+
+
+def summary_text(reports: list[NotebookReport], seconds: float | None = None, workers: int | None = None) -> str:
+    """What ``grade`` prints at the end: one line per notebook, then per exercise, the cell
+    problems and the duplicates (each section only when it has something to say)."""
+    n = len(reports)
+    head = f"Graded {n} notebook{'s' * (n != 1)}"
+    if seconds is not None:
+        head += f" in {seconds:.1f} s"
+    if workers is not None:
+        head += f" ({workers} in parallel)"
+    if not reports:
+        return head + "."
+    lines = [head + ".", ""]
+    lines += _notebook_lines(reports) + _exercise_lines(reports) + _problem_lines(reports) + _duplicate_lines(reports)
+    return "\n".join(lines)
+
+
+def _notebook_lines(reports: list[NotebookReport]) -> list[str]:
+    w_student = max(7, *(len(r.student) for r in reports))
+    w_nb = max(8, *(len(r.lesson or Path(r.shown).name) for r in reports))
+    lines = [f"{'student':<{w_student}}  {'notebook':<{w_nb}}  {'correct':>9}  {'incorrect':>9}  {'not att.':>8}  "
+             f"{'points':>9}  note"]
+    for rep in sorted(reports, key=lambda r: (r.student, r.lesson or "", r.path)):
+        c = Counter(r.status for r in rep.rows)
+        total = sum(1 for r in rep.rows if r.exercise)
+        pts = f"{sum(r.points for r in rep.rows):g}/{sum(r.max_points for r in rep.rows):g}"
+        lines.append(f"{rep.student:<{w_student}}  {(rep.lesson or Path(rep.shown).name):<{w_nb}}  "
+                     f"{c['correct']:>4} / {total:<2}  {c['incorrect']:>9}  {c['not_attempted']:>8}  {pts:>9}  "
+                     f"{_note(rep)}")
+    return lines
+
+
+def _note(rep: NotebookReport) -> str:
+    wrong = [f"{r.exercise.split('.', 1)[-1]}: {r.mistake}" for r in rep.rows if r.status == "incorrect"]
+    note = "; ".join(wrong[:3]) + (f" (+{len(wrong) - 3})" if len(wrong) > 3 else "")
+    if rep.problems and not rep.error:
+        note = (note + "; " if note else "") + f"{len(rep.problems)} cell problem(s)"
+    if rep.error:
+        note = "BROKEN: " + rep.error
+    if rep.resumed:
+        note = "(from the gradebook) " + note
+    return note
+
+
+def _exercise_lines(reports: list[NotebookReport]) -> list[str]:
+    per_ex: dict[str, Counter] = {}
+    mistakes: dict[str, Counter] = {}
+    for r in rows_of(reports):
+        if not r.exercise:
+            continue
+        per_ex.setdefault(r.exercise, Counter())[r.status] += 1
+        if r.status == "incorrect" and r.mistake:
+            mistakes.setdefault(r.exercise, Counter())[r.mistake] += 1
+    if not per_ex:
+        return []
+    lines = ["", "Per exercise:"]
+    w = max(len(k) for k in per_ex)
+    for ex_id, c in per_ex.items():
+        total = sum(c.values())
+        common = ", ".join(f"{m} ×{k}" for m, k in mistakes.get(ex_id, Counter()).most_common(3))
+        lines.append(f"  {ex_id:<{w}}  {c['correct']:>3}/{total} correct"
+                     + (f"   mistakes: {common}" if common else ""))
+    return lines
+
+
+def _problem_lines(reports: list[NotebookReport]) -> list[str]:
+    problems = [(rep, p) for rep in reports for p in rep.problems]
+    if not problems:
+        return []
+    return ["", "Problems:"] + [f"  {rep.shown}: {p}" for rep, p in problems]
+
+
+def _duplicate_lines(reports: list[NotebookReport]) -> list[str]:
+    dups = duplicates(reports)
+    if not dups:
+        return []
+    lines = ["", "DUPLICATES (one student, one lesson, several notebooks; the wide CSV counts the best):"]
+    for (student, lesson), paths in sorted(dups.items()):
+        lines.append(f"  {student} / {lesson}: " + ", ".join(shown(p) for p in paths))
+    return lines

@@ -1,0 +1,318 @@
+"""Running a submission, step 2 of ``grade`` (:mod:`.grade`): :class:`Grader` runs each notebook in
+its own sandbox (:mod:`.sandbox`, :mod:`.nbrun`), collects the answers its check cells hand out,
+and has them judged out of the learner's reach (:mod:`.judge`); the rows go to :mod:`.grade_report`
+and, one transaction per notebook, to the :mod:`.gradebook`."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any, BinaryIO, cast
+
+import nbformat
+
+from . import sandbox
+from .frames import FrameError, read_frame, write_frame
+from .grade_parse import ROOT, expected_checks, find_notebooks, identify_lesson, lesson_stems, read_notebook, \
+    split_check_cell, student_of
+from .grade_report import NotebookReport, Row, clean, exercise_rows
+from .gradebook import Gradebook, digest
+
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_NOTEBOOK_TIMEOUT = 1200.0
+MAX_OUTPUT = 256 * 1024**2       # bytes a notebook's sandbox may send back (answers)
+
+
+def _pipe(stream: IO[Any] | None) -> BinaryIO:
+    """A child's stdin/stdout (opened with PIPE, so never None in practice)."""
+    if stream is None:
+        raise OSError("the child process has no pipe")
+    return cast(BinaryIO, stream)
+
+
+class Grader:
+    """Grades notebooks, ``workers`` at a time, each in its own sandboxes."""
+
+    def __init__(self, workers: int = 2, timeout: float = DEFAULT_TIMEOUT,
+                 notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT, limits: sandbox.Limits | None = None,
+                 sandboxed: bool = True, gradebook: Gradebook | None = None, regrade: bool = False,
+                 progress: Any = None, max_output: int = MAX_OUTPUT):
+        self.workers = max(1, workers)
+        self.timeout, self.notebook_timeout = timeout, notebook_timeout
+        self.limits = limits or sandbox.Limits()
+        self.limits.cpu_seconds = int(max(self.limits.cpu_seconds, notebook_timeout + 60))
+        self.sandboxed = sandboxed
+        self.gradebook, self.regrade, self.progress = gradebook, regrade, progress
+        self.max_output = max_output
+        from course_utils import threads as thread_policy  # one policy, with its measured reason
+
+        self.threads = thread_policy.kernel_threads()  # per grading kernel (course_utils/threads.py)
+        self.stopping = threading.Event()
+        self.active: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+        self.local = threading.local()
+        self.judges: list[subprocess.Popen] = []
+        self.uids = sandbox.UidPool(2 * self.workers) if sandboxed else sandbox.UidPool(0)
+        self.tmp = Path(tempfile.mkdtemp(prefix="course-grade-"))
+        self.tmp.chmod(0o711)
+        self.course = sandbox.stage_course(self.tmp / "course")
+        self.stems = lesson_stems()
+        self._expected: dict[str, dict[str, str]] = {}
+        self.graded = 0
+
+    # ------------------------------------------------------------------ processes
+
+    def _track(self, proc: subprocess.Popen) -> subprocess.Popen:
+        with self.lock:
+            self.active.add(proc)
+        if self.stopping.is_set():
+            sandbox.kill(proc)
+        return proc
+
+    def _untrack(self, proc: subprocess.Popen | None) -> None:
+        if proc is None:
+            return
+        sandbox.kill(proc)
+        with self.lock:
+            self.active.discard(proc)
+
+    def stop(self) -> None:
+        """Kill every sandbox and judge now (from a signal handler)."""
+        self.stopping.set()
+        with self.lock:
+            procs = list(self.active) + list(self.judges)
+        for p in procs:
+            sandbox.kill(p)
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _notebook_proc(self, inputs: Path, job: dict, uid: int | None) -> subprocess.Popen:
+        argv = [sys.executable, "-m", "course_utils.instructor.nbrun", json.dumps(job)]
+        if self.sandboxed:
+            return sandbox.popen(argv, course=self.course, inputs=inputs, limits=self.limits, uid=uid,
+                                 threads=self.threads)
+        work = Path(tempfile.mkdtemp(dir=self.tmp))
+        env = dict(os.environ, PYTHONPATH=str(self.course), COURSE_PROGRESS_LOG="", MPLBACKEND="Agg",
+                   OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads))
+        job_local = dict(job, notebook=str(inputs / "notebook.ipynb"))
+        argv[-1] = json.dumps(job_local)
+        return subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def _judge(self) -> subprocess.Popen:
+        proc = getattr(self.local, "judge", None)
+        if proc is not None and proc.poll() is None:
+            return proc
+        env = dict(os.environ, COURSE_PROGRESS_LOG="", OMP_NUM_THREADS="1",
+                   PYTHONPATH=os.pathsep.join(
+                       [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+        proc = subprocess.Popen([sys.executable, "-m", "course_utils.instructor.judge", "worker"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+        with self.lock:
+            self.judges.append(proc)
+        if self.stopping.is_set():
+            sandbox.kill(proc)
+        head, _ = read_frame(_pipe(proc.stdout), 1 << 20)
+        if head.get("op") != "ready":
+            raise RuntimeError("the judge did not start")
+        self.local.judge = proc
+        return proc
+
+    # ------------------------------------------------------------------ one notebook
+
+    def expected(self, lesson: str) -> dict[str, str]:
+        if lesson not in self._expected:
+            self._expected[lesson] = expected_checks(lesson)
+        return self._expected[lesson]
+
+    def grade_one(self, path: Path, root: Path | None) -> NotebookReport | None:
+        if self.stopping.is_set():
+            return None
+        start = time.perf_counter()
+        sha = digest(path)
+        if self.gradebook is not None and not self.regrade and self.gradebook.done(path, sha):
+            return self.gradebook.load(path, sha)
+        nb, read_error = None, None
+        try:
+            nb = read_notebook(path)
+        except Exception as exc:  # noqa: BLE001 - corrupt JSON, not a notebook, unreadable file
+            read_error = f"could not read the notebook ({type(exc).__name__}: {clean(exc, 160)})"
+        lesson = identify_lesson(path, nb, self.stems)
+        report = NotebookReport(str(path), student_of(path, lesson, root), lesson)
+        if lesson is None:
+            report.error = read_error or (
+                "unknown lesson: the file name names no lesson and it has no exercises_for(...)")
+            report.rows.append(Row(report.student, report.shown, "", "error",
+                                   "corrupt_notebook" if read_error else "unknown_lesson", report.error))
+        elif read_error or nb is None:
+            exercise_rows(report, lesson, set(), {}, read_error or "could not read the notebook", "corrupt_notebook")
+        else:
+            self._run_and_judge(report, nb, lesson)
+        if self.stopping.is_set():
+            return None
+        report.seconds = time.perf_counter() - start
+        if self.gradebook is not None:
+            self.gradebook.record(report, sha, self.sandboxed)
+        self.graded += 1
+        return report
+
+    def _run_and_judge(self, report: NotebookReport, nb: nbformat.NotebookNode, lesson: str) -> None:
+        expected = self.expected(lesson)
+        checked: set[str] = set()
+        for cell in nb.cells:
+            if cell.get("cell_type") == "code":
+                src = cell.get("source", "")
+                found = split_check_cell("".join(src) if isinstance(src, list) else src, expected)
+                if found:
+                    checked.add(f"{lesson}.{found[1]}")
+        inputs = Path(tempfile.mkdtemp(dir=self.tmp))
+        inputs.chmod(0o755)
+        nbformat.write(nb, inputs / "notebook.ipynb")
+        (inputs / "notebook.ipynb").chmod(0o644)
+        job = {"notebook": f"{sandbox.WORK_IN_SANDBOX}/notebook.ipynb", "lesson": lesson, "expected": expected,
+               "timeout": self.timeout, "notebook_timeout": self.notebook_timeout,
+               "memory": self.limits.describe_memory()}
+        answers, done, error, mistake = self._run_notebook(inputs, job)
+        shutil.rmtree(inputs, ignore_errors=True)
+        if self.stopping.is_set():
+            return
+        if done is not None:
+            report.problems += [clean(p, 300) for p in (done.get("problems") or [])[:200] if isinstance(p, str)]
+            if isinstance(done.get("error"), str):
+                error, mistake = clean(done["error"], 300), clean(done.get("mistake") or "", 60)
+        answers = {k: v for k, v in answers.items() if k in checked}
+        verdicts = self._verdicts(lesson, answers) if answers else {}
+        if error:
+            report.problems.append(error)
+        exercise_rows(report, lesson, checked, verdicts, error, mistake)
+
+    def _run_notebook(self, inputs: Path, job: dict) -> tuple[dict, dict | None, str | None, str | None]:
+        uid = self.uids.take()
+        proc = None
+        answers: dict[str, tuple[bytes | None, str | None]] = {}
+        done: dict | None = None
+        error = mistake = None
+        timed_out = threading.Event()
+
+        def on_deadline() -> None:
+            timed_out.set()
+            sandbox.kill(proc)
+
+        timer = threading.Timer(self.notebook_timeout + 30, on_deadline)
+        try:
+            proc = self._track(self._notebook_proc(inputs, job, uid))
+            timer.start()
+            budget = self.max_output
+            while True:
+                head, data = read_frame(_pipe(proc.stdout), budget)
+                budget -= len(data) + 64
+                if budget < 0:
+                    raise FrameError("over the output limit")
+                if head.get("type") == "answer" and isinstance(head.get("exercise"), str):
+                    err = head.get("error")
+                    answers[head["exercise"]] = (None if err else data, clean(err, 200) if err else None)
+                elif head.get("type") == "done":
+                    done = head
+                    break
+        except FrameError as exc:
+            if "limit" in str(exc):
+                error, mistake = (f"output limit: the notebook sent more than {self.max_output // 1024**2} MB "
+                                  "back"), "output_limit"
+            else:
+                error, mistake = "the notebook's sandbox sent garbage", "sandbox_protocol"
+        except EOFError:
+            if timed_out.is_set():
+                error, mistake = f"the notebook did not finish within {self.notebook_timeout:g} s", "notebook_timeout"
+            else:
+                code = proc.poll() if proc else None
+                error = (f"the notebook runner stopped before the end (exit code {code}: memory limit "
+                         f"{self.limits.describe_memory()}, the process limit, or a killed process)")
+                mistake = "runner_died"
+        except OSError as exc:
+            error, mistake = f"the sandbox could not start ({exc})", "sandbox_failed"
+        finally:
+            timer.cancel()
+            self._untrack(proc)
+            self.uids.give(uid)
+        return answers, done, error, mistake
+
+    def _verdicts(self, lesson: str, answers: dict[str, tuple[bytes | None, str | None]]) -> dict[str, dict]:
+        from course_utils.grading import registry
+
+        exercises = [ex for ex in registry.load_lesson(lesson) if ex.id in answers]
+        uid = self.uids.take()
+        deadline = 120 + sum(3 * float(ex.timeout) + 20 for ex in exercises)
+        proc = None
+        timer = None
+        try:
+            proc = self._judge()
+            timer = threading.Timer(deadline, lambda: sandbox.kill(proc))
+            timer.start()
+            write_frame(_pipe(proc.stdin), {"op": "judge", "lesson": lesson, "n": len(answers), "uid": uid,
+                                     "course": str(self.course), "limits": asdict(self.limits),
+                                     "no_sandbox": not self.sandboxed})
+            for ex_id, (data, err) in answers.items():
+                write_frame(_pipe(proc.stdin), {"exercise": ex_id, "error": err}, data or b"")
+            head, _ = read_frame(_pipe(proc.stdout), 1 << 20)
+            got = head.get("verdicts")
+            verdicts: dict[str, Any] = got if isinstance(got, dict) else {}
+        except (EOFError, FrameError, OSError, RuntimeError) as exc:
+            self._untrack(proc)
+            self.local.judge = None
+            why = "timed out" if timer is not None and not timer.is_alive() else f"stopped ({type(exc).__name__})"
+            verdicts = {ex.id: {"status": "error", "mistake": "judge_failed", "message": f"judging {why}"}
+                        for ex in exercises}
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.uids.give(uid)
+        return {k: v for k, v in verdicts.items() if isinstance(v, dict) and k in answers}
+
+    # ------------------------------------------------------------------ batch
+
+    def run(self, items: list[tuple[Path, Path | None]]) -> list[NotebookReport]:
+        results: dict[int, NotebookReport] = {}
+        with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
+            futures = {pool.submit(self.grade_one, p, r): i for i, (p, r) in enumerate(items)}
+            pending = set(futures)
+            while pending:
+                finished, pending = concurrent.futures.wait(pending, timeout=0.2)
+                for fut in finished:
+                    rep = fut.result()
+                    if rep is not None:
+                        results[futures[fut]] = rep
+                        if self.progress:
+                            self.progress(rep)
+                if self.stopping.is_set():
+                    for fut in pending:
+                        fut.cancel()
+        return [results[i] for i in sorted(results)]
+
+
+def grade(paths: Iterable[str | os.PathLike[str]], workers: int = 2, timeout: float = DEFAULT_TIMEOUT,
+          notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT, progress: Any = None, sandboxed: bool = True,
+          memory: int | None = None, gradebook: str | os.PathLike[str] | None = None) -> list[NotebookReport]:
+    """Grade notebooks (files or folders); returns one report per notebook, in input order."""
+    items = find_notebooks(paths)
+    limits = sandbox.Limits() if memory is None else sandbox.Limits(memory=memory)
+    book = Gradebook(gradebook) if gradebook else None
+    grader = Grader(workers, timeout, notebook_timeout, limits, sandboxed, book, progress=progress)
+    try:
+        return grader.run(items)
+    finally:
+        grader.close()
+        if book is not None:
+            book.close()

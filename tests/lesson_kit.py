@@ -1,0 +1,90 @@
+"""Pieces shared by the one-test-file-per-lesson grader tests (tests/test_lNN_*.py).
+
+* :class:`RedTeam`: rows of plausible wrong answers, valid but unusual answers and cheats, each
+  registered with a decorator (``@team.wrong(EX, "label", "mistake")``); the lesson's test file
+  parametrizes its tests over the rows (see tests/test_l01_tensors.py).
+* :func:`oracle_cases`, :func:`assert_close_np`: every fixed case and many random cases of an
+  exercise, and a NumPy comparison, for the tests that hold each reference against an
+  independent oracle.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from course_utils import grading
+from course_utils.grading import Rand
+
+from grading_asserts import rejected  # noqa: E402 (tests/ is on sys.path)
+
+N_SEEDS = 150
+
+
+class RedTeam:
+    """Wrong answers, valid unusual answers and cheats of one lesson's exercises."""
+
+    def __init__(self) -> None:
+        self.WRONG: list[tuple[str, str, object, str | None]] = []  # (exercise, label, answer, mistake or None)
+        self.VALID: list[tuple[str, str, object]] = []
+        self.CHEATS: list[tuple[str, str, object]] = []
+        self.CHEAT_NAMES: dict[str, str] = {}
+
+    def wrong(self, ex: str, label: str, mistake: str | None = None):
+        def deco(fn):
+            self.WRONG.append((ex, label, fn, mistake))
+            return fn
+        return deco
+
+    def valid(self, ex: str, label: str):
+        def deco(fn):
+            self.VALID.append((ex, label, fn))
+            return fn
+        return deco
+
+    def cheat(self, ex: str, label: str, mistake: str | None = None):
+        def deco(fn):
+            self.CHEATS.append((ex, label, fn))
+            if mistake:
+                self.CHEAT_NAMES[f"{ex}:{label}"] = mistake
+            return fn
+        return deco
+
+    def assert_cheat_rejected(self, exercise_id: str, label: str, answer) -> None:
+        mistake = self.CHEAT_NAMES.get(f"{exercise_id}:{label}")
+        rejected(exercise_id, answer, mistake, n_random=0, seeds=(1,))
+        rejected(exercise_id, answer, mistake)
+
+    def assert_five_wrong_three_valid_two_cheats(self, lesson: str) -> None:
+        for ex in [e for e in grading.exercises() if e.startswith(lesson + ".")]:
+            assert sum(w[0] == ex for w in self.WRONG) >= 5, ex
+            assert sum(v[0] == ex for v in self.VALID) >= 3, ex
+            assert sum(c[0] == ex for c in self.CHEATS) >= 2, ex
+
+
+def ids(rows) -> list[str]:
+    return [f"{r[0].split('.')[-1]}: {r[1]}" for r in rows]
+
+
+def oracle_cases(exercise_id: str, n_seeds: int = N_SEEDS):
+    """(where, case) for every fixed case and ``n_seeds`` random cases of the exercise."""
+    ex = grading.exercise(exercise_id)
+    # copies: an oracle test that freezes or re-initialises a fixed case's model must not change
+    # the registered case for the checks that run after it
+    out = [(c.label or "fixed", copy.deepcopy(c)) for c in ex.edge_cases]
+    if ex.cases is not None:
+        out += [(f"seed {s}", ex.cases(Rand(s))) for s in range(n_seeds)]
+    return out
+
+
+def as_numpy(t):
+    return t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+
+
+def assert_close_np(ref, oracle, rtol=1e-5, atol=1e-6, where=""):
+    ref_np = as_numpy(ref)
+    assert ref_np.shape == np.shape(oracle), f"{where}: shape {ref_np.shape} vs oracle {np.shape(oracle)}"
+    np.testing.assert_allclose(ref_np.astype(np.float64), np.asarray(oracle, dtype=np.float64),
+                               rtol=rtol, atol=atol, err_msg=where)

@@ -1,0 +1,115 @@
+"""Lesson 00_start_here: its grader (celsius_to_fahrenheit) against wrong answers, valid answers
+written differently, cheats, and an independent oracle.
+
+Wrong answers and cheats must be rejected by the FIXED cases alone (``n_random=0``) as well as
+with random cases under several seeds; where the mistake has a name, the name is asserted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils import grading
+
+from grading_asserts import accepted as _accepted  # noqa: E402 (tests/ is on sys.path)
+from grading_asserts import rejected  # noqa: E402
+from lesson_kit import RedTeam, assert_close_np, ids, oracle_cases  # noqa: E402
+
+team = RedTeam()
+wrong, valid, cheat = team.wrong, team.valid, team.cheat
+_cases, _close = oracle_cases, assert_close_np
+
+
+def accepted(exercise_id: str, answer, n_random: int = 20) -> None:
+    _accepted(exercise_id, answer, n_random=n_random)
+
+
+# =========================================================================== adversarial
+C2F = "00_start_here.celsius_to_fahrenheit"
+
+
+def test_c2f_float64_flattened_and_floor_division_are_rejected():
+    rejected(C2F, lambda c: c.double() * 9 / 5 + 32, "wrong_dtype")
+    rejected(C2F, lambda c: (c * 9 / 5 + 32).reshape(-1), "wrong_shape")
+    rejected(C2F, lambda c: c * 9 // 5 + 32)
+
+
+def test_c2f_in_place_then_returned_is_rejected():
+    def in_place(c):
+        c *= 1.8
+        c += 32
+        return c
+
+    rejected(C2F, in_place, "mutated_input")
+
+
+def test_c2f_hard_coded_fixed_case_is_rejected():
+    rejected(C2F, lambda c: torch.tensor([32.0, 212.0, -40.0]))
+
+
+def test_c2f_alternatives_pass():
+    accepted(C2F, lambda c: (c * 9 + 160) / 5)
+    accepted(C2F, lambda c: c.clone().mul_(1.8).add_(32))
+
+
+# =========================================================================== red team
+CF = "00_start_here.celsius_to_fahrenheit"
+wrong(CF, "5/9", "inverted_ratio")(lambda c: c * 5 / 9 + 32)
+wrong(CF, "offset first", "offset_first")(lambda c: (c + 32) * 9 / 5)
+wrong(CF, "no offset", "forgot_offset")(lambda c: c * 9 / 5)
+wrong(CF, "the reverse conversion", "reversed_conversion")(lambda c: (c - 32) * 5 / 9)
+wrong(CF, "rule of thumb 2C + 30")(lambda c: c * 2 + 30)
+wrong(CF, "floor division")(lambda c: c * 9 // 5 + 32)
+wrong(CF, "list comprehension over tolist()")(lambda c: torch.tensor([v * 9 / 5 + 32 for v in c.tolist()]))
+wrong(CF, "float32 always")(lambda c: c.float() * 1.8 + 32)
+wrong(CF, "item()")(lambda c: torch.tensor(c.item() * 1.8 + 32))
+
+
+@wrong(CF, "in place", "mutated_input")
+def _cf_in_place(c):
+    c *= 1.8
+    c += 32
+    return c
+
+
+valid(CF, "1.8 first")(lambda c: 32 + 1.8 * c)
+valid(CF, "method chain")(lambda c: c.mul(9).div(5).add(32))
+valid(CF, "torch.add with alpha")(lambda c: torch.add(torch.full_like(c, 32.0), c, alpha=1.8))
+valid(CF, "clone then in place")(lambda c: c.clone().mul_(9 / 5).add_(32))
+cheat(CF, "hard-coded first case")(lambda c: torch.tensor([32.0, 212.0, -40.0]))
+cheat(CF, "always 32")(lambda c: torch.full_like(c, 32.0))
+
+wrong(CF, "result requires grad (redteam)", "requires_grad")(lambda c: (c * 9 / 5 + 32).requires_grad_())
+
+
+# =========================================================================== oracle
+def test_celsius_reference_agrees_with_numpy():
+    ref = grading.reference("00_start_here.celsius_to_fahrenheit")
+    for where, case in _cases("00_start_here.celsius_to_fahrenheit"):
+        (c,) = case.args
+        got = ref(c)
+        assert got.dtype == c.dtype and got.shape == c.shape, where
+        _close(got, np.asarray(c.double().numpy() * 1.8 + 32.0), rtol=1e-6, atol=1e-4, where=where)
+
+
+# =========================================================================== red-team rows
+@pytest.mark.parametrize("exercise_id,label,answer,mistake", team.WRONG, ids=ids(team.WRONG))
+def test_wrong_answer_is_rejected_by_the_fixed_cases(exercise_id, label, answer, mistake):
+    for n_random, seeds in ((0, (1,)), (None, (1, 77, 4242))):  # fixed cases alone, then with random ones
+        rejected(exercise_id, answer, mistake, n_random=n_random, seeds=seeds)
+
+
+@pytest.mark.parametrize("exercise_id,label,answer", team.VALID, ids=ids(team.VALID))
+def test_valid_unusual_answer_passes(exercise_id, label, answer):
+    accepted(exercise_id, answer, n_random=20)
+
+
+@pytest.mark.parametrize("exercise_id,label,answer", team.CHEATS, ids=ids(team.CHEATS))
+def test_cheat_is_rejected(exercise_id, label, answer):
+    team.assert_cheat_rejected(exercise_id, label, answer)
+
+
+def test_every_exercise_has_five_wrong_three_valid_two_cheats():
+    team.assert_five_wrong_three_valid_two_cheats("00_start_here")
