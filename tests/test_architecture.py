@@ -205,7 +205,7 @@ LAYERS = {
     2: {"grading"},  # the core
     1: {"progress", "backups"},  # state
     0: {"links", "threads", "course_files", "colab", "lesson_times", "ddp_launch", "jupyter_settings",
-        "datasets", "plotting", "lesson_props", *(a.rpartition(".")[2] for a in PROP_ALIASES)},  # leaves
+        "cells", "references", "datasets", "plotting", "lesson_props", *(a.rpartition(".")[2] for a in PROP_ALIASES)},  # leaves
 }
 
 
