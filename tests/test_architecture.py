@@ -205,7 +205,8 @@ LAYERS = {
     2: {"grading"},  # the core
     1: {"progress", "backups"},  # state
     0: {"links", "threads", "course_files", "colab", "lesson_times", "ddp_launch", "jupyter_settings",
-        "cells", "references", "datasets", "plotting", "lesson_props", *(a.rpartition(".")[2] for a in PROP_ALIASES)},  # leaves
+        "cells", "references",  # the notebook cell grammar; answers extracted from the solutions
+        "datasets", "plotting", "lesson_props", *(a.rpartition(".")[2] for a in PROP_ALIASES)},  # leaves
 }
 
 
