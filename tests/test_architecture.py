@@ -204,7 +204,8 @@ LAYERS = {
     3: {"exercises"},  # the declarations
     2: {"grading"},  # the core
     1: {"progress", "backups"},  # state
-    0: {"links", "threads", "course_files", "colab", "lesson_times", "ddp_launch", "jupyter_settings", "references",
+    0: {"links", "threads", "course_files", "colab", "lesson_times", "ddp_launch", "jupyter_settings",
+        "cells", "references",  # the notebook cell grammar; answers extracted from the solutions
         "datasets", "plotting", "lesson_props", *(a.rpartition(".")[2] for a in PROP_ALIASES)},  # leaves
 }
 
