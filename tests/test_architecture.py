@@ -208,8 +208,8 @@ LAYERS = {
     3: {"exercises"},  # the declarations
     2: {"grading"},  # the core
     1: {"progress", "backups"},  # state
-    0: {"links", "threads", "course_files", "colab", "lesson_times", "ddp_launch", "jupyter_settings",
-        "references", "datasets", "plotting", "lesson_props", *(a.rpartition(".")[2] for a in PROP_ALIASES)},  # leaves
+    0: {"links", "threads", "course_files", "colab", "lesson_times", "ddp_launch", "jupyter_settings", "references",
+        "datasets", "plotting", "lesson_props", *(a.rpartition(".")[2] for a in PROP_ALIASES)},  # leaves
 }
 
 
@@ -227,3 +227,16 @@ def test_every_arrow_points_down_or_sideways():
     assert not up, f"imports that point up a layer (ARCHITECTURE.md): {up}"
     for path in PACKAGE.rglob("*.py"):  # a part with no arrows at all is placed too
         layer_of(part_of(module_name(path)))
+
+
+def test_an_exercise_is_one_short_file():
+    """The exercise as the unit (CONTRIBUTING.md): a lesson is a package of exercise files, none
+    over 300 lines, and an exercise never imports its own package's ``__init__`` (which imports
+    the exercises); the lesson's constants live in its ``_kit.py``."""
+    exercises = PACKAGE / "exercises"
+    lessons = sorted(p for p in exercises.iterdir() if p.name[:1] == "l" and p.name[1:3].isdigit())
+    assert lessons and all(p.is_dir() for p in lessons), [p.name for p in lessons if not p.is_dir()]
+    for lesson in lessons:
+        for path in lesson.glob("*.py"):
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            assert n <= 300, f"{path.relative_to(PACKAGE)} has {n} lines: split it, or move shared helpers to _kit.py"
