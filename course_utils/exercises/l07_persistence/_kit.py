@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils import grading
 from course_utils.grading import Case, Compare, Incorrect, Rand
-from course_utils.persistence import payload_runs, reset_payload_runs
+from course_utils.lesson_props.l07_persistence import payload_runs, reset_payload_runs
 
 from . import LESSON
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from course_utils.grading import Exercise, Mistake, Rand, register
-from course_utils.persistence import HarmlessPayload
+from course_utils.lesson_props.l07_persistence import HarmlessPayload
 
 from . import LESSON
 from ._kit import (CHANGED_MODE, EXACT, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, UNSAFE_MESSAGE,
