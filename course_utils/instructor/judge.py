@@ -63,7 +63,10 @@ def _exc_info(exc: BaseException) -> dict[str, Any]:
     from course_utils.grading.spec import Incorrect
 
     if isinstance(exc, Incorrect):
-        return {"incorrect": [str(exc.mistake), str(exc.message)]}
+        # the id and its facts: the judge fills in the message the exercise declares (one voice);
+        # a framework message (rare) travels as text
+        return {"incorrect": [str(exc.mistake), None if exc.message is None else str(exc.message)],
+                "facts": {str(k): str(v)[:300] for k, v in exc.facts.items()}}
     frames = traceback.extract_tb(exc.__traceback__)
     learner = None
     for fr in reversed(frames):
@@ -313,7 +316,11 @@ def _rebuild(info: dict[str, Any]) -> BaseException:
     from course_utils.grading.spec import Incorrect
 
     if isinstance(info.get("incorrect"), list) and len(info["incorrect"]) == 2:
-        return Incorrect(_clean(info["incorrect"][0], 60), _clean(info["incorrect"][1], 600))
+        mistake, message = info["incorrect"]
+        facts: dict[Any, Any] = info["facts"] if isinstance(info.get("facts"), dict) else {}
+        return Incorrect(_clean(mistake, 60), None if message is None else _clean(message, 600),
+                         **{k: _clean(v, 300) for k, v in list(facts.items())[:20]
+                            if isinstance(k, str) and k.isidentifier() and len(k) <= 40})
     name = _clean(info.get("type", "Exception"), 80)
     module = str(info.get("module", ""))
     message = _clean(info.get("message", ""), 500)
