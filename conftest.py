@@ -2,15 +2,14 @@
 
 - Progress events written while testing go to a temporary log, never to the tester's home;
   notebook kernels inherit the variable (and ``OMP_NUM_THREADS=1``, see below).
-- Learner notebooks: every check cell (``ex.NAME.check(ANSWER)``) must report "not
-  attempted" when nbval runs the untouched notebook: a stub that passes or fails a check is a
-  broken exercise.
+- Learner notebooks: every check cell (tagged ``check:NAME`` by build, course_utils/cells.py)
+  must report "not attempted" when nbval runs the untouched notebook: a stub that passes or
+  fails a check is a broken exercise.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -25,8 +24,7 @@ os.environ["COURSE_PROGRESS_LOG"] = os.path.join(_LOG_DIR, "progress.jsonl")
 from course_utils import threads  # noqa: E402
 
 threads.apply_env()
-
-CHECK_CELL = re.compile(r"^ex\.(\w+)\.check\((\w+)\)\s*$", re.M)
+from course_utils import cells  # noqa: E402  (the cell grammar: which cell checks what)
 
 
 def _outputs_text(outputs) -> str:
@@ -47,12 +45,12 @@ def pytest_runtest_call(item):
     path = Path(str(getattr(item, "path", "")))
     if cell is None or path.parent.name != "notebooks" or outcome.excinfo is not None:
         return
-    match = CHECK_CELL.search(cell.source)
-    if not match:
+    checks = [name for role, name in cells.role_tags(cell) if role == cells.CHECK]
+    if not checks:
         return
     text = _outputs_text(getattr(item, "test_outputs", None))
     if "Not attempted yet" not in text:
         raise AssertionError(
-            f"{path.name}: the check of the untouched stub `{match.group(2)}` should report "
+            f"{path.name}: the check of the untouched stub `{checks[0]}` should report "
             f"'Not attempted yet', but printed:\n{text[:500]}"
         )

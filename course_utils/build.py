@@ -47,15 +47,16 @@ from pathlib import Path
 
 import nbformat
 
+from . import cells as grammar  # the notebook cell grammar: markers, check cells, identity tags
+
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 NOTEBOOKS = ROOT / "notebooks"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-BEGIN = "### BEGIN SOLUTION"
-END = "### END SOLUTION"
-SOLUTION_ONLY = "solution-only"
-RAISES = "raises-exception"
-STUB = 'raise NotImplementedError("Replace this line with your code")'
+BEGIN, END = grammar.BEGIN, grammar.END
+SOLUTION_ONLY = grammar.SOLUTION_ONLY
+RAISES = grammar.RAISES
+STUB = grammar.STUB
 META = "course"  # notebook metadata key: {"lesson", "generated", "cells": ["id:hash", ...]}
 WHO = ("`build` is for course authors (after editing solutions/). Learners: don't run it - your "
        "notebooks are yours; `python -m course_utils update` brings course updates in around your edits.")
@@ -100,9 +101,7 @@ def stub_source(source: str, where: str = "cell") -> tuple[str, bool]:
     return text, "" in indents
 
 
-PREDICT_BEGIN = "### BEGIN PREDICTION"
-PREDICT_END = "### END PREDICTION"
-PREDICT_STUB = "...  # your prediction: replace ... with it, then run the cell"
+PREDICT_BEGIN, PREDICT_END, PREDICT_STUB = grammar.PREDICT_BEGIN, grammar.PREDICT_END, grammar.PREDICT_STUB
 
 
 def prediction_stub(source: str, where: str = "cell") -> str:
@@ -118,6 +117,7 @@ def prediction_stub(source: str, where: str = "cell") -> str:
 def learner_notebook(solution: nbformat.NotebookNode, name: str = "notebook") -> nbformat.NotebookNode:
     """The learner version of a solution notebook (pure: no file access)."""
     nb = copy.deepcopy(solution)
+    grammar.tag_notebook(nb)  # answer:/check:/predict: tags, as in a built solution
     cells = []
     for i, cell in enumerate(nb.cells):
         tags = list(cell.get("metadata", {}).get("tags", []))
@@ -264,6 +264,43 @@ def stale_text_pairs() -> list[Path]:
     return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.py") if p.is_file() and p.stem in lessons)
 
 
+def _tagged_py(path: Path) -> str:
+    """``solutions/<stem>.py`` with its cells' identity tags set (the text unchanged otherwise)."""
+    import jupytext
+
+    nb = jupytext.read(path, config=_jupytext_config(path))
+    grammar.tag_notebook(nb)
+    return jupytext.writes(nb, "py:percent", config=_jupytext_config(path))
+
+
+def untagged_solutions(stems: list[str]) -> list[Path]:
+    """Solution files (``.py`` source or ``.ipynb``) whose cells lack their identity tags
+    (``answer:NAME``, ``check:NAME``, ``predict:NAME``; course_utils/cells.py) or carry stale ones."""
+    out = []
+    for stem in stems:
+        py, ipynb = SOLUTIONS / f"{stem}.py", SOLUTIONS / f"{stem}.ipynb"
+        if py.exists() and _tagged_py(py) != py.read_text():
+            out.append(py)
+        if ipynb.exists() and grammar.tag_notebook(nbformat.read(ipynb, as_version=4)):
+            out.append(ipynb)
+    return out
+
+
+def tag_solutions(stems: list[str]) -> list[Path]:
+    """Write the identity tags into the solution pairs (each file on its own, like the lesson
+    times: only tags change, so an edited ``.py`` is never replaced by its older ``.ipynb``)."""
+    written = []
+    for path in untagged_solutions(stems):
+        if path.suffix == ".py":
+            path.write_text(_tagged_py(path))
+        else:
+            nb = nbformat.read(path, as_version=4)
+            grammar.tag_notebook(nb)
+            nbformat.write(nb, path)
+        written.append(path)
+    return written
+
+
 def check(stems: list[str], orphans: bool = True) -> list[str]:
     """Problems that make the repository out of date (empty when everything is in sync)."""
     problems = []
@@ -276,6 +313,9 @@ def check(stems: list[str], orphans: bool = True) -> list[str]:
         pair = pair_problem(stem)
         if pair:
             problems.append(pair)
+        for path in untagged_solutions([stem]):
+            problems.append(f"{path.relative_to(ROOT)}: its cells' identity tags (answer:NAME, check:NAME, "
+                            "predict:NAME) are missing or stale. Run `python -m course_utils build`.")
         for path, text in files.items():
             if path.exists() and path.read_text() == text:
                 continue
@@ -425,6 +465,8 @@ def write(stems: list[str], force: bool = False, backup_to: Path | None = None) 
 
     for path in lesson_times.write():
         print(f"wrote {path.relative_to(ROOT)} (lesson times)")
+    for path in tag_solutions(stems):
+        print(f"wrote {path.relative_to(ROOT)} (cell identity tags)")
     res = BuildResult()
     todo: list[tuple[Path, str | None]] = []  # (path, new text or None to remove)
     for stem in stems:
@@ -477,6 +519,7 @@ def execute(stem: str, timeout: int = 600) -> float:
 
     sol_py = SOLUTIONS / f"{stem}.py"
     nb = read_py(sol_py)
+    grammar.tag_notebook(nb)
     # Executing solutions is not learner progress; one thread per kernel, as under the tests
     # (conftest.py), so thread-count-dependent numbers in the stored outputs match nbval's run.
     from . import threads

@@ -6,8 +6,9 @@ cell holding ``### BEGIN SOLUTION``), exactly as written in the notebook but for
 lines, plus the notebook-level definitions and imports those need (a dependency closure over
 the notebook's top-level names). Demo statements, prints, training runs and file writes are
 never copied: a needed name that only a statement other than an import, ``def``, ``class`` or
-a constant assignment (a literal, or a name/attribute/call-free expression of constants)
-defines is a build error, so that importing a generated module stays fast and does nothing.
+a constant assignment (one name = an expression that calls nothing: literals, names,
+attributes, arithmetic) defines is a build error, so that importing a generated module stays
+fast and does nothing.
 
 The exercise files import their references from there
 (``from .._references.l03_nn_module import MLP as reference``), so ``solution()`` shows the
@@ -22,11 +23,11 @@ import symtable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cells import BEGIN, END  # the cell grammar's answer markers
+
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 PACKAGE = ROOT / "course_utils" / "exercises" / "_references"
-BEGIN = "### BEGIN SOLUTION"
-END = "### END SOLUTION"
 INIT_TEXT = ('"""Reference answers generated from the solution notebooks by `python -m course_utils build`;\n'
              'do not edit (edit solutions/NN_name.py and run the build). One module per lesson:\n'
              '``lNN_name.py`` from ``solutions/NN_name.py``."""\n')

@@ -40,8 +40,9 @@ from pathlib import Path
 import nbformat
 
 from . import backups, build
+from . import cells as grammar  # the cell grammar: identity tags, check cells
 
-STUB_MARK = build.STUB
+STUB_MARK = grammar.STUB
 
 
 @dataclass
@@ -64,9 +65,9 @@ class ResetError(ValueError):
 
 def lesson_of(path: Path) -> str:
     stems = build.solution_stems()
-    for stem in sorted(stems, key=len, reverse=True):
-        if stem in path.stem:
-            return stem
+    lesson = grammar.lesson_of(path, None, stems)
+    if lesson is not None:
+        return lesson
     raise ResetError(f"{path.name} is not a lesson notebook of this course (lessons: {', '.join(stems)})")
 
 
@@ -78,35 +79,30 @@ def pristine(lesson: str) -> nbformat.NotebookNode:
     return build.learner_notebook(nbformat.read(sol, as_version=4), lesson)
 
 
+def _tagged(cell: nbformat.NotebookNode, role: str) -> str | None:
+    return next((name for r, name in grammar.role_tags(cell) if r == role), None)
+
+
 def _check_of(cell: nbformat.NotebookNode) -> str | None:
-    """The exercise a code cell checks (``ex.NAME.check(...)`` at the start of a line)."""
+    """The exercise a code cell checks: its ``check:NAME`` tag (which survives a learner's edit
+    of the statement), else its ``ex.NAME.check(...)`` statement."""
     if cell.get("cell_type") != "code":
         return None
-    m = re.search(r"^ex\.(\w+)\.check\(", cell.get("source", ""), re.M)
-    return m.group(1) if m else None
+    return _tagged(cell, grammar.CHECK) or grammar.checked_name(grammar.source(cell))
 
 
 def exercise_names(nb: nbformat.NotebookNode) -> list[str]:
-    names = []
-    for cell in nb.cells:
-        name = _check_of(cell)
-        if name and name not in names:
-            names.append(name)
-    return names
+    """The exercises of a fresh notebook, in order (from its identity tags)."""
+    return grammar.names(nb, grammar.CHECK)
 
 
 def exercise_cells(nb: nbformat.NotebookNode, name: str) -> list[int]:
-    """Indexes of the cells of exercise ``name`` in a fresh notebook: the stub cells after the
-    previous check cell, and the check cell itself."""
-    checks = [i for i, c in enumerate(nb.cells) if _check_of(c)]
-    mine = [i for i in checks if _check_of(nb.cells[i]) == name]
-    if not mine:
+    """Indexes of the cells of exercise ``name`` in a fresh notebook (tagged ``answer:NAME`` and
+    ``check:NAME`` by build): its answer cells, then its check cell."""
+    mine = sorted(set(grammar.cells_of(nb, grammar.ANSWER, name)) | set(grammar.cells_of(nb, grammar.CHECK, name)))
+    if not grammar.cells_of(nb, grammar.CHECK, name):
         raise ResetError(f"no exercise {name!r}; this lesson has: {', '.join(exercise_names(nb))}")
-    at = mine[0]
-    previous = max([i for i in checks if i < at], default=-1)
-    stubs = [i for i in range(previous + 1, at)
-             if nb.cells[i].cell_type == "code" and STUB_MARK in nb.cells[i].source]
-    return stubs + [at]
+    return mine
 
 
 def _defined_names(source: str) -> set[str]:
@@ -135,6 +131,9 @@ def _similar(fresh: nbformat.NotebookNode, mine: nbformat.NotebookNode) -> bool:
         return False
     if _check_of(fresh):
         return _check_of(mine) == _check_of(fresh)
+    answer = _tagged(fresh, grammar.ANSWER)
+    if answer and _tagged(mine, grammar.ANSWER) == answer:
+        return True
     if fresh.source == mine.get("source"):
         return True
     defined = _defined_names(fresh.source)

@@ -113,7 +113,7 @@ quiz
 # %% [markdown]
 # **Predict the output** (shape): What is the shape of `a.sum(dim=0)` for `a = torch.randn(2, 3)`?
 
-# %%
+# %% tags=["predict:sum_dim0_shape"]
 quiz.sum_dim0_shape(
     ### BEGIN PREDICTION
     (3,)
@@ -126,7 +126,7 @@ print(a.sum(dim=0).shape)
 # %% [markdown]
 # **Predict the output** (dtype): What dtype has `c * 9 / 5 + 32` for the int64 tensor `c = torch.tensor([0, 100])`?
 
-# %%
+# %% tags=["predict:int_fahrenheit_dtype"]
 quiz.int_fahrenheit_dtype(
     ### BEGIN PREDICTION
     torch.float32
@@ -140,7 +140,7 @@ print(c * 9 / 5 + 32, (c * 9 / 5 + 32).dtype)
 # %% [markdown]
 # **Predict the output** (exception): What exception does `torch.tensor([1.0, 2.0]).item()` raise?
 
-# %%
+# %% tags=["predict:item_of_two"]
 quiz.item_of_two(
     ### BEGIN PREDICTION
     'RuntimeError'
@@ -161,14 +161,14 @@ torch.tensor([1.0, 2.0]).item()
 # Tensor arithmetic works element by element, so this is one line. Do not change the input
 # tensor.
 
-# %%
+# %% tags=["answer:celsius_to_fahrenheit"]
 def celsius_to_fahrenheit(celsius):
     ### BEGIN SOLUTION
     return celsius * 9 / 5 + 32
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:celsius_to_fahrenheit"]
 ex.celsius_to_fahrenheit.check(celsius_to_fahrenheit)
 
 # %% [markdown]

@@ -73,7 +73,7 @@ print("device:", x.device)
 # %% [markdown]
 # **Predict the output** (dtype): What is the dtype of `torch.tensor([1, 2, 3]) / 2`?
 
-# %%
+# %% tags=["predict:int_div_dtype"]
 quiz.int_div_dtype(
     ### BEGIN PREDICTION
     torch.float32
@@ -108,7 +108,7 @@ torch.tensor([1, 2, 3]).mean()
 # `(1, H, W)` (one channel first, as PyTorch's convolution layers expect) with values in
 # [0, 1].
 
-# %%
+# %% tags=["answer:image_to_tensor"]
 def image_to_tensor(image):
     ### BEGIN SOLUTION
     # np.ascontiguousarray: a flipped image (negative strides) is still an image, and
@@ -117,7 +117,7 @@ def image_to_tensor(image):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:image_to_tensor"]
 ex.image_to_tensor.check(image_to_tensor)
 
 # %% [markdown]
@@ -192,14 +192,14 @@ print(torch.stack([v, v]).shape, torch.cat([v, v]).shape)
 # as real ones often have, and an empty batch (`N = 0`), which the last batch of a filtered
 # dataset can be.
 
-# %%
+# %% tags=["answer:batch_flatten"]
 def batch_flatten(x):
     ### BEGIN SOLUTION
     return x.flatten(start_dim=1)  # reshape(len(x), -1) cannot infer -1 when N = 0
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:batch_flatten"]
 ex.batch_flatten.check(batch_flatten)
 
 # %% [markdown]
@@ -212,7 +212,7 @@ ex.batch_flatten.check(batch_flatten)
 # %% [markdown]
 # **Predict the output** (shape): What is the shape of `col + row` for `col` of shape (3, 1) and `row` of shape (4,)?
 
-# %%
+# %% tags=["predict:broadcast_shape"]
 quiz.broadcast_shape(
     ### BEGIN PREDICTION
     (3, 4)
@@ -230,7 +230,7 @@ print(col + row)                              # (3, 4)
 # %% [markdown]
 # **Predict the output** (exception): What exception does `torch.ones(3, 4) + torch.ones(3)` raise?
 
-# %%
+# %% tags=["predict:broadcast_error"]
 quiz.broadcast_error(
     ### BEGIN PREDICTION
     'RuntimeError'
@@ -260,14 +260,14 @@ broadcast_explorer("3, 1", "4")
 # Write `normalize_rows(x)` for a 2-D tensor of positive numbers: divide each row by its sum,
 # so that every row of the result sums to 1. Return a new tensor; leave `x` unchanged.
 
-# %%
+# %% tags=["answer:normalize_rows"]
 def normalize_rows(x):
     ### BEGIN SOLUTION
     return x / x.sum(dim=1, keepdim=True)
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:normalize_rows"]
 ex.normalize_rows.check(normalize_rows)
 
 # %% [markdown]
@@ -277,14 +277,14 @@ ex.normalize_rows.check(normalize_rows)
 # tensor whose entry `[i, j]` is the Euclidean distance between `a[i]` and `b[j]`. No Python
 # loops: give the two tensors shapes that broadcast.
 
-# %%
+# %% tags=["answer:pairwise_distances"]
 def pairwise_distances(a, b):
     ### BEGIN SOLUTION
     return (a[:, None, :] - b[None, :, :]).pow(2).sum(dim=-1).sqrt()
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:pairwise_distances"]
 ex.pairwise_distances.check(pairwise_distances)
 
 # %% [markdown]
@@ -321,7 +321,7 @@ print(scores.gather(1, labels.unsqueeze(1)))
 # is True. A row with no True position has mean **0** (not NaN): padded sequences produce such
 # rows all the time.
 
-# %%
+# %% tags=["answer:masked_mean"]
 def masked_mean(x, mask):
     ### BEGIN SOLUTION
     counts = mask.sum(dim=1)
@@ -330,7 +330,7 @@ def masked_mean(x, mask):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:masked_mean"]
 ex.masked_mean.check(masked_mean)
 
 # %% [markdown]
@@ -339,14 +339,14 @@ ex.masked_mean.check(masked_mean)
 # Write `pick_scores(scores, labels)`: `scores` is `(N, C)`, `labels` is an int64 `(N,)`
 # tensor of class indices; return the `(N,)` tensor with `scores[i, labels[i]]` for every `i`.
 
-# %%
+# %% tags=["answer:pick_scores"]
 def pick_scores(scores, labels):
     ### BEGIN SOLUTION
     return scores.gather(1, labels.unsqueeze(1)).squeeze(1)
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:pick_scores"]
 ex.pick_scores.check(pick_scores)
 
 # %% [markdown]
@@ -358,7 +358,7 @@ ex.pick_scores.check(pick_scores)
 # %% [markdown]
 # **Predict the output** (shape): What is the shape of `t.sum(dim=1, keepdim=True)` for `t` of shape (2, 3)?
 
-# %%
+# %% tags=["predict:keepdim_shape"]
 quiz.keepdim_shape(
     ### BEGIN PREDICTION
     (2, 1)
@@ -400,14 +400,14 @@ plt.show()
 # class with the largest score. Write `count_correct(logits, labels)` returning how many
 # predictions equal `labels`, as a Python `int`.
 
-# %%
+# %% tags=["answer:count_correct"]
 def count_correct(logits, labels):
     ### BEGIN SOLUTION
     return int((logits.argmax(dim=1) == labels).sum().item())
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:count_correct"]
 ex.count_correct.check(count_correct)
 
 # %% [markdown]

@@ -138,14 +138,14 @@ print("by hand: ", (2 * (pred - t) * x).item(), (2 * (pred - t)).item())
 # autograd), element by element for a tensor `x` of any shape. The check compares it with
 # what autograd computes for f.
 
-# %%
+# %% tags=["answer:dfdx"]
 def dfdx(x):
     ### BEGIN SOLUTION
     return 2 * x * torch.sin(x) + x**2 * torch.cos(x)
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:dfdx"]
 ex.dfdx.check(dfdx)
 
 # %% [markdown]
@@ -182,7 +182,7 @@ print("v @ J   =", v @ J)
 # m ≠ n), and `v` has m elements. Return vᵀJ (shape like `x`) using autograd. Do not change
 # the caller's `x`: work on `x.detach().requires_grad_()`.
 
-# %%
+# %% tags=["answer:vjp"]
 def vjp(fn, x, v):
     ### BEGIN SOLUTION
     x = x.detach().requires_grad_(True)
@@ -192,7 +192,7 @@ def vjp(fn, x, v):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:vjp"]
 ex.vjp.check(vjp)
 
 # %% [markdown]
@@ -204,7 +204,7 @@ ex.vjp.check(vjp)
 # %% [markdown]
 # **Predict the output** (value): After three `(3 * w).backward()` calls on `w = torch.tensor(1.0, requires_grad=True)`, what is `w.grad.item()`?
 
-# %%
+# %% tags=["predict:grad_accumulates"]
 quiz.grad_accumulates(
     ### BEGIN PREDICTION
     9.0
@@ -236,7 +236,7 @@ print(w.grad)
 # %% [markdown]
 # **Predict the output** (exception): `y = x**2; y.backward(); y.backward()`: what exception does the second `backward()` raise?
 
-# %%
+# %% tags=["predict:second_backward"]
 quiz.second_backward(
     ### BEGIN PREDICTION
     'RuntimeError'
@@ -256,7 +256,7 @@ y.backward()
 # %% [markdown]
 # **Predict the output** (value): With `y = x**2` at `x = 2`, `y.backward(retain_graph=True)` then `y.backward()`: what is `x.grad.item()`?
 
-# %%
+# %% tags=["predict:retain_graph_grad"]
 quiz.retain_graph_grad(
     ### BEGIN PREDICTION
     8.0
@@ -279,7 +279,7 @@ print(x.grad)  # 4 + 4: accumulated
 # %% [markdown]
 # **Predict the output** (value): `w` requires grad; what is `a.requires_grad` for `a = w * 2` computed inside `with torch.no_grad():`?
 
-# %%
+# %% tags=["predict:no_grad_requires_grad"]
 quiz.no_grad_requires_grad(
     ### BEGIN PREDICTION
     False
@@ -360,14 +360,14 @@ print("warning:", str(caught[0].message)[:60], "...")
 # result must stay connected to `x`'s graph: the check compares gradients too. No Python `if`
 # on the tensor, no `.item()`, no NumPy, no in-place changes to `x`.
 
-# %%
+# %% tags=["answer:huber"]
 def huber(x, delta):
     ### BEGIN SOLUTION
     return torch.where(x.abs() <= delta, 0.5 * x**2, delta * (x.abs() - 0.5 * delta))
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:huber"]
 ex.huber.check(huber)
 
 # %% [markdown]
@@ -448,7 +448,7 @@ print("f'' =", d2)
 # Write `second_derivative(fn, x)`: `fn` works element by element (like `torch.sin`); return
 # fn''(x) for every element of `x`, same shape as `x`. `x` arrives without `requires_grad`.
 
-# %%
+# %% tags=["answer:second_derivative"]
 def second_derivative(fn, x):
     ### BEGIN SOLUTION
     x = x.detach().requires_grad_(True)
@@ -458,7 +458,7 @@ def second_derivative(fn, x):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:second_derivative"]
 ex.second_derivative.check(second_derivative)
 
 # %% [markdown]
@@ -514,7 +514,7 @@ for dtype in (torch.float32, torch.float64):
 # scalar tensor. Return the central-difference estimate of the gradient, same shape and dtype
 # as `x`, nudging **one element at a time**. Do not modify `x`.
 
-# %%
+# %% tags=["answer:finite_difference_grad"]
 def finite_difference_grad(fn, x, eps):
     ### BEGIN SOLUTION
     # torch.zeros(x.shape), not zeros_like(x): zeros_like copies a transposed x's strides, and
@@ -528,7 +528,7 @@ def finite_difference_grad(fn, x, eps):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:finite_difference_grad"]
 ex.finite_difference_grad.check(finite_difference_grad)
 
 # %% [markdown]
@@ -582,7 +582,7 @@ print("gradcheck:", torch.autograd.gradcheck(MyExp.apply, (x,)))
 # the correct gradient. The check runs it on random float64 inputs, compares `backward` with
 # random upstream gradients, and runs `gradcheck`. Do not modify `x` in `forward`.
 
-# %%
+# %% tags=["answer:MySiLU"]
 class MySiLU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -600,7 +600,7 @@ class MySiLU(torch.autograd.Function):
         ### END SOLUTION
 
 
-# %%
+# %% tags=["check:MySiLU"]
 ex.MySiLU.check(MySiLU)
 
 # %% [markdown]
@@ -681,7 +681,7 @@ descent_widget()
 # loop evaluates `fn` at, so it will notice updates that autograd records, gradients that are
 # never cleared, and steps in the wrong direction. Do not modify `x0`.
 
-# %%
+# %% tags=["answer:gradient_descent"]
 def gradient_descent(fn, x0, lr, num_steps):
     ### BEGIN SOLUTION
     x = x0.clone().requires_grad_(True)
@@ -695,7 +695,7 @@ def gradient_descent(fn, x0, lr, num_steps):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:gradient_descent"]
 ex.gradient_descent.check(gradient_descent)
 
 # %% [markdown]

@@ -139,7 +139,7 @@ print("state_dict keys:", list(broken.state_dict()))
 # %% [markdown]
 # **Predict the output** (exception): `BrokenTower` keeps its layers in a Python list. What does `torch.optim.SGD(broken.parameters(), lr=0.1)` raise?
 
-# %%
+# %% tags=["predict:empty_optimizer"]
 quiz.empty_optimizer(
     ### BEGIN PREDICTION
     'ValueError'
@@ -165,7 +165,7 @@ print(broken.blocks[0].weight.dtype)
 # so that the optimizer trains them, `state_dict()` saves them and `.to()` moves them.
 # `scale` starts as ones.
 
-# %%
+# %% tags=["answer:Tower"]
 class Tower(nn.Module):
     def __init__(self, width, depth):
         ### BEGIN SOLUTION
@@ -182,7 +182,7 @@ class Tower(nn.Module):
         ### END SOLUTION
 
 
-# %%
+# %% tags=["check:Tower"]
 ex.Tower.check(Tower)
 
 # %% [markdown]
@@ -224,7 +224,7 @@ print(tuple(multi(X, "digit").shape), tuple(multi(X, "parity").shape))
 # layer shapes and the number of parameters, copies the same weights into yours and the
 # reference, and compares outputs.
 
-# %%
+# %% tags=["answer:MLP"]
 class MLP(nn.Module):
     def __init__(self, in_features, hidden_sizes, num_classes):
         ### BEGIN SOLUTION
@@ -244,7 +244,7 @@ class MLP(nn.Module):
         ### END SOLUTION
 
 
-# %%
+# %% tags=["check:MLP"]
 ex.MLP.check(MLP)
 
 # %% [markdown]
@@ -283,7 +283,7 @@ print(layer(X).dtype)
 # `(N, dim)` or `(N, T, dim)` inputs, returns a new tensor of the same shape, keeps gradients
 # flowing to `x`, and does not modify `x`.
 
-# %%
+# %% tags=["answer:RMSNorm"]
 class RMSNorm(nn.Module):
     def __init__(self, dim, eps=1e-6):
         ### BEGIN SOLUTION
@@ -299,7 +299,7 @@ class RMSNorm(nn.Module):
         ### END SOLUTION
 
 
-# %%
+# %% tags=["check:RMSNorm"]
 ex.RMSNorm.check(RMSNorm)
 
 # %% [markdown]
@@ -313,7 +313,7 @@ ex.RMSNorm.check(RMSNorm)
 # %% [markdown]
 # **Predict the output** (value): What is `list(nn.BatchNorm1d(3).state_dict())`?
 
-# %%
+# %% tags=["predict:buffers_in_state_dict"]
 quiz.buffers_in_state_dict(
     ### BEGIN PREDICTION
     ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
@@ -347,7 +347,7 @@ print("BatchNorm1d state_dict:", list(nn.BatchNorm1d(3).state_dict()))
 # without recording the update in the autograd graph, then returns `x − running_mean`. In
 # eval mode it only returns `x − running_mean` and leaves the buffer alone.
 
-# %%
+# %% tags=["answer:RunningMean"]
 class RunningMean(nn.Module):
     def __init__(self, num_features, momentum=0.1):
         ### BEGIN SOLUTION
@@ -366,7 +366,7 @@ class RunningMean(nn.Module):
         ### END SOLUTION
 
 
-# %%
+# %% tags=["check:RunningMean"]
 ex.RunningMean.check(RunningMean)
 
 # %% [markdown]
@@ -378,7 +378,7 @@ ex.RunningMean.check(RunningMean)
 # %% [markdown]
 # **Predict the output** (value): How many parameters has `nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))`?
 
-# %%
+# %% tags=["predict:mlp_param_count"]
 quiz.mlp_param_count(
     ### BEGIN PREDICTION
     17226
@@ -413,7 +413,7 @@ print("grad of layer 4:", tuple(net[4].weight.grad.shape))
 # the parameters that are still trainable (the model's own `Parameter` objects), ready to pass
 # to an optimizer.
 
-# %%
+# %% tags=["answer:freeze_backbone"]
 def freeze_backbone(model):
     ### BEGIN SOLUTION
     model.backbone.requires_grad_(False)
@@ -421,7 +421,7 @@ def freeze_backbone(model):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:freeze_backbone"]
 ex.freeze_backbone.check(freeze_backbone)
 
 # %% [markdown]
@@ -504,7 +504,7 @@ print(net[0].bias[:5])
 # 1/√fan_in (fan_in = `m.in_features`), and set the bias (if there is one) to zero. Leave
 # every other kind of module untouched. (The check measures the statistics of large layers.)
 
-# %%
+# %% tags=["answer:init_weights"]
 import math
 
 
@@ -517,7 +517,7 @@ def init_weights(m):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:init_weights"]
 ex.init_weights.check(init_weights)
 
 # %% [markdown]
@@ -556,7 +556,7 @@ with torch.no_grad():
 # %% [markdown]
 # **Predict the output** (exception): A model ending in `nn.BatchNorm1d`, in training mode, gets ONE example. What exception?
 
-# %%
+# %% tags=["predict:batchnorm_one_example"]
 quiz.batchnorm_one_example(
     ### BEGIN PREDICTION
     'ValueError'
@@ -584,7 +584,7 @@ print(bn_model(torch.randn(1, 4)).shape)
 # it in, whichever that was: per submodule, since a model can arrive with its Dropout already
 # in eval mode while the rest trains (`model.train(was_training)` would switch that Dropout on).
 
-# %%
+# %% tags=["answer:predict_proba"]
 def predict_proba(model, X):
     ### BEGIN SOLUTION
     modes = [(m, m.training) for m in model.modules()]  # every submodule's own mode
@@ -597,7 +597,7 @@ def predict_proba(model, X):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:predict_proba"]
 ex.predict_proba.check(predict_proba)
 
 # %% [markdown]

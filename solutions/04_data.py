@@ -52,7 +52,7 @@ _ = torch.manual_seed(0)
 # %% [markdown]
 # **Predict the output** (dtype): Items are `(tensor, int)` pairs. What dtype do the labels `yb` of a DataLoader batch have?
 
-# %%
+# %% tags=["predict:collated_label_dtype"]
 quiz.collated_label_dtype(
     ### BEGIN PREDICTION
     torch.int64
@@ -151,7 +151,7 @@ fig.tight_layout()
 # 0-dim tensor `horizon` steps after the last value of `x`. `__len__` is the number of
 # windows whose target still lies inside the series (0 for a series too short for one).
 
-# %%
+# %% tags=["answer:WindowDataset"]
 class WindowDataset(Dataset):
     def __init__(self, series, window, horizon=1):
         self.series = series
@@ -171,7 +171,7 @@ class WindowDataset(Dataset):
         ### END SOLUTION
 
 
-# %%
+# %% tags=["check:WindowDataset"]
 ex.WindowDataset.check(WindowDataset)
 
 # %% [markdown]
@@ -184,7 +184,7 @@ ex.WindowDataset.check(WindowDataset)
 # %% [markdown]
 # **Predict the output** (value): `random_split` of the 1797 digits with fractions `[0.8, 0.2]`: what is `len(test_set)`?
 
-# %%
+# %% tags=["predict:random_split_test_len"]
 quiz.random_split_test_len(
     ### BEGIN PREDICTION
     359
@@ -222,7 +222,7 @@ print("stratified would be                  ", [10, 2, 1])
 # test_fraction)` of its `n_c` items into test (chosen at random), and the same `generator`
 # seed always gives the same split. Use only `generator` for randomness.
 
-# %%
+# %% tags=["answer:stratified_split"]
 def stratified_split(y, test_fraction, generator):
     ### BEGIN SOLUTION
     train, test = [], []
@@ -236,7 +236,7 @@ def stratified_split(y, test_fraction, generator):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:stratified_split"]
 ex.stratified_split.check(stratified_split)
 
 # %% [markdown]
@@ -253,7 +253,7 @@ ex.stratified_split.check(stratified_split)
 # %% [markdown]
 # **Predict the output** (value): 1797 digits, `DataLoader(digits, batch_size=256, drop_last=True)`: what is `len(loader)`?
 
-# %%
+# %% tags=["predict:drop_last_batches"]
 quiz.drop_last_batches(
     ### BEGIN PREDICTION
     7
@@ -327,7 +327,7 @@ print([yb.tolist() for _, yb in loader])
 # `len(y)` indices with replacement such that every class is equally likely, passing
 # `generator` on to the sampler. Each item's weight is `1 / (number of items in its class)`.
 
-# %%
+# %% tags=["answer:balanced_sampler"]
 from torch.utils.data import WeightedRandomSampler  # noqa: E402
 
 
@@ -339,7 +339,7 @@ def balanced_sampler(y, generator=None):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:balanced_sampler"]
 ex.balanced_sampler.check(balanced_sampler)
 
 # %% [markdown]
@@ -373,7 +373,7 @@ print([len(seqs[i][0]) for i in range(4)])
 # %% [markdown]
 # **Predict the output** (exception): Items hold token tensors of different lengths. What does the default collate raise for a batch of them?
 
-# %%
+# %% tags=["predict:ragged_collate"]
 quiz.ragged_collate(
     ### BEGIN PREDICTION
     'RuntimeError'
@@ -396,7 +396,7 @@ next(iter(DataLoader(seqs, batch_size=4)))
 # int64 of shape `(batch, longest)` filled with `PAD` after each sequence, `lengths` int64
 # `(batch,)`, `labels` int64 `(batch,)`.
 
-# %%
+# %% tags=["answer:pad_collate"]
 from torch.nn.utils.rnn import pad_sequence  # noqa: E402
 
 from course_utils.datasets import PAD  # noqa: E402
@@ -412,7 +412,7 @@ def pad_collate(batch):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:pad_collate"]
 ex.pad_collate.check(pad_collate)
 
 # %% [markdown]
@@ -457,7 +457,7 @@ print([int(v) for v in DataLoader(dw.UnshardedRange(0, 6), batch_size=None, num_
 # and 3 workers would see it and, where worker processes are forked (Linux), through a real
 # DataLoader with 1 and 2 workers.
 
-# %%
+# %% tags=["answer:ShardedRange"]
 from torch.utils.data import IterableDataset, get_worker_info  # noqa: E402
 
 
@@ -475,7 +475,7 @@ class ShardedRange(IterableDataset):
         ### END SOLUTION
 
 
-# %%
+# %% tags=["check:ShardedRange"]
 ex.ShardedRange.check(ShardedRange)
 
 # %% [markdown]
@@ -590,7 +590,7 @@ print("2 workers:", noise_of(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=N
 # `np.random.default_rng(...)` seeded from this worker's `get_worker_info().seed` (which
 # differs per worker and per epoch and is reproducible from the loader's `generator`).
 
-# %%
+# %% tags=["answer:reseed_worker"]
 def reseed_worker(worker_id):
     ### BEGIN SOLUTION
     info = get_worker_info()
@@ -598,7 +598,7 @@ def reseed_worker(worker_id):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:reseed_worker"]
 ex.reseed_worker.check(reseed_worker)
 
 # %% [markdown]

@@ -48,7 +48,7 @@ quiz = predictions_for("05_training_loop")  # predict-the-output questions
 # %% [markdown]
 # **Predict the output** (value): 1437 training images, `batch_size=64`, `shuffle=True`: how many batches per epoch (`len(train_loader)`)?
 
-# %%
+# %% tags=["predict:train_batches"]
 quiz.train_batches(
     ### BEGIN PREDICTION
     23
@@ -126,7 +126,7 @@ with torch.no_grad():
 # the epoch as a Python float. The check hands you a model with stale gradients in `.grad`
 # and in eval mode, and batches of unequal size.
 
-# %%
+# %% tags=["answer:train_one_epoch"]
 def train_one_epoch(model, loader, loss_fn, optimizer):
     ### BEGIN SOLUTION
     model.train()
@@ -143,7 +143,7 @@ def train_one_epoch(model, loader, loss_fn, optimizer):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:train_one_epoch"]
 ex.train_one_epoch.check(train_one_epoch)
 
 # %% [markdown]
@@ -153,7 +153,7 @@ ex.train_one_epoch.check(train_one_epoch)
 # floats averaged over samples, with the model in eval mode and autograd off. The check's model
 # contains Dropout and arrives in training mode.
 
-# %%
+# %% tags=["answer:evaluate"]
 def evaluate(model, loader, loss_fn):
     ### BEGIN SOLUTION
     model.eval()
@@ -168,7 +168,7 @@ def evaluate(model, loader, loss_fn):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:evaluate"]
 ex.evaluate.check(evaluate)
 
 # %% [markdown]
@@ -275,7 +275,7 @@ for name, history in (("underfitting", under), ("good fit", good), ("overfitting
 # the loss and a **copy** of `model.state_dict()` in `best_state` and reset `bad_epochs`;
 # otherwise count one more bad epoch. Return `True` once `bad_epochs` reaches `patience`.
 
-# %%
+# %% tags=["answer:EarlyStopping"]
 import copy  # noqa: E402
 
 
@@ -298,7 +298,7 @@ class EarlyStopping:
         ### END SOLUTION
 
 
-# %%
+# %% tags=["check:EarlyStopping"]
 ex.EarlyStopping.check(EarlyStopping)
 
 # %% [markdown]
@@ -377,7 +377,7 @@ fig.tight_layout()
 # - `(s + 1) / warmup_steps` while `s < warmup_steps`,
 # - then `0.5 * (1 + cos(pi * progress))` with `progress = (s - warmup_steps) / max(1, total_steps - warmup_steps)`.
 
-# %%
+# %% tags=["answer:warmup_cosine"]
 import math  # noqa: E402
 
 
@@ -393,7 +393,7 @@ def warmup_cosine(optimizer, warmup_steps, total_steps):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:warmup_cosine"]
 ex.warmup_cosine.check(warmup_cosine)
 
 # %% [markdown]
@@ -426,7 +426,7 @@ print(f"total gradient norm {before.item():.1f} before clipping, {after.item():.
 # `p.grad` works too). Return the total norm from before clipping as a Python float (0.0 when no
 # parameter has a gradient).
 
-# %%
+# %% tags=["answer:clip_grad_norm"]
 def clip_grad_norm(parameters, max_norm):
     ### BEGIN SOLUTION
     grads = [p.grad for p in parameters if p.grad is not None]
@@ -440,7 +440,7 @@ def clip_grad_norm(parameters, max_norm):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:clip_grad_norm"]
 ex.clip_grad_norm.check(clip_grad_norm)
 
 # %% [markdown]
@@ -460,7 +460,7 @@ ex.clip_grad_norm.check(clip_grad_norm)
 # built, which is the point (summing the losses first and calling `backward()` once would keep
 # every micro-batch's graph in memory at the same time).
 
-# %%
+# %% tags=["answer:accumulated_step"]
 def accumulated_step(model, loss_fn, optimizer, micro_batches):
     ### BEGIN SOLUTION
     n_total = sum(len(y) for _, y in micro_batches)
@@ -472,7 +472,7 @@ def accumulated_step(model, loss_fn, optimizer, micro_batches):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:accumulated_step"]
 ex.accumulated_step.check(accumulated_step)
 
 # %% [markdown]
@@ -580,7 +580,7 @@ plt.show()
 # %% [markdown]
 # **Predict the output** (exception): `CrossEntropyLoss()(logits, targets)` with int32 class targets: what exception?
 
-# %%
+# %% tags=["predict:int32_targets"]
 quiz.int32_targets(
     ### BEGIN PREDICTION
     'RuntimeError'
@@ -598,7 +598,7 @@ loss_fn(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))
 # %% [markdown]
 # **Predict the output** (exception): `CrossEntropyLoss()(logits, targets)` with `logits` (4, 10) and targets of shape (4, 1): what exception?
 
-# %%
+# %% tags=["predict:column_targets"]
 quiz.column_targets(
     ### BEGIN PREDICTION
     'RuntimeError'
@@ -620,7 +620,7 @@ loss_fn(logits, torch.tensor([[1], [0], [3], [9]]))
 # %% [markdown]
 # **Predict the output** (shape): What is the shape of `pred - target` for `pred` (5, 1) and `target` (5,)?
 
-# %%
+# %% tags=["predict:regression_broadcast"]
 quiz.regression_broadcast(
     ### BEGIN PREDICTION
     (5, 5)

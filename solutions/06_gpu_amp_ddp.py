@@ -148,7 +148,7 @@ print(type(probs).__name__, probs.shape, probs.dtype)
 # The check moves batches to the `meta` device, so a tensor you miss is visible even without a
 # GPU.
 
-# %%
+# %% tags=["answer:to_device"]
 def to_device(batch, device):
     ### BEGIN SOLUTION
     if isinstance(batch, torch.Tensor):
@@ -163,7 +163,7 @@ def to_device(batch, device):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:to_device"]
 ex.to_device.check(to_device)
 
 # %% [markdown]
@@ -253,7 +253,7 @@ print("autocast default on cuda:", torch.get_autocast_dtype("cuda"))
 # %% [markdown]
 # **Predict the output** (value): What is `(torch.tensor(1.0, dtype=torch.bfloat16) + 0.001).item()`?
 
-# %%
+# %% tags=["predict:bf16_small_step"]
 quiz.bf16_small_step(
     ### BEGIN PREDICTION
     1.0
@@ -278,7 +278,7 @@ print("float32:  1 + 0.001 =", (w32 + 0.001).item())
 # %% [markdown]
 # **Predict the output** (dtype): Under `torch.autocast('cpu', dtype=torch.bfloat16)`, what dtype has the output of an `nn.Linear` given float32 input?
 
-# %%
+# %% tags=["predict:autocast_linear_dtype"]
 quiz.autocast_linear_dtype(
     ### BEGIN PREDICTION
     torch.bfloat16
@@ -288,7 +288,7 @@ quiz.autocast_linear_dtype(
 # %% [markdown]
 # **Predict the output** (dtype): Under the same autocast, what dtype has `cross_entropy` of the bfloat16 logits?
 
-# %%
+# %% tags=["predict:autocast_loss_dtype"]
 quiz.autocast_loss_dtype(
     ### BEGIN PREDICTION
     torch.float32
@@ -298,7 +298,7 @@ quiz.autocast_loss_dtype(
 # %% [markdown]
 # **Predict the output** (dtype): And the dtype of the layer's weight (`model[0].weight.dtype`) after the autocast block?
 
-# %%
+# %% tags=["predict:autocast_param_dtype"]
 quiz.autocast_param_dtype(
     ### BEGIN PREDICTION
     torch.float32
@@ -506,7 +506,7 @@ for w in caught:
 # The check compares your loss and updated weights with a reference step, and it watches which
 # dtype the model's layers compute in.
 
-# %%
+# %% tags=["answer:amp_train_step"]
 def amp_train_step(model, X, y, loss_fn, optimizer):
     ### BEGIN SOLUTION
     optimizer.zero_grad()
@@ -518,7 +518,7 @@ def amp_train_step(model, X, y, loss_fn, optimizer):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:amp_train_step"]
 ex.amp_train_step.check(amp_train_step)
 
 # %% [markdown]
@@ -608,7 +608,7 @@ if requires_gpu("peak CUDA memory with and without checkpointing"):
 # your forward pass saved for backward. The input sometimes does not require grad, as real data
 # usually does not.
 
-# %%
+# %% tags=["answer:checkpointed_forward"]
 def checkpointed_forward(blocks, x):
     ### BEGIN SOLUTION
     for block in blocks:
@@ -617,7 +617,7 @@ def checkpointed_forward(blocks, x):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:checkpointed_forward"]
 ex.checkpointed_forward.check(checkpointed_forward)
 
 # %% [markdown]
@@ -730,7 +730,7 @@ interact(show_shards, n=IntSlider(10, 1, 24), world_size=IntSlider(3, 1, 4),
 #    empty dataset, `n = 0`, has nothing to pad: every rank gets `[]`);
 # 3. rank `r` takes positions `r, r + world_size, r + 2*world_size, ...`.
 
-# %%
+# %% tags=["answer:shard_indices"]
 import math  # noqa: E402
 
 
@@ -747,7 +747,7 @@ def shard_indices(n, world_size, rank, epoch, shuffle=True, seed=0):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:shard_indices"]
 ex.shard_indices.check(shard_indices)
 
 # %% [markdown]
@@ -763,7 +763,7 @@ ex.shard_indices.check(shard_indices)
 # With a mean-reduced loss and equal shards, the result equals the gradient of the whole batch.
 # That equality is why DDP training matches single-process training.
 
-# %%
+# %% tags=["answer:data_parallel_grads"]
 import copy  # noqa: E402
 
 
@@ -779,7 +779,7 @@ def data_parallel_grads(model, loss_fn, X, y, world_size):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:data_parallel_grads"]
 ex.data_parallel_grads.check(data_parallel_grads)
 
 # %% [markdown]

@@ -95,7 +95,7 @@ print(f"test accuracy: {accuracy(model):.0%}")
 # %% [markdown]
 # **Predict the output** (value): What is `list(model.state_dict())` for `nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))`?
 
-# %%
+# %% tags=["predict:state_dict_keys"]
 quiz.state_dict_keys(
     ### BEGIN PREDICTION
     ['0.weight', '0.bias', '3.weight', '3.bias']
@@ -180,7 +180,7 @@ torch.save({"weights": torch.ones(3), "extra": Payload()}, path("suspicious.pt")
 # %% [markdown]
 # **Predict the output** (exception): A checkpoint holds an object whose `__reduce__` calls a function. What does `torch.load(file)` raise?
 
-# %%
+# %% tags=["predict:weights_only_refuses"]
 quiz.weights_only_refuses(
     ### BEGIN PREDICTION
     'UnpicklingError'
@@ -240,7 +240,7 @@ bigger = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(
 # %% [markdown]
 # **Predict the output** (exception): Loading the 4-layer checkpoint into a model with two more layers (strict by default): what exception?
 
-# %%
+# %% tags=["predict:strict_missing_keys"]
 quiz.strict_missing_keys(
     ### BEGIN PREDICTION
     'RuntimeError'
@@ -269,7 +269,7 @@ five_classes = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.L
 # %% [markdown]
 # **Predict the output** (exception): A 10-class checkpoint into a 5-class model WITH `strict=False`: what happens?
 
-# %%
+# %% tags=["predict:shape_mismatch_not_strict"]
 quiz.shape_mismatch_not_strict(
     ### BEGIN PREDICTION
     'RuntimeError'
@@ -288,7 +288,7 @@ five_classes.load_state_dict(torch.load(path("digits.pt")), strict=False)
 # loaded: the layers that still need training. The check uses models with BatchNorm, so buffers
 # count too.
 
-# %%
+# %% tags=["answer:load_matching"]
 def load_matching(model, state_dict):
     ### BEGIN SOLUTION
     own = model.state_dict()
@@ -298,7 +298,7 @@ def load_matching(model, state_dict):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:load_matching"]
 ex.load_matching.check(load_matching)
 
 # %% [markdown]
@@ -342,7 +342,7 @@ print(make_model().load_state_dict(state))
 # as a GPU machine would, with and without the prefix, and gives your function one file with a
 # harmless payload, which must not run.
 
-# %%
+# %% tags=["answer:load_state_dict_cpu"]
 def load_state_dict_cpu(path):
     ### BEGIN SOLUTION
     state_dict = torch.load(path, map_location="cpu", weights_only=True)
@@ -352,7 +352,7 @@ def load_state_dict_cpu(path):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:load_state_dict_cpu"]
 ex.load_state_dict_cpu.check(load_state_dict_cpu)
 
 # %% [markdown]
@@ -383,7 +383,7 @@ ex.load_state_dict_cpu.check(load_state_dict_cpu)
 # resumed run ends with **exactly** the same weights as the uninterrupted one. It writes to a
 # temporary folder.
 
-# %%
+# %% tags=["answer:save_checkpoint"]
 def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator):
     ### BEGIN SOLUTION
     torch.save({
@@ -397,7 +397,7 @@ def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:save_checkpoint"]
 ex.save_checkpoint.check(save_checkpoint)
 
 # %% [markdown]
@@ -409,7 +409,7 @@ ex.save_checkpoint.check(save_checkpoint)
 # and returns the epoch to continue from: the saved `"epoch"`, since training continues with
 # `range(start, num_epochs)`.
 
-# %%
+# %% tags=["answer:load_checkpoint"]
 def load_checkpoint(path, model, optimizer, scheduler, loader_generator):
     ### BEGIN SOLUTION
     checkpoint = torch.load(path, weights_only=True)
@@ -422,7 +422,7 @@ def load_checkpoint(path, model, optimizer, scheduler, loader_generator):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:load_checkpoint"]
 ex.load_checkpoint.check(load_checkpoint)
 
 # %% [markdown]
@@ -772,7 +772,7 @@ with torch.no_grad():
 # in the check have dropout and BatchNorm and arrive in training mode. The check calls your
 # exported program with other batch sizes and compares with the model's evaluation-mode outputs.
 
-# %%
+# %% tags=["answer:export_with_dynamic_batch"]
 def export_with_dynamic_batch(model, example_input):
     ### BEGIN SOLUTION
     model.eval()
@@ -781,7 +781,7 @@ def export_with_dynamic_batch(model, example_input):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:export_with_dynamic_batch"]
 ex.export_with_dynamic_batch.check(export_with_dynamic_batch)
 
 # %% [markdown]

@@ -60,7 +60,7 @@ print("train images:", tuple(X_train.shape), X_train.dtype, "labels:", tuple(y_t
 # %% [markdown]
 # **Predict the output** (shape): What is the shape of `nn.Conv2d(1, 6, kernel_size=3)` applied to 4 images of shape (1, 8, 8)?
 
-# %%
+# %% tags=["predict:conv_output_shape"]
 quiz.conv_output_shape(
     ### BEGIN PREDICTION
     (4, 6, 6, 6)
@@ -80,7 +80,7 @@ print("output:", tuple(conv(X_train[:4]).shape))
 # %% [markdown]
 # **Predict the output** (exception): The same `Conv2d(1, 6, 3)` gets channels-last images of shape (4, 8, 8, 1). What exception?
 
-# %%
+# %% tags=["predict:channels_last_error"]
 quiz.channels_last_error(
     ### BEGIN PREDICTION
     'RuntimeError'
@@ -134,7 +134,7 @@ print(f"with the kernel flipped: {flipped.item():.5f}")
 # %% [markdown]
 # **Predict the output** (shape): What is the output shape of `nn.Conv2d(1, 1, 3, stride=2, padding=1)` on `torch.zeros(1, 1, 8, 8)`?
 
-# %%
+# %% tags=["predict:stride2_pad1_shape"]
 quiz.stride2_pad1_shape(
     ### BEGIN PREDICTION
     (1, 1, 4, 4)
@@ -165,14 +165,14 @@ for kwargs in [{}, {"stride": 2}, {"padding": 1}, {"padding": 1, "stride": 2},
 # Write `conv_output_size(size, kernel_size, stride=1, padding=0, dilation=1)`: the length of
 # the output along one axis, a Python `int`, for any input where at least one window fits.
 
-# %%
+# %% tags=["answer:conv_output_size"]
 def conv_output_size(size, kernel_size, stride=1, padding=0, dilation=1):
     ### BEGIN SOLUTION
     return (size + 2 * padding - dilation * (kernel_size - 1) - 1) // stride + 1
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:conv_output_size"]
 ex.conv_output_size.check(conv_output_size)
 
 # %% [markdown]
@@ -186,7 +186,7 @@ ex.conv_output_size.check(conv_output_size)
 # loop over the output positions, or take all patches at once with `F.unfold`. `F.pad` is
 # allowed.
 
-# %%
+# %% tags=["answer:conv2d_by_hand"]
 def conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1):
     ### BEGIN SOLUTION
     x = F.pad(x, (padding, padding, padding, padding))  # zeros on all four sides
@@ -210,7 +210,7 @@ def conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:conv2d_by_hand"]
 ex.conv2d_by_hand.check(conv2d_by_hand)
 
 # %% [markdown]
@@ -223,7 +223,7 @@ ex.conv2d_by_hand.check(conv2d_by_hand)
 # %% [markdown]
 # **Predict the output** (value): How many parameters has `nn.Conv2d(1, 16, kernel_size=3, padding=1)`?
 
-# %%
+# %% tags=["predict:conv_param_count"]
 quiz.conv_param_count(
     ### BEGIN PREDICTION
     160
@@ -263,7 +263,7 @@ for groups in (1, 4, 32):
 # channel counts are divisible by `groups`. Work it out from the weight's shape; creating the
 # layer and counting is a good way to test yourself.
 
-# %%
+# %% tags=["answer:conv_param_count"]
 def conv_param_count(in_channels, out_channels, kernel_size, bias=True, groups=1):
     ### BEGIN SOLUTION
     kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
@@ -271,7 +271,7 @@ def conv_param_count(in_channels, out_channels, kernel_size, bias=True, groups=1
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:conv_param_count"]
 ex.conv_param_count.check(conv_param_count)
 
 # %% [markdown]
@@ -296,7 +296,7 @@ print("parameters:", n_params(nn.MaxPool2d(2)), " 7x5 input ->", tuple(nn.MaxPoo
 # means `stride = kernel_size`). **Without `F.max_pool2d` or `nn.MaxPool2d`**. Values can be
 # negative.
 
-# %%
+# %% tags=["answer:max_pool_by_hand"]
 def max_pool_by_hand(x, kernel_size, stride=None):
     ### BEGIN SOLUTION
     stride = kernel_size if stride is None else stride
@@ -305,7 +305,7 @@ def max_pool_by_hand(x, kernel_size, stride=None):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:max_pool_by_hand"]
 ex.max_pool_by_hand.check(max_pool_by_hand)
 
 # %% [markdown]
@@ -425,7 +425,7 @@ for name, layers in stacks.items():
 # tuples, from the input side (a 2x2 max-pool is `(2, 2, 1)`); return the width, in input
 # pixels, of the region one output pixel depends on (an `int`; padding does not change it).
 
-# %%
+# %% tags=["answer:receptive_field"]
 def receptive_field(layers):
     ### BEGIN SOLUTION
     rf, jump = 1, 1  # one output pixel sees 1 input pixel; neighbours are `jump` pixels apart
@@ -436,7 +436,7 @@ def receptive_field(layers):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:receptive_field"]
 ex.receptive_field.check(receptive_field)
 
 # %% [markdown]
@@ -530,7 +530,7 @@ plt.show()
 # The check builds your class with several specs, counts and compares its layers, loads the
 # same weights into yours and the reference, and compares outputs in training and eval mode.
 
-# %%
+# %% tags=["answer:SmallVGG"]
 class SmallVGG(nn.Module):
     def __init__(self, in_channels, num_classes, widths, image_size):
         ### BEGIN SOLUTION
@@ -552,7 +552,7 @@ class SmallVGG(nn.Module):
         ### END SOLUTION
 
 
-# %%
+# %% tags=["check:SmallVGG"]
 ex.SmallVGG.check(SmallVGG)
 
 # %% [markdown]

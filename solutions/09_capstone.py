@@ -50,7 +50,7 @@ quiz = predictions_for("09_capstone")  # predict-the-output questions
 # %% [markdown]
 # **Predict the output** (shape): Holding out `round(0.2 * 1437)` training images for validation: what is `X_val.shape`?
 
-# %%
+# %% tags=["predict:val_shape"]
 quiz.val_shape(
     ### BEGIN PREDICTION
     (287, 1, 8, 8)
@@ -75,7 +75,7 @@ plt.show()
 # %% [markdown]
 # **Predict the output** (value): The remaining 1150 training images, `batch_size=64`: what is `len(train_loader)`?
 
-# %%
+# %% tags=["predict:train_batches"]
 quiz.train_batches(
     ### BEGIN PREDICTION
     18
@@ -127,7 +127,7 @@ print(f"baseline validation accuracy: {val_acc:.0%}")
 # tensors of shape `(N,)`. Return an int64 tensor of shape `(num_classes, num_classes)` whose
 # entry `[t, p]` counts the items of true class `t` predicted as `p`.
 
-# %%
+# %% tags=["answer:confusion_matrix"]
 def confusion_matrix(preds, targets, num_classes):
     ### BEGIN SOLUTION
     cm = torch.zeros(num_classes, num_classes, dtype=torch.int64)
@@ -136,7 +136,7 @@ def confusion_matrix(preds, targets, num_classes):
     ### END SOLUTION
 
 
-# %%
+# %% tags=["check:confusion_matrix"]
 ex.confusion_matrix.check(confusion_matrix)
 
 # %% [markdown]
@@ -146,7 +146,7 @@ ex.confusion_matrix.check(confusion_matrix)
 # %% [markdown]
 # **Predict the output** (dtype): `predict(model, X)` returns `model(X).argmax(dim=1)`. What is its dtype?
 
-# %%
+# %% tags=["predict:preds_dtype"]
 quiz.preds_dtype(
     ### BEGIN PREDICTION
     torch.int64
@@ -204,7 +204,7 @@ plt.show()
 # %% [markdown]
 # **Predict the output** (value): What is `list(baseline.state_dict())` for `nn.Sequential(nn.Flatten(), nn.Linear(64, 10))`?
 
-# %%
+# %% tags=["predict:state_dict_keys"]
 quiz.state_dict_keys(
     ### BEGIN PREDICTION
     ['1.weight', '1.bias']
@@ -249,7 +249,7 @@ print("file size:", (folder / "baseline.pt").stat().st_size, "bytes")
 # Try your settings on the validation split above before checking. Training takes about a
 # second; the check takes about as long.
 
-# %%
+# %% tags=["answer:DigitClassifier"]
 class DigitClassifier:
     def __init__(self):
         self.model = None
@@ -290,7 +290,7 @@ class DigitClassifier:
 # %% [markdown]
 # The check takes a second or two (it trains your model once):
 
-# %%
+# %% tags=["check:DigitClassifier"]
 ex.DigitClassifier.check(DigitClassifier)
 
 # %% [markdown]

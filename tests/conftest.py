@@ -30,7 +30,6 @@ SLOW_EXERCISES = (
 SLOW_TESTS = {
     # 20+ random cases under several seeds for every exercise: the other contract tests stay fast
     "test_exercises.py::test_reference_passes_on_many_random_cases",
-    "test_redteam_l04_l08.py::test_valid_answer_is_accepted",
     # the same red-team rows of lessons 00, 01, 02 and 09, moved to one test file per lesson
     "test_l00_start_here.py::test_valid_unusual_answer_passes",
     "test_l00_start_here.py::test_wrong_answer_is_rejected_by_the_fixed_cases",
@@ -39,6 +38,8 @@ SLOW_TESTS = {
     "test_l02_autograd.py::test_valid_unusual_answer_passes",
     "test_l02_autograd.py::test_wrong_answer_is_rejected_by_the_fixed_cases",
     "test_l09_capstone.py::test_valid_answer_is_accepted",
+    "test_l04_data.py::test_valid_answer_is_accepted",
+    "test_l05_training_loop.py::test_valid_answer_is_accepted",
     "test_l03_nn_module.py::test_valid_unusual_answer_passes",
     "test_l03_nn_module.py::test_wrong_answer_is_rejected_by_the_fixed_cases",
     "test_grading_framework.py::test_a_timeout_in_another_thread_leaves_profiled_calls_working",
@@ -47,11 +48,11 @@ SLOW_TESTS = {
     "test_l09_capstone.py::test_classifier_that_leaves_autograd_off_is_rejected",
     "test_l09_capstone.py::test_classifier_that_predicts_without_its_network_is_rejected",
     "test_l09_capstone.py::test_classifier_alternatives_pass",
-    "test_adversarial_l04_l08.py::test_sharded_range_generator_alternative_passes",
-    "test_adversarial_l04_l08.py::test_train_calling_model_forward_passes",
-    "test_adversarial_l04_l08.py::test_split_alternatives_pass",
     "test_l02_autograd.py::test_gradient_descent_more_alternatives_pass",
     "test_l02_autograd.py::test_silu_saving_the_output_passes",
+    "test_l04_data.py::test_sharded_range_generator_alternative_passes",
+    "test_l05_training_loop.py::test_train_calling_model_forward_passes",
+    "test_l04_data.py::test_split_alternatives_pass",
     "test_l07_persistence.py::test_load_state_dict_cpu_lstrip_is_caught_on_every_seed",
     "test_l07_persistence.py::test_load_state_dict_cpu_alternatives_pass",
     "test_l07_persistence.py::test_export_with_a_too_small_batch_bound_is_rejected",
@@ -59,7 +60,7 @@ SLOW_TESTS = {
     "test_l07_persistence.py::test_load_checkpoint_falling_back_to_unsafe_loading_is_rejected",
     "test_l06_gpu_amp_ddp.py::test_valid_answer_is_accepted",  # the red team's (was test_redteam_l04_l08.py)
     "test_l07_persistence.py::test_valid_answer_is_accepted",
-    "test_oracle_l04_l08.py::test_sharded_range_matches_a_real_dataloader_over_range",
+    "test_l04_data.py::test_sharded_range_matches_a_real_dataloader_over_range",
     "test_l02_autograd.py::test_plot_descent_and_widget",
     "test_l04_data.py::test_reasonable_alternatives_pass",
     "test_l05_training_loop.py::test_lr_trial_and_scheduler_lrs",

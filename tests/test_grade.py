@@ -281,7 +281,7 @@ def test_split_check_cell(source, found):
     assert grade.split_check_cell(source, {"f": "f"}) == found
 
 
-def test_expected_checks_come_from_the_solution():
+def test_expected_checks_come_from_the_exercise_names():
     assert grade.expected_checks(LESSON) == {"celsius_to_fahrenheit": "celsius_to_fahrenheit"}
 
 

@@ -36,6 +36,7 @@ def test_export_marks_solution_test_and_locked_cells(tmp_path):
     assert tests[0].metadata["nbgrader"]["points"] == 1.0 and tests[0].metadata["nbgrader"]["locked"]
     solutions = [c for c in nb.cells if c.metadata["nbgrader"]["solution"]]
     assert solutions and all(build.BEGIN in c.source for c in solutions)
+    assert [c.metadata["nbgrader"]["grade_id"] for c in solutions] == ["celsius_to_fahrenheit_answer"]
     assert all(m["locked"] for m in metas if not m["solution"])
 
 

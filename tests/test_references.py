@@ -177,3 +177,23 @@ def test_build_check_names_a_stale_or_leftover_module(tmp_path, monkeypatch):
 def test_a_course_folder_without_the_exercise_package_has_no_reference_modules(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "ROOT", tmp_path)
     assert build.references_dir() is None and build.reference_files(STEMS) == {}
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_solution_shows_the_notebooks_code(stem):
+    """With its reference taken from the generated module, an exercise's ``solution()`` shows the
+    answer cell's definition as the notebook has it (its lines, marker lines dropped)."""
+    import dataclasses
+
+    from course_utils.grading.notebook import solution_source
+
+    cells = references.notebook_cells(stem)
+    for ex in registry.load_lesson(stem):
+        cell = next(text for kind, text in cells if kind == "code" and references.BEGIN in text
+                    and (f"def {ex.name}(" in text or f"class {ex.name}(" in text or f"class {ex.name}:" in text))
+        lines = cell.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith((f"def {ex.name}(", f"class {ex.name}")))
+        end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i][0].isspace()), len(lines))
+        written = "\n".join(line for line in lines[start:end] if line.strip() not in (references.BEGIN, references.END))
+        shown = solution_source(dataclasses.replace(ex, reference=getattr(_module(stem), ex.name), solution=None))
+        assert shown == written.strip(), ex.id

@@ -111,6 +111,23 @@ def test_reset_one_exercise_keeps_everything_else(course, tmp_path):
     assert res.source == f"read {STEM}.ipynb"
 
 
+def test_reset_finds_an_exercise_cells_by_their_tags_when_nothing_else_is_left(course, tmp_path):
+    """The learner rewrote both cells of `double` beyond recognition (no `def double`, no check
+    statement); build's ``answer:double`` / ``check:double`` tags still say which cells they are."""
+    ipynb, _ = _paths(course)
+    nb = nbformat.read(ipynb, as_version=4)
+    answer, check = (next(c for c in nb.cells if f"{role}:double" in c.metadata.get("tags", []))
+                     for role in ("answer", "check"))
+    answer.source, check.source = "# thinking about it", "print('later')"
+    ids = [c.id for c in nb.cells]
+    _save_like_jupyterlab(nb, ipynb)
+    res = reset.reset(ipynb, exercise="double", backup_to=tmp_path / "bk")
+    after = nbformat.read(ipynb, as_version=4)
+    assert [c.id for c in after.cells] == ids  # restored in place: nothing put back, nothing moved
+    assert after.cells == nbformat.read(build.NOTEBOOKS / f"{STEM}.ipynb", as_version=4).cells
+    assert not any("put back" in c for c in res.changes)
+
+
 def test_reset_top_level_stub_restores_its_tag(course, tmp_path):
     ipynb, _ = _paths(course)
     _learner_work(course)

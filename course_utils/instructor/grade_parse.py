@@ -1,55 +1,23 @@
 """Parsing a submission, step 1 of ``grade`` (:mod:`.grade`): which notebooks a PATH names, which
-lesson and student each is, which exercises its check cells check (``ex.NAME.check(ANSWER)``).
+lesson and student each is, which exercises its check cells check (``ex.NAME.check(ANSWER)``;
+the cell grammar is course_utils/cells.py).
 
 Nothing here runs a notebook; :mod:`.grade_run` does, in a sandbox."""
 
 from __future__ import annotations
 
-import ast
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
 import nbformat
 
+from .. import cells
+from ..cells import check_statement, split_check_cell  # noqa: F401  (the grader's names for them)
 from .grade_report import shown
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_NOTEBOOK_BYTES = 50 * 1024**2
-
-
-def check_statement(stmt: ast.stmt) -> tuple[str, str] | None:
-    """``(NAME, ANSWER)`` when ``stmt`` is exactly ``ex.NAME.check(ANSWER)``."""
-    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
-        return None
-    call = stmt.value
-    f = call.func
-    if (isinstance(f, ast.Attribute) and f.attr == "check" and isinstance(f.value, ast.Attribute)
-            and isinstance(f.value.value, ast.Name) and f.value.value.id == "ex"
-            and len(call.args) == 1 and not call.keywords and isinstance(call.args[0], ast.Name)):
-        return f.value.attr, call.args[0].id
-    return None
-
-
-def split_check_cell(source: str, expected: dict[str, str]) -> tuple[str, str, str, str] | None:
-    """Find a valid check statement in a cell.
-
-    Returns ``(before, name, answer, after)``: the code before the check statement, the
-    exercise name, the answer name, and the code after it, or ``None`` when the cell has no
-    top-level ``ex.NAME.check(ANSWER)`` whose answer name is the one the lesson uses."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    lines = source.splitlines()
-    for stmt in tree.body:
-        found = check_statement(stmt)
-        if found and expected.get(found[0]) == found[1]:
-            before = "\n".join(lines[: stmt.lineno - 1])
-            after = "\n".join(lines[stmt.end_lineno:])  # type: ignore[misc]
-            return before, found[0], found[1], after
-    return None
 
 
 def lesson_stems() -> list[str]:
@@ -58,22 +26,10 @@ def lesson_stems() -> list[str]:
     return list(registry.lesson_modules())
 
 
-_EXERCISES_FOR = re.compile(r"""exercises_for\(\s*["'](\w+)["']\s*\)""")
-
-
 def identify_lesson(path: Path, nb: nbformat.NotebookNode | None, stems: list[str]) -> str | None:
-    """The lesson of a submitted notebook: from its file name, else its ``exercises_for``."""
-    name = path.stem
-    for stem in sorted(stems, key=len, reverse=True):
-        if stem in name:
-            return stem
-    if nb is not None:
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                m = _EXERCISES_FOR.search(cell.source)
-                if m and m.group(1) in stems:
-                    return m.group(1)
-    return None
+    """The lesson of a submitted notebook: from its file name, else the lesson build recorded in
+    its metadata, else its ``exercises_for`` call (course_utils/cells.py)."""
+    return cells.lesson_of(path, nb, stems)
 
 
 def student_of(path: Path, lesson: str | None, root: Path | None) -> str:
@@ -93,34 +49,11 @@ def student_of(path: Path, lesson: str | None, root: Path | None) -> str:
 
 
 def expected_checks(lesson: str) -> dict[str, str]:
-    """Exercise name -> answer name, as the lesson's check cells have them (from the solution
-    notebook; an exercise not found there is checked as ``ex.NAME.check(NAME)``)."""
+    """Exercise name -> the answer name its check cell passes: ``ex.NAME.check(NAME)`` (the cell
+    grammar, course_utils/cells.py; no solution notebook is read at grade time)."""
     from course_utils.grading import registry
 
-    names = [ex.name for ex in registry.load_lesson(lesson)]
-    found: dict[str, str] = {}
-    for folder in ("solutions", "notebooks"):
-        path = ROOT / folder / f"{lesson}.ipynb"
-        if not path.exists():
-            continue
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except Exception:  # noqa: BLE001
-            continue
-        for cell in nb.cells:
-            if cell.cell_type != "code":
-                continue
-            try:
-                tree = ast.parse(cell.source)
-            except SyntaxError:
-                continue
-            for stmt in tree.body:
-                hit = check_statement(stmt)
-                if hit and hit[0] in names:
-                    found.setdefault(hit[0], hit[1])
-        if found:
-            break
-    return {n: found.get(n, n) for n in names}
+    return {ex.name: ex.name for ex in registry.load_lesson(lesson)}
 
 
 def find_notebooks(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Path | None]]:

@@ -6,7 +6,8 @@ solution notebook with nbgrader cell metadata, ready for nbgrader's own
 (run them in OUTDIR, which also gets an ``nbgrader_config.py``):
 
 * code cells with ``### BEGIN SOLUTION`` / ``### END SOLUTION`` blocks become **solution
-  cells** (nbgrader's own markers; ``generate_assignment`` turns them into stubs);
+  cells** (nbgrader's own markers; ``generate_assignment`` turns them into stubs), ``grade_id``
+  ``NAME_answer`` from the cell's ``answer:NAME`` tag;
 * each check cell ``ex.NAME.check(ANSWER)`` becomes a locked **autograded test cell**
   ``assert ex.NAME.check(ANSWER)`` (a ``Result`` is true only when correct, so the assert
   raises on a wrong answer) worth the exercise's ``points``, ``grade_id`` ``NAME``;
@@ -29,6 +30,7 @@ from pathlib import Path
 import nbformat
 
 from .. import build
+from .. import cells as grammar
 from .grade import expected_checks, split_check_cell
 
 SCHEMA = 3
@@ -79,7 +81,10 @@ def nbgrader_notebook(stem: str) -> nbformat.NotebookNode:
             cell.source = "\n".join(p for p in (before, f"assert ex.{name}.check({answer})", after) if p.strip())
             cell.metadata["nbgrader"] = _meta(unique(name), grade=True, locked=True, points=points.get(name, 1.0))
         elif cell.cell_type == "code" and build.BEGIN in source:
-            cell.metadata["nbgrader"] = _meta(unique(f"cell_{i}_solution"), solution=True)
+            # the answer cell's identity (course_utils/cells.py: tag answer:NAME) names it
+            answer_of = next((n for role, n in grammar.role_tags(cell) if role == grammar.ANSWER), None)
+            gid = f"{answer_of}_answer" if answer_of else f"cell_{i}_solution"
+            cell.metadata["nbgrader"] = _meta(unique(gid), solution=True)
         else:
             cell.metadata["nbgrader"] = _meta(unique(f"cell_{i}"), locked=True)
         cells.append(cell)

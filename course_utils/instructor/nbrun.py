@@ -138,7 +138,7 @@ class Runner:
             self.problems.append(f"cell {index}: {err}")
 
     async def run(self) -> None:
-        from .grade import split_check_cell
+        from ..cells import split_check_cell
 
         async with self.client.async_setup_kernel(cwd=os.getcwd(), env=dict(os.environ),
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
