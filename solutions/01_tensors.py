@@ -111,7 +111,9 @@ torch.tensor([1, 2, 3]).mean()
 # %% tags=["answer:image_to_tensor"]
 def image_to_tensor(image):
     ### BEGIN SOLUTION
-    return torch.from_numpy(image).float().div(255).unsqueeze(0)
+    # np.ascontiguousarray: a flipped image (negative strides) is still an image, and
+    # torch.from_numpy refuses negative strides
+    return torch.from_numpy(np.ascontiguousarray(image)).float().div(255).unsqueeze(0)
     ### END SOLUTION
 
 

@@ -5,11 +5,14 @@ notebook-level names they use; the exercises of 01_tensors take their references
 
 # ruff: noqa
 
+import numpy as np
 import torch
 
 
 def image_to_tensor(image):
-    return torch.from_numpy(image).float().div(255).unsqueeze(0)
+    # np.ascontiguousarray: a flipped image (negative strides) is still an image, and
+    # torch.from_numpy refuses negative strides
+    return torch.from_numpy(np.ascontiguousarray(image)).float().div(255).unsqueeze(0)
 
 
 def batch_flatten(x):

@@ -31,9 +31,11 @@ def second_derivative(fn, x):
 
 
 def finite_difference_grad(fn, x, eps):
-    grad = torch.zeros_like(x)
+    # torch.zeros(x.shape), not zeros_like(x): zeros_like copies a transposed x's strides, and
+    # .view(-1) of a non-contiguous tensor raises
+    grad = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
     for i in range(x.numel()):
-        step = torch.zeros_like(x)
+        step = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
         step.view(-1)[i] = eps
         grad.view(-1)[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
     return grad

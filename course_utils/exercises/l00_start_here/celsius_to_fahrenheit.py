@@ -11,12 +11,12 @@ import torch
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
+from .._references.l00_start_here import celsius_to_fahrenheit
 from . import LESSON
 
 
-# --- reference
-def celsius_to_fahrenheit(celsius: torch.Tensor) -> torch.Tensor:
-    return celsius * 9 / 5 + 32
+# --- reference: imported above from _references/l00_start_here.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

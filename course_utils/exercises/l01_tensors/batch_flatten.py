@@ -11,13 +11,12 @@ import torch
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
+from .._references.l01_tensors import batch_flatten
 from . import LESSON
 
 
-# --- reference
-def batch_flatten(x):
-    # not reshape(N, -1): with an empty batch (N = 0) the -1 is ambiguous and reshape raises
-    return x.flatten(start_dim=1)
+# --- reference: imported above from _references/l01_tensors.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

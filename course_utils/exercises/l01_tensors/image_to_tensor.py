@@ -12,14 +12,12 @@ import torch
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
+from .._references.l01_tensors import image_to_tensor
 from . import LESSON
 
 
-# --- reference
-def image_to_tensor(image):
-    # ascontiguousarray: a flipped image (negative strides) is still "a uint8 array (H, W)", and
-    # torch.from_numpy refuses negative strides
-    return torch.from_numpy(np.ascontiguousarray(image)).float().div(255).unsqueeze(0)
+# --- reference: imported above from _references/l01_tensors.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

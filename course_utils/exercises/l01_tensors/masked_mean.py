@@ -10,14 +10,12 @@ import torch
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
+from .._references.l01_tensors import masked_mean
 from . import LESSON
 
 
-# --- reference
-def masked_mean(x, mask):
-    counts = mask.sum(dim=1)
-    sums = torch.where(mask, x, torch.zeros_like(x)).sum(dim=1)
-    return torch.where(counts > 0, sums / counts.clamp(min=1), torch.zeros_like(sums))
+# --- reference: imported above from _references/l01_tensors.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

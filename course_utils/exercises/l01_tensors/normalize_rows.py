@@ -10,12 +10,12 @@ import torch
 
 from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
 
+from .._references.l01_tensors import normalize_rows
 from . import LESSON
 
 
-# --- reference
-def normalize_rows(x):
-    return x / x.sum(dim=1, keepdim=True)
+# --- reference: imported above from _references/l01_tensors.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

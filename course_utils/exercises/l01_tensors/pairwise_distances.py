@@ -11,14 +11,14 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
 from .._source_rules import python_loop
+from .._references.l01_tensors import pairwise_distances
 from . import LESSON
 
 _RULE = "No Python loops: give the two tensors shapes that broadcast."
 
 
-# --- reference
-def pairwise_distances(a, b):
-    return (a[:, None, :] - b[None, :, :]).pow(2).sum(dim=-1).sqrt()
+# --- reference: imported above from _references/l01_tensors.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

@@ -7,6 +7,7 @@ ignores an outer ``no_grad``, and an answer may switch grad mode back on).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -14,6 +15,7 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, register
 
 from .._source_rules import names_used
+from .._references.l02_autograd import dfdx as notebook_dfdx
 from . import LESSON
 from ._kit import small_shape
 
@@ -32,11 +34,8 @@ def dfdx_by_autograd(x: torch.Tensor) -> torch.Tensor:
     return grad
 
 
-_SOLUTION = '''
-def dfdx(x):
-    # product rule: (x²)' · sin(x) + x² · (sin x)'
-    return 2 * x * torch.sin(x) + x**2 * torch.cos(x)
-'''
+# what solution() shows: the notebook's formula (the check compares it with autograd's derivative)
+_SOLUTION = inspect.getsource(notebook_dfdx)
 
 
 # --- cases

@@ -14,20 +14,13 @@ import torch
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
+from .._references.l02_autograd import finite_difference_grad
 from . import LESSON
 from ._kit import close, small_shape
 
 
-# --- reference
-def finite_difference_grad(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, eps: float) -> torch.Tensor:
-    # torch.zeros(x.shape), not zeros_like(x): zeros_like copies a transposed x's strides, and
-    # .view(-1) of a non-contiguous tensor raises
-    grad = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
-    for i in range(x.numel()):
-        step = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
-        step.view(-1)[i] = eps
-        grad.view(-1)[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
-    return grad
+# --- reference: imported above from _references/l02_autograd.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

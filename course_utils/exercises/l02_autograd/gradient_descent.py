@@ -8,30 +8,21 @@ caller's ``x0`` must stay as it was, and the result must not require grad.
 from __future__ import annotations
 
 from typing import Any
-from collections.abc import Callable
 
 import torch
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 from .._source_rules import names_used
+from .._references.l02_autograd import gradient_descent
 from . import LESSON
 from ._kit import close
 
 _RULE = "take `num_steps` steps x ← x − lr · ∇fn(x) using `backward()`"
 
 
-# --- reference
-def gradient_descent(fn: Callable[[torch.Tensor], torch.Tensor], x0: torch.Tensor, lr: float,
-                     num_steps: int) -> torch.Tensor:
-    x = x0.clone().requires_grad_(True)
-    for _ in range(num_steps):
-        loss = fn(x)
-        loss.backward()
-        with torch.no_grad():
-            x -= lr * x.grad
-        x.grad.zero_()
-    return x.detach()
+# --- reference: imported above from _references/l02_autograd.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

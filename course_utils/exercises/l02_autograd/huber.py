@@ -13,15 +13,15 @@ import torch
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
+from .._references.l02_autograd import huber
 from . import LESSON
 from ._kit import small_shape
 
 _RULE = "No Python `if` on the tensor, no `.item()`, no NumPy, no in-place changes to `x`."
 
 
-# --- reference
-def huber(x: torch.Tensor, delta: float) -> torch.Tensor:
-    return torch.where(x.abs() <= delta, 0.5 * x**2, delta * (x.abs() - 0.5 * delta))
+# --- reference: imported above from _references/l02_autograd.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

@@ -15,22 +15,13 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 from .._source_rules import names_used
+from .._references.l02_autograd import MySiLU
 from . import LESSON
 from ._kit import close, small_shape
 
 
-# --- reference
-class MySiLU(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        s = torch.sigmoid(x)
-        ctx.save_for_backward(x, s)
-        return x * s
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        x, s = ctx.saved_tensors
-        return grad_output * s * (1 + x * (1 - s))
+# --- reference: imported above from _references/l02_autograd.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

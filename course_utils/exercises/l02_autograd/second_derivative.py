@@ -15,16 +15,13 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 from .._source_rules import names_used
+from .._references.l02_autograd import second_derivative
 from . import LESSON
 from ._kit import close, small_shape
 
 
-# --- reference
-def second_derivative(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    x = x.detach().requires_grad_(True)
-    (dfdx,) = torch.autograd.grad(fn(x).sum(), x, create_graph=True)
-    (d2fdx2,) = torch.autograd.grad(dfdx.sum(), x)
-    return d2fdx2
+# --- reference: imported above from _references/l02_autograd.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

@@ -8,22 +8,18 @@ result must be a plain tensor (no graph), and ``v`` must be left as it was.
 from __future__ import annotations
 
 from typing import Any
-from collections.abc import Callable
 
 import torch
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
+from .._references.l02_autograd import vjp
 from . import LESSON
 from ._kit import close
 
 
-# --- reference
-def vjp(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    x = x.detach().requires_grad_(True)
-    y = fn(x)
-    y.backward(gradient=v)
-    return x.grad
+# --- reference: imported above from _references/l02_autograd.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases

@@ -28,12 +28,12 @@ import types
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.datasets import load_digits
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 from course_utils.grading.calls import GRAD_LEFT_OFF
 
+from .._references.l09_capstone import DigitClassifier
 from . import LESSON
 from ._digit_classifier_checks import check_deterministic_network, check_predict, check_predictions
 from ._digit_classifier_wrong import cnn, wrong_answers
@@ -49,40 +49,8 @@ seed: a verdict must not depend on the seed (retrying seeds must not turn a 96.5
 into a pass), and a deterministic ``fit`` gets the same verdict every time."""
 
 
-# --- reference
-class DigitClassifier:
-    """fit(X, y) trains a small CNN; predict(X) returns int64 class predictions."""
-
-    def __init__(self):
-        self.model = None
-
-    def fit(self, X, y):
-        torch.manual_seed(0)
-        self.model = nn.Sequential(
-            nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(32 * 4 * 4, 64), nn.ReLU(), nn.Linear(64, 10),
-        )
-        loader = DataLoader(TensorDataset(X, y), batch_size=64, shuffle=True,
-                            generator=torch.Generator().manual_seed(0))
-        num_epochs = 10
-        optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-2)
-        scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-2,
-                                                        total_steps=num_epochs * len(loader))
-        loss_fn = nn.CrossEntropyLoss()
-        self.model.train()
-        for _ in range(num_epochs):
-            for xb, yb in loader:
-                optimizer.zero_grad()
-                loss_fn(self.model(xb), yb).backward()
-                optimizer.step()
-                scheduler.step()
-        return self
-
-    def predict(self, X):
-        self.model.eval()
-        with torch.inference_mode():
-            return self.model(X).argmax(dim=1)
+# --- reference: imported above from _references/l09_capstone.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
 
 
 # --- cases
@@ -167,7 +135,6 @@ def _heldout_probe(answer, r: Rand) -> None:
     if accuracy < 0.3:
         raise Incorrect("at_chance", accuracy=f"{accuracy:.1%}")
     raise Incorrect("below_bar", accuracy=f"{accuracy:.1%}", seconds=f"{seconds:.1f}", budget=f"{TIME_BUDGET_S:g}")
-
 
 
 # --- wrong answers (in _digit_classifier_wrong.py: small overrides of fit or predict)
