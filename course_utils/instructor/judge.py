@@ -63,7 +63,9 @@ def _exc_info(exc: BaseException) -> dict[str, Any]:
     from course_utils.grading.spec import Incorrect
 
     if isinstance(exc, Incorrect):
-        return {"incorrect": [str(exc.mistake), str(exc.message)]}
+        # the id, a text of its own (None: the exercise's declared message) and the facts filling it
+        return {"incorrect": [str(exc.mistake), None if exc.message is None else str(exc.message),
+                              {str(k): str(v) for k, v in exc.facts.items()}]}
     frames = traceback.extract_tb(exc.__traceback__)
     learner = None
     for fr in reversed(frames):
@@ -312,8 +314,12 @@ def _rebuild(info: dict[str, Any]) -> BaseException:
     """An exception like the one the answer raised, raised from a frame marked as the learner's."""
     from course_utils.grading.spec import Incorrect
 
-    if isinstance(info.get("incorrect"), list) and len(info["incorrect"]) == 2:
-        return Incorrect(_clean(info["incorrect"][0], 60), _clean(info["incorrect"][1], 600))
+    inc = info.get("incorrect")
+    if isinstance(inc, list) and len(inc) in (2, 3):
+        facts = inc[2] if len(inc) == 3 and isinstance(inc[2], dict) else {}
+        return Incorrect(_clean(inc[0], 60), None if inc[1] is None else _clean(inc[1], 600),
+                         **{k: _clean(v) for k, v in facts.items()
+                            if isinstance(k, str) and k.isidentifier() and k not in ("mistake", "message")})
     name = _clean(info.get("type", "Exception"), 80)
     module = str(info.get("module", ""))
     message = _clean(info.get("message", ""), 500)
