@@ -278,7 +278,7 @@ def show_batches(batch_size, drop_last):
     plt.show()
 
 
-interact(show_batches, batch_size=IntSlider(32, 1, 100), drop_last=Checkbox(False));
+_ = interact(show_batches, batch_size=IntSlider(32, 1, 100), drop_last=Checkbox(False))
 
 # %% [markdown]
 # `shuffle=True` visits the items in a new random order every epoch, which is what training

@@ -336,7 +336,7 @@ def show_lr(lr):
     plt.show()
 
 
-interact(show_lr, lr=FloatLogSlider(value=0.1, base=10, min=-3, max=1.5, step=0.25, continuous_update=False));
+_ = interact(show_lr, lr=FloatLogSlider(value=0.1, base=10, min=-3, max=1.5, step=0.25, continuous_update=False))
 
 # %% [markdown]
 # With SGD, values around 0.1 to 1 train fastest here; by 10 the loss diverges. Adam rescales

@@ -88,3 +88,18 @@ def test_fill_and_match():
 
 def test_every_lesson_speaks_with_one_voice():
     assert PENDING_LESSONS == (), f"still to move to one voice: {PENDING_LESSONS}"
+
+
+def test_the_instructors_judge_carries_ids_and_facts():
+    # in the sandboxed grader an Incorrect raised by checking code crosses a pipe as plain data;
+    # the judge rebuilds it so that the runner fills in the exercise's declared message
+    from course_utils.grading import Incorrect
+    from course_utils.instructor import judge
+
+    info = judge._exc_info(Incorrect("too_long", got=7, name="WindowDataset"))
+    rebuilt = judge._rebuild(info)
+    assert isinstance(rebuilt, Incorrect)
+    assert (rebuilt.mistake, rebuilt.message) == ("too_long", None)
+    assert rebuilt.facts == {"got": "7", "name": "WindowDataset"}
+    framework = judge._rebuild(judge._exc_info(Incorrect("timeout", "Your code did not finish.")))
+    assert framework.message == "Your code did not finish."

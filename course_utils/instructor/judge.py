@@ -63,9 +63,10 @@ def _exc_info(exc: BaseException) -> dict[str, Any]:
     from course_utils.grading.spec import Incorrect
 
     if isinstance(exc, Incorrect):
-        # the id, a text of its own (None: the exercise's declared message) and the facts filling it
-        return {"incorrect": [str(exc.mistake), None if exc.message is None else str(exc.message),
-                              {str(k): str(v) for k, v in exc.facts.items()}]}
+        # the id and its facts: the judge fills in the message the exercise declares (one voice);
+        # a framework message (rare) travels as text
+        return {"incorrect": [str(exc.mistake), None if exc.message is None else str(exc.message)],
+                "facts": {str(k): str(v)[:300] for k, v in exc.facts.items()}}
     frames = traceback.extract_tb(exc.__traceback__)
     learner = None
     for fr in reversed(frames):
@@ -314,12 +315,12 @@ def _rebuild(info: dict[str, Any]) -> BaseException:
     """An exception like the one the answer raised, raised from a frame marked as the learner's."""
     from course_utils.grading.spec import Incorrect
 
-    inc = info.get("incorrect")
-    if isinstance(inc, list) and len(inc) in (2, 3):
-        facts = inc[2] if len(inc) == 3 and isinstance(inc[2], dict) else {}
-        return Incorrect(_clean(inc[0], 60), None if inc[1] is None else _clean(inc[1], 600),
-                         **{k: _clean(v) for k, v in facts.items()
-                            if isinstance(k, str) and k.isidentifier() and k not in ("mistake", "message")})
+    if isinstance(info.get("incorrect"), list) and len(info["incorrect"]) == 2:
+        mistake, message = info["incorrect"]
+        facts: dict[Any, Any] = info["facts"] if isinstance(info.get("facts"), dict) else {}
+        return Incorrect(_clean(mistake, 60), None if message is None else _clean(message, 600),
+                         **{k: _clean(v, 300) for k, v in list(facts.items())[:20]
+                            if isinstance(k, str) and k.isidentifier() and len(k) <= 40})
     name = _clean(info.get("type", "Exception"), 80)
     module = str(info.get("module", ""))
     message = _clean(info.get("message", ""), 500)

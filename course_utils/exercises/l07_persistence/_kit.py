@@ -21,9 +21,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from course_utils.grading import Case, Compare, Incorrect, Rand
 from course_utils.lesson_props.l07_persistence import payload_runs, reset_payload_runs
 
-# The references, looked up as attributes of their module when a check runs (not through the
-# registry): the instructor's executor sandbox swaps a cut reference for a guarded one there.
-from .._references import l07_persistence as references
+from .._references import l07_persistence as _references
 
 EXACT = Compare(rtol=0, atol=0)
 KEYS = ("model", "optimizer", "scheduler", "epoch", "rng_state", "loader_generator")
@@ -196,8 +194,11 @@ def _run_resume(answer, case: Case, role: str):
     ``missing_entry``, ``pickled_objects``, ``unloadable_checkpoint``, ``<key>_not_restored``,
     ``wrong_epoch`` (save), ``wrong_start_epoch`` (load) and ``not_bit_identical``."""
     kw = case.kwargs
-    save = answer if role == "save" else references.save_checkpoint
-    load = answer if role == "load" else references.load_checkpoint
+    # looked up on the generated module at call time, not through the registry: in the
+    # instructor's sandbox the judge puts the real reference back on the module (guarded so only
+    # the course's code may call it), while the registry still holds the cut stub
+    save = answer if role == "save" else _references.save_checkpoint
+    load = answer if role == "load" else _references.load_checkpoint
     k, num_epochs = kw["epoch"], kw["num_epochs"]
     with tempfile.TemporaryDirectory(prefix="course-grader-") as tmp:
         path = os.path.join(tmp, "checkpoint.pt")
@@ -243,7 +244,7 @@ _RECALLED: dict[tuple, tuple[list[torch.Tensor], torch.Tensor]] = {}
 
 
 def run_resume(answer, case: Case, role: str):
-    if answer is not getattr(references, f"{role}_checkpoint"):
+    if answer is not getattr(_references, f"{role}_checkpoint"):
         return _run_resume(answer, case, role)
     key = _case_key(case)
     if key not in _RECALLED:

@@ -2,8 +2,8 @@
 
 Subtle: no kernel flip; stride, padding (all four sides) and dilation; non-contiguous
 (channels-last) inputs; the rule is enforced by watching every torch function the answer calls
-(:mod:`._kit`), the reference's loops included (0.12 s a check, against 0.09 s for an `F.unfold`
-reference: the lesson's own answer is worth the difference).
+(:mod:`._kit`), the reference's loops included (a check takes 0.19 s against 0.12 s with an
+`F.unfold` reference, best of 6 on a busy 2-core machine: the lesson's own answer is worth it).
 """
 
 from __future__ import annotations
