@@ -333,3 +333,21 @@ def test_kernel_export_pickles_the_answer_or_says_why_not(tmp_path):
     assert data.startswith(b"PICKLE") and pickle.loads(data[6:])(100) == 212
     assert (tmp_path / "m").read_bytes() == b"MISSING"
     assert (tmp_path / "g").read_bytes().startswith(b"ERROR")
+
+
+def test_judge_carries_an_incorrect_with_its_facts_and_keeps_namedtuples():
+    # one voice: an Incorrect raised in the executor is rebuilt with its facts (the judge fills the
+    # declared message) and with no text of its own; a case's namedtuple is rebuilt as one
+    import collections
+
+    import torch
+
+    from course_utils.grading.spec import Incorrect
+    from course_utils.instructor import judge
+
+    inc = judge._rebuild(judge._exc_info(Incorrect("wrong_epoch", got="3", epoch=2)))
+    assert (inc.mistake, inc.message, inc.facts) == ("wrong_epoch", None, {"got": "3", "epoch": "2"})
+    assert judge._rebuild(judge._exc_info(Incorrect("other", "its own text"))).message == "its own text"
+    B = collections.namedtuple("B", "x y")
+    out = judge._substitute(B(torch.zeros(1), [torch.ones(1)]), [torch.full((1,), 2.0), torch.full((1,), 3.0)])
+    assert type(out) is B and out.x.item() == 2.0 and out.y[0].item() == 3.0

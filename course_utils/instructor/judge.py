@@ -359,7 +359,8 @@ def _substitute(obj: Any, new: list) -> Any:
     if isinstance(obj, torch.Tensor):
         return new.pop(0)
     if isinstance(obj, tuple):
-        return tuple(_substitute(o, new) for o in obj)
+        items = [_substitute(o, new) for o in obj]
+        return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)  # a namedtuple stays one
     if isinstance(obj, list):
         obj[:] = [_substitute(o, new) for o in obj]
         return obj
