@@ -130,8 +130,12 @@ def test_known_circles_are_still_there():
 
 def test_no_import_circle_between_modules_inside_a_part():
     # inside grading/ (and every other part) modules form a one-way chain too
+    # A package's __init__ listing its own submodules (`from . import mlp, rms_norm`: a lesson
+    # package registering its exercises in the notebook's order) is containment, not an arrow;
+    # the submodules may import the package's constants (`from . import LESSON`).
     graph = import_graph()
-    inner = {a: {b for b in targets if part_of(b) == part_of(a) and (a, b) not in KNOWN_MODULE_CIRCLES}
+    inner = {a: {b for b in targets if part_of(b) == part_of(a) and (a, b) not in KNOWN_MODULE_CIRCLES
+                 and not b.startswith(a + ".")}
              for a, targets in graph.items()}
     circle = find_circle(inner)
     assert circle is None, f"import circle inside a part of the package: {' -> '.join(circle)}"
@@ -157,14 +161,6 @@ def test_only_the_notebook_handles_write_the_log():
         "the checker returns a Result and the handle logs it")
 
 
-# Old names of three lesson props, kept as aliases (sys.modules) only because
-# course_utils/exercises/ (split into one file per exercise in the same hour) still imports them.
-# Each must be imported by exercises/ and by nothing else; delete one when exercises/ stops.
-PROP_ALIASES = {
-    "course_utils.data_workers": "course_utils.lesson_props.l04_data_workers",
-    "course_utils.training_lab": "course_utils.lesson_props.l05_training_lab",
-    "course_utils.persistence": "course_utils.lesson_props.l07_persistence",
-}
 SHARED_LESSON_MATERIAL = {"course_utils.datasets", "course_utils.plotting"}
 
 
@@ -179,20 +175,7 @@ def test_lesson_props_and_the_core_stay_apart():
         if part_of(module) == "lesson_props":  # a prop uses only the shared material and other props
             assert all(part_of(t) == "lesson_props" or t in SHARED_LESSON_MATERIAL for t in targets), module
         if part_of(module) == "grading":  # the core never reaches up to a lesson's demos
-            assert not {t for t in targets if part_of(t) == "lesson_props" or t in PROP_ALIASES}, module
-
-
-def test_old_prop_names_are_aliases_used_only_by_the_exercises():
-    graph = import_graph()
-    for alias, target in PROP_ALIASES.items():
-        path = PACKAGE / f"{alias.rpartition('.')[2]}.py"
-        if not path.exists():
-            continue  # gone: remove it from PROP_ALIASES too
-        assert graph[alias] == {target}, f"{alias} is an alias of {target}, nothing more"
-        users = {m for m, targets in graph.items() if alias in targets}
-        assert users, f"nothing imports {alias} any more: delete {path.name} and its PROP_ALIASES entry"
-        assert all(part_of(u) == "exercises" for u in users), (
-            f"{sorted(users)} import the old name {alias}; import {target}")
+            assert not {t for t in targets if part_of(t) == "lesson_props"}, module
 
 
 # The layers of ARCHITECTURE.md's picture. An arrow may point down or stay in its layer (the
@@ -206,7 +189,7 @@ LAYERS = {
     1: {"progress", "backups"},  # state
     0: {"links", "threads", "course_files", "colab", "lesson_times", "ddp_launch", "jupyter_settings",
         "cells", "references",  # the notebook cell grammar; answers extracted from the solutions
-        "datasets", "plotting", "lesson_props", *(a.rpartition(".")[2] for a in PROP_ALIASES)},  # leaves
+        "datasets", "plotting", "lesson_props"},  # leaves
 }
 
 
@@ -224,3 +207,15 @@ def test_every_arrow_points_down_or_sideways():
     assert not up, f"imports that point up a layer (ARCHITECTURE.md): {up}"
     for path in PACKAGE.rglob("*.py"):  # a part with no arrows at all is placed too
         layer_of(part_of(module_name(path)))
+
+
+def test_an_exercise_is_one_short_file():
+    """The exercise as the unit (CONTRIBUTING.md): a lesson is a package of exercise files, none
+    over 300 lines."""
+    exercises = PACKAGE / "exercises"
+    lessons = sorted(p for p in exercises.iterdir() if p.name[:1] == "l" and p.name[1:3].isdigit())
+    assert lessons and all(p.is_dir() for p in lessons), [p.name for p in lessons if not p.is_dir()]
+    for lesson in lessons:
+        for path in lesson.glob("*.py"):
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            assert n <= 300, f"{path.relative_to(PACKAGE)} has {n} lines: split it, or move shared helpers to _kit.py"

@@ -1,7 +1,11 @@
 """Lesson 02 (autograd): the graph-drawing and gradient-descent helpers, and what the generic
 grader tests cannot see: correct answers written differently from the reference pass, the
 behavioural diagnoses (descent step rules, repeated VJP calls, custom backward) name the
-right mistake, and every message a check raises is the one its Mistake declares."""
+right mistake, and every message a check raises is the one its Mistake declares.
+
+Then the adversarial and red-team answers (wrong answers and cheats rejected by the FIXED cases
+alone as well as with random cases, valid unusual answers accepted) and each reference against
+an independent oracle."""
 
 from __future__ import annotations
 
@@ -9,7 +13,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import math  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -17,6 +24,16 @@ import torch.nn.functional as F  # noqa: E402
 from course_utils import grading  # noqa: E402
 from course_utils.lesson_props.l02_autograd_graph import draw_graph, graph_nodes  # noqa: E402
 from course_utils.lesson_props.l02_descent import FUNCTIONS, classify_path, descent_path, descent_widget, plot_descent  # noqa: E402
+from course_utils.grading.testing import shows_declared  # noqa: E402
+
+from grading_asserts import accepted as _accepted  # noqa: E402 (tests/ is on sys.path)
+from grading_asserts import rejected  # noqa: E402
+from lesson_kit import RedTeam, assert_close_np, ids, oracle_cases  # noqa: E402
+
+team = RedTeam()
+wrong, valid, cheat = team.wrong, team.valid, team.cheat
+WRONG, VALID, CHEATS = team.WRONG, team.VALID, team.CHEATS
+_cases, _close = oracle_cases, assert_close_np
 
 LESSON = "02_autograd"
 
@@ -136,7 +153,7 @@ def test_named_mistakes_show_their_declared_message(exercise_id):
             continue
         res = grading.check(exercise_id, m.example, seed=3)
         assert res.mistake == m.id
-        assert res.message == m.message
+        assert shows_declared(m.message, res.message), (res.message, m.message)  # {fields} filled from facts
         assert "expected" not in res.message.lower()
 
 
@@ -352,3 +369,809 @@ def test_check_latency_budget_on_reference():
         start = time.perf_counter()
         grading.check(exercise_id, grading.reference(exercise_id))
         assert time.perf_counter() - start < 3.0, exercise_id
+
+
+# =========================================================================== adversarial
+def accepted(exercise_id: str, answer, n_random: int = 20) -> None:
+    _accepted(exercise_id, answer, n_random=n_random)
+
+
+A = "02_autograd."
+TWO_BY_THREE = "a 2x3 x"
+
+
+def _dfdx_backward(x):
+    x = x.detach().requires_grad_()
+    (x**2 * torch.sin(x)).sum().backward()
+    return x.grad
+
+
+def _dfdx_autograd_grad(x):
+    x = x.detach().requires_grad_()
+    return torch.autograd.grad((x**2 * torch.sin(x)).sum(), x)[0]
+
+
+def test_dfdx_with_autograd_is_rejected():
+    # "computed with a formula (no autograd)": the check runs the answer under no_grad
+    rejected(A + "dfdx", _dfdx_backward, "used_autograd")
+    rejected(A + "dfdx", _dfdx_autograd_grad, "used_autograd")
+
+
+def test_dfdx_1d_only_answer_is_rejected_by_the_fixed_cases():
+    def per_element(x):
+        return torch.tensor([2 * v * math.sin(v) + v * v * math.cos(v) for v in x.tolist()])
+
+    res = rejected(A + "dfdx", per_element, n_random=0)
+    assert TWO_BY_THREE in " ".join(res.details)
+
+
+def test_dfdx_formula_alternatives_pass():
+    accepted(A + "dfdx", lambda x: 2 * x * x.sin() + x.pow(2) * x.cos())
+    # as_tensor, not from_numpy: on a 0-d x ("any shape"), NumPy returns a scalar, not an array
+    accepted(A + "dfdx", lambda x: torch.as_tensor(
+        2 * x.numpy() * np.sin(x.numpy()) + x.numpy() ** 2 * np.cos(x.numpy())))
+
+
+def test_vjp_more_alternatives_pass():
+    accepted(A + "vjp", lambda fn, x, v: torch.autograd.functional.jacobian(fn, x).T @ v)
+    accepted(A + "vjp", lambda fn, x, v: torch.autograd.functional.vjp(fn, x, v)[1])
+
+
+def test_huber_1d_only_loop_is_rejected_by_the_fixed_cases():
+    def loop(x, delta):  # a Python `if` per element of a 1-D tensor: fails on 2-D inputs
+        return torch.stack([0.5 * xi**2 if abs(xi) <= delta else delta * (abs(xi) - 0.5 * delta) for xi in x])
+
+    rejected(A + "huber", loop, "python_if_on_tensor", n_random=0)
+
+
+def test_huber_detached_branch_is_a_wrong_gradient():
+    rejected(A + "huber", lambda x, d: torch.where(x.abs() <= d, 0.5 * x**2, (d * (x.abs() - 0.5 * d)).detach()),
+             "wrong_grad")
+
+
+def test_huber_alternatives_pass():
+    accepted(A + "huber", lambda x, d: F.smooth_l1_loss(x, torch.zeros_like(x), beta=d, reduction="none") * d)
+
+    def clamped(x, d):
+        c = x.clamp(-d, d)
+        return 0.5 * c**2 + d * (x.abs() - c.abs())
+
+    accepted(A + "huber", clamped)
+
+
+def test_second_derivative_hessian_diagonal_is_rejected_by_the_fixed_cases():
+    def hessian_diagonal(fn, x):  # right for 1-D x only
+        return torch.autograd.functional.hessian(lambda t: fn(t).sum(), x).diagonal()
+
+    rejected(A + "second_derivative", hessian_diagonal, "wrong_shape", n_random=0)
+
+
+def test_second_derivative_with_grad_outputs_passes():
+    def with_ones(fn, x):
+        x = x.detach().requires_grad_()
+        y = fn(x)
+        (g,) = torch.autograd.grad(y, x, torch.ones_like(y), create_graph=True)
+        return torch.autograd.grad(g, x, torch.ones_like(g))[0]
+
+    accepted(A + "second_derivative", with_ones)
+
+
+def test_finite_difference_row_nudge_is_rejected_by_the_fixed_cases():
+    def by_len(fn, x, eps):  # x[i] is a whole row of a 2-D x
+        g = torch.zeros_like(x)
+        for i in range(len(x)):
+            step = torch.zeros_like(x)
+            step[i] = eps
+            g[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
+        return g
+
+    rejected(A + "finite_difference_grad", by_len, n_random=0)
+
+
+def test_finite_difference_float32_result_is_rejected():
+    def float32(fn, x, eps):
+        g = torch.zeros(x.shape)
+        for i in range(x.numel()):
+            step = torch.zeros_like(x)
+            step.view(-1)[i] = eps
+            g.view(-1)[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
+        return g
+
+    rejected(A + "finite_difference_grad", float32, "wrong_dtype")
+
+
+def test_finite_difference_flat_alternative_passes():
+    def flat(fn, x, eps):
+        f = x.reshape(-1)
+        g = torch.empty_like(f)
+        for i in range(f.numel()):
+            e = torch.zeros_like(f)
+            e[i] = eps
+            g[i] = (fn((f + e).reshape(x.shape)) - fn((f - e).reshape(x.shape))) / (2 * eps)
+        return g.reshape(x.shape)
+
+    accepted(A + "finite_difference_grad", flat)
+
+
+def _gd(start, finish, steps_offset=0):
+    def answer(fn, x0, lr, num_steps):
+        x = start(x0)
+        for _ in range(num_steps + steps_offset):
+            fn(x).backward()
+            with torch.no_grad():
+                x -= lr * x.grad
+            x.grad = None
+        return finish(x)
+
+    return answer
+
+
+def test_gradient_descent_result_still_requiring_grad_is_rejected():
+    rejected(A + "gradient_descent", _gd(lambda x0: x0.clone().requires_grad_(), lambda x: x),
+             "returned_requires_grad")
+
+
+def test_gradient_descent_changing_x0_is_rejected():
+    def flag_only(fn, x0, lr, num_steps):  # values of x0 untouched, but it now requires grad
+        x = x0.requires_grad_()
+        for _ in range(num_steps):
+            fn(x).backward()
+            with torch.no_grad():
+                x = x - lr * x.grad
+            x.requires_grad_()
+        return x.detach()
+
+    rejected(A + "gradient_descent", flag_only, "mutated_input")
+    res = rejected(A + "gradient_descent", _gd(lambda x0: x0.detach().requires_grad_(), lambda x: x.detach()),
+                   "mutated_input")
+    assert "detach()" in res.message  # x0.detach() shares memory: the message says so
+
+
+def test_gradient_descent_off_by_one_is_rejected():
+    start = lambda x0: x0.clone().requires_grad_()  # noqa: E731
+    rejected(A + "gradient_descent", _gd(start, lambda x: x.detach(), steps_offset=1))
+    rejected(A + "gradient_descent", _gd(start, lambda x: x.detach(), steps_offset=-1))
+
+
+def test_gradient_descent_more_alternatives_pass():
+    def new_leaf(fn, x0, lr, num_steps):
+        x = x0.clone().requires_grad_()
+        for _ in range(num_steps):
+            fn(x).backward()
+            x = (x - lr * x.grad).detach().requires_grad_()
+        return x.detach()
+
+    def with_data(fn, x0, lr, num_steps):
+        x = x0.clone().requires_grad_()
+        for _ in range(num_steps):
+            x.grad = None
+            fn(x).backward()
+            x.data -= lr * x.grad
+        return x.data
+
+    accepted(A + "gradient_descent", new_leaf)
+    accepted(A + "gradient_descent", with_data)
+
+
+class _NotAFunction:
+    """autograd differentiates F.silu itself: no hand-written backward."""
+
+    apply = staticmethod(F.silu)
+
+
+class _SiLUSavesOutput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x * torch.sigmoid(x)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, y = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return grad_output * (s + y * (1 - s))
+
+
+def test_silu_without_autograd_function_is_rejected():
+    rejected(A + "MySiLU", _NotAFunction, "not_a_function")
+
+
+def test_silu_saving_the_output_passes():
+    accepted(A + "MySiLU", _SiLUSavesOutput)
+
+
+# =========================================================================== red team
+DF = "02_autograd.dfdx"
+wrong(DF, "multiplied the derivatives", "forgot_product_rule")(lambda x: 2 * x * torch.cos(x))
+wrong(DF, "one term", "missing_term")(lambda x: 2 * x * torch.sin(x))
+wrong(DF, "sign of cos", "sign_error")(lambda x: 2 * x * torch.sin(x) - x**2 * torch.cos(x))
+wrong(DF, "derivative of x² as x")(lambda x: x * torch.sin(x) + x**2 * torch.cos(x))
+wrong(DF, "math.sin per element")(
+    lambda x: torch.tensor([2 * v * math.sin(v) + v * v * math.cos(v) for v in x.tolist()]))
+wrong(DF, "numpy float64 result")(lambda x: torch.from_numpy(2 * x.double().numpy() * np.sin(x.double().numpy())
+                                                              + x.double().numpy() ** 2 * np.cos(x.double().numpy())))
+wrong(DF, "float32 always")(lambda x: (2 * x * torch.sin(x) + x**2 * torch.cos(x)).float())
+
+
+@wrong(DF, "backward inside enable_grad", "used_autograd")
+def _df_enable_grad(x):
+    with torch.enable_grad():
+        x = x.detach().requires_grad_()
+        (x**2 * torch.sin(x)).sum().backward()
+    return x.grad
+
+
+@wrong(DF, "autograd hidden in a helper", "used_autograd")
+def _df_helper_user(x):
+    return _df_helper(x)
+
+
+def _df_helper(x):
+    with torch.set_grad_enabled(True):
+        t = x.detach().requires_grad_()
+        return torch.autograd.grad((t**2 * t.sin()).sum(), t)[0]
+
+
+wrong(DF, "autograd.functional.vjp (redteam)", "used_autograd")(
+    lambda x: torch.autograd.functional.vjp(lambda t: t**2 * torch.sin(t), x, torch.ones_like(x))[1])
+valid(DF, "method calls")(lambda x: 2 * x * x.sin() + x.pow(2) * x.cos())
+
+
+@valid(DF, "the formula with grad mode switched off (red team 2)")
+def _df_grad_off(x):
+    with torch.set_grad_enabled(False):
+        return 2 * x * torch.sin(x) + x**2 * torch.cos(x)
+
+
+valid(DF, "factored")(lambda x: x * (2 * torch.sin(x) + x * torch.cos(x)))
+valid(DF, "numpy via as_tensor")(
+    lambda x: torch.as_tensor(x.numpy() * (2 * np.sin(x.numpy()) + x.numpy() * np.cos(x.numpy()))))
+cheat(DF, "torch.func.grad under vmap", "used_autograd")(
+    lambda x: torch.vmap(torch.func.grad(lambda t: t**2 * torch.sin(t)))(x.reshape(-1)).reshape(x.shape))
+cheat(DF, "calls the course's reference", "used_autograd")(lambda x: grading.reference("02_autograd.dfdx")(x))
+
+VJ = "02_autograd.vjp"
+wrong(VJ, "gradient of the sum", "ignored_v")(
+    lambda fn, x, v: torch.autograd.grad(fn(x := x.detach().requires_grad_()).sum(), x)[0])
+wrong(VJ, "whole jacobian", "returned_jacobian")(lambda fn, x, v: torch.autograd.functional.jacobian(fn, x))
+wrong(VJ, "J @ v")(lambda fn, x, v: torch.autograd.functional.jacobian(fn, x) @ v)
+
+
+@wrong(VJ, "backward on the caller's x", "accumulated_grad")
+def _vj_caller(fn, x, v):
+    x.requires_grad_()
+    fn(x).backward(v)
+    return x.grad
+
+
+@wrong(VJ, "create_graph keeps a graph", "result_has_graph")
+def _vj_graph(fn, x, v):
+    x = x.detach().requires_grad_()
+    return torch.autograd.grad(fn(x), x, v, create_graph=True)[0]
+
+
+@wrong(VJ, "v times the output")
+def _vj_wrong(fn, x, v):
+    x = x.detach().requires_grad_()
+    (fn(x) * v).sum().backward()
+    return x.grad * v.sum()
+
+
+@wrong(VJ, "v normalised in place", "mutated_input")
+def _vj_norm(fn, x, v):
+    v /= v.norm()
+    x = x.detach().requires_grad_()
+    fn(x).backward(v * v.norm())
+    return x.grad
+
+
+valid(VJ, "weighted sum")(lambda fn, x, v: torch.autograd.grad((fn(x := x.detach().requires_grad_()) * v).sum(), x)[0])
+valid(VJ, "jacobian transposed")(lambda fn, x, v: torch.autograd.functional.jacobian(fn, x).T @ v)
+valid(VJ, "functional vjp")(lambda fn, x, v: torch.autograd.functional.vjp(fn, x, v)[1])
+cheat(VJ, "zeros like x")(lambda fn, x, v: torch.zeros_like(x))
+cheat(VJ, "finite differences instead of autograd")(lambda fn, x, v: torch.stack(
+    [((fn(x + 1e-2 * e) - fn(x - 1e-2 * e)) / 2e-2 * v).sum() for e in torch.eye(len(x), dtype=x.dtype)]))
+
+HU = "02_autograd.huber"
+wrong(HU, "no half", "missing_half")(lambda x, d: torch.where(x.abs() <= d, x**2, d * (x.abs() - 0.5 * d)))
+wrong(HU, "no offset", "missing_offset")(lambda x, d: torch.where(x.abs() <= d, 0.5 * x**2, d * x.abs()))
+wrong(HU, "numpy mask (redteam)")(lambda x, d: torch.where(
+    torch.from_numpy(np.abs(x.detach().numpy()) <= d), 0.5 * x**2, d * (x.abs() - 0.5 * d)))
+
+
+@wrong(HU, "item() and if per element, stacked (redteam)", "rule_broken")
+def _hu_item_loop(x, delta):
+    out = []
+    for v in x.flatten():
+        if abs(v.item()) <= delta:
+            out.append(0.5 * v**2)
+        else:
+            out.append(delta * (v.abs() - 0.5 * delta))
+    return torch.stack(out).reshape(x.shape) if out else 0.5 * x**2
+
+
+wrong(HU, "no abs in the condition")(lambda x, d: torch.where(x <= d, 0.5 * x**2, d * (x.abs() - 0.5 * d)))
+wrong(HU, "smooth_l1 without the delta factor")(
+    lambda x, d: F.smooth_l1_loss(x, torch.zeros_like(x), beta=d, reduction="none"))
+wrong(HU, "item() in a loop", "graph_cut")(lambda x, d: torch.tensor(
+    [0.5 * v * v if abs(v) <= d else d * (abs(v) - 0.5 * d) for v in x.flatten().tolist()]).reshape(x.shape))
+wrong(HU, "python if per element, stacked", "rule_broken")(lambda x, d: torch.stack(
+    [0.5 * xi**2 if xi.abs() <= d else d * (xi.abs() - 0.5 * d) for xi in x.flatten()]).reshape(x.shape)
+    if x.numel() else 0.5 * x**2)
+wrong(HU, "in-place abs on x", "in_place_on_input")(
+    lambda x, d: torch.where(x.abs_() <= d, 0.5 * x**2, d * (x - 0.5 * d)))
+wrong(HU, "strict < at the boundary is fine but linear piece uses x")(
+    lambda x, d: torch.where(x.abs() < d, 0.5 * x**2, d * (x - 0.5 * d)))
+valid(HU, "huber_loss")(lambda x, d: F.huber_loss(x, torch.zeros_like(x), delta=d, reduction="none"))
+valid(HU, "clamp formula")(lambda x, d: 0.5 * x.clamp(-d, d) ** 2 + d * (x.abs() - x.clamp(-d, d).abs()))
+valid(HU, "mask arithmetic")(
+    lambda x, d: (m := (x.abs() <= d).to(x.dtype)) * 0.5 * x**2 + (1 - m) * d * (x.abs() - d / 2))
+
+
+@valid(HU, "assignment into a clone")
+def _hu_clone(x, d):
+    out = d * (x.abs() - 0.5 * d)
+    inside = x.abs() <= d
+    out = out.clone()
+    out[inside] = 0.5 * x[inside] ** 2
+    return out
+
+
+cheat(HU, "all values detached", "graph_cut")(
+    lambda x, d: F.huber_loss(x, torch.zeros_like(x), delta=d, reduction="none").detach())
+cheat(HU, "numpy detour with detach")(lambda x, d: torch.from_numpy(
+    np.where(np.abs(x.detach().numpy()) <= d, 0.5 * x.detach().numpy() ** 2,
+             d * (np.abs(x.detach().numpy()) - 0.5 * d))))
+
+SD = "02_autograd.second_derivative"
+wrong(SD, "first derivative only", "first_derivative")(
+    lambda fn, x: torch.autograd.grad(fn(x := x.detach().requires_grad_()).sum(), x)[0])
+wrong(SD, "no create_graph", "forgot_create_graph")(
+    lambda fn, x: torch.autograd.grad(
+        torch.autograd.grad(fn(x := x.detach().requires_grad_()).sum(), x)[0].sum(), x)[0])
+wrong(SD, "two backward calls accumulate", "accumulated_grad")(
+    lambda fn, x: (fn(x := x.detach().requires_grad_()).sum().backward(create_graph=True),
+                   x.grad.sum().backward(), x.grad)[2])
+wrong(SD, "hessian diagonal of the sum, flattened")(
+    lambda fn, x: torch.autograd.functional.hessian(lambda t: fn(t).sum(), x).reshape(x.numel(), -1).diagonal())
+
+
+@wrong(SD, "requires_grad_ on the caller's x", "changed_caller_tensor")
+def _sd_caller(fn, x):
+    x.requires_grad_()
+    (d1,) = torch.autograd.grad(fn(x).sum(), x, create_graph=True)
+    return torch.autograd.grad(d1.sum(), x)[0]
+
+
+@wrong(SD, "create_graph twice, graph returned", "result_has_graph")
+def _sd_graph(fn, x):
+    x = x.detach().requires_grad_()
+    (d1,) = torch.autograd.grad(fn(x).sum(), x, create_graph=True)
+    return torch.autograd.grad(d1.sum(), x, create_graph=True)[0]
+
+
+wrong(SD, "finite differences in float32")(lambda fn, x: (fn(x + 1e-2) - 2 * fn(x) + fn(x - 1e-2)) / 1e-4)
+valid(SD, "grad_outputs of ones")(lambda fn, x: torch.autograd.grad(
+    d1 := torch.autograd.grad(y := fn(x := x.detach().requires_grad_()), x, torch.ones_like(y), create_graph=True)[0],
+    x, torch.ones_like(d1))[0])
+
+
+@valid(SD, "backward on a fresh leaf after autograd.grad")
+def _sd_backward(fn, x):
+    x = x.detach().requires_grad_()
+    (d1,) = torch.autograd.grad(fn(x).sum(), x, create_graph=True)
+    d1.sum().backward()
+    return x.grad
+
+
+valid(SD, "detached result of create_graph twice")(lambda fn, x: _sd_graph(fn, x).detach())
+cheat(SD, "zeros")(lambda fn, x: torch.zeros_like(x))
+cheat(SD, "fn itself")(lambda fn, x: fn(x))
+
+FD = "02_autograd.finite_difference_grad"
+
+
+def _fd(kind):
+    def answer(fn, x, eps):
+        grad = torch.zeros_like(x)
+        for i in range(x.numel()):
+            step = torch.zeros_like(x)
+            step.view(-1)[i] = eps
+            if kind == "forward":
+                grad.view(-1)[i] = (fn(x + step) - fn(x)) / eps
+            elif kind == "half":
+                grad.view(-1)[i] = (fn(x + step) - fn(x - step)) / eps
+            elif kind == "tiny_eps":
+                step.view(-1)[i] = 1e-6
+                grad.view(-1)[i] = (fn(x + step) - fn(x - step)) / 2e-6
+            elif kind == "float32":
+                grad = grad.float()
+                grad.view(-1)[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
+            elif kind == "off_by_one":
+                if i < x.numel() - 1:
+                    grad.view(-1)[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
+        return grad
+    return answer
+
+
+wrong(FD, "forward difference", "forward_difference")(_fd("forward"))
+wrong(FD, "divides by eps", "wrong_denominator")(_fd("half"))
+wrong(FD, "ignores eps")(_fd("tiny_eps"))
+wrong(FD, "float32 result", "wrong_dtype")(_fd("float32"))
+wrong(FD, "skips the last element")(_fd("off_by_one"))
+wrong(FD, "five-point stencil is not named used_autograd (redteam)")(
+    lambda fn, x, eps: torch.stack([(-fn(x + 2 * s) + 8 * fn(x + s) - 8 * fn(x - s) + fn(x - 2 * s)) / (12 * eps)
+                                    for s in (torch.eye(x.numel(), dtype=x.dtype) * eps).reshape(-1, *x.shape)]
+                                   ).reshape(x.shape))
+wrong(FD, "all at once", "nudged_all_at_once")(
+    lambda fn, x, eps: torch.full_like(x, float((fn(x + eps) - fn(x - eps)) / (2 * eps))))
+
+
+@wrong(FD, "nudges x in place", "mutated_input")
+def _fd_in_place(fn, x, eps):
+    grad = torch.zeros_like(x)
+    flat = x.view(-1)
+    for i in range(x.numel()):
+        flat[i] += eps
+        up = fn(x)
+        flat[i] -= 2 * eps
+        down = fn(x)
+        grad.view(-1)[i] = (up - down) / (2 * eps)
+    return grad
+
+
+@valid(FD, "eye rows")
+def _fd_eye(fn, x, eps):
+    e = torch.eye(x.numel(), dtype=x.dtype) * eps
+    return torch.stack([(fn(x + d.reshape(x.shape)) - fn(x - d.reshape(x.shape))) / (2 * eps)
+                        for d in e]).reshape(x.shape)
+
+
+@valid(FD, "clones of x")
+def _fd_clone(fn, x, eps):
+    out = torch.empty_like(x)
+    for i in range(x.numel()):
+        up, down = x.clone(), x.clone()
+        up.view(-1)[i] += eps
+        down.view(-1)[i] -= eps
+        out.view(-1)[i] = (fn(up) - fn(down)) / (2 * eps)
+    return out
+
+
+@valid(FD, "np.ndindex")
+def _fd_ndindex(fn, x, eps):
+    g = torch.zeros_like(x)
+    for idx in np.ndindex(*x.shape):
+        s = torch.zeros_like(x)
+        s[idx] = eps
+        g[idx] = (fn(x + s) - fn(x - s)) / (2 * eps)
+    return g
+
+
+cheat(FD, "autograd instead", "used_autograd")(
+    lambda fn, x, eps: torch.autograd.grad(fn(x := x.detach().requires_grad_()), x)[0])
+cheat(FD, "zeros")(lambda fn, x, eps: torch.zeros_like(x))
+
+GD = "02_autograd.gradient_descent"
+
+
+def _gd_answer(update="no_grad", clear=True, sign=-1, extra_steps=0, start="clone", finish="detach"):
+    def answer(fn, x0, lr, num_steps):
+        x = x0.clone().requires_grad_() if start == "clone" else x0.requires_grad_()
+        for _ in range(num_steps + extra_steps):
+            fn(x).backward()
+            if update == "no_grad":
+                with torch.no_grad():
+                    x += sign * lr * x.grad
+            else:
+                x.data += sign * lr * x.grad
+            if clear:
+                x.grad = None
+        return x.detach() if finish == "detach" else x
+    return answer
+
+
+wrong(GD, "uphill", "wrong_sign")(_gd_answer(sign=1))
+wrong(GD, "never clears .grad", "grad_not_cleared")(_gd_answer(clear=False))
+wrong(GD, "one step too many")(_gd_answer(extra_steps=1))
+wrong(GD, "returns the leaf", "returned_requires_grad")(_gd_answer(finish="leaf"))
+wrong(GD, "works on x0", "mutated_input")(_gd_answer(start="x0"))
+
+
+@wrong(GD, "update recorded in the graph", "update_tracked")
+def _gd_tracked(fn, x0, lr, num_steps):
+    x = x0.clone().requires_grad_()
+    for _ in range(num_steps):
+        x.retain_grad()
+        fn(x).backward()
+        x = x - lr * x.grad
+    return x.detach()
+
+
+@wrong(GD, "autograd.grad instead of backward()", "no_backward")
+def _gd_autograd_grad(fn, x0, lr, num_steps):
+    x = x0.clone()
+    for _ in range(num_steps):
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(fn(x), x)
+        x = (x - lr * g).detach()
+    return x
+
+
+@wrong(GD, "do-while: one step even for num_steps = 0")
+def _gd_do_while(fn, x0, lr, num_steps):
+    x = x0.clone().requires_grad_()
+    k = 0
+    while True:
+        fn(x).backward()
+        with torch.no_grad():
+            x -= lr * x.grad
+        x.grad = None
+        k += 1
+        if k >= num_steps:
+            break
+    return x.detach()
+
+
+valid(GD, "x.data update")(_gd_answer(update="data"))
+
+
+@valid(GD, "optim.SGD")
+def _gd_sgd(fn, x0, lr, num_steps):
+    x = x0.clone().requires_grad_()
+    opt = torch.optim.SGD([x], lr=lr)
+    for _ in range(num_steps):
+        opt.zero_grad()
+        fn(x).backward()
+        opt.step()
+    return x.detach()
+
+
+@valid(GD, "new leaf each step")
+def _gd_new_leaf(fn, x0, lr, num_steps):
+    x = x0.detach().clone()
+    for _ in range(num_steps):
+        x.requires_grad_()
+        fn(x).backward()
+        x = (x - lr * x.grad).detach()
+    return x
+
+
+@cheat(GD, "derivative of the fixed quadratic hard-coded")
+def _gd_hard(fn, x0, lr, num_steps):
+    x = x0.clone()
+    for _ in range(num_steps):
+        x = x - lr * 2 * x
+    return x
+
+
+cheat(GD, "returns x0")(lambda fn, x0, lr, num_steps: x0.clone())
+
+SI = "02_autograd.MySiLU"
+
+
+def _silu(forward, backward, save="xs"):
+    class Answer(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            s = torch.sigmoid(x)
+            ctx.save_for_backward(x, s)
+            return forward(x, s)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, s = ctx.saved_tensors
+            return backward(grad_output, x, s)
+
+    return Answer
+
+
+wrong(SI, "ignores grad_output", "ignored_grad_output")(
+    _silu(lambda x, s: x * s, lambda g, x, s: s * (1 + x * (1 - s))))
+wrong(SI, "sigmoid derivative only", "sigmoid_derivative_only")(
+    _silu(lambda x, s: x * s, lambda g, x, s: g * s * (1 - s)))
+wrong(SI, "sign error in backward", "wrong_backward")(
+    _silu(lambda x, s: x * s, lambda g, x, s: g * (s - x * s * (1 - s))))
+wrong(SI, "forgot the product rule's first term", "wrong_backward")(
+    _silu(lambda x, s: x * s, lambda g, x, s: g * x * s * (1 - s)))
+wrong(SI, "forward is sigmoid", "wrong_forward")(_silu(lambda x, s: s, lambda g, x, s: g * s * (1 - s)))
+wrong(SI, "forward in place", "mutated_input")(_silu(lambda x, s: x.mul_(s), lambda g, x, s: g * s))
+valid(SI, "returns a tuple with an extra None (autograd allows it)")(
+    _silu(lambda x, s: x * s, lambda g, x, s: (g * s * (1 + x * (1 - s)), None)))
+wrong(SI, "float32 forward (redteam: was misnamed failed_gradcheck)", "imprecise_forward")(
+    _silu(lambda x, s: (x.float() * torch.sigmoid(x.float())).to(x.dtype), lambda g, x, s: g * s * (1 + x * (1 - s))))
+valid(SI, "saves the output")(_silu(lambda x, s: x * s, lambda g, x, s: g * (s + x * s * (1 - s))))
+
+
+class _SiLUCtxAttr(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x / (1 + torch.exp(-x))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        s = 1 / (1 + torch.exp(-x))
+        return grad_output * (s * (1 + x * (1 - s)))
+
+
+class _SiLUSetupContext(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0], output)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return g * (s + y * (1 - s))
+
+
+class _SiLUAutogradBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            t = x.detach().requires_grad_()
+            return torch.autograd.grad(F.silu(t), t, g)[0]
+
+
+class _SiLUFromReference(grading.reference("02_autograd.MySiLU")):
+    pass
+
+
+valid(SI, "exp form")(_SiLUCtxAttr)
+valid(SI, "setup_context style")(_SiLUSetupContext)
+CHEATS.append((SI, "backward by autograd of F.silu", _SiLUAutogradBackward))
+CHEATS.append((SI, "subclass of the reference", _SiLUFromReference))
+
+
+wrong(SD, "float64 central second difference (redteam)", "no_autograd")(
+    lambda fn, x: ((fn(x.double() + 1e-3) - 2 * fn(x.double()) + fn(x.double() - 1e-3)) / 1e-6).to(x.dtype))
+wrong(SI, "backward multiplies grad_output in place (redteam)", "mutated_grad_output")(
+    _silu(lambda x, s: x * s, lambda g, x, s: g.mul_(s * (1 + x * (1 - s)))))
+
+
+def test_finite_difference_reference_accepts_a_transposed_x():
+    """(redteam) the reference works on a non-contiguous x (the check does not draw one: see the report)."""
+    fd = grading.reference(FD)
+    x = torch.randn(3, 2, dtype=torch.float64).T
+    g = fd(lambda t: (t**2).sum(), x, 1e-3)
+    assert torch.allclose(g, 2 * x)
+
+
+# =========================================================================== oracle
+def test_dfdx_reference_agrees_with_the_numpy_formula():
+    ref = grading.reference("02_autograd.dfdx")
+    for where, case in _cases("02_autograd.dfdx"):
+        (x,) = case.args
+        a = x.double().numpy()
+        _close(ref(x), 2 * a * np.sin(a) + a**2 * np.cos(a), rtol=1e-5, atol=1e-5, where=where)
+
+
+def test_vjp_reference_agrees_with_the_full_jacobian():
+    ref = grading.reference("02_autograd.vjp")
+    for where, case in _cases("02_autograd.vjp"):
+        fn, x, v = case.args
+        J = torch.autograd.functional.jacobian(fn, x.detach())
+        _close(ref(fn, x, v), (v.double() @ J.double()).numpy(), rtol=1e-5, atol=1e-5, where=where)
+
+
+def test_huber_reference_agrees_with_f_huber_loss_values_and_gradients():
+    ref = grading.reference("02_autograd.huber")
+    for where, case in _cases("02_autograd.huber"):
+        x, delta = case.args
+        a = x.detach().clone().requires_grad_()
+        b = x.detach().clone().requires_grad_()
+        want = torch.nn.functional.huber_loss(a, torch.zeros_like(a), delta=delta, reduction="none")
+        got = ref(b, delta)
+        _close(got, want.detach().numpy(), rtol=1e-6, atol=1e-6, where=where)
+        if x.numel():
+            want.sum().backward()
+            got.sum().backward()
+            _close(b.grad, a.grad.numpy(), rtol=1e-6, atol=1e-6, where=where)
+
+
+def test_second_derivative_reference_agrees_with_torch_func():
+    ref = grading.reference("02_autograd.second_derivative")
+    for where, case in _cases("02_autograd.second_derivative", 60):
+        fn, x = case.args
+        d2 = torch.vmap(torch.func.grad(torch.func.grad(lambda t, fn=fn: fn(t))))(x.reshape(-1)).reshape(x.shape)
+        _close(ref(fn, x), d2.detach().numpy(), rtol=1e-4, atol=1e-5, where=where)
+
+
+def test_finite_difference_reference_agrees_with_a_numpy_loop():
+    ref = grading.reference("02_autograd.finite_difference_grad")
+    for where, case in _cases("02_autograd.finite_difference_grad", 60):
+        fn, x, eps = case.args
+        flat = x.reshape(-1).numpy().copy()
+        want = np.empty_like(flat)
+        for i in range(flat.size):
+            up, down = flat.copy(), flat.copy()
+            up[i] += eps
+            down[i] -= eps
+            want[i] = (float(fn(torch.from_numpy(up).reshape(x.shape)))
+                       - float(fn(torch.from_numpy(down).reshape(x.shape)))) / (2 * eps)
+        got = ref(fn, x, eps)
+        assert got.dtype == torch.float64
+        _close(got, want.reshape(x.shape), rtol=1e-9, atol=1e-11, where=where)
+
+
+def test_gradient_descent_reference_agrees_with_a_torch_func_loop():
+    ref = grading.reference("02_autograd.gradient_descent")
+    for where, case in _cases("02_autograd.gradient_descent", 60):
+        fn, x0, lr, n = case.args
+        x = x0.clone()
+        for _ in range(n):
+            x = x - lr * torch.func.grad(fn)(x)
+        got = ref(fn, x0, lr, n)
+        assert not got.requires_grad
+        _close(got, x.numpy(), rtol=1e-4, atol=1e-5, where=where)
+
+
+def test_silu_reference_agrees_with_f_silu_and_its_gradient():
+    ref = grading.reference("02_autograd.MySiLU")
+    for where, case in _cases("02_autograd.MySiLU"):
+        (x,) = case.args
+        up = case.kwargs["upstream"]
+        a = x.detach().clone().requires_grad_()
+        b = x.detach().clone().requires_grad_()
+        want = torch.nn.functional.silu(a)
+        got = ref.apply(b)
+        _close(got, want.detach().numpy(), rtol=1e-12, atol=1e-14, where=where)
+        (ga,) = torch.autograd.grad(want, a, up)
+        (gb,) = torch.autograd.grad(got, b, up)
+        _close(gb, ga.numpy(), rtol=1e-12, atol=1e-14, where=where)
+
+
+# =========================================================================== red-team rows
+# names that earlier versions gave to wrong answers that did not make that mistake: an unnamed
+# wrong answer of these exercises must never get them
+NEVER_NAMED = {"02_autograd.finite_difference_grad": "used_autograd",
+               "02_autograd.MySiLU": "failed_gradcheck"}
+
+
+@pytest.mark.parametrize("exercise_id,label,answer,mistake", team.WRONG, ids=ids(team.WRONG))
+def test_wrong_answer_is_rejected_by_the_fixed_cases(exercise_id, label, answer, mistake):
+    for n_random, seeds in ((0, (1,)), (None, (1, 77, 4242))):  # fixed cases alone, then with random ones
+        res = rejected(exercise_id, answer, mistake, n_random=n_random, seeds=seeds)
+        if mistake is None and exercise_id in NEVER_NAMED:
+            assert res.mistake != NEVER_NAMED[exercise_id], res.text()
+
+
+@pytest.mark.parametrize("exercise_id,label,answer", team.VALID, ids=ids(team.VALID))
+def test_valid_unusual_answer_passes(exercise_id, label, answer):
+    accepted(exercise_id, answer, n_random=20)
+
+
+@pytest.mark.parametrize("exercise_id,label,answer", team.CHEATS, ids=ids(team.CHEATS))
+def test_cheat_is_rejected(exercise_id, label, answer):
+    team.assert_cheat_rejected(exercise_id, label, answer)
+
+
+def test_every_exercise_has_five_wrong_three_valid_two_cheats():
+    team.assert_five_wrong_three_valid_two_cheats("02_autograd")
+
+
+# =========================================================================== framework-level
+# (from the grouped tests/test_adversarial_l00_l03.py, whose lesson 02 part this file took over)
+def test_checks_leave_the_callers_rng_and_grad_mode_alone_with_new_fixed_cases():
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    with torch.no_grad():
+        for exercise_id in ("03_nn_module.predict_proba", "02_autograd.dfdx", "02_autograd.gradient_descent",
+                            "03_nn_module.RMSNorm"):
+            assert grading.check(exercise_id, grading.reference(exercise_id), seed=7).passed
+        assert not torch.is_grad_enabled()
+    assert torch.equal(torch.get_rng_state(), state)

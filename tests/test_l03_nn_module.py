@@ -10,7 +10,6 @@ reference against an independent oracle (NumPy, torch built-ins) over the genera
 
 from __future__ import annotations
 
-import copy
 import math
 
 import matplotlib
@@ -35,11 +34,12 @@ from course_utils.exercises.l03_nn_module.predict_proba import predict_proba  # 
 from course_utils.exercises.l03_nn_module.rms_norm import RMSNorm  # noqa: E402
 from course_utils.exercises.l03_nn_module.running_mean import RunningMean  # noqa: E402
 from course_utils.exercises.l03_nn_module.tower import Tower  # noqa: E402
-from course_utils.grading import Incorrect, Rand  # noqa: E402
+from course_utils.grading import Incorrect  # noqa: E402
 from course_utils.grading.testing import shows_declared  # noqa: E402
 
 from grading_asserts import rejected  # noqa: E402 (tests/ is on sys.path)
 from grading_asserts import accepted as _accepted  # noqa: E402
+from lesson_kit import RedTeam, assert_close_np, ids, oracle_cases  # noqa: E402
 
 LESSON = "03_nn_module"
 
@@ -356,33 +356,8 @@ def test_checks_do_not_leave_hooks_or_modes_on_learner_objects():
 # FIXED cases alone (``n_random=0``): a verdict never depends on the seed a learner happens to
 # get. They are also rejected, and valid answers accepted, with random cases under several
 # seeds. Where the mistake has a name, the name is asserted; ``None`` means any rejection.
-WRONG: list[tuple[str, str, object, str | None]] = []  # (exercise, label, answer, mistake or None)
-VALID: list[tuple[str, str, object]] = []
-CHEATS: list[tuple[str, str, object]] = []
-CHEAT_NAMES: dict[str, str] = {}
-
-
-def wrong(ex: str, label: str, mistake: str | None = None):
-    def deco(fn):
-        WRONG.append((ex, label, fn, mistake))
-        return fn
-    return deco
-
-
-def valid(ex: str, label: str):
-    def deco(fn):
-        VALID.append((ex, label, fn))
-        return fn
-    return deco
-
-
-def cheat(ex: str, label: str, mistake: str | None = None):
-    def deco(fn):
-        CHEATS.append((ex, label, fn))
-        if mistake:
-            CHEAT_NAMES[f"{ex}:{label}"] = mistake
-        return fn
-    return deco
+team = RedTeam()
+wrong, valid, cheat = team.wrong, team.valid, team.cheat
 
 
 ML = "03_nn_module.MLP"
@@ -781,8 +756,8 @@ class _MLPHiddenNoGrad(nn.Module):
         return self.head(f)
 
 
-WRONG.append((ML, "mutates the caller's hidden_sizes (redteam)", _MLPMutatesList, "mutated_input"))
-WRONG.append((ML, "hidden layers under no_grad (redteam)", _MLPHiddenNoGrad, "parameter_not_trained"))
+team.WRONG.append((ML, "mutates the caller's hidden_sizes (redteam)", _MLPMutatesList, "mutated_input"))
+team.WRONG.append((ML, "hidden layers under no_grad (redteam)", _MLPHiddenNoGrad, "parameter_not_trained"))
 wrong(TW, "scale detached in forward (redteam)", "parameter_not_trained")(
     _tower(forward=lambda s, x: [x := torch.relu(b(x)) for b in s.blocks][-1] * s.scale.detach()))
 
@@ -812,8 +787,8 @@ class _RMRow(nn.Module):
         return x - self.running_mean
 
 
-WRONG.append((TW, "scale of shape (1, width) is a shape, not an init, problem (redteam)", _TowerScaleRow, "wrong_shape"))
-WRONG.append((RN, "buffer of shape (1, n) (redteam)", _RMRow, "wrong_shape"))
+team.WRONG.append((TW, "scale of shape (1, width) is a shape, not an init, problem (redteam)", _TowerScaleRow, "wrong_shape"))
+team.WRONG.append((RN, "buffer of shape (1, n) (redteam)", _RMRow, "wrong_shape"))
 
 
 @wrong(IW, "NumPy-drawn float64 weights (redteam)", "replaced_parameter")
@@ -836,7 +811,7 @@ class _TowerShared(nn.Module):
         return x * self.scale
 
 
-WRONG.append((TW, "one layer shared by every block (redteam)", _TowerShared, "shared_layer"))
+team.WRONG.append((TW, "one layer shared by every block (redteam)", _TowerShared, "shared_layer"))
 
 
 @wrong(IW, "reseeds the global RNG per layer (redteam)", "same_draws")
@@ -848,16 +823,12 @@ def _iw_reseed(m):
             nn.init.zeros_(m.bias)
 
 
-def _ids(rows):
-    return [f"{r[0].split('.')[-1]}: {r[1]}" for r in rows]
-
-
 # names that earlier versions gave to wrong answers that did not make that mistake: an unnamed
 # wrong answer of these exercises must never get them
 NEVER_NAMED = {"03_nn_module.Tower": "lost_activation"}  # misnamed before: named only on evidence
 
 
-@pytest.mark.parametrize("exercise_id,label,answer,mistake", WRONG, ids=_ids(WRONG))
+@pytest.mark.parametrize("exercise_id,label,answer,mistake", team.WRONG, ids=ids(team.WRONG))
 def test_wrong_answer_is_rejected_by_the_fixed_cases(exercise_id, label, answer, mistake):
     for n_random, seeds in ((0, (1,)), (None, (1, 77, 4242))):  # fixed cases alone, then with random ones
         res = rejected(exercise_id, answer, mistake, n_random=n_random, seeds=seeds)
@@ -865,23 +836,18 @@ def test_wrong_answer_is_rejected_by_the_fixed_cases(exercise_id, label, answer,
             assert res.mistake != NEVER_NAMED[exercise_id], res.text()
 
 
-@pytest.mark.parametrize("exercise_id,label,answer", VALID, ids=_ids(VALID))
+@pytest.mark.parametrize("exercise_id,label,answer", team.VALID, ids=ids(team.VALID))
 def test_valid_unusual_answer_passes(exercise_id, label, answer):
     _accepted(exercise_id, answer, n_random=20)
 
 
-@pytest.mark.parametrize("exercise_id,label,answer", CHEATS, ids=_ids(CHEATS))
+@pytest.mark.parametrize("exercise_id,label,answer", team.CHEATS, ids=ids(team.CHEATS))
 def test_cheat_is_rejected(exercise_id, label, answer):
-    mistake = CHEAT_NAMES.get(f"{exercise_id}:{label}")
-    rejected(exercise_id, answer, mistake, n_random=0, seeds=(1,))
-    rejected(exercise_id, answer, mistake)
+    team.assert_cheat_rejected(exercise_id, label, answer)
 
 
 def test_every_exercise_has_five_wrong_three_valid_two_cheats():
-    for ex in IDS:
-        assert sum(w[0] == ex for w in WRONG) >= 5, ex
-        assert sum(v[0] == ex for v in VALID) >= 3, ex
-        assert sum(c[0] == ex for c in CHEATS) >= 2, ex
+    team.assert_five_wrong_three_valid_two_cheats(LESSON)
 
 
 # =========================================================================== adversarial review
@@ -1140,25 +1106,7 @@ def test_predict_proba_decorated_with_no_grad_passes():
 # =========================================================================== oracles
 # (moved from tests/test_oracle_l00_l03.py) Each reference against an independent oracle (a
 # NumPy/torch built-in or a plain NumPy loop), over many seeds and every fixed edge case.
-def _cases(exercise_id: str, n_seeds: int = 150):
-    ex = grading.exercise(exercise_id)
-    # copies: an oracle test that freezes or re-initialises a fixed case's model must not change
-    # the registered case for the checks that run after it
-    out = [(c.label or "fixed", copy.deepcopy(c)) for c in ex.edge_cases]
-    if ex.cases is not None:
-        out += [(f"seed {s}", ex.cases(Rand(s))) for s in range(n_seeds)]
-    return out
-
-
-def _np(t):
-    return t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-
-
-def _close(ref, oracle, rtol=1e-5, atol=1e-6, where=""):
-    ref_np = _np(ref)
-    assert ref_np.shape == np.shape(oracle), f"{where}: shape {ref_np.shape} vs oracle {np.shape(oracle)}"
-    np.testing.assert_allclose(ref_np.astype(np.float64), np.asarray(oracle, dtype=np.float64),
-                               rtol=rtol, atol=atol, err_msg=where)
+_cases, _close = oracle_cases, assert_close_np
 
 
 def _numpy_mlp(model, x):

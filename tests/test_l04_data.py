@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+import collections
+import math
 import multiprocessing
+import random
 
 import matplotlib
 
@@ -19,13 +22,19 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from torch.nn.utils.rnn import pad_sequence  # noqa: E402
-from torch.utils.data import DataLoader, IterableDataset, TensorDataset, WeightedRandomSampler  # noqa: E402
+from torch.utils.data import (  # noqa: E402
+    DataLoader, Dataset, IterableDataset, TensorDataset, WeightedRandomSampler, get_worker_info,
+)
 
 from course_utils import grading  # noqa: E402
 from course_utils.lesson_props import l04_data_lab as data_lab  # noqa: E402
 from course_utils.lesson_props import l04_data_workers as dw  # noqa: E402
 from course_utils.exercises.l04_data import _kit, sharded_range, stratified_split, window_dataset  # noqa: E402
+from course_utils.grading import Rand  # noqa: E402
 
+from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
+
+LESSON = "04_data"
 FORK = (multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]) == "fork"
 needs_fork = pytest.mark.skipif(not FORK, reason="real-worker probes run only where workers fork")
 
@@ -234,3 +243,1116 @@ def test_time_loader_and_slow_items():
     x, label = ds[3]
     assert x.shape == (16,) and x.dtype == torch.float32 and int(label) == 3
     assert dw.time_loader(DataLoader(ds, batch_size=4)) > 0
+
+
+# --------------------------------------------------------------------------- the instructor's sandbox
+def test_the_lesson_imports_in_the_staged_course_without_its_references(tmp_path):
+    # graded notebooks run against a staged copy of the course with every reference cut out
+    # (calling one raises): the lesson's exercise files must not call a reference at import time
+    import os
+    import subprocess
+    import sys
+
+    from course_utils.instructor import sandbox
+
+    sandbox.stage_course(tmp_path)
+    code = ("import course_utils; from course_utils.grading import registry; "
+            "print(course_utils.__file__); print(len(registry.load_lesson('04_data')))")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    where, count = r.stdout.split()
+    assert where.startswith(str(tmp_path)) and count == "6"
+
+
+# =========================================================================== adversarial
+# (moved from test_adversarial_l04_l08.py) Answers that violate the exercise text are rejected
+# (naming the mistake where a name fits); correct answers written differently are accepted.
+# =========================================================================== 04 data
+D = "04_data."
+
+
+class _Windows(Dataset):
+    def __init__(self, series, window, horizon=1):
+        self.series, self.window, self.horizon = series, window, horizon
+
+    def __len__(self):
+        return max(0, len(self.series) - self.window - self.horizon + 1)
+
+    def __getitem__(self, i):
+        return self.series[i : i + self.window], self.series[i + self.window + self.horizon - 1]
+
+
+def test_window_dataset_with_a_wrong_default_horizon_is_rejected():
+    class DefaultHorizonTwo(_Windows):
+        def __init__(self, series, window, horizon=2):
+            super().__init__(series, window, horizon)
+
+    rejected(D + "WindowDataset", DefaultHorizonTwo, "wrong_default_horizon")
+
+
+def test_window_dataset_alternatives_pass():
+    class Precomputed(Dataset):  # stores no `horizon` attribute at all
+        def __init__(self, series, window, horizon=1):
+            n = len(series) - window - horizon + 1
+            self.pairs = [(series[i : i + window].clone(), series[i + window + horizon - 1].clone()) for i in range(n)]
+
+        def __len__(self):
+            return len(self.pairs)
+
+        def __getitem__(self, i):
+            return self.pairs[i]
+
+    accepted(D + "WindowDataset", Precomputed)
+    accepted(D + "WindowDataset", _Windows)
+
+
+def _split(y, f, shuffle):
+    train, test = [], []
+    for c in torch.unique(y):
+        idx = (y == c).nonzero().flatten()
+        idx = shuffle(idx)
+        k = round(len(idx) * f)
+        test.append(idx[:k])
+        train.append(idx[k:])
+    return torch.cat(train), torch.cat(test)
+
+
+def test_split_that_reseeds_the_global_rng_is_rejected():
+    """Reproducible, but it uses (and resets) the notebook's global RNG, which the text forbids."""
+
+    def global_seeded(y, test_fraction, generator):
+        torch.manual_seed(generator.initial_seed())
+        return _split(y, test_fraction, lambda idx: idx[torch.randperm(len(idx))])
+
+    def python_random(y, test_fraction, generator):
+        random.seed(generator.initial_seed())
+        return _split(y, test_fraction, lambda idx: idx[torch.tensor(random.sample(range(len(idx)), len(idx)))])
+
+    rejected(D + "stratified_split", global_seeded, "used_global_rng")
+    rejected(D + "stratified_split", python_random, "used_global_rng")
+
+
+def test_split_that_shuffles_only_some_classes_is_rejected():
+    def first_class_only(y, test_fraction, generator):
+        done = []
+
+        def shuffle(idx):
+            if done:
+                return idx  # the other classes keep the data order
+            done.append(1)
+            return idx[torch.randperm(len(idx), generator=generator)]
+
+        return _split(y, test_fraction, shuffle)
+
+    rejected(D + "stratified_split", first_class_only, "class_not_shuffled")
+
+
+def test_split_alternatives_pass():
+    def one_permutation_then_by_class(y, test_fraction, generator):
+        perm = torch.randperm(len(y), generator=generator)
+        train, test = [], []
+        for c in y.unique():
+            idx = perm[y[perm] == c]
+            k = round(len(idx) * test_fraction)
+            test.append(idx[:k])
+            train.append(idx[k:])
+        return torch.cat(train), torch.cat(test)
+
+    def numpy_from_generator(y, test_fraction, generator):
+        rng = np.random.default_rng(int(torch.randint(0, 2**31, (1,), generator=generator)))
+        return _split(y, test_fraction, lambda idx: idx[torch.from_numpy(rng.permutation(len(idx)))])
+
+    accepted(D + "stratified_split", one_permutation_then_by_class, n_random=20)
+    accepted(D + "stratified_split", numpy_from_generator, n_random=20)
+
+
+def test_sampler_with_negative_weights_is_rejected():
+    """w / w.sum() made -1/count look like 1/count; such a sampler raises when iterated."""
+
+    def negative(y, generator=None):
+        counts = torch.bincount(y)
+        return WeightedRandomSampler(-1.0 / counts[y].double(), len(y), replacement=True, generator=generator)
+
+    rejected(D + "balanced_sampler", negative, "invalid_weights")
+
+
+def test_sampler_subclass_that_does_not_sample_is_rejected():
+    class Sequential(WeightedRandomSampler):
+        def __iter__(self):
+            return iter(range(self.num_samples))
+
+    def fake(y, generator=None):
+        counts = torch.bincount(y)
+        return Sequential(1.0 / counts[y].double(), len(y), replacement=True, generator=generator)
+
+    rejected(D + "balanced_sampler", fake, "draws_differ")
+
+
+def test_sampler_with_huge_num_samples_is_rejected_quickly():
+    def huge(y, generator=None):
+        counts = torch.bincount(y)
+        return WeightedRandomSampler(1.0 / counts[y].double(), 10**9, replacement=True, generator=generator)
+
+    rejected(D + "balanced_sampler", huge, "wrong_values")
+
+
+def test_sampler_alternatives_pass():
+    def python_lists(y, generator=None):
+        counts = torch.bincount(y).tolist()
+        return WeightedRandomSampler([1 / counts[int(t)] for t in y], len(y), True, generator=generator)
+
+    def float32_weights(y, generator=None):
+        counts = torch.bincount(y).float()
+        return WeightedRandomSampler(1.0 / counts[y], num_samples=len(y), generator=generator)
+
+    accepted(D + "balanced_sampler", python_lists, n_random=20)
+    accepted(D + "balanced_sampler", float32_weights, n_random=20)
+
+
+def _lengths_labels(batch, seqs):
+    return torch.tensor([len(s) for s in seqs]), torch.stack([lab for _, lab in batch])
+
+
+def test_collate_padding_mistakes_are_rejected():
+    def left_padded(batch):
+        seqs = [t for t, _ in batch]
+        longest = max(len(s) for s in seqs)
+        padded = torch.zeros(len(seqs), longest, dtype=torch.int64)
+        for i, s in enumerate(seqs):
+            padded[i, longest - len(s) :] = s
+        return (padded, *_lengths_labels(batch, seqs))
+
+    def pads_with_minus_one(batch):
+        seqs = [t for t, _ in batch]
+        return (pad_sequence(seqs, batch_first=True, padding_value=-1), *_lengths_labels(batch, seqs))
+
+    def sorted_by_length(batch):
+        batch = sorted(batch, key=lambda item: -len(item[0]))
+        seqs = [t for t, _ in batch]
+        return (pad_sequence(seqs, batch_first=True), *_lengths_labels(batch, seqs))
+
+    def float_padded(batch):
+        seqs = [t for t, _ in batch]
+        return (pad_sequence(seqs, batch_first=True).float(), *_lengths_labels(batch, seqs))
+
+    def int32_lengths(batch):
+        seqs = [t for t, _ in batch]
+        lengths, labels = _lengths_labels(batch, seqs)
+        return pad_sequence(seqs, batch_first=True), lengths.int(), labels
+
+    rejected(D + "pad_collate", left_padded, n_random=0)
+    rejected(D + "pad_collate", pads_with_minus_one, n_random=0)
+    rejected(D + "pad_collate", sorted_by_length)  # row i must stay batch[i], as in default_collate
+    rejected(D + "pad_collate", float_padded, "wrong_dtype", n_random=0)
+    rejected(D + "pad_collate", int32_lengths, "wrong_dtype", n_random=0)
+
+
+def test_collate_alternative_lengths_from_padding_pass():
+    def count_tokens(batch):  # PAD never occurs inside a sequence
+        seqs = [t for t, _ in batch]
+        padded = pad_sequence(seqs, batch_first=True)
+        return padded, (padded != 0).sum(dim=1), torch.tensor([int(lab) for _, lab in batch])
+
+    accepted(D + "pad_collate", count_tokens, n_random=20)
+
+
+class _MutatesSelf(IterableDataset):
+    """Shifts `self.start` for its worker: right in the first epoch, wrong in the second."""
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        self.start = self.start + info.id
+        return iter(range(self.start, self.end, info.num_workers))
+
+
+class _OneShot(IterableDataset):
+    """Keeps its first iterator: a second epoch yields nothing."""
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+        self.it = None
+
+    def __iter__(self):
+        if self.it is None:
+            info = get_worker_info()
+            n, k = (1, 0) if info is None else (info.num_workers, info.id)
+            self.it = iter(range(self.start + k, self.end, n))
+        return self.it
+
+
+def test_sharded_range_that_breaks_in_the_next_epoch_is_rejected():
+    rejected(D + "ShardedRange", _MutatesSelf, "not_repeatable")
+    rejected(D + "ShardedRange", _OneShot, "not_repeatable")
+
+
+def test_sharded_range_generator_alternative_passes():
+    class Generator(IterableDataset):
+        def __init__(self, start, end):
+            self.start, self.end = start, end
+
+        def __iter__(self):
+            info = get_worker_info()
+            k, n = (0, 1) if info is None else (info.id, info.num_workers)
+            for v in range(self.start, self.end):
+                if (v - self.start) % n == k:
+                    yield v
+
+    accepted(D + "ShardedRange", Generator)
+
+
+def test_reseed_alternative_from_worker_random_state_passes():
+    def from_global_random(worker_id):  # torch seeds `random` per worker and per epoch
+        get_worker_info().dataset.rng = np.random.default_rng(random.getrandbits(64))
+
+    accepted(D + "reseed_worker", from_global_random)
+
+
+@pytest.mark.parametrize("exercise_id", [D + "stratified_split", D + "balanced_sampler", D + "ShardedRange"])
+def test_new_checks_leave_caller_state_alone(exercise_id):
+    torch.manual_seed(5)
+    before = torch.get_rng_state()
+    threads = torch.get_num_threads()
+    with torch.no_grad():
+        res = grading.check(exercise_id, grading.reference(exercise_id), seed=7, n_random=3)
+        assert not torch.is_grad_enabled()
+    assert res.passed, res.text()
+    assert torch.equal(torch.get_rng_state(), before)
+    assert torch.get_num_threads() == threads
+
+
+# =========================================================================== oracles
+# (moved from test_oracle_l04_l08.py, issue 11) Each reference compared with a torch / NumPy /
+# scikit-learn built-in that computes the same thing another way, across the exercise's whole case
+# generator (many seeds) and its fixed edge cases.
+ORACLE_SEEDS = range(60)
+
+
+def _cases(exercise_id, seeds=ORACLE_SEEDS):
+    ex = grading.exercise(exercise_id)
+    out = list(ex.edge_cases)
+    if ex.cases is not None:
+        out += [ex.cases(Rand(s)) for s in seeds]
+    return out
+
+# --------------------------------------------------------------------------- 04
+def test_window_dataset_matches_numpy_sliding_window_view():
+    ref = grading.reference("04_data.WindowDataset")
+    for case in _cases("04_data.WindowDataset"):
+        series, window, horizon = case.args
+        ds = ref(series, window, horizon)
+        if len(series) < window + horizon:  # NumPy refuses a window longer than the array: no windows
+            assert len(ds) == 0
+            continue
+        views = np.lib.stride_tricks.sliding_window_view(series.numpy(), window + horizon)
+        assert len(ds) == len(views)
+        for i, v in enumerate(views):
+            x, y = ds[i]
+            np.testing.assert_array_equal(x.numpy(), v[:window])
+            assert float(y) == v[-1]
+
+
+def test_stratified_split_counts_match_sklearn():
+    from sklearn.model_selection import train_test_split
+
+    ref = grading.reference("04_data.stratified_split")
+    for case in _cases("04_data.stratified_split"):
+        (y, frac), seed = case.args, case.kwargs["seed"]
+        tr, te = ref(y, frac, torch.Generator().manual_seed(seed))
+        assert tr.dtype == te.dtype == torch.int64
+        assert sorted(torch.cat([tr, te]).tolist()) == list(range(len(y)))
+        mine = collections.Counter(y[te].tolist())
+        for c, n_c in collections.Counter(y.tolist()).items():
+            assert mine[c] == round(n_c * frac)  # the text's rule
+        if len(set(y.tolist())) > 1 and min(collections.Counter(y.tolist()).values()) > 1:
+            _, sk_test = train_test_split(np.arange(len(y)), test_size=frac, stratify=y.numpy(), random_state=0)
+            theirs = collections.Counter(y.numpy()[sk_test].tolist())
+            # sklearn fixes the total first, then shares it out: per class within one item of round()
+            assert all(abs(mine[c] - theirs[c]) <= 1 for c in set(y.tolist()))
+
+
+def test_balanced_sampler_weights_match_sklearn_balanced_class_weight():
+    from sklearn.utils.class_weight import compute_class_weight
+
+    ref = grading.reference("04_data.balanced_sampler")
+    for case in _cases("04_data.balanced_sampler"):
+        (y,) = case.args
+        s = ref(y, generator=torch.Generator().manual_seed(0))
+        classes = np.unique(y.numpy())
+        cw = dict(zip(classes, compute_class_weight("balanced", classes=classes, y=y.numpy())))
+        oracle = np.array([cw[c] for c in y.numpy()])
+        w = torch.as_tensor(s.weights, dtype=torch.float64).numpy()
+        np.testing.assert_allclose(w / w.sum(), oracle / oracle.sum(), rtol=1e-12)
+        assert s.num_samples == len(y) and s.replacement
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_pad_collate_matches_nested_tensor_padding():
+    ref = grading.reference("04_data.pad_collate")
+    for case in _cases("04_data.pad_collate"):
+        (batch,) = case.args
+        padded, lengths, labels = ref(batch)
+        nested = torch.nested.nested_tensor([t for t, _ in batch])
+        torch.testing.assert_close(padded, nested.to_padded_tensor(0))
+        packed = torch.nn.utils.rnn.pack_sequence([t for t, _ in batch], enforce_sorted=False)
+        _, oracle_lengths = torch.nn.utils.rnn.pad_packed_sequence(packed, batch_first=True)
+        torch.testing.assert_close(lengths, oracle_lengths)
+        torch.testing.assert_close(labels, torch.utils.data.default_collate([lab for _, lab in batch]))
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_sharded_range_matches_a_real_dataloader_over_range(num_workers):
+    import multiprocessing
+
+    if num_workers and (multiprocessing.get_start_method(allow_none=True) or "fork") != "fork":
+        pytest.skip("real workers need the fork start method for a quick test")
+    ref = grading.reference("04_data.ShardedRange")
+    for case in _cases("04_data.ShardedRange", range(6)):
+        start, end = case.args
+        got = [int(v) for v in DataLoader(ref(start, end), batch_size=None, num_workers=num_workers)]
+        assert sorted(got) == list(range(start, end))
+
+
+# =========================================================================== red team
+# (moved from test_redteam_l04_l08.py, issue 11) At least five wrong answers a learner would
+# plausibly write for every exercise, three valid but unusual answers and two cheats; every verdict
+# must hold for several seeds (``rejected``/``accepted`` try each of them). Grouped per exercise in
+# ``WRONG[exercise] = [(answer, mistake or None)]`` so one parametrized test covers them all.
+WRONG: dict[str, list] = collections.defaultdict(list)
+VALID: dict[str, list] = collections.defaultdict(list)
+CHEATS: dict[str, list] = collections.defaultdict(list)
+
+
+def wrong(exercise, mistake=None):
+    def deco(fn):
+        WRONG[exercise].append(pytest.param(fn, mistake, id=f"{exercise}-{fn.__name__}"))
+        return fn
+    return deco
+
+
+def valid(exercise):
+    def deco(fn):
+        VALID[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
+        return fn
+    return deco
+
+
+def cheat(exercise):
+    def deco(fn):
+        CHEATS[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
+        return fn
+    return deco
+
+# =========================================================================== 04 WindowDataset
+WD = "04_data.WindowDataset"
+
+
+class _Win(Dataset):
+    def __init__(self, series, window, horizon=1):
+        self.series, self.window, self.horizon = series, window, horizon
+
+    def __len__(self):
+        return max(0, len(self.series) - self.window - self.horizon + 1)
+
+    def __getitem__(self, i):
+        return self.series[i : i + self.window], self.series[i + self.window + self.horizon - 1]
+
+
+@wrong(WD, "negative_len")
+class WinNegativeLength(_Win):
+    """Right for every series long enough for one window; for a shorter one `len()` raises."""
+
+    def __len__(self):
+        return len(self.series) - self.window - self.horizon + 1
+
+
+@wrong(WD)
+class WinLenForgetsHorizon(_Win):
+    def __len__(self):
+        return len(self.series) - self.window
+
+
+@wrong(WD)
+class WinTargetIsSliceOfHorizon(_Win):
+    def __getitem__(self, i):
+        return self.series[i : i + self.window], self.series[i + self.window : i + self.window + self.horizon]
+
+
+@wrong(WD)
+class WinTargetAsFloat(_Win):
+    def __getitem__(self, i):
+        return self.series[i : i + self.window], self.series[i + self.window + self.horizon - 1].item()
+
+
+@wrong(WD)
+class WinDropsHorizonArgument(_Win):
+    def __init__(self, series, window, horizon=1):
+        super().__init__(series, window, 1)
+
+
+@wrong(WD)
+class WinOneValueShort(_Win):
+    def __getitem__(self, i):
+        return self.series[i : i + self.window - 1], self.series[i + self.window + self.horizon - 1]
+
+
+@wrong(WD)
+class WinTargetOnePastHorizon(_Win):
+    def __len__(self):
+        return len(self.series) - self.window - self.horizon
+
+    def __getitem__(self, i):
+        return self.series[i : i + self.window], self.series[i + self.window + self.horizon]
+
+
+@wrong(WD)
+class WinNormalisesSeriesInPlace(_Win):
+    def __init__(self, series, window, horizon=1):
+        series -= series.mean()
+        super().__init__(series, window, horizon)
+
+
+@valid(WD)
+class WinUnfold(Dataset):
+    def __init__(self, series, window, horizon=1):
+        n = len(series) - window - horizon + 1
+        self.x = series.unfold(0, window, 1)[:n] if n > 0 else series.new_zeros(0, window)
+        self.y = series[window + horizon - 1 :]
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+
+@valid(WD)
+class WinListItemsCopied(_Win):
+    def __init__(self, series, window, horizon=1):
+        super().__init__(series.clone(), int(window), int(horizon))
+
+    def __getitem__(self, i):
+        end = i + self.window
+        return [self.series[i:end].clone(), self.series[end - 1 + self.horizon].clone()]
+
+
+@valid(WD)
+class WinNarrow(_Win):
+    def __getitem__(self, i):
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return torch.narrow(self.series, 0, i, self.window), self.series[i + self.window + self.horizon - 1]
+
+
+@cheat(WD)
+class WinArangeShortcut(_Win):
+    """The shown cases are 0, 1, 2, ...: the target is just `last input + horizon`."""
+
+    def __getitem__(self, i):
+        x = self.series[i : i + self.window]
+        return x, x[-1] + self.horizon
+
+
+@cheat(WD)
+class WinLyingLength(_Win):
+    """Claims the right length but serves the same first window for every index."""
+
+    def __getitem__(self, i):
+        return self.series[: self.window], self.series[self.window + self.horizon - 1]
+
+
+# =========================================================================== 04 stratified_split
+SS = "04_data.stratified_split"
+
+
+def _per_class(y, f, shuffle, k_of=lambda n, f: round(n * f), classes=None):
+    train, test = [], []
+    for c in (torch.unique(y) if classes is None else classes):
+        idx = (y == c).nonzero().flatten()
+        idx = shuffle(idx)
+        k = k_of(len(idx), f)
+        test.append(idx[:k])
+        train.append(idx[k:])
+    return torch.cat(train), torch.cat(test)
+
+
+@wrong(SS)
+def split_labels_assumed_contiguous(y, test_fraction, generator):
+    return _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i), generator=generator)],
+                      classes=range(len(torch.unique(y))))
+
+
+@wrong(SS)
+def split_ceil(y, test_fraction, generator):
+    return _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i), generator=generator)],
+                      k_of=lambda n, f: math.ceil(n * f))
+
+
+@wrong(SS)
+def split_int32(y, test_fraction, generator):
+    tr, te = _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i), generator=generator)])
+    return tr.int(), te.int()
+
+
+@wrong(SS)
+def split_masks(y, test_fraction, generator):
+    _, te = _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i), generator=generator)])
+    mask = torch.zeros(len(y), dtype=torch.bool)
+    mask[te] = True
+    return ~mask, mask
+
+
+@wrong(SS)
+def split_total_then_share(y, test_fraction, generator):
+    """Rounds the total, then gives each class its floor share."""
+    n_test = round(len(y) * test_fraction)
+    counts = torch.bincount(y)
+    return _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i), generator=generator)],
+                      k_of=lambda n, f: int(n_test * n / counts.sum()))
+
+
+@wrong(SS)
+def split_sklearn_style_global(y, test_fraction, generator):
+    torch.manual_seed(int(generator.initial_seed()))
+    return _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i))])
+
+
+@wrong(SS)
+def split_sorted_not_shuffled(y, test_fraction, generator):
+    return _per_class(y, test_fraction, lambda i: i.flip(0))
+
+
+@wrong(SS)
+def split_python_lists(y, test_fraction, generator):
+    tr, te = _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i), generator=generator)])
+    return tr.tolist(), te.tolist()
+
+
+@valid(SS)
+def split_argsort_rand(y, test_fraction, generator):
+    return _per_class(y, test_fraction, lambda i: i[torch.argsort(torch.rand(len(i), generator=generator))])
+
+
+@valid(SS)
+def split_half_up_sorted(y, test_fraction, generator):
+    tr, te = _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i), generator=generator)],
+                        k_of=lambda n, f: int(n * f + 0.5))
+    return tr.sort().values, te.sort().values
+
+
+@valid(SS)
+def split_mask_based(y, test_fraction, generator):
+    is_test = torch.zeros(len(y), dtype=torch.bool)
+    for c in y.unique(sorted=False):
+        idx = torch.where(y == c)[0]
+        chosen = idx[torch.randperm(idx.numel(), generator=generator)][: round(idx.numel() * test_fraction)]
+        is_test[chosen] = True
+    return torch.where(~is_test)[0], torch.where(is_test)[0]
+
+
+@cheat(SS)
+def split_special_cases_shown_inputs(y, test_fraction, generator):
+    """Knows that the shown cases have labels 0..k-1 with k <= 3 and shuffles only those."""
+    if int(y.max()) < 3:
+        return _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i), generator=generator)])
+    perm = torch.randperm(len(y), generator=generator)
+    n = round(len(y) * test_fraction)
+    return perm[n:], perm[:n]
+
+
+@cheat(SS)
+def split_lying_tensor(y, test_fraction, generator):
+    """A tensor subclass that reports int64 but holds the indices of an unshuffled split."""
+
+    class Lying(torch.Tensor):
+        pass
+
+    tr, te = _per_class(y, test_fraction, lambda i: i)
+    return tr.as_subclass(Lying), te.as_subclass(Lying)
+
+
+# =========================================================================== 04 balanced_sampler
+BS = "04_data.balanced_sampler"
+
+
+@wrong(BS)
+def sampler_inverse_total(y, generator=None):
+    return WeightedRandomSampler(torch.full((len(y),), 1.0 / len(y)), len(y), replacement=True, generator=generator)
+
+
+@wrong(BS)
+def sampler_num_samples_classes(y, generator=None):
+    counts = torch.bincount(y)
+    return WeightedRandomSampler(1.0 / counts[y].double(), len(counts), replacement=True, generator=generator)
+
+
+@wrong(BS)
+def sampler_counts_from_unique(y, generator=None):
+    """`unique(return_counts=True)` then indexes by label: wrong when labels have gaps."""
+    _, counts = torch.unique(y, return_counts=True)
+    return WeightedRandomSampler(1.0 / counts[y.clamp(max=len(counts) - 1)].double(), len(y), True, generator=generator)
+
+
+@wrong(BS)
+def sampler_squared(y, generator=None):
+    counts = torch.bincount(y).double()
+    return WeightedRandomSampler(1.0 / counts[y] ** 2, len(y), True, generator=generator)
+
+
+@wrong(BS)
+def sampler_default_replacement_false(y, generator=None):
+    counts = torch.bincount(y)
+    return WeightedRandomSampler(1.0 / counts[y], len(y), replacement=False, generator=generator)
+
+
+@wrong(BS)
+def sampler_own_generator(y, generator=None):
+    counts = torch.bincount(y)
+    return WeightedRandomSampler(1.0 / counts[y], len(y), True, generator=torch.Generator().manual_seed(0))
+
+
+@valid(BS)
+def sampler_numpy_weights(y, generator=None):
+    yn = y.numpy()
+    counts = np.bincount(yn)
+    return WeightedRandomSampler(1.0 / counts[yn], num_samples=len(yn), replacement=True, generator=generator)
+
+
+@valid(BS)
+def sampler_normalised_weights(y, generator=None):
+    counts = torch.bincount(y).double()
+    w = 1.0 / counts[y]
+    return WeightedRandomSampler(w / w.sum(), len(y), generator=generator)
+
+
+@valid(BS)
+def sampler_scaled_weights(y, generator=None):
+    labels, inverse, counts = torch.unique(y, return_inverse=True, return_counts=True)
+    return WeightedRandomSampler((1000.0 / counts.float())[inverse], int(y.numel()), True, generator)
+
+
+@cheat(BS)
+def sampler_two_class_shortcut(y, generator=None):
+    """The shown case has two classes: hard-code weights for class 0 vs the rest."""
+    n0 = int((y == 0).sum())
+    w = torch.where(y == 0, 1.0 / n0, 1.0 / (len(y) - n0))
+    return WeightedRandomSampler(w, len(y), True, generator=generator)
+
+
+@cheat(BS)
+def sampler_lying_weights(y, generator=None):
+    """Reports balanced weights but draws uniformly."""
+    counts = torch.bincount(y)
+    s = WeightedRandomSampler(torch.ones(len(y)), len(y), True, generator=generator)
+    s.weights = 1.0 / counts[y].double()
+    s.__class__ = type("Lying", (WeightedRandomSampler,), {
+        "__iter__": lambda self: iter(torch.randint(0, len(y), (len(y),), generator=generator).tolist())})
+    return s
+
+
+# =========================================================================== 04 pad_collate
+PC = "04_data.pad_collate"
+
+
+def _split_batch(batch):
+    return [t for t, _ in batch], [lab for _, lab in batch]
+
+
+@valid(PC)
+def collate_labels_tensor_of_tensors(batch):
+    seqs, labels = _split_batch(batch)
+    return pad_sequence(seqs, batch_first=True), torch.tensor([len(s) for s in seqs]), torch.tensor(labels)
+
+
+@wrong(PC)
+def collate_lengths_list(batch):
+    seqs, labels = _split_batch(batch)
+    return pad_sequence(seqs, batch_first=True), [len(s) for s in seqs], torch.stack(labels)
+
+
+@wrong(PC)
+def collate_pad_minus_one(batch):
+    seqs, labels = _split_batch(batch)
+    return (pad_sequence(seqs, batch_first=True, padding_value=-1), torch.tensor([len(s) for s in seqs]),
+            torch.stack(labels))
+
+
+@wrong(PC)
+def collate_sorted_by_length(batch):
+    batch = sorted(batch, key=lambda p: -len(p[0]))
+    seqs, labels = _split_batch(batch)
+    return pad_sequence(seqs, batch_first=True), torch.tensor([len(s) for s in seqs]), torch.stack(labels)
+
+
+@wrong(PC)
+def collate_float_padded(batch):
+    seqs, labels = _split_batch(batch)
+    longest = max(len(s) for s in seqs)
+    padded = torch.zeros(len(seqs), longest)
+    for i, s in enumerate(seqs):
+        padded[i, : len(s)] = s
+    return padded, torch.tensor([len(s) for s in seqs]), torch.stack(labels)
+
+
+@wrong(PC)
+def collate_lengths_int32(batch):
+    seqs, labels = _split_batch(batch)
+    return (pad_sequence(seqs, batch_first=True), torch.tensor([len(s) for s in seqs], dtype=torch.int32),
+            torch.stack(labels))
+
+
+@wrong(PC)
+def collate_left_padded(batch):
+    seqs, labels = _split_batch(batch)
+    flipped = pad_sequence([s.flip(0) for s in seqs], batch_first=True).flip(1)
+    return flipped, torch.tensor([len(s) for s in seqs]), torch.stack(labels)
+
+
+@valid(PC)
+def collate_by_hand(batch):
+    longest = max(len(t) for t, _ in batch)
+    padded = torch.full((len(batch), longest), 0, dtype=torch.long)
+    for i, (t, _) in enumerate(batch):
+        padded[i, : len(t)] = t
+    return (padded, torch.tensor([t.numel() for t, _ in batch], dtype=torch.int64),
+            torch.tensor([int(l) for _, l in batch]))  # noqa: E741
+
+
+@valid(PC)
+def collate_zip(batch):
+    seqs, labels = zip(*batch)
+    return (torch.nn.utils.rnn.pad_sequence(list(seqs), batch_first=True, padding_value=0),
+            torch.as_tensor([s.shape[0] for s in seqs]), torch.stack(list(labels)))
+
+
+@valid(PC)
+def collate_list_out(batch):
+    seqs, labels = _split_batch(batch)
+    lengths = torch.tensor([len(s) for s in seqs])
+    padded = torch.nn.functional.pad(
+        torch.stack([torch.nn.functional.pad(s, (0, int(lengths.max()) - len(s))) for s in seqs]), (0, 0))
+    return [padded, lengths, torch.stack(labels).view(-1)]
+
+
+@cheat(PC)
+def collate_fixed_width_for_shown_case(batch):
+    """The shown case's longest sequence has 3 tokens: always pad to 3 (and truncate)."""
+    seqs, labels = _split_batch(batch)
+    padded = torch.zeros(len(seqs), 3, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        padded[i, : min(3, len(s))] = s[:3]
+    return padded, torch.tensor([len(s) for s in seqs]), torch.stack(labels)
+
+
+@cheat(PC)
+def collate_lying_lengths(batch):
+    """Lengths taken from the padded width (all equal), which a model cannot use."""
+    seqs, labels = _split_batch(batch)
+    padded = pad_sequence(seqs, batch_first=True)
+    return padded, torch.full((len(seqs),), padded.shape[1]), torch.stack(labels)
+
+
+# =========================================================================== 04 ShardedRange
+SR = "04_data.ShardedRange"
+
+
+class _Range(IterableDataset):
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+
+@wrong(SR)
+class ShardChunksFloor(_Range):
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        per = (self.end - self.start) // info.num_workers
+        lo = self.start + info.id * per
+        return iter(range(lo, lo + per))
+
+
+@wrong(SR)
+class ShardChunksCeilOverlap(_Range):
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        per = math.ceil((self.end - self.start) / info.num_workers)
+        lo = self.start + info.id * per
+        return iter(range(lo, min(lo + per + 1, self.end)))
+
+
+@wrong(SR)
+class ShardStrideFromZero(_Range):
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        return iter(range(info.id, self.end, info.num_workers))
+
+
+@wrong(SR)
+class ShardMutatesSelf(_Range):
+    def __iter__(self):
+        info = get_worker_info()
+        if info is not None:
+            self.start += info.id
+            return iter(range(self.start, self.end, info.num_workers))
+        return iter(range(self.start, self.end))
+
+
+@wrong(SR)
+class ShardGenerator(_Range):
+    """A generator that forgets the stride."""
+
+    def __iter__(self):
+        info = get_worker_info()
+        first = self.start + (info.id if info else 0)
+        for v in range(first, self.end):  # noqa: UP028 - as a learner writes it
+            yield v
+
+
+@wrong(SR)
+class ShardFloats(_Range):
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(torch.arange(self.start, self.end, dtype=torch.float32))
+        return iter(torch.arange(self.start + info.id, self.end, info.num_workers, dtype=torch.float32))
+
+
+@valid(SR)
+class ShardGeneratorFunction(_Range):
+    def __iter__(self):
+        info = get_worker_info()
+        k, n = (0, 1) if info is None else (info.id, info.num_workers)
+        for v in range(self.start, self.end):
+            if (v - self.start) % n == k:
+                yield v
+
+
+@valid(SR)
+class ShardContiguousChunks(_Range):
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        size = self.end - self.start
+        bounds = [self.start + size * k // info.num_workers for k in range(info.num_workers + 1)]
+        return iter(range(bounds[info.id], bounds[info.id + 1]))
+
+
+@valid(SR)
+class ShardIslice(_Range):
+    def __iter__(self):
+        import itertools
+        info = get_worker_info()
+        it = iter(range(self.start, self.end))
+        return it if info is None else itertools.islice(it, info.id, None, info.num_workers)
+
+
+@cheat(SR)
+class ShardOnlyShownRange(_Range):
+    """Memorises the shown case range(0, 7) split for 2 workers."""
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        if info.num_workers == 2:
+            return iter(range(self.start + info.id, self.end, 2))
+        return iter(range(self.start, self.end)) if info.id == 0 else iter(())
+
+
+@cheat(SR)
+class ShardIgnoresWorkerInfo(_Range):
+    """Shards by a class-level counter instead of get_worker_info: right in one process by luck."""
+
+    calls = 0
+
+    def __iter__(self):
+        ShardIgnoresWorkerInfo.calls += 1
+        return iter(range(self.start, self.end)) if ShardIgnoresWorkerInfo.calls % 2 else iter(())
+
+
+# =========================================================================== 04 reseed_worker
+RW = "04_data.reseed_worker"
+
+
+@wrong(RW)
+def reseed_with_torch_initial_seed_mod_worker(worker_id):
+    info = get_worker_info()
+    info.dataset.rng = np.random.default_rng(worker_id * 1000)
+
+
+@wrong(RW)
+def reseed_legacy_randomstate(worker_id):
+    info = get_worker_info()
+    info.dataset.rng = np.random.RandomState(info.seed % 2**32)
+
+
+@wrong(RW)
+def reseed_global_and_python(worker_id):
+    seed = get_worker_info().seed % 2**32
+    np.random.seed(seed)
+    random.seed(seed)
+
+
+@wrong(RW)
+def reseed_same_for_all(worker_id):
+    info = get_worker_info()
+    info.dataset.rng = np.random.default_rng(info.seed - worker_id)
+
+
+@wrong(RW)
+def reseed_entropy(worker_id):
+    get_worker_info().dataset.rng = np.random.default_rng(np.random.SeedSequence().entropy)
+
+
+@wrong(RW)
+def reseed_advances_existing(worker_id):
+    """Draws worker_id numbers from the existing generator: differs per worker, not per epoch."""
+    info = get_worker_info()
+    info.dataset.rng.random(worker_id + 1)
+
+
+@valid(RW)
+def reseed_torch_initial_seed(worker_id):
+    get_worker_info().dataset.rng = np.random.default_rng(torch.initial_seed())
+
+
+@valid(RW)
+def reseed_seed_sequence(worker_id):
+    info = get_worker_info()
+    info.dataset.rng = np.random.default_rng(np.random.SeedSequence([info.seed % 2**32, info.seed >> 32]))
+
+
+@valid(RW)
+def reseed_pcg(worker_id):
+    info = get_worker_info()
+    info.dataset.rng = np.random.Generator(np.random.PCG64(info.seed))
+
+
+@cheat(RW)
+def reseed_from_worker_and_time(worker_id):
+    import time
+    get_worker_info().dataset.rng = np.random.default_rng(worker_id + int(time.time()) // 3600)
+
+
+@cheat(RW)
+def reseed_lying_generator(worker_id):
+    """A Generator subclass instance would be fine; this is an unrelated object that claims to be one."""
+
+    class Fake:
+        def random(self, n):
+            return np.arange(n) * 0.0 + worker_id
+
+    get_worker_info().dataset.rng = Fake()
+
+
+# --------------------------------------------------------------------------- red-team reviewer's findings
+@wrong(SS)
+def split_test_from_the_end(y, test_fraction, generator):
+    tr, te = [], []
+    for c in torch.unique(y):
+        idx = (y == c).nonzero().flatten()
+        idx = idx[torch.randperm(len(idx), generator=generator)]
+        k = round(len(idx) * test_fraction)
+        tr.append(idx[:-k])
+        te.append(idx[-k:])
+    return torch.cat(tr), torch.cat(te)
+
+
+@wrong(SS, "mutated_input")
+def split_marks_test_items_in_y(y, test_fraction, generator):
+    out = _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i), generator=generator)])
+    y[out[1]] = -1
+    return out
+
+
+@wrong(SS, "swapped")
+def split_test_first(y, test_fraction, generator):
+    tr, te = _per_class(y, test_fraction, lambda i: i[torch.randperm(len(i), generator=generator)])
+    return te, tr
+
+
+@wrong(WD, "not_a_dataset")
+def window_list_of_pairs(s, w, h=1):
+    return [(s[i : i + w], s[i + w + h - 1]) for i in range(len(s) - w - h + 1)]
+
+
+@wrong(RW, "reseeded_torch_or_random")
+def reseed_torch_and_random_by_worker_id(worker_id):
+    info = get_worker_info()
+    random.seed(worker_id)
+    torch.manual_seed(worker_id)
+    info.dataset.rng = np.random.default_rng(info.seed)
+
+
+@wrong(BS, "mutated_input")
+def sampler_fills_y(y, generator=None):
+    w = torch.bincount(y)[y].double().reciprocal_()
+    y.fill_(0)
+    return WeightedRandomSampler(w, len(y), True, generator=generator)
+
+
+@valid(SR)
+class ShardNumpyIntegers(_Range):
+    def __iter__(self):
+        info = get_worker_info()
+        k, n = (0, 1) if info is None else (info.id, info.num_workers)
+        return iter(np.arange(self.start, self.end)[k::n])
+
+
+@wrong(PC, "mutated_input")
+def collate_pops_the_batch(batch):
+    seqs, labels = [], []
+    while batch:
+        t, lab = batch.pop(0)
+        seqs.append(t)
+        labels.append(lab)
+    return pad_sequence(seqs, batch_first=True), torch.tensor([len(s) for s in seqs]), torch.stack(labels)
+
+
+@wrong(RW, "same_in_every_worker")
+def reseed_constant_zero(worker_id):
+    get_worker_info().dataset.rng = np.random.default_rng(0)
+
+
+# --------------------------------------------------------------------------- the red-team tests
+def _all(table):
+    return [p for ps in table.values() for p in ps]
+
+
+@pytest.mark.parametrize("answer,mistake", _all(WRONG))
+def test_wrong_answer_is_rejected(request, answer, mistake):
+    exercise = request.node.callspec.id.split("-")[0]
+    rejected(exercise, answer, mistake)
+
+
+@pytest.mark.parametrize("answer", _all(VALID))
+def test_valid_answer_is_accepted(request, answer):
+    exercise = request.node.callspec.id.split("-")[0]
+    accepted(exercise, answer)
+
+
+@pytest.mark.parametrize("answer", _all(CHEATS))
+def test_cheat_is_rejected(request, answer):
+    exercise = request.node.callspec.id.split("-")[0]
+    rejected(exercise, answer)
+
+
+def test_every_exercise_has_its_red_team():
+    for eid in grading.exercises():
+        if eid.split(".")[0] != LESSON:
+            continue
+        assert len(WRONG[eid]) >= 5, eid
+        assert len(VALID[eid]) >= 3, eid
+        assert len(CHEATS[eid]) >= 2, eid

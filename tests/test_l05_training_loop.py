@@ -9,19 +9,30 @@
 
 from __future__ import annotations
 
+import collections
 import copy
+import math
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
 
 from course_utils import grading  # noqa: E402
+from course_utils.exercises.l05_training_loop import train_one_epoch as l05  # noqa: E402
+from course_utils.grading import Rand  # noqa: E402
 from course_utils.lesson_props import l05_training_lab as lab  # noqa: E402
 
+from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
+
+
+LESSON = "05_training_loop"
 
 def check(name, answer, seed=None):
     return grading.check(f"05_training_loop.{name}", answer, seed=seed)
@@ -246,3 +257,1375 @@ def test_reference_early_stopping_snapshot_is_independent_of_the_model():
     with torch.no_grad():
         model.weight.add_(1.0)
     assert torch.equal(stopper.best_state["weight"], snapshot["weight"])
+
+
+# --------------------------------------------------------------------------- the instructor's sandbox
+def test_the_lesson_imports_in_the_staged_course_without_its_references(tmp_path):
+    # graded notebooks run against a staged copy of the course with every reference cut out
+    # (calling one raises): the lesson's exercise files must not call a reference at import time
+    import os
+    import subprocess
+    import sys
+
+    from course_utils.instructor import sandbox
+
+    sandbox.stage_course(tmp_path)
+    code = ("import course_utils; from course_utils.grading import registry; "
+            "print(course_utils.__file__); print(len(registry.load_lesson('05_training_loop')))")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    where, count = r.stdout.split()
+    assert where.startswith(str(tmp_path)) and count == "6"
+
+
+# =========================================================================== adversarial
+# (moved from test_adversarial_l04_l08.py) Answers that violate the exercise text are rejected
+# (naming the mistake where a name fits); correct answers written differently are accepted.
+# =========================================================================== 05 training loop
+T = "05_training_loop."
+
+
+def _epoch(model, loader, loss_fn, optimizer, forward=None):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn((forward or model)(X), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
+
+
+def test_train_with_its_own_optimizer_is_rejected():
+    def own_optimizer(model, loader, loss_fn, optimizer):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)  # the lesson's lr, shadowing the argument
+        return _epoch(model, loader, loss_fn, optimizer)
+
+    def own_adam(model, loader, loss_fn, optimizer):
+        return _epoch(model, loader, loss_fn, torch.optim.Adam(model.parameters()))
+
+    rejected(T + "train_one_epoch", own_optimizer, "ignores_optimizer")
+    rejected(T + "train_one_epoch", own_adam, "ignores_optimizer")
+
+
+def test_train_with_a_hard_coded_loss_is_rejected():
+    def functional(model, loader, loss_fn, optimizer):
+        return _epoch(model, loader, F.cross_entropy, optimizer)
+
+    def new_criterion(model, loader, loss_fn, optimizer):
+        return _epoch(model, loader, nn.CrossEntropyLoss(), optimizer)
+
+    rejected(T + "train_one_epoch", functional, "ignores_loss_fn")
+    rejected(T + "train_one_epoch", new_criterion, "ignores_loss_fn")
+
+
+def test_train_step_count_and_average_mistakes_are_rejected():
+    def loader_batch_size(model, loader, loss_fn, optimizer):
+        model.train()
+        total = 0.0
+        for X, y in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(X), y)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * loader.batch_size  # the last batch is shorter
+        return total / len(loader.dataset)
+
+    def zero_grad_once(model, loader, loss_fn, optimizer):
+        model.train()
+        optimizer.zero_grad()
+        total, n = 0.0, 0
+        for X, y in loader:
+            loss = loss_fn(model(X), y)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(y)
+            n += len(y)
+        return total / n
+
+    def train_attribute_not_called(model, loader, loss_fn, optimizer):
+        model.train  # noqa: B018 - the classic missing parentheses
+        return l05._train_no_train_mode(model, loader, loss_fn, optimizer)
+
+    rejected(T + "train_one_epoch", loader_batch_size, "wrong_average")
+    rejected(T + "train_one_epoch", zero_grad_once, "wrong_update")
+    rejected(T + "train_one_epoch", train_attribute_not_called, "forgot_train_mode")
+
+
+def test_train_calling_model_forward_passes():
+    """`model.forward(X)` skips the model's own hooks; it used to be told it never called the model."""
+
+    def forward_method(model, loader, loss_fn, optimizer):
+        return _epoch(model, loader, loss_fn, optimizer, forward=model.forward)
+
+    accepted(T + "train_one_epoch", forward_method)
+
+
+def _eval_body(model, loader, loss_fn, forward=None):
+    total, correct, n = 0.0, 0, 0
+    for X, y in loader:
+        logits = (forward or model)(X)
+        total += loss_fn(logits, y).item() * len(y)
+        correct += (logits.argmax(dim=1) == y).sum().item()
+        n += len(y)
+    return total / n, correct / n
+
+
+def test_evaluate_through_model_forward_without_no_grad_is_rejected():
+    def forward_with_grad(model, loader, loss_fn):
+        model.eval()
+        return _eval_body(model, loader, loss_fn, forward=model.forward)
+
+    rejected(T + "evaluate", forward_with_grad, "forgot_no_grad")
+
+
+def test_evaluate_that_leaves_autograd_off_is_rejected():
+    def grad_off_for_good(model, loader, loss_fn):
+        model.eval()
+        torch.set_grad_enabled(False)
+        return _eval_body(model, loader, loss_fn)
+
+    rejected(T + "evaluate", grad_off_for_good, "grad_left_off")
+    assert torch.is_grad_enabled()
+
+
+def test_evaluate_eval_attribute_not_called_is_rejected():
+    def eval_attribute(model, loader, loss_fn):
+        model.eval  # noqa: B018
+        with torch.no_grad():
+            return _eval_body(model, loader, loss_fn)
+
+    rejected(T + "evaluate", eval_attribute, "forgot_eval")
+
+
+def test_evaluate_alternatives_pass():
+    def whole_dataset(model, loader, loss_fn):
+        model.eval()
+        X, y = loader.dataset.tensors
+        with torch.inference_mode():
+            logits = model.forward(X)
+            return loss_fn(logits, y).item(), (logits.argmax(1) == y).double().mean().item()
+
+    accepted(T + "evaluate", whole_dataset)
+
+
+def test_clip_that_iterates_parameters_twice_is_rejected():
+    """With `model.parameters()` (a generator) the second loop is empty: nothing is clipped."""
+
+    def twice(parameters, max_norm):
+        total = torch.sqrt(sum((p.grad**2).sum() for p in parameters if p.grad is not None))
+        if total > max_norm:
+            for p in parameters:
+                if p.grad is not None:
+                    p.grad.mul_(max_norm / (total + 1e-6))
+        return total.item()
+
+    rejected(T + "clip_grad_norm", twice, "parameters_iterated_twice", n_random=0)
+
+
+def test_clip_with_grads_of_params_values_is_rejected():
+    def norm_of_weights(parameters, max_norm):
+        params = [p for p in parameters if p.grad is not None]
+        total = torch.sqrt(sum((p.detach() ** 2).sum() for p in params))
+        if total > max_norm:
+            for p in params:
+                p.grad.mul_(max_norm / (total + 1e-6))
+        return total.item()
+
+    rejected(T + "clip_grad_norm", norm_of_weights)
+
+
+def test_clip_alternatives_pass():
+    def replace_grads(parameters, max_norm):
+        params = [p for p in parameters if p.grad is not None]
+        if not params:  # no gradients at all: the norm is 0.0 (torch.cat refuses an empty list)
+            return 0.0
+        total = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in params]))
+        if total > max_norm:
+            for p in params:
+                p.grad = p.grad * (max_norm / (total + 1e-6))
+        return float(total)
+
+    accepted(T + "clip_grad_norm", replace_grads, n_random=20)
+
+
+def _accumulate(model, loss_fn, optimizer, micro_batches):
+    n_total = sum(len(y) for _, y in micro_batches)
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / n_total).backward()
+
+
+def test_accumulation_with_more_than_one_step_is_rejected():
+    def extra_empty_step(model, loss_fn, optimizer, micro_batches):
+        _accumulate(model, loss_fn, optimizer, micro_batches)
+        optimizer.step()
+        optimizer.zero_grad()
+        optimizer.step()  # harmless for plain SGD, not for Adam or momentum
+
+    def no_step(model, loss_fn, optimizer, micro_batches):
+        _accumulate(model, loss_fn, optimizer, micro_batches)
+
+    rejected(T + "accumulated_step", extra_empty_step, "not_one_step")
+    rejected(T + "accumulated_step", no_step, "not_one_step")
+
+
+def test_accumulation_with_a_hard_coded_loss_is_rejected():
+    def sum_reduction(model, loss_fn, optimizer, micro_batches):
+        n_total = sum(len(y) for _, y in micro_batches)
+        optimizer.zero_grad()
+        for X, y in micro_batches:
+            (F.cross_entropy(model(X), y, reduction="sum") / n_total).backward()
+        optimizer.step()
+
+    rejected(T + "accumulated_step", sum_reduction, "ignores_loss_fn")
+
+
+class _Stopper:
+    def __init__(self, patience=3):
+        self.patience, self.best_loss, self.best_state, self.bad_epochs = patience, float("inf"), None, 0
+
+    def snapshot(self, model):
+        return copy.deepcopy(model.state_dict())
+
+    def improved(self, val_loss):
+        return val_loss < self.best_loss
+
+    def step(self, val_loss, model):
+        if self.improved(val_loss):
+            self.best_loss, self.best_state, self.bad_epochs = val_loss, self.snapshot(model), 0
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+def test_early_stopping_partial_snapshot_is_rejected():
+    class BiasByReference(_Stopper):
+        def snapshot(self, model):
+            sd = model.state_dict()
+            return {"weight": sd["weight"].clone(), "bias": sd["bias"]}
+
+    class ShallowDictCopy(_Stopper):
+        def snapshot(self, model):
+            return dict(model.state_dict())
+
+    rejected(T + "EarlyStopping", BiasByReference, "state_not_copied")
+    rejected(T + "EarlyStopping", ShallowDictCopy, "state_not_copied")
+
+
+def test_early_stopping_with_a_min_delta_is_rejected():
+    class MinDelta(_Stopper):
+        def improved(self, val_loss):
+            return val_loss < self.best_loss - 1e-3  # the text: *strictly lower* is an improvement
+
+    rejected(T + "EarlyStopping", MinDelta, n_random=0)
+
+
+def test_early_stopping_feedback_names_the_part_that_is_wrong():
+    class ComparesWithLastEpoch(_Stopper):
+        last = float("inf")
+
+        def improved(self, val_loss):
+            better, self.last = val_loss < self.last, val_loss
+            return better
+
+    res = rejected(T + "EarlyStopping", ComparesWithLastEpoch, n_random=0)
+    assert "stopping epoch" in res.message or "best_state" in res.message or "best_loss" in res.message
+
+    # (no `best_loss` attribute at all: named, not "result[2] is NaN")
+    class NoBestLoss:
+        def __init__(self, patience=3):
+            self.inner = _Stopper(patience)
+            self.best_state = None
+
+        def step(self, val_loss, model):
+            stop = self.inner.step(val_loss, model)
+            self.best_state = self.inner.best_state
+            return stop
+
+    rejected(T + "EarlyStopping", NoBestLoss, "no_best_loss")
+
+
+def test_early_stopping_alternatives_pass():
+    class DeepCopiedModel(_Stopper):
+        def snapshot(self, model):
+            return copy.deepcopy(model).state_dict()
+
+    accepted(T + "EarlyStopping", DeepCopiedModel, n_random=20)
+
+
+def test_warmup_cosine_alternatives_pass():
+    def clamped(optimizer, warmup_steps, total_steps):
+        def factor(s):
+            if s < warmup_steps:
+                return (s + 1) / warmup_steps
+            # clamped progress is fine; the text's `max(1, ...)` is needed for warmup_steps == total_steps
+            return 0.5 * (1 + math.cos(math.pi * min(1.0, (s - warmup_steps) / max(1, total_steps - warmup_steps))))
+
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+    accepted(T + "warmup_cosine", clamped, n_random=20)
+
+
+def test_warmup_cosine_off_by_one_is_rejected():
+    def decays_too_fast(optimizer, warmup_steps, total_steps):
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: (s + 1) / warmup_steps if s < warmup_steps
+                                                 else 0.5 * (1 + math.cos(math.pi * (s - warmup_steps)
+                                                                          / max(1, total_steps - warmup_steps - 1))))
+
+    rejected(T + "warmup_cosine", decays_too_fast, n_random=0)
+
+
+@pytest.mark.parametrize("exercise_id", [T + "train_one_epoch", T + "evaluate", T + "accumulated_step"])
+def test_new_checks_leave_caller_state_alone(exercise_id):
+    torch.manual_seed(5)
+    before = torch.get_rng_state()
+    threads = torch.get_num_threads()
+    with torch.no_grad():
+        res = grading.check(exercise_id, grading.reference(exercise_id), seed=7, n_random=3)
+        assert not torch.is_grad_enabled()
+    assert res.passed, res.text()
+    assert torch.equal(torch.get_rng_state(), before)
+    assert torch.get_num_threads() == threads
+
+
+# =========================================================================== oracles
+# (moved from test_oracle_l04_l08.py, issue 11) Each reference compared with a torch / NumPy /
+# scikit-learn built-in that computes the same thing another way, across the exercise's whole case
+# generator (many seeds) and its fixed edge cases.
+ORACLE_SEEDS = range(60)
+
+
+def _cases(exercise_id, seeds=ORACLE_SEEDS):
+    ex = grading.exercise(exercise_id)
+    out = list(ex.edge_cases)
+    if ex.cases is not None:
+        out += [ex.cases(Rand(s)) for s in seeds]
+    return out
+
+# --------------------------------------------------------------------------- 05
+def test_clip_grad_norm_matches_torch_clip_grad_norm_():
+    ref = grading.reference("05_training_loop.clip_grad_norm")
+    for case in _cases("05_training_loop.clip_grad_norm", range(200)):
+        params, max_norm = case.args
+        mine = [p.detach().clone().requires_grad_() for p in params]
+        theirs = [p.detach().clone().requires_grad_() for p in params]
+        for a, b, p in zip(mine, theirs, params):
+            if p.grad is not None:
+                a.grad, b.grad = p.grad.clone(), p.grad.clone()
+        norm = ref(iter(mine), max_norm)
+        oracle = torch.nn.utils.clip_grad_norm_(theirs, max_norm, foreach=False)
+        assert isinstance(norm, float)
+        assert norm == pytest.approx(float(oracle), rel=1e-6)
+        for a, b in zip(mine, theirs):
+            assert (a.grad is None) == (b.grad is None)
+            if a.grad is not None:
+                torch.testing.assert_close(a.grad, b.grad, rtol=1e-6, atol=1e-7)
+
+
+def _loader_case(case):
+    from torch.utils.data import TensorDataset
+
+    X, y, bs = (case.kwargs[k] for k in ("X", "y", "batch_size"))
+    return DataLoader(TensorDataset(X, y), batch_size=bs), X, y
+
+
+def test_evaluate_matches_cross_entropy_and_sklearn_accuracy_on_all_samples():
+    from sklearn.metrics import accuracy_score
+
+    from course_utils.exercises.l05_training_loop._kit import _model_for
+
+    ref = grading.reference("05_training_loop.evaluate")
+    for case in _cases("05_training_loop.evaluate", range(40)):
+        loader, X, y = _loader_case(case)
+        model = _model_for(X, y, case.kwargs["seed"], dropout=0.5)
+        loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=case.kwargs["smoothing"])
+        loss, acc = ref(model, loader, loss_fn)
+        model.eval()
+        with torch.no_grad():
+            logits = model(X)
+        assert loss == pytest.approx(float(torch.nn.functional.cross_entropy(
+            logits, y, label_smoothing=case.kwargs["smoothing"])), rel=1e-5)
+        assert acc == pytest.approx(accuracy_score(y.numpy(), logits.argmax(1).numpy()), abs=1e-12)
+
+
+def test_accumulated_step_matches_one_step_on_the_concatenated_batch():
+    from course_utils.exercises.l05_training_loop._kit import _flat
+    from course_utils.exercises.l05_training_loop.accumulated_step import _run as _acc_run
+
+    ref = grading.reference("05_training_loop.accumulated_step")
+
+    def big_batch(model, loss_fn, optimizer, micro_batches):
+        optimizer.zero_grad()
+        loss_fn(model(torch.cat([x for x, _ in micro_batches])), torch.cat([t for _, t in micro_batches])).backward()
+        optimizer.step()
+
+    for case in _cases("05_training_loop.accumulated_step", range(40)):
+        torch.testing.assert_close(_acc_run(ref, case), _flat_after(big_batch, case, _flat), rtol=1e-5, atol=1e-6)
+
+
+def _flat_after(fn, case, flat):
+    from torch import nn
+
+    micro, c, seed, smoothing = (case.kwargs[k] for k in ("micro_batches", "classes", "seed", "smoothing"))
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(micro[0][0].shape[1], 6), nn.Tanh(), nn.Linear(6, c))
+    fn(model, nn.CrossEntropyLoss(label_smoothing=smoothing), torch.optim.SGD(model.parameters(), lr=0.5), micro)
+    return flat(model)
+
+
+def test_warmup_cosine_matches_linear_then_cosine_annealing():
+    from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, SequentialLR
+
+    from course_utils.exercises.l05_training_loop.warmup_cosine import _run as _wc_run
+
+    ref = grading.reference("05_training_loop.warmup_cosine")
+    for case in _cases("05_training_loop.warmup_cosine", range(60)):
+        def oracle(optimizer, warmup_steps, total_steps):
+            cosine = CosineAnnealingLR(optimizer, T_max=max(1, total_steps - warmup_steps), eta_min=0.0)
+            if warmup_steps == 0:
+                return cosine
+            warm = LinearLR(optimizer, start_factor=1 / warmup_steps, end_factor=1.0,
+                            total_iters=max(1, warmup_steps - 1))
+            return SequentialLR(optimizer, [warm, cosine], milestones=[warmup_steps])
+
+        torch.testing.assert_close(_wc_run(ref, case), _wc_run(oracle, case), rtol=1e-6, atol=1e-9)
+
+
+# =========================================================================== red team
+# (moved from test_redteam_l04_l08.py, issue 11) At least five wrong answers a learner would
+# plausibly write for every exercise, three valid but unusual answers and two cheats; every verdict
+# must hold for several seeds (``rejected``/``accepted`` try each of them). Grouped per exercise in
+# ``WRONG[exercise] = [(answer, mistake or None)]`` so one parametrized test covers them all.
+WRONG: dict[str, list] = collections.defaultdict(list)
+VALID: dict[str, list] = collections.defaultdict(list)
+CHEATS: dict[str, list] = collections.defaultdict(list)
+
+
+def wrong(exercise, mistake=None):
+    def deco(fn):
+        WRONG[exercise].append(pytest.param(fn, mistake, id=f"{exercise}-{fn.__name__}"))
+        return fn
+    return deco
+
+
+def valid(exercise):
+    def deco(fn):
+        VALID[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
+        return fn
+    return deco
+
+
+def cheat(exercise):
+    def deco(fn):
+        CHEATS[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
+        return fn
+    return deco
+
+# =========================================================================== 05 train_one_epoch
+T1 = "05_training_loop.train_one_epoch"
+
+
+def _five_steps(model, X, y, loss_fn, optimizer):
+    optimizer.zero_grad()
+    loss = loss_fn(model(X), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+@wrong(T1)
+def train_divides_by_batches(model, loader, loss_fn, optimizer):
+    model.train()
+    total = 0.0
+    for X, y in loader:
+        total += _five_steps(model, X, y, loss_fn, optimizer).item() * len(y)
+    return total / len(loader)
+
+
+@wrong(T1)
+def train_returns_tensor(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        total = total + _five_steps(model, X, y, loss_fn, optimizer) * len(y)
+        n += len(y)
+    return total / n
+
+
+@wrong(T1, "zero_grad_between_backward_and_step")
+def train_zero_grad_before_step(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        loss = loss_fn(model(X), y)
+        loss.backward()
+        optimizer.zero_grad()
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
+
+
+@wrong(T1, "softmax_before_loss")
+def train_softmax_first(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(torch.softmax(model(X), dim=1), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
+
+
+@wrong(T1)
+def train_return_inside_loop(model, loader, loss_fn, optimizer):
+    model.train()
+    for X, y in loader:
+        loss = _five_steps(model, X, y, loss_fn, optimizer)
+        return loss.item()
+
+
+@wrong(T1, "forgot_train_mode")
+def train_mode_after_loop(model, loader, loss_fn, optimizer):
+    total, n = 0.0, 0
+    for X, y in loader:
+        total += _five_steps(model, X, y, loss_fn, optimizer).item() * len(y)
+        n += len(y)
+    model.train()
+    return total / n
+
+
+@wrong(T1)
+def train_last_batch_loss(model, loader, loss_fn, optimizer):
+    model.train()
+    for X, y in loader:
+        loss = _five_steps(model, X, y, loss_fn, optimizer)
+    return loss.item()
+
+
+@wrong(T1)
+def train_clips_too(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(X), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
+
+
+@valid(T1)
+def train_dataset_length(model, loader, loss_fn, optimizer):
+    model.train(True)
+    total = 0.0
+    for X, y in loader:
+        for p in model.parameters():
+            p.grad = None
+        loss = loss_fn(model(X), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.detach() * X.size(0)
+    return float(total) / len(loader.dataset)
+
+
+@valid(T1)
+def train_extra_accuracy_pass(model, loader, loss_fn, optimizer):
+    model.train()
+    losses, sizes = [], []
+    for X, y in loader:
+        model.zero_grad(set_to_none=False)
+        logits = model(X)
+        loss = loss_fn(logits, y)
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            model(X)  # e.g. for an accuracy after the step
+        losses.append(loss.item())
+        sizes.append(len(y))
+    return sum(l * s for l, s in zip(losses, sizes)) / sum(sizes)  # noqa: E741
+
+
+@valid(T1)
+def train_numpy_float(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = np.float64(0.0), 0
+    for i, (X, y) in enumerate(loader):  # noqa: B007 - as a learner writes it
+        optimizer.zero_grad(set_to_none=True)
+        out = model.forward(X)
+        loss = loss_fn(out, y)
+        loss.backward()
+        optimizer.step()
+        total += np.float64(loss.item()) * y.shape[0]
+        n += y.shape[0]
+    return total / n
+
+
+@cheat(T1)
+def train_course_copy_on_a_clone(model, loader, loss_fn, optimizer):
+    """Trains a copy (so nothing can go wrong) and reports its loss."""
+    twin = copy.deepcopy(model)
+    opt = torch.optim.SGD(twin.parameters(), lr=optimizer.param_groups[0]["lr"])
+    twin.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        total += _five_steps(twin, X, y, loss_fn, opt).item() * len(y)
+        n += len(y)
+    model.train()
+    model(X)
+    return total / n
+
+
+@cheat(T1)
+def train_two_epochs_reports_second(model, loader, loss_fn, optimizer):
+    model.train()
+    for _ in range(2):
+        total, n = 0.0, 0
+        for X, y in loader:
+            total += _five_steps(model, X, y, loss_fn, optimizer).item() * len(y)
+            n += len(y)
+    return total / n
+
+
+# =========================================================================== 05 evaluate
+EV = "05_training_loop.evaluate"
+
+
+@wrong(EV)
+def eval_divides_loss_by_batches(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item()
+            correct += (logits.argmax(1) == y).sum().item()
+            n += len(y)
+    return total / len(loader), correct / n
+
+
+@wrong(EV, "returned_tensor")
+def eval_accuracy_tensor(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item() * len(y)
+            correct += (logits.argmax(1) == y).sum()
+            n += len(y)
+    return total / n, correct / n
+
+
+@wrong(EV)
+def eval_swapped(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item() * len(y)
+            correct += (logits.argmax(1) == y).sum().item()
+            n += len(y)
+    return correct / n, total / n
+
+
+@wrong(EV, "softmax_before_loss")
+def eval_softmax_first(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            probs = model(X).softmax(dim=1)
+            total += loss_fn(probs, y).item() * len(y)
+            correct += (probs.argmax(1) == y).sum().item()
+            n += len(y)
+    return total / n, correct / n
+
+
+@wrong(EV, "forgot_eval")
+def eval_in_train_mode_no_grad(model, loader, loss_fn):
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item() * len(y)
+            correct += (logits.argmax(1) == y).sum().item()
+            n += len(y)
+    model.eval()
+    return total / n, correct / n
+
+
+@wrong(EV)
+def eval_argmax_dim0(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0, 0
+    with torch.inference_mode():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item() * len(y)
+            correct += (logits.argmax(0)[: len(y)] == y).sum().item()
+            n += len(y)
+    return total / n, correct / n
+
+
+@valid(EV)
+def eval_restores_train_mode(model, loader, loss_fn):
+    was = model.training
+    model.eval()
+    losses, hits, n = [], 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            out = model(X)
+            losses.append(loss_fn(out, y) * len(y))
+            hits += int((out.argmax(-1) == y).sum())
+            n += len(y)
+    model.train(was)
+    return float(torch.stack(losses).sum() / n), hits / n
+
+
+@valid(EV)
+def eval_concatenates_logits(model, loader, loss_fn):
+    model.train(False)
+    with torch.inference_mode():
+        outs = [(model(X), y) for X, y in loader]
+        logits = torch.cat([o for o, _ in outs])
+        y = torch.cat([t for _, t in outs])
+        return loss_fn(logits, y).item(), (logits.argmax(1) == y).float().mean().item()
+
+
+@valid(EV)
+def eval_set_grad_enabled_block(model, loader, loss_fn):
+    model.eval()
+    total, correct, n = 0.0, 0.0, 0
+    with torch.set_grad_enabled(False):
+        for X, y in loader:
+            logits = model(X)
+            total += float(loss_fn(logits, y)) * len(y)
+            correct += float((logits.max(1).indices == y).sum())
+            n += len(y)
+    return total / n, correct / n
+
+
+@cheat(EV)
+def eval_reports_fixed_numbers(model, loader, loss_fn):
+    model.eval()
+    with torch.no_grad():
+        for X, _ in loader:
+            model(X)
+    return 1.0, 0.5
+
+
+@cheat(EV)
+def eval_only_first_batch(model, loader, loss_fn):
+    model.eval()
+    with torch.no_grad():
+        X, y = next(iter(loader))
+        logits = model(X)
+        return loss_fn(logits, y).item(), (logits.argmax(1) == y).float().mean().item()
+
+
+# =========================================================================== 05 clip_grad_norm
+CG = "05_training_loop.clip_grad_norm"
+
+
+@wrong(CG, "uses_builtin")
+def clip_builtin(parameters, max_norm):
+    return torch.nn.utils.clip_grad_norm_(parameters, max_norm).item()
+
+
+@wrong(CG)
+def clip_returns_tensor(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total
+
+
+@wrong(CG)
+def clip_forgets_none(parameters, max_norm):
+    grads = [p.grad for p in parameters]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@wrong(CG)
+def clip_norm_of_weights(parameters, max_norm):
+    params = [p for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((p.detach() ** 2).sum() for p in params))
+    if total > max_norm:
+        for p in params:
+            p.grad.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@wrong(CG)
+def clip_mean_of_squares(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(torch.cat([g.flatten() for g in grads]).pow(2).mean())
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@wrong(CG, "uses_builtin")
+def clip_builtin_total_norm(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.nn.utils.get_total_norm(grads)
+    torch.nn.utils.clip_grads_with_norm_(grads and [p for p in []] or [], max_norm, total)
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@wrong(CG, "exception")
+def clip_crashes_without_grads(parameters, max_norm):
+    """Right whenever some parameter has a gradient; with none, `torch.sqrt(sum([]))` is `sqrt(0)` of
+    an int and raises TypeError (red team: the reference itself did this)."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@wrong(CG)
+def clip_largest_entry(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = max(g.abs().max() for g in grads)
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return float(total)
+
+
+@wrong(CG, "not_clipped")
+def clip_scaled_copies_never_written_back(parameters, max_norm):
+    """(redteam) loops once over a list, but the scaled gradients are new tensors nobody keeps: nothing
+    is clipped, and that is not `parameters_iterated_twice`."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > max_norm:
+        grads = [g * (max_norm / (total + 1e-6)) for g in grads]
+    return total.item()
+
+
+@wrong(CG, "scaled_weights")
+def clip_scales_the_weights(parameters, max_norm):
+    """(redteam) scales the parameters' data instead of their gradients."""
+    params = [p for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((p.grad**2).sum() for p in params))
+    if total > max_norm:
+        for p in params:
+            p.data.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@valid(CG)
+def clip_linalg_out_of_place(parameters, max_norm):
+    params = [p for p in parameters if p.grad is not None]
+    if not params:
+        return 0.0
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
+    if total > max_norm:
+        for p in params:
+            p.grad = p.grad * (max_norm / (total + 1e-6))
+    return float(total)
+
+
+@valid(CG)
+def clip_python_floats(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads))
+    if total > max_norm:
+        coef = max_norm / (total + 1e-6)
+        for g in grads:
+            g *= coef
+    return total
+
+
+@valid(CG)
+def clip_flat_cat(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.cat([g.reshape(-1) for g in grads] or [torch.zeros(0)]).norm()
+    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(coef)
+    return total.item()
+
+
+@cheat(CG)
+def clip_only_when_far_above(parameters, max_norm):
+    """The shown cases are 'much smaller' and 'much larger': clip only above 2 * max_norm."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((g**2).sum() for g in grads))
+    if total > 2 * max_norm:
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))
+    return total.item()
+
+
+@cheat(CG)
+def clip_lying_float(parameters, max_norm):
+    """Returns a float subclass that claims to equal anything."""
+
+    class Anything(float):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = float.__hash__
+
+    list(parameters)
+    return Anything(0.0)
+
+
+# =========================================================================== 05 accumulated_step
+AS = "05_training_loop.accumulated_step"
+
+
+@wrong(AS, "one_backward")
+def acc_sum_then_one_backward(model, loss_fn, optimizer, micro_batches):
+    n = sum(len(y) for _, y in micro_batches)
+    optimizer.zero_grad()
+    total = sum(loss_fn(model(X), y) * len(y) / n for X, y in micro_batches)
+    total.backward()
+    optimizer.step()
+
+
+@wrong(AS)
+def acc_divides_by_total_only(model, loss_fn, optimizer, micro_batches):
+    n = sum(len(y) for _, y in micro_batches)
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) / n).backward()
+    optimizer.step()
+
+
+@wrong(AS)
+def acc_weights_by_batches_count(model, loss_fn, optimizer, micro_batches):
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / len(micro_batches)).backward()
+    optimizer.step()
+
+
+@wrong(AS, "forgot_zero_grad")
+def acc_zero_after_step(model, loss_fn, optimizer, micro_batches):
+    n = sum(len(y) for _, y in micro_batches)
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / n).backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+@wrong(AS)
+def acc_only_last(model, loss_fn, optimizer, micro_batches):
+    optimizer.zero_grad()
+    X, y = micro_batches[-1]
+    loss_fn(model(X), y).backward()
+    optimizer.step()
+
+
+@wrong(AS)
+def acc_own_optimizer(model, loss_fn, optimizer, micro_batches):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    n = sum(len(y) for _, y in micro_batches)
+    opt.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / n).backward()
+    opt.step()
+
+
+@valid(AS)
+def acc_model_zero_grad_len_x(model, loss_fn, optimizer, micro_batches):
+    model.zero_grad()
+    n = sum(X.shape[0] for X, _ in micro_batches)
+    for X, y in micro_batches:
+        loss = loss_fn(model(X), y)
+        (loss * (X.shape[0] / n)).backward()
+    optimizer.step()
+
+
+@valid(AS)
+def acc_scale_grads_after(model, loss_fn, optimizer, micro_batches):
+    optimizer.zero_grad()
+    n = sum(len(y) for _, y in micro_batches)
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y)).backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p.grad /= n
+    optimizer.step()
+
+
+@valid(AS)
+def acc_autograd_grad_sum(model, loss_fn, optimizer, micro_batches):
+    params = [p for p in model.parameters()]
+    n = sum(len(y) for _, y in micro_batches)
+    acc = [torch.zeros_like(p) for p in params]
+    for X, y in micro_batches:
+        gs = torch.autograd.grad(loss_fn(model(X), y) * len(y) / n, params)
+        acc = [a + g for a, g in zip(acc, gs)]
+    optimizer.zero_grad()
+    for p, a in zip(params, acc):
+        p.grad = a
+    optimizer.step()
+
+
+@cheat(AS)
+def acc_first_micro_batch_size_as_weight(model, loss_fn, optimizer, micro_batches):
+    """Right only when all micro-batches have the same size."""
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(micro_batches[0][1]) / (len(micro_batches) * len(micro_batches[0][1]))).backward()
+    optimizer.step()
+
+
+@cheat(AS)
+def acc_step_then_undo(model, loss_fn, optimizer, micro_batches):
+    """Steps per micro-batch but hides it by stepping a throwaway optimizer."""
+    n = sum(len(y) for _, y in micro_batches)
+    shadow = torch.optim.SGD(model.parameters(), lr=optimizer.param_groups[0]["lr"])
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / n).backward()
+        shadow.step()
+
+
+# =========================================================================== 05 EarlyStopping
+ES = "05_training_loop.EarlyStopping"
+
+
+class _ES:
+    def __init__(self, patience=3):
+        self.patience = patience
+        self.best_loss = float("inf")
+        self.best_state = None
+        self.bad_epochs = 0
+
+
+@wrong(ES, "state_not_copied")
+class ESShallowCopy(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_loss, self.best_state, self.bad_epochs = val_loss, copy.copy(model.state_dict()), 0
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+@wrong(ES, "state_not_copied")
+class ESDictComprehension(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_loss, self.bad_epochs = val_loss, 0
+            self.best_state = {k: v for k, v in model.state_dict().items()}
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+@wrong(ES)
+class ESStoresModelCopy(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_loss, self.best_state, self.bad_epochs = val_loss, copy.deepcopy(model), 0
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+@wrong(ES)
+class ESMinDelta(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss - 1e-3:
+            self.best_loss, self.best_state, self.bad_epochs = val_loss, copy.deepcopy(model.state_dict()), 0
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+@wrong(ES)
+class ESComparesWithPrevious(_ES):
+    last = float("inf")
+
+    def step(self, val_loss, model):
+        if val_loss < self.last:
+            self.bad_epochs = 0
+            if val_loss < self.best_loss:
+                self.best_loss, self.best_state = val_loss, copy.deepcopy(model.state_dict())
+        else:
+            self.bad_epochs += 1
+        self.last = val_loss
+        return self.bad_epochs >= self.patience
+
+
+@wrong(ES)
+class ESBestLossNotUpdated(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_state, self.bad_epochs = copy.deepcopy(model.state_dict()), 0
+            if self.best_loss == float("inf"):
+                self.best_loss = val_loss
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+@valid(ES)
+class ESClonedTensors(_ES):
+    def step(self, val_loss, model):
+        improved = val_loss < self.best_loss
+        if improved:
+            self.best_loss = float(val_loss)
+            self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.bad_epochs = 0 if improved else self.bad_epochs + 1
+        return self.bad_epochs == self.patience
+
+
+@valid(ES)
+class ESDeepcopyModel(_ES):
+    def step(self, val_loss, model):
+        if val_loss >= self.best_loss:
+            self.bad_epochs += 1
+            return self.bad_epochs >= self.patience
+        self.best_loss = val_loss
+        self.best_state = copy.deepcopy(model).state_dict()
+        self.bad_epochs = 0
+        return False
+
+
+@valid(ES)
+class ESSavedBytes(_ES):
+    def step(self, val_loss, model):
+        import io
+        if val_loss < self.best_loss:
+            buf = io.BytesIO()
+            torch.save(model.state_dict(), buf)
+            buf.seek(0)
+            self.best_state = dict(torch.load(buf))
+            self.best_loss, self.bad_epochs = val_loss, 0
+        else:
+            self.bad_epochs += 1
+        return bool(self.bad_epochs >= self.patience)
+
+
+@cheat(ES)
+class ESStopsAfterFixedEpochs(_ES):
+    epochs = 0
+
+    def step(self, val_loss, model):
+        self.epochs += 1
+        if val_loss < self.best_loss:
+            self.best_loss, self.best_state = val_loss, copy.deepcopy(model.state_dict())
+        return self.epochs >= 2 * self.patience + 1
+
+
+@cheat(ES)
+class ESNeverStops(_ES):
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_loss, self.best_state = val_loss, copy.deepcopy(model.state_dict())
+        return False
+
+
+# =========================================================================== 05 warmup_cosine
+WC = "05_training_loop.warmup_cosine"
+LambdaLR = torch.optim.lr_scheduler.LambdaLR
+
+
+@wrong(WC)
+def wc_no_max_one(optimizer, warmup_steps, total_steps):
+    def f(s):
+        if s < warmup_steps:
+            return (s + 1) / warmup_steps
+        return 0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / (total_steps - warmup_steps)))
+    return LambdaLR(optimizer, f)
+
+
+@wrong(WC)
+def wc_boundary_le(optimizer, warmup_steps, total_steps):
+    def f(s):
+        if s <= warmup_steps and warmup_steps:
+            return (s + 1) / (warmup_steps + 1)
+        return 0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / max(1, total_steps - warmup_steps)))
+    return LambdaLR(optimizer, f)
+
+
+@wrong(WC)
+def wc_returns_lr(optimizer, warmup_steps, total_steps):
+    lr = optimizer.param_groups[0]["lr"]
+
+    def f(s):
+        if s < warmup_steps:
+            return lr * (s + 1) / warmup_steps
+        return lr * 0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / max(1, total_steps - warmup_steps)))
+    return LambdaLR(optimizer, f)
+
+
+@wrong(WC)
+def wc_progress_over_total(optimizer, warmup_steps, total_steps):
+    def f(s):
+        if s < warmup_steps:
+            return (s + 1) / warmup_steps
+        return 0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / total_steps))
+    return LambdaLR(optimizer, f)
+
+
+@wrong(WC)
+def wc_cosine_annealing_only(optimizer, warmup_steps, total_steps):
+    return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
+
+
+@wrong(WC)
+def wc_new_optimizer(optimizer, warmup_steps, total_steps):
+    opt = torch.optim.SGD(optimizer.param_groups[0]["params"], lr=optimizer.param_groups[0]["lr"])
+    return LambdaLR(opt, lambda s: (s + 1) / warmup_steps if s < warmup_steps else
+                    0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / max(1, total_steps - warmup_steps))))
+
+
+@valid(WC)
+def wc_numpy_min(optimizer, warmup_steps, total_steps):
+    def f(s):
+        warm = (s + 1) / warmup_steps if warmup_steps else 1.0
+        prog = min(max(s - warmup_steps, 0) / max(1, total_steps - warmup_steps), 1.0)
+        return float(warm) if s < warmup_steps else float(0.5 * (1 + np.cos(np.pi * prog)))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=f)
+
+
+@valid(WC)
+def wc_sin_squared(optimizer, warmup_steps, total_steps):
+    """cos^2(pi p / 2) == (1 + cos(pi p)) / 2."""
+    span = max(1, total_steps - warmup_steps)
+    return LambdaLR(optimizer, lambda s: (s + 1) / warmup_steps if s < warmup_steps
+                    else math.cos(math.pi * (s - warmup_steps) / span / 2) ** 2)
+
+
+@valid(WC)
+def wc_multiplicative_free_list(optimizer, warmup_steps, total_steps):
+    table = [(s + 1) / warmup_steps if s < warmup_steps else
+             0.5 * (1 + math.cos(math.pi * (s - warmup_steps) / max(1, total_steps - warmup_steps)))
+             for s in range(total_steps + 1)]
+    return LambdaLR(optimizer, lambda s: table[min(s, total_steps)])
+
+
+@cheat(WC)
+def wc_hardcoded_first_case(optimizer, warmup_steps, total_steps):
+    table = [(s + 1) / 4 if s < 4 else 0.5 * (1 + math.cos(math.pi * (s - 4) / 8)) for s in range(13)]
+    return LambdaLR(optimizer, lambda s: table[min(s, 12)] if warmup_steps == 4 else 1.0)
+
+
+@cheat(WC)
+def wc_lying_scheduler(optimizer, warmup_steps, total_steps):
+    class Lying(torch.optim.lr_scheduler.LRScheduler):
+        def get_lr(self):
+            return [g["lr"] for g in self.optimizer.param_groups]
+    return Lying(optimizer)
+
+
+# --------------------------------------------------------------------------- red-team reviewer's findings
+@wrong(T1, "graph_kept_alive")
+def train_sums_loss_tensors(model, loader, loss_fn, optimizer):
+    model.train()
+    total, n = 0, 0
+    for X, y in loader:
+        loss = _five_steps(model, X, y, loss_fn, optimizer)
+        total = total + loss * len(y)
+        n += len(y)
+    return (total / n).item()
+
+
+@wrong(EV, "wrong_type")
+def eval_returns_list(model, loader, loss_fn):
+    model.eval()
+    tl, c, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            z = model(X)
+            tl += loss_fn(z, y).item() * len(y)
+            c += (z.argmax(1) == y).sum().item()
+            n += len(y)
+    return [tl / n, c / n]
+
+
+@wrong(AS, "mutated_input")
+def acc_zeroes_inputs(model, loss_fn, optimizer, micro_batches):
+    n = sum(len(y) for _, y in micro_batches)
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / n).backward()
+        X.zero_()
+    optimizer.step()
+
+
+@wrong(AS, "changed_micro_batches")
+def acc_pops_the_list(model, loss_fn, optimizer, micro_batches):
+    n = sum(len(y) for _, y in micro_batches)
+    optimizer.zero_grad()
+    while micro_batches:
+        X, y = micro_batches.pop()
+        (loss_fn(model(X), y) * len(y) / n).backward()
+    optimizer.step()
+
+
+@wrong(T1, "reseeded_global_rng")
+def train_reseeds_every_epoch(model, loader, loss_fn, optimizer):
+    torch.manual_seed(0)
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        total += _five_steps(model, X, y, loss_fn, optimizer).item() * len(y)
+        n += len(y)
+    return total / n
+
+
+# --------------------------------------------------------------------------- the red-team tests
+def _all(table):
+    return [p for ps in table.values() for p in ps]
+
+
+@pytest.mark.parametrize("answer,mistake", _all(WRONG))
+def test_wrong_answer_is_rejected(request, answer, mistake):
+    exercise = request.node.callspec.id.split("-")[0]
+    rejected(exercise, answer, mistake)
+
+
+@pytest.mark.parametrize("answer", _all(VALID))
+def test_valid_answer_is_accepted(request, answer):
+    exercise = request.node.callspec.id.split("-")[0]
+    accepted(exercise, answer)
+
+
+@pytest.mark.parametrize("answer", _all(CHEATS))
+def test_cheat_is_rejected(request, answer):
+    exercise = request.node.callspec.id.split("-")[0]
+    rejected(exercise, answer)
+
+
+def test_every_exercise_has_its_red_team():
+    for eid in grading.exercises():
+        if eid.split(".")[0] != LESSON:
+            continue
+        assert len(WRONG[eid]) >= 5, eid
+        assert len(VALID[eid]) >= 3, eid
+        assert len(CHEATS[eid]) >= 2, eid

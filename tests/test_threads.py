@@ -50,7 +50,7 @@ def test_the_tests_and_their_kernels_use_the_policy():
 def test_build_execute_and_the_grader_use_the_policy():
     build = (ROOT / "course_utils" / "build.py").read_text()
     assert "threads.kernel_env(" in build
-    grade = (ROOT / "course_utils" / "instructor" / "grade.py").read_text()
+    grade = (ROOT / "course_utils" / "instructor" / "grade_run.py").read_text()
     assert "thread_policy.kernel_threads()" in grade
 
 

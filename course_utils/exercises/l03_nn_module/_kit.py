@@ -14,6 +14,8 @@ from torch import nn
 
 from course_utils.grading import Incorrect
 
+LESSON = "03_nn_module"
+
 MISSING_SUPER_INIT = (
     "Creating your module raised \"cannot assign ... before Module.__init__() call\". "
     "`nn.Module.__init__` sets up the registries for parameters, buffers and submodules: call "

@@ -15,10 +15,13 @@ from torch import nn
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
+
+# --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
+from .._references.l03_nn_module import freeze_backbone
 
 
-# --- reference
+# --- cases
 class Backboned(nn.Module):
     """A model with a ``backbone`` (feature extractor) and a ``head`` (classifier)."""
 
@@ -32,12 +35,6 @@ class Backboned(nn.Module):
         return self.head(self.backbone(x))
 
 
-def freeze_backbone(model):
-    model.backbone.requires_grad_(False)
-    return [p for p in model.parameters() if p.requires_grad]
-
-
-# --- cases
 def _cases(r: Rand) -> Case:
     return Case((Backboned(r.integer(2, 6), r.integer(3, 8), r.integer(2, 5)),))
 

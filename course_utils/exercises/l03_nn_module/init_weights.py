@@ -16,15 +16,10 @@ from torch import nn
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
-
-# --- reference
-def init_weights(m):
-    if isinstance(m, nn.Linear):
-        nn.init.normal_(m.weight, mean=0.0, std=1 / math.sqrt(m.in_features))
-        if m.bias is not None:
-            nn.init.zeros_(m.bias)
+# --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
+from .._references.l03_nn_module import init_weights
 
 
 # --- cases

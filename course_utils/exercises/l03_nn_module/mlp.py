@@ -15,27 +15,13 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
 from ._kit import (
-    MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_param_grads, count, fill_from,
-    gen,
+    LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_param_grads, count,
+    fill_from, gen,
 )
 
-
-# --- reference
-class MLP(nn.Module):
-    def __init__(self, in_features, hidden_sizes, num_classes):
-        super().__init__()
-        layers = []
-        width = in_features
-        for hidden in hidden_sizes:
-            layers += [nn.Linear(width, hidden), nn.ReLU()]
-            width = hidden
-        layers.append(nn.Linear(width, num_classes))
-        self.net = nn.Sequential(*layers)
-
-    def forward(self, x):
-        return self.net(x)
+# --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
+from .._references.l03_nn_module import MLP
 
 
 # --- cases
@@ -224,11 +210,13 @@ register(Exercise(
     mistakes=[
         Mistake("missing_super_init", MISSING_SUPER_INIT, _NoSuper, match_output=False),
         Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
+        # match_output stays True: `mutated_input` is also the runner's generic id, whose own words
+        # must not be replaced by this template
         Mistake("mutated_input",
                 "Your constructor changed the caller's `hidden_sizes` list (it is now {now}, it was {was}): "
                 "building a second model from the same list would give another network. Make a new list: "
                 "`sizes = [in_features, *hidden_sizes, num_classes]`.",
-                _MutatesSizes, match_output=False),
+                _MutatesSizes),
         Mistake("unregistered_parameters",
                 "Your model has no parameters: `model.parameters()` is empty, so an optimizer would fail with "
                 "\"optimizer got an empty parameter list\". Layers kept in a plain Python list are invisible to "

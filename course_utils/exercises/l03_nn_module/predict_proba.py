@@ -14,20 +14,10 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
-from . import LESSON
+from ._kit import LESSON
 
-
-# --- reference
-def predict_proba(model, X):
-    # every submodule's own mode: model.train(was_training) would put a Dropout that was in
-    # eval mode back into training mode
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
-    with torch.no_grad():
-        probs = torch.softmax(model(X), dim=1)
-    for m, training in modes:
-        m.training = training
-    return probs
+# --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
+from .._references.l03_nn_module import predict_proba
 
 
 # --- cases

@@ -15,20 +15,10 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
-from . import LESSON
-from ._kit import MISSING_SUPER_INIT, NOT_A_MODULE, build, gen
+from ._kit import LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, build, gen
 
-
-# --- reference
-class RMSNorm(nn.Module):
-    def __init__(self, dim, eps=1e-6):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x):
-        rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
-        return x / rms * self.weight
+# --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
+from .._references.l03_nn_module import RMSNorm
 
 
 # --- cases

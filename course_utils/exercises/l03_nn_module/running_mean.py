@@ -15,23 +15,10 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
-from . import LESSON
-from ._kit import MISSING_SUPER_INIT, NOT_A_MODULE, build, gen
+from ._kit import LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, build, gen
 
-
-# --- reference
-class RunningMean(nn.Module):
-    def __init__(self, num_features, momentum=0.1):
-        super().__init__()
-        self.momentum = momentum
-        self.register_buffer("running_mean", torch.zeros(num_features))
-
-    def forward(self, x):
-        if self.training:
-            with torch.no_grad():
-                batch_mean = x.mean(dim=0)
-                self.running_mean.mul_(1 - self.momentum).add_(self.momentum * batch_mean)
-        return x - self.running_mean
+# --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
+from .._references.l03_nn_module import RunningMean
 
 
 # --- cases

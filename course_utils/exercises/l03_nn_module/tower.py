@@ -14,24 +14,13 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
 from ._kit import (
-    MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_param_grads, count, fill_from,
-    gen,
+    LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_param_grads, count,
+    fill_from, gen,
 )
 
-
-# --- reference
-class Tower(nn.Module):
-    def __init__(self, width, depth):
-        super().__init__()
-        self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
-        self.scale = nn.Parameter(torch.ones(width))
-
-    def forward(self, x):
-        for block in self.blocks:
-            x = torch.relu(block(x))
-        return x * self.scale
+# --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
+from .._references.l03_nn_module import Tower
 
 
 # --- cases

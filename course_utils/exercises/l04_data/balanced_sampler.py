@@ -17,12 +17,8 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from . import LESSON
 
 
-# --- reference
-def balanced_sampler(y, generator=None):
-    """A sampler that draws every class equally often (in expectation)."""
-    class_counts = torch.bincount(y)
-    weights = 1.0 / class_counts[y].double()
-    return WeightedRandomSampler(weights, num_samples=len(y), replacement=True, generator=generator)
+# --- reference: the notebook's answer (generated from solutions/04_data.py)
+from .._references.l04_data import balanced_sampler
 
 
 # --- cases

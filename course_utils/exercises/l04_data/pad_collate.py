@@ -7,7 +7,6 @@ return the lengths (int64) and the labels stacked into one tensor; leave the ``b
 from __future__ import annotations
 
 import torch
-from torch.nn.utils.rnn import pad_sequence
 
 from course_utils.datasets import PAD
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
@@ -15,14 +14,8 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from . import LESSON
 
 
-# --- reference
-def pad_collate(batch):
-    """Batch (tokens, label) pairs of different lengths: padded tokens, lengths, labels."""
-    seqs = [tokens for tokens, _ in batch]
-    lengths = torch.tensor([len(s) for s in seqs])
-    padded = pad_sequence(seqs, batch_first=True, padding_value=PAD)
-    labels = torch.stack([label for _, label in batch])
-    return padded, lengths, labels
+# --- reference: the notebook's answer (generated from solutions/04_data.py)
+from .._references.l04_data import pad_collate
 
 
 # --- cases

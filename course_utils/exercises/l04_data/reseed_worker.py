@@ -13,12 +13,15 @@ import random
 import numpy as np
 import torch
 
-from course_utils.data_workers import NoisyItems, reseed_worker
+from course_utils.lesson_props.l04_data_workers import NoisyItems, reseed_worker
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from . import LESSON, _kit
 
-# --- reference: reseed_worker, imported above (the lesson's DataLoader demos use it too)
+# --- reference: the lesson prop `l04_data_workers.reseed_worker` (imported above), which the
+# lesson's later cells use. The notebook's answer (_references/l04_data.py) is the same code and
+# passes this grader (tests/test_references.py); the prop stays the reference so that the
+# instructor's judge recognises it, submitted, as the course's own object (reference_answer).
 
 
 # --- cases
@@ -49,8 +52,6 @@ def _call_in_worker(answer, k: int) -> bool:
 
 def _run(answer, case: Case):
     _kit.clear_stale_worker_info()
-    if not callable(answer):
-        raise Incorrect("wrong_type", got=type(answer).__name__)
     (base1, base2), data_seed = case.kwargs["base_seeds"], case.kwargs["data_seed"]
     touched_global = False
 
@@ -133,8 +134,6 @@ register(Exercise(
                 "Only replace `get_worker_info().dataset.rng`.", _reseed_torch_too, match_output=False),
         Mistake("not_a_generator", "After your function, `dataset.rng` must still be a NumPy Generator "
                 "(`np.random.default_rng(...)`).", _rng_to_list, match_output=False),
-        # (the runner answers a non-callable before `_run` does; kept for direct callers of `_run`)
-        Mistake("wrong_type", "You passed a {got}; pass your function itself.", None, match_output=False),
     ],
     hints=[
         "Inside a worker, `info = torch.utils.data.get_worker_info()` has `info.dataset` (this worker's copy "

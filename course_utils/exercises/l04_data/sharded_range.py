@@ -20,12 +20,15 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from course_utils.data_workers import ShardedRange
+from course_utils.lesson_props.l04_data_workers import ShardedRange
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from . import LESSON, _kit
 
-# --- reference: ShardedRange, imported above (the lesson's DataLoader demos use it too)
+# --- reference: the lesson prop `l04_data_workers.ShardedRange` (imported above), which the
+# lesson's later cells use. The notebook's answer (_references/l04_data.py) is the same code and
+# passes this grader (tests/test_references.py); the prop stays the reference so that the
+# instructor's judge recognises it, submitted, as the course's own object (reference_answer).
 
 
 # --- cases

@@ -21,17 +21,8 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from . import LESSON
 
 
-# --- reference
-def stratified_split(y, test_fraction, generator):
-    """Indices (train, test) such that every class keeps its share in the test set."""
-    train, test = [], []
-    for c in torch.unique(y):
-        idx = (y == c).nonzero().flatten()
-        idx = idx[torch.randperm(len(idx), generator=generator)]
-        n_test = round(len(idx) * test_fraction)
-        test.append(idx[:n_test])
-        train.append(idx[n_test:])
-    return torch.cat(train), torch.cat(test)
+# --- reference: the notebook's answer (generated from solutions/04_data.py)
+from .._references.l04_data import stratified_split
 
 
 # --- cases

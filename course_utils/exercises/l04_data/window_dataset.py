@@ -16,24 +16,8 @@ from . import LESSON
 from ._kit import WRONG_TYPE, construct
 
 
-# --- reference
-class WindowDataset(Dataset):
-    """Sliding windows over a 1-D series: item ``i`` is ``(x, y)`` with ``x`` the ``window``
-    values starting at ``i`` and ``y`` the value ``horizon`` steps after the window's last value."""
-
-    def __init__(self, series, window, horizon=1):
-        self.series = series
-        self.window = window
-        self.horizon = horizon
-
-    def __len__(self):
-        # 0 when the series is too short for even one window and its target (never negative)
-        return max(0, len(self.series) - self.window - self.horizon + 1)
-
-    def __getitem__(self, i):
-        x = self.series[i : i + self.window]
-        y = self.series[i + self.window + self.horizon - 1]
-        return x, y
+# --- reference: the notebook's answer (generated from solutions/04_data.py)
+from .._references.l04_data import WindowDataset
 
 
 # --- cases
@@ -158,6 +142,11 @@ class _TargetKeepsDim(WindowDataset):
         return x, y.reshape(1)
 
 
+# an instance, made without running the reference's `__init__`: importing this file must not run
+# the reference (the instructor's sandbox stages the course with every reference cut out)
+_AN_INSTANCE = object.__new__(WindowDataset)
+
+
 def _window_list(series, window, horizon=1):
     return list(WindowDataset(series, window, horizon))
 
@@ -190,7 +179,7 @@ register(Exercise(
         Mistake("wrong_default_horizon", "`WindowDataset(series, window)` must mean horizon 1 (the value right "
                 "after the window): keep the default `horizon=1` in `__init__`.", _HorizonDefaultTwo,
                 match_output=False),
-        Mistake("wrong_type", WRONG_TYPE, WindowDataset(torch.arange(5.0), 2), match_output=False),
+        Mistake("wrong_type", WRONG_TYPE, _AN_INSTANCE, match_output=False),
         Mistake("not_a_dataset", "Complete the class `WindowDataset(Dataset)`: calling your answer gave a "
                 "{got}, not a `torch.utils.data.Dataset` (keep the base class, and compute items in "
                 "`__getitem__`).", _window_list, match_output=False),

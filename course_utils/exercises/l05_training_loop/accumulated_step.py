@@ -20,15 +20,8 @@ from . import LESSON
 from ._kit import _flat, count_steps
 
 
-# --- reference
-def accumulated_step(model, loss_fn, optimizer, micro_batches):
-    """One optimizer step on the gradient of the whole batch, computed micro-batch by micro-batch."""
-    n_total = sum(len(y) for _, y in micro_batches)
-    optimizer.zero_grad()
-    for X, y in micro_batches:
-        loss = loss_fn(model(X), y) * len(y) / n_total
-        loss.backward()
-    optimizer.step()
+# --- reference: the notebook's answer (generated from solutions/05_training_loop.py)
+from .._references.l05_training_loop import accumulated_step
 
 
 # --- cases

@@ -21,17 +21,8 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from . import LESSON
 
 
-# --- reference
-def clip_grad_norm(parameters, max_norm):
-    """Scale all gradients together so that their total norm is at most max_norm."""
-    grads = [p.grad for p in parameters if p.grad is not None]
-    if not grads:  # before the first backward, or everything frozen: nothing to measure or clip
-        return 0.0
-    total_norm = torch.sqrt(sum((g**2).sum() for g in grads))
-    if total_norm > max_norm:
-        for g in grads:
-            g.mul_(max_norm / (total_norm + 1e-6))
-    return total_norm.item()
+# --- reference: the notebook's answer (generated from solutions/05_training_loop.py)
+from .._references.l05_training_loop import clip_grad_norm
 
 
 # --- cases

@@ -19,24 +19,8 @@ from . import LESSON
 from ._kit import _is_number
 
 
-# --- reference
-class EarlyStopping:
-    """Stop when the validation loss has not improved for `patience` epochs; keep the best weights."""
-
-    def __init__(self, patience=3):
-        self.patience = patience
-        self.best_loss = float("inf")
-        self.best_state = None
-        self.bad_epochs = 0
-
-    def step(self, val_loss, model):
-        if val_loss < self.best_loss:
-            self.best_loss = val_loss
-            self.best_state = copy.deepcopy(model.state_dict())
-            self.bad_epochs = 0
-        else:
-            self.bad_epochs += 1
-        return self.bad_epochs >= self.patience
+# --- reference: the notebook's answer (generated from solutions/05_training_loop.py)
+from .._references.l05_training_loop import EarlyStopping
 
 
 # --- cases
@@ -169,6 +153,11 @@ class _NoBestLoss(EarlyStopping):
         return stop
 
 
+# an instance, made without running the reference's `__init__`: importing this file must not run
+# the reference (the instructor's sandbox stages the course with every reference cut out)
+_AN_INSTANCE = object.__new__(EarlyStopping)
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="EarlyStopping", title="Early stopping that keeps the best weights",
@@ -185,7 +174,7 @@ register(Exercise(
         Mistake("tie_counts_as_improvement", "Only a strictly lower loss is an improvement (`<`): an equal "
                 "loss counts as an epoch without improvement.", _TieImproves),
         Mistake("wrong_type", "You passed {given}; pass your class `EarlyStopping` itself (without calling it).",
-                EarlyStopping(), match_output=False),
+                _AN_INSTANCE, match_output=False),
         Mistake("no_step_method", "Calling your class should give an object with a `step(val_loss, model)` "
                 "method.", _NoStep, match_output=False),
         Mistake("returned_none", "`step` returned None: return True when training should stop, False "

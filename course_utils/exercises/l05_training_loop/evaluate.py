@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, register
 from course_utils.grading.calls import GRAD_LEFT_OFF
-from course_utils.training_lab import evaluate
+from course_utils.lesson_props.l05_training_lab import evaluate
 
 from . import LESSON
 from ._kit import (
@@ -22,7 +22,10 @@ from ._kit import (
     record_modes,
 )
 
-# --- reference: evaluate, imported above (the lesson's later cells evaluate with it)
+# --- reference: the lesson prop `l05_training_lab.evaluate` (imported above), which the lesson's
+# later cells use. The notebook's answer (_references/l05_training_loop.py) is the same code and
+# passes this grader (tests/test_references.py); the prop stays the reference so that the
+# instructor's judge recognises it, submitted, as the course's own object (reference_answer).
 
 
 # --- cases: loop_case (the grader builds model, loader and loss from the seed)

@@ -19,7 +19,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, answer_grad_mode, register
-from course_utils.training_lab import evaluate, train_one_epoch
+from course_utils.lesson_props.l05_training_lab import evaluate, train_one_epoch
 
 from . import LESSON
 from ._kit import (
@@ -27,7 +27,10 @@ from ._kit import (
     loop_case, number_problem, record_modes,
 )
 
-# --- reference: train_one_epoch, imported above (the lesson's later cells train with it)
+# --- reference: the lesson prop `l05_training_lab.train_one_epoch` (imported above), which the
+# lesson's later cells use. The notebook's answer (_references/l05_training_loop.py) is the same
+# code and passes this grader (tests/test_references.py); the prop stays the reference so that the
+# instructor's judge recognises it, submitted, as the course's own object (reference_answer).
 
 
 # --- cases: loop_case (the grader builds model, loader, loss and optimizer from the seed)

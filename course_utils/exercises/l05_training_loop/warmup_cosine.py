@@ -19,17 +19,8 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from . import LESSON
 
 
-# --- reference
-def warmup_cosine(optimizer, warmup_steps, total_steps):
-    """LambdaLR: linear warm-up over warmup_steps, then a cosine decay to 0 at total_steps."""
-
-    def factor(step):
-        if step < warmup_steps:
-            return (step + 1) / warmup_steps
-        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
-        return 0.5 * (1 + math.cos(math.pi * progress))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+# --- reference: the notebook's answer (generated from solutions/05_training_loop.py)
+from .._references.l05_training_loop import warmup_cosine
 
 
 # --- cases

@@ -20,14 +20,8 @@ from . import LESSON
 from ._kit import META, mlp
 
 
-# --- reference
-def amp_train_step(model, X, y, loss_fn, optimizer):
-    optimizer.zero_grad()
-    with torch.autocast(device_type=X.device.type, dtype=torch.bfloat16):
-        loss = loss_fn(model(X), y)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
+# --- reference: the solution notebook's answer, generated from solutions/06_gpu_amp_ddp.py
+from .._references.l06_gpu_amp_ddp import amp_train_step
 
 
 # --- cases

@@ -22,11 +22,8 @@ from . import LESSON
 from ._kit import fill
 
 
-# --- reference
-def checkpointed_forward(blocks, x):
-    for block in blocks:
-        x = checkpoint(block, x, use_reentrant=False)
-    return x
+# --- reference: the solution notebook's answer, generated from solutions/06_gpu_amp_ddp.py
+from .._references.l06_gpu_amp_ddp import checkpointed_forward
 
 
 # --- cases
@@ -174,6 +171,8 @@ def _flips_input_flag(blocks, x):
 
 
 _reentrant = functools.partial(_variant, wrap=checkpoint)  # use_reentrant not given: the old mode
+_keeps_more = functools.partial(  # checkpointed, then an extra op that saves its inputs for backward
+    _variant, wrap=lambda block, x: _NON_REENTRANT(block, x) * torch.ones_like(x).requires_grad_())
 _cut_between = functools.partial(_variant, detach=True)
 
 
@@ -221,8 +220,9 @@ register(Exercise(
                 "{before} to {after}), e.g. with `x.requires_grad_()`. With `use_reentrant=False` checkpointing "
                 "needs no such trick: leave the input as it is.", _flips_input_flag, match_output=False),
         Mistake("kept_activations", "Your forward pass kept {used} bytes of activations for backward; "
-                f"checkpointing every block keeps only each block's input ({{ckpt}} bytes here). Wrap each block "
-                f"call: {_WRAP}.", match_output=False),
+                "checkpointing every block keeps only each block's input ({ckpt} bytes here). Every block was "
+                "recomputed, so another operation in your loop keeps activations: the loop body is "
+                f"{_WRAP} and nothing else that needs gradients.", _keeps_more, match_output=False),
     ],
     hints=[
         "`from torch.utils.checkpoint import checkpoint`; `checkpoint(fn, *args, use_reentrant=False)` runs "

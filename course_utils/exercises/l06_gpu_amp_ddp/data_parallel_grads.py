@@ -19,15 +19,8 @@ from . import LESSON
 from ._kit import mlp
 
 
-# --- reference
-def data_parallel_grads(model, loss_fn, X, y, world_size):
-    summed = None
-    for X_rank, y_rank in zip(X.chunk(world_size), y.chunk(world_size)):
-        replica = copy.deepcopy(model)              # every rank holds its own copy of the model
-        loss = loss_fn(replica(X_rank), y_rank)
-        grads = torch.autograd.grad(loss, list(replica.parameters()))
-        summed = list(grads) if summed is None else [s + g for s, g in zip(summed, grads)]
-    return [s / world_size for s in summed]         # all_reduce(SUM), then divide: the average
+# --- reference: the solution notebook's answer, generated from solutions/06_gpu_amp_ddp.py
+from .._references.l06_gpu_amp_ddp import data_parallel_grads
 
 
 # --- cases

@@ -17,17 +17,8 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from . import LESSON
 
 
-# --- reference
-def shard_indices(n, world_size, rank, epoch, shuffle=True, seed=0):
-    if shuffle:
-        g = torch.Generator().manual_seed(seed + epoch)
-        order = torch.randperm(n, generator=g).tolist()
-    else:
-        order = list(range(n))
-    total = math.ceil(n / world_size) * world_size       # every rank gets the same number
-    if n:                                                  # (an empty dataset has nothing to pad)
-        order = (order * math.ceil(total / n))[:total]     # pad by repeating from the start
-    return order[rank:total:world_size]                    # deal them out round-robin
+# --- reference: the solution notebook's answer, generated from solutions/06_gpu_amp_ddp.py
+from .._references.l06_gpu_amp_ddp import shard_indices
 
 
 # --- cases

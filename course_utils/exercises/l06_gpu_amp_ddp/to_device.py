@@ -19,17 +19,8 @@ from . import LESSON
 from ._kit import META
 
 
-# --- reference
-def to_device(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {key: to_device(value, device) for key, value in batch.items()}
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a namedtuple: fields by position
-        return type(batch)(*(to_device(item, device) for item in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(to_device(item, device) for item in batch)
-    return batch
+# --- reference: the solution notebook's answer, generated from solutions/06_gpu_amp_ddp.py
+from .._references.l06_gpu_amp_ddp import to_device
 
 
 # --- cases

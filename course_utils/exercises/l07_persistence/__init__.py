@@ -2,7 +2,7 @@
 checkpoint on a CPU, checkpoints that resume bit-identically, and exporting with a dynamic batch.
 
 Graders that write files do it inside a fresh temporary directory that is removed afterwards.
-Unsafe loading is caught with :class:`course_utils.persistence.HarmlessPayload`, which only
+Unsafe loading is caught with :class:`course_utils.lesson_props.l07_persistence.HarmlessPayload`, which only
 counts that it ran.
 """
 

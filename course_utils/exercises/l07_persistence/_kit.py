@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils import grading
 from course_utils.grading import Case, Compare, Incorrect, Rand
-from course_utils.persistence import payload_runs, reset_payload_runs
+from course_utils.lesson_props.l07_persistence import payload_runs, reset_payload_runs
 
 from . import LESSON
 
@@ -158,6 +158,35 @@ def _modes(model) -> list[bool]:
     return [m.training for m in model.modules()]
 
 
+def _original_run(kw: dict, save, path: str, role: str) -> tuple[dict, list[torch.Tensor]]:
+    """The original run: train k epochs, ``save`` to ``path``, go on to the end (uninterrupted).
+    Returns the state at the save and the final weights."""
+    k, num_epochs = kw["epoch"], kw["num_epochs"]
+    torch.manual_seed(kw["rng"])
+    model, optimizer, scheduler, loader, generator = setup(kw, "original")
+    _train(model, optimizer, scheduler, loader, range(0, k))
+    snapshot = copy.deepcopy(_state(model, optimizer, scheduler, generator))
+    model[2].eval()  # a model whose submodules are in mixed modes: both must come back as they were
+    modes = _modes(model)
+    save(path, model, optimizer, scheduler, k, generator)
+    if role == "save" and _modes(model) != modes:
+        raise Incorrect("changed_mode")
+    if role == "save" and not os.path.exists(path):
+        raise Incorrect("no_file")
+    _train(model, optimizer, scheduler, loader, range(k, num_epochs))
+    return snapshot, [p.detach().clone() for p in model.parameters()]
+
+
+# When the learner writes the loader, the original run saves with the reference: it is a function
+# of the case alone, so it is computed once per case and recalled (its state at the save, its final
+# weights and the file it wrote, written afresh for each check). The learner's half always runs.
+_ORIGINAL_RUNS: dict[tuple, tuple[dict, list[torch.Tensor], bytes]] = {}
+
+
+def _case_key(case: Case) -> tuple:
+    return tuple(sorted(case.kwargs.items()))
+
+
 def _run_resume(answer, case: Case, role: str):
     """Train k epochs, save, train on (the uninterrupted run); then, in a "new process" with other
     weights and another random state, load and train on (the resumed run): the two must end with
@@ -171,20 +200,19 @@ def _run_resume(answer, case: Case, role: str):
     k, num_epochs = kw["epoch"], kw["num_epochs"]
     with tempfile.TemporaryDirectory(prefix="course-grader-") as tmp:
         path = os.path.join(tmp, "checkpoint.pt")
-        # the original run: train k epochs, save, go on to the end (uninterrupted)
-        torch.manual_seed(kw["rng"])
-        model, optimizer, scheduler, loader, generator = setup(kw, "original")
-        _train(model, optimizer, scheduler, loader, range(0, k))
-        snapshot = copy.deepcopy(_state(model, optimizer, scheduler, generator))
-        model[2].eval()  # a model whose submodules are in mixed modes: both must come back as they were
-        modes = _modes(model)
-        save(path, model, optimizer, scheduler, k, generator)
-        if role == "save" and _modes(model) != modes:
-            raise Incorrect("changed_mode")
-        if role == "save" and not os.path.exists(path):
-            raise Incorrect("no_file")
-        _train(model, optimizer, scheduler, loader, range(k, num_epochs))
-        uninterrupted = [p.detach().clone() for p in model.parameters()]
+        if role == "save":
+            snapshot, uninterrupted = _original_run(kw, save, path, role)
+        else:
+            key = _case_key(case)
+            if key not in _ORIGINAL_RUNS:
+                if len(_ORIGINAL_RUNS) >= 256:
+                    _ORIGINAL_RUNS.clear()
+                snapshot, uninterrupted = _original_run(kw, save, path, role)
+                with open(path, "rb") as f:
+                    _ORIGINAL_RUNS[key] = (snapshot, uninterrupted, f.read())
+            snapshot, uninterrupted, data = _ORIGINAL_RUNS[key]
+            with open(path, "wb") as f:
+                f.write(data)
 
         # a new process: other initial weights, other random state, then load and resume
         torch.manual_seed(kw["other_rng"])
@@ -216,7 +244,7 @@ _RECALLED: dict[tuple, tuple[list[torch.Tensor], torch.Tensor]] = {}
 def run_resume(answer, case: Case, role: str):
     if answer is not grading.reference(f"{LESSON}.{role}_checkpoint"):
         return _run_resume(answer, case, role)
-    key = tuple(sorted(case.kwargs.items()))
+    key = _case_key(case)
     if key not in _RECALLED:
         if len(_RECALLED) >= 256:
             _RECALLED.clear()

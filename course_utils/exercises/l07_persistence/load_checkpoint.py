@@ -11,22 +11,15 @@ from __future__ import annotations
 import torch
 
 from course_utils.grading import Exercise, Mistake, Rand, register
-from course_utils.persistence import HarmlessPayload
+from course_utils.lesson_props.l07_persistence import HarmlessPayload
 
 from . import LESSON
 from ._kit import (CHANGED_MODE, EXACT, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, UNSAFE_MESSAGE,
                    not_restored_id, probe_payload, resume_case, run_resume, setup)
 
 
-# --- reference
-def load_checkpoint(path, model, optimizer, scheduler, loader_generator):
-    checkpoint = torch.load(path, weights_only=True)
-    model.load_state_dict(checkpoint["model"])
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    scheduler.load_state_dict(checkpoint["scheduler"])
-    torch.set_rng_state(checkpoint["rng_state"])
-    loader_generator.set_state(checkpoint["loader_generator"])
-    return checkpoint["epoch"]
+# --- reference: the solution notebook's answer, generated from solutions/07_persistence.py
+from .._references.l07_persistence import load_checkpoint
 
 
 # --- cases
@@ -75,6 +68,13 @@ def _load_then_eval(path, model, optimizer, scheduler, loader_generator):
     return epoch
 
 
+def _load_assigning(path, model, optimizer, scheduler, loader_generator):
+    epoch = load_checkpoint(path, model, optimizer, scheduler, loader_generator)
+    # assign=True swaps in new Parameters: the optimizer still updates the old ones
+    model.load_state_dict(torch.load(path, weights_only=True)["model"], assign=True)
+    return epoch
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="load_checkpoint", title="Restore everything and resume where training stopped",
@@ -95,7 +95,7 @@ register(Exercise(
                 "`checkpoint['epoch']` unchanged, an int.", _loaded_without("", epoch_shift=1), match_output=False),
         Mistake("unsafe_load", UNSAFE_MESSAGE, _loaded_without("", weights_only=False), match_output=False),
         Mistake("changed_mode", CHANGED_MODE.format(fn="load_checkpoint"), _load_then_eval, match_output=False),
-        Mistake("not_bit_identical", NOT_BIT_IDENTICAL, match_output=False),
+        Mistake("not_bit_identical", NOT_BIT_IDENTICAL, _load_assigning, match_output=False),
     ],
     hints=[
         "`checkpoint = torch.load(path, weights_only=True)`, then put every piece back where it came from.",

@@ -15,17 +15,14 @@ import tempfile
 import torch
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
-from course_utils.persistence import HarmlessPayload, save_as_if_on_cuda
+from course_utils.lesson_props.l07_persistence import HarmlessPayload, save_as_if_on_cuda
 
 from . import LESSON
 from ._kit import EXACT, UNSAFE_MESSAGE, probe_payload
 
 
-# --- reference
-def load_state_dict_cpu(path):
-    state_dict = torch.load(path, map_location="cpu", weights_only=True)
-    prefix = "module."
-    return {(key[len(prefix):] if key.startswith(prefix) else key): value for key, value in state_dict.items()}
+# --- reference: the solution notebook's answer, generated from solutions/07_persistence.py
+from .._references.l07_persistence import load_state_dict_cpu
 
 
 # --- cases

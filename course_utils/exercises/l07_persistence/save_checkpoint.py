@@ -17,16 +17,8 @@ from ._kit import (CHANGED_MODE, EXACT, KEYS, NOT_BIT_IDENTICAL, NOT_RESTORED, R
                    resume_case, run_resume)
 
 
-# --- reference
-def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator):
-    torch.save({
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "scheduler": scheduler.state_dict(),
-        "epoch": epoch,
-        "rng_state": torch.get_rng_state(),
-        "loader_generator": loader_generator.get_state(),
-    }, path)
+# --- reference: the solution notebook's answer, generated from solutions/07_persistence.py
+from .._references.l07_persistence import save_checkpoint
 
 
 # --- cases

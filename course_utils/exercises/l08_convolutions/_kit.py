@@ -19,6 +19,8 @@ from torch.overrides import TorchFunctionMode
 
 from course_utils.grading import Case, Incorrect
 
+LESSON = "08_convolutions"
+
 
 class Forbid(TorchFunctionMode):
     """Record (and stop) every torch function whose name matches ``pattern``."""

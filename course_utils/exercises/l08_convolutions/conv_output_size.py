@@ -12,12 +12,10 @@ from typing import Any
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
-
-# --- reference
-def conv_output_size(size, kernel_size, stride=1, padding=0, dilation=1):
-    return (size + 2 * padding - dilation * (kernel_size - 1) - 1) // stride + 1
+# --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
+from .._references.l08_convolutions import conv_output_size
 
 
 # --- cases

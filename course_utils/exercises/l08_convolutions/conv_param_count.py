@@ -6,16 +6,12 @@ sees `in_channels // g` channels; a tuple kernel has `kh * kw` taps.
 
 from __future__ import annotations
 
-
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
-
-# --- reference
-def conv_param_count(in_channels, out_channels, kernel_size, bias=True, groups=1):
-    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-    return out_channels * (in_channels // groups) * kh * kw + (out_channels if bias else 0)
+# --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
+from .._references.l08_convolutions import conv_param_count
 
 
 # --- cases

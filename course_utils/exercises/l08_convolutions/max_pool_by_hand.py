@@ -14,17 +14,12 @@ import torch.nn.functional as F
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
-from . import LESSON
-from ._kit import run_forbidding
+from ._kit import LESSON, run_forbidding
+
+# --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
+from .._references.l08_convolutions import max_pool_by_hand
 
 _POOL_OPS = r"max_pool|max_unpool|fractional_max"
-
-
-# --- reference
-def max_pool_by_hand(x, kernel_size, stride=None):
-    stride = kernel_size if stride is None else stride
-    windows = x.unfold(2, kernel_size, stride).unfold(3, kernel_size, stride)  # (N, C, H', W', k, k)
-    return windows.amax(dim=(-2, -1))
 
 
 # --- cases

@@ -10,16 +10,10 @@ import math
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
-
-# --- reference
-def receptive_field(layers):
-    rf, jump = 1, 1  # one output pixel sees 1 input pixel; neighbours are `jump` pixels apart
-    for kernel_size, stride, dilation in layers:
-        rf += (kernel_size - 1) * dilation * jump
-        jump *= stride
-    return rf
+# --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
+from .._references.l08_convolutions import receptive_field
 
 
 # --- cases

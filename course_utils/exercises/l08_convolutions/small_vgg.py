@@ -14,25 +14,10 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
-
-# --- reference
-class SmallVGG(nn.Module):
-    def __init__(self, in_channels, num_classes, widths, image_size):
-        super().__init__()
-        height, width = image_size
-        layers = []
-        channels = in_channels
-        for w in widths:
-            layers += [nn.Conv2d(channels, w, kernel_size=3, padding=1, bias=False),
-                       nn.BatchNorm2d(w), nn.ReLU(), nn.MaxPool2d(2)]
-            channels, height, width = w, height // 2, width // 2
-        self.features = nn.Sequential(*layers)
-        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(channels * height * width, num_classes))
-
-    def forward(self, x):
-        return self.classifier(self.features(x))
+# --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
+from .._references.l08_convolutions import SmallVGG
 
 
 # --- cases
