@@ -29,6 +29,7 @@ import nbformat
 import pytest
 
 from course_utils import build
+from course_utils.grading import registry
 from course_utils.instructor import grade, sandbox
 
 pytestmark = [pytest.mark.slow,  # every test grades real notebooks in the sandbox
@@ -526,6 +527,25 @@ def test_the_staged_course_has_no_generated_reference(tmp_path):
                        for b in bodies), (real.name, d.name)
         ns: dict = {}
         exec(compile(text, real.name, "exec"), ns)  # still importable
+
+
+@pytest.fixture(scope="module")
+def staged_course(tmp_path_factory):
+    return sandbox.stage_course(tmp_path_factory.mktemp("staged"))
+
+
+@pytest.mark.parametrize("lesson", sorted(registry.lesson_modules()))
+def test_every_lesson_imports_in_the_staged_course(staged_course, lesson, tmp_path):
+    """A graded notebook imports its lesson's exercises (and the dashboard every lesson's) from
+    the staged copy, whose references are cut: an exercise module that calls or instantiates a
+    reference at import time (a Mistake example built eagerly, say) breaks grading there."""
+    code = ("import importlib\nfrom course_utils.grading import registry\n"
+            f"importlib.import_module(registry.lesson_modules()[{lesson!r}])\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(staged_course),
+           "OMP_NUM_THREADS": "1", "COURSE_PROGRESS_LOG": str(tmp_path / "log.jsonl")}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-1500:]
 
 
 def test_cut_references_keeps_names_but_no_solution():
