@@ -1,7 +1,7 @@
-"""Where exercises live: one module per lesson in :mod:`course_utils.exercises`.
+"""Where exercises live: one package per lesson in :mod:`course_utils.exercises`.
 
-A lesson ``NN_name`` has its exercises in ``course_utils/exercises/lNN_name.py``; the module
-calls :func:`register` for each :class:`Exercise`. Modules are imported lazily, so opening
+A lesson ``NN_name`` has its exercises in ``course_utils/exercises/lNN_name/``, one file each,
+which call :func:`register` for their :class:`Exercise`. Lessons are imported lazily, so opening
 one lesson does not import the others.
 """
 

@@ -1,5 +1,3 @@
 """Exercises of 00_start_here: one warm-up (Celsius to Fahrenheit) to learn how checking works."""
 
-LESSON = "00_start_here"
-
 from . import celsius_to_fahrenheit  # noqa: E402, F401  (the notebook's order is the registration order)

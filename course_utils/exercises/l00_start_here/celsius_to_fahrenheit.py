@@ -12,7 +12,7 @@ import torch
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from .._references.l00_start_here import celsius_to_fahrenheit
-from . import LESSON
+from ._kit import LESSON
 
 
 # --- reference: imported above from _references/l00_start_here.py, which `python -m course_utils build`

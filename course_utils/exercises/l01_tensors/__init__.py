@@ -2,8 +2,6 @@
 batch), broadcasting (row normalisation, pairwise distances), masks and indexing (a masked mean,
 picking each row's score) and reductions (counting correct predictions)."""
 
-LESSON = "01_tensors"
-
 # the notebook's order is the registration order
 from . import (  # noqa: E402, F401
     image_to_tensor,

@@ -12,7 +12,7 @@ import torch
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
 from .._references.l01_tensors import batch_flatten
-from . import LESSON
+from ._kit import LESSON
 
 
 # --- reference: imported above from _references/l01_tensors.py, which `python -m course_utils build`

@@ -13,7 +13,7 @@ import torch
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from .._references.l01_tensors import image_to_tensor
-from . import LESSON
+from ._kit import LESSON
 
 
 # --- reference: imported above from _references/l01_tensors.py, which `python -m course_utils build`

@@ -12,7 +12,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 
 from .._source_rules import python_loop
 from .._references.l01_tensors import pairwise_distances
-from . import LESSON
+from ._kit import LESSON
 
 _RULE = "No Python loops: give the two tensors shapes that broadcast."
 

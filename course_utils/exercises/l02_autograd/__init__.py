@@ -10,8 +10,6 @@ gradient and then runs ``gradcheck``. Known error messages a learner's code rais
 require grad``) are turned into named mistakes with targeted advice.
 """
 
-LESSON = "02_autograd"
-
 # the notebook's order is the registration order
 from . import (  # noqa: E402, F401
     dfdx,

@@ -8,6 +8,8 @@ import torch
 
 from course_utils.grading import Rand
 
+LESSON = "02_autograd"
+
 
 def close(a: Any, b: Any, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
     """Both tensors, same shape, and allclose (in ``b``'s dtype, without their graphs)."""

@@ -16,7 +16,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, re
 
 from .._source_rules import names_used
 from .._references.l02_autograd import dfdx as notebook_dfdx
-from . import LESSON
+from ._kit import LESSON
 from ._kit import small_shape
 
 

@@ -15,7 +15,7 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
 from .._references.l02_autograd import finite_difference_grad
-from . import LESSON
+from ._kit import LESSON
 from ._kit import close, small_shape
 
 

@@ -15,7 +15,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 
 from .._source_rules import names_used
 from .._references.l02_autograd import gradient_descent
-from . import LESSON
+from ._kit import LESSON
 from ._kit import close
 
 _RULE = "take `num_steps` steps x ← x − lr · ∇fn(x) using `backward()`"

@@ -14,7 +14,7 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 from .._references.l02_autograd import huber
-from . import LESSON
+from ._kit import LESSON
 from ._kit import small_shape
 
 _RULE = "No Python `if` on the tensor, no `.item()`, no NumPy, no in-place changes to `x`."

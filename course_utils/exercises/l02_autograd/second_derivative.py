@@ -16,7 +16,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 
 from .._source_rules import names_used
 from .._references.l02_autograd import second_derivative
-from . import LESSON
+from ._kit import LESSON
 from ._kit import close, small_shape
 
 

@@ -14,7 +14,7 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 from .._references.l02_autograd import vjp
-from . import LESSON
+from ._kit import LESSON
 from ._kit import close
 
 

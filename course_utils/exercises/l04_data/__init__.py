@@ -3,8 +3,6 @@ sampler, a padding ``collate_fn``, an ``IterableDataset`` sharded across DataLoa
 ``worker_init_fn`` that reseeds each worker's NumPy generator (workers are simulated in this
 process, see ``_kit``)."""
 
-LESSON = "04_data"
-
 from . import (  # noqa: E402, F401 - registration order: the notebook's
     window_dataset,
     stratified_split,

@@ -25,6 +25,8 @@ from torch.utils.data import Dataset
 
 from course_utils.grading import Incorrect
 
+LESSON = "04_data"
+
 try:  # what get_worker_info() returns lives in this private module (stable since torch 1.2)
     import torch.utils.data._utils.worker as _worker_mod
 

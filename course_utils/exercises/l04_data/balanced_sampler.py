@@ -14,7 +14,7 @@ from torch.utils.data import WeightedRandomSampler
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
 
 # --- reference: the notebook's answer (generated from solutions/04_data.py)

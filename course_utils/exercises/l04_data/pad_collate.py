@@ -11,7 +11,7 @@ import torch
 from course_utils.datasets import PAD
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
 
 # --- reference: the notebook's answer (generated from solutions/04_data.py)

@@ -16,7 +16,8 @@ import torch
 from course_utils.lesson_props.l04_data_workers import NoisyItems, reseed_worker
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON, _kit
+from ._kit import LESSON
+from . import _kit
 
 # --- reference: the lesson prop `l04_data_workers.reseed_worker` (imported above), which the
 # lesson's later cells use. The notebook's answer (_references/l04_data.py) is the same code and

@@ -23,7 +23,8 @@ from torch.utils.data import DataLoader, IterableDataset
 from course_utils.lesson_props.l04_data_workers import ShardedRange
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON, _kit
+from ._kit import LESSON
+from . import _kit
 
 # --- reference: the lesson prop `l04_data_workers.ShardedRange` (imported above), which the
 # lesson's later cells use. The notebook's answer (_references/l04_data.py) is the same code and

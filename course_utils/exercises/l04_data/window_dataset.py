@@ -12,7 +12,7 @@ from torch.utils.data import Dataset
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 from ._kit import WRONG_TYPE, construct
 
 

@@ -2,8 +2,6 @@
 model through hooks, see ``_kit``), early stopping, a warm-up + cosine schedule, gradient clipping
 and gradient accumulation."""
 
-LESSON = "05_training_loop"
-
 from . import (  # noqa: E402, F401 - registration order: the notebook's
     train_one_epoch,
     evaluate,

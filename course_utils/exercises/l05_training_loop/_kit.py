@@ -18,6 +18,8 @@ from torch import nn
 
 from course_utils.grading import Case, Incorrect, Rand
 
+LESSON = "05_training_loop"
+
 RETURNED_NONE = "Your function returned None; return {what}. Did you forget a `return`?"
 RETURNED_TENSOR = ("Return {what} as a Python float: `.item()` turns a one-element tensor into one (and lets "
                    "the graph behind it be freed).")

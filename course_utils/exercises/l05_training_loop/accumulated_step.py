@@ -16,7 +16,7 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
-from . import LESSON
+from ._kit import LESSON
 from ._kit import _flat, count_steps
 
 

@@ -16,7 +16,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, re
 from course_utils.grading.calls import GRAD_LEFT_OFF
 from course_utils.lesson_props.l05_training_lab import evaluate
 
-from . import LESSON
+from ._kit import LESSON
 from ._kit import (
     NOT_A_NUMBER, RETURNED_NONE, RETURNED_TENSOR, SOFTMAX_BEFORE_LOSS, _model_for, loop_case, number_problem,
     record_modes,

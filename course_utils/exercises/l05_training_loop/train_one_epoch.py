@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, answer_grad_mode, register
 from course_utils.lesson_props.l05_training_lab import evaluate, train_one_epoch
 
-from . import LESSON
+from ._kit import LESSON
 from ._kit import (
     NOT_A_NUMBER, RETURNED_NONE, RETURNED_TENSOR, SOFTMAX_BEFORE_LOSS, _close, _flat, _model_for, count_steps,
     loop_case, number_problem, record_modes,

@@ -16,7 +16,7 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
 
 # --- reference: the notebook's answer (generated from solutions/05_training_loop.py)

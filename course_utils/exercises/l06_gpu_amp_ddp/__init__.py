@@ -6,6 +6,4 @@ Every check runs on a CPU. Moving to a device is checked with the ``meta`` devic
 every machine), so a tensor left behind is visible without a GPU.
 """
 
-LESSON = "06_gpu_amp_ddp"
-
 from . import to_device, amp_train_step, checkpointed_forward, shard_indices, data_parallel_grads  # noqa: E402,F401,I001

@@ -9,6 +9,8 @@ from torch.nn.utils import skip_init
 
 from course_utils.grading import Rand
 
+LESSON = "06_gpu_amp_ddp"
+
 META = torch.device("meta")
 
 

@@ -18,7 +18,7 @@ from torch.utils.checkpoint import checkpoint
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 from ._kit import fill
 
 

@@ -14,7 +14,7 @@ import torch
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 
 
 # --- reference: the solution notebook's answer, generated from solutions/06_gpu_amp_ddp.py

@@ -15,7 +15,7 @@ import torch
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from . import LESSON
+from ._kit import LESSON
 from ._kit import META
 
 

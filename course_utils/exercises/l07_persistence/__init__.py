@@ -6,6 +6,4 @@ Unsafe loading is caught with :class:`course_utils.lesson_props.l07_persistence.
 counts that it ran.
 """
 
-LESSON = "07_persistence"
-
 from . import load_matching, load_state_dict_cpu, save_checkpoint, load_checkpoint, export_with_dynamic_batch  # noqa: E402,F401,I001

@@ -23,6 +23,8 @@ from course_utils.lesson_props.l07_persistence import payload_runs, reset_payloa
 
 from .._references import l07_persistence as _references
 
+LESSON = "07_persistence"
+
 EXACT = Compare(rtol=0, atol=0)
 KEYS = ("model", "optimizer", "scheduler", "epoch", "rng_state", "loader_generator")
 

@@ -13,7 +13,7 @@ import torch
 from course_utils.grading import Exercise, Mistake, Rand, register
 from course_utils.lesson_props.l07_persistence import HarmlessPayload
 
-from . import LESSON
+from ._kit import LESSON
 from ._kit import (CHANGED_MODE, EXACT, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, UNSAFE_MESSAGE,
                    not_restored_id, probe_payload, resume_case, run_resume, setup)
 

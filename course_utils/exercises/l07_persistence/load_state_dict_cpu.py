@@ -17,7 +17,7 @@ import torch
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 from course_utils.lesson_props.l07_persistence import HarmlessPayload, save_as_if_on_cuda
 
-from . import LESSON
+from ._kit import LESSON
 from ._kit import EXACT, UNSAFE_MESSAGE, probe_payload
 
 

@@ -12,7 +12,7 @@ import torch
 
 from course_utils.grading import Exercise, Mistake, register
 
-from . import LESSON
+from ._kit import LESSON
 from ._kit import (CHANGED_MODE, EXACT, KEYS, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, not_restored_id,
                    resume_case, run_resume)
 

@@ -2,7 +2,5 @@
 reaches at least 97 % accuracy on held-out images within a time budget (how it is graded:
 ``digit_classifier.py``)."""
 
-LESSON = "09_capstone"
-
 # the notebook's order is the registration order
 from . import confusion_matrix, digit_classifier  # noqa: E402, F401

@@ -11,7 +11,7 @@ import torch
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
 from .._references.l09_capstone import confusion_matrix
-from . import LESSON
+from ._kit import LESSON
 
 
 # --- reference: imported above from _references/l09_capstone.py, which `python -m course_utils build`

@@ -34,7 +34,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from course_utils.grading.calls import GRAD_LEFT_OFF
 
 from .._references.l09_capstone import DigitClassifier
-from . import LESSON
+from ._kit import LESSON
 from ._digit_classifier_checks import check_deterministic_network, check_predict, check_predictions
 from ._digit_classifier_wrong import cnn, wrong_answers
 

@@ -1,0 +1,3 @@
+"""What the exercises of 00_start_here share."""
+
+LESSON = "00_start_here"

@@ -1,0 +1,3 @@
+"""What the exercises of 01_tensors share."""
+
+LESSON = "01_tensors"

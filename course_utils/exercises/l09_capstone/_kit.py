@@ -1,0 +1,3 @@
+"""What the exercises of 09_capstone share."""
+
+LESSON = "09_capstone"
