@@ -24,7 +24,24 @@ COMMANDS = {
     "progress": "course_utils.progress_cli",
     "reset": "course_utils.reset",
     "update": "course_utils.update",
+    "nbgrader-export": "course_utils.instructor.nbgrader_export",
 }
+
+
+def _nbgrader_args(rest: list[str]) -> list[str]:
+    """``--nbgrader OUTDIR LESSON...`` (or ``--nbgrader=OUTDIR``) as nbgrader_export's
+    ``OUTDIR LESSON...``."""
+    out, lessons, i = None, [], 0
+    while i < len(rest):
+        a = rest[i]
+        if a.startswith("--nbgrader="):
+            out = a.split("=", 1)[1]
+        elif a == "--nbgrader" and i + 1 < len(rest):
+            out, i = rest[i + 1], i + 1
+        else:
+            lessons.append(a)
+        i += 1
+    return [out or "", *lessons] if out else ["--help"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 0
     name, rest = argv[0], argv[1:]
+    if name == "build" and any(a == "--nbgrader" or a.startswith("--nbgrader=") for a in rest):
+        # an instructor's export, routed here so that build (an author's command) never imports
+        # instructor/ (which uses build): `build --nbgrader OUTDIR [LESSON...]`
+        name, rest = "nbgrader-export", _nbgrader_args(rest)
     if name not in COMMANDS:
         print(f"unknown command {name!r}\n{__doc__}", file=sys.stderr)
         return 2

@@ -568,10 +568,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nbgrader", metavar="OUTDIR", help="write an nbgrader course (source notebooks with "
                                                            "nbgrader cell metadata) to OUTDIR and stop")
     args = ap.parse_args(argv)
-    if args.nbgrader:  # its own module: course_utils/instructor/nbgrader_export.py
-        from .instructor import nbgrader_export
-
-        return nbgrader_export.main([args.nbgrader, *args.lessons])
+    if args.nbgrader:  # reached only as `python -m course_utils.build`: the course's command line
+        # routes `build --nbgrader` to course_utils/instructor/nbgrader_export.py, so that build (an
+        # author's command) never imports instructor/, which uses build
+        print("run `python -m course_utils build --nbgrader OUTDIR [LESSON...]`", file=sys.stderr)
+        return 2
     stems = _select(args.lessons)
     if args.check:
         problems = check(stems)

@@ -17,7 +17,6 @@ PACKAGE = ROOT / "course_utils"
 # entry when its circle is gone; do not add one, break the circle instead.
 KNOWN_CIRCLES = {
     ("grading", "exercises"),  # the registry imports the lesson modules it finds (plugin discovery)
-    ("build", "instructor"),  # build --nbgrader calls instructor.nbgrader_export, which uses build
 }
 # The same inside a part: module -> module. None left (issue 12 item 5 broke the last two); keep it so.
 KNOWN_MODULE_CIRCLES: set[tuple[str, str]] = set()
