@@ -8,6 +8,7 @@ one lesson does not import the others.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 import types
 from typing import Callable, Mapping
@@ -37,14 +38,19 @@ def register(*exercises: Exercise) -> None:
         _add(ex)
 
 
+# The package whose ``lNN_name`` subpackages declare the exercises (loaded by name, lazily).
+LESSON_PACKAGE = "course_utils.exercises"
+
+
 def lesson_modules() -> dict[str, str]:
     """Map lesson stem (``"01_tensors"``) to its exercise module name."""
-    import course_utils.exercises as pkg
-
+    # Found by name, as plugins are: the core never imports the declarations it runs (the lesson
+    # packages import grading to declare; an import back would be a circle).
+    spec = importlib.util.find_spec(LESSON_PACKAGE)
     found = {}
-    for info in pkgutil.iter_modules(pkg.__path__):
+    for info in pkgutil.iter_modules(spec.submodule_search_locations if spec else []):
         if info.name.startswith("l") and info.name[1:3].isdigit():
-            found[info.name[1:]] = f"{pkg.__name__}.{info.name}"
+            found[info.name[1:]] = f"{LESSON_PACKAGE}.{info.name}"
     return dict(sorted(found.items()))
 
 
