@@ -167,6 +167,21 @@ def reference_names(module_name: str) -> dict[str, set[str]]:
     return found
 
 
+def shared_answers(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """``{generated module stem: names}`` that a lesson prop re-exports from ``exercises/_references/``
+    (``lesson_props.l05_training_lab.train_one_epoch`` is the notebook's answer, which later
+    lessons train with): public course helpers, so not cut. A submission that hands one in is
+    still the course's own object to the judge (``reference_answer``), as before the props
+    shared it."""
+    shared: dict[str, set[str]] = {}
+    for path in sorted((package / "lesson_props").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and "_references." in node.module:
+                stem = node.module.rpartition(".")[2]
+                shared.setdefault(stem, set()).update(a.name for a in node.names)
+    return shared
+
+
 def cut_generated_references(staged_package: Path) -> None:
     """Cut every definition out of the staged ``exercises/_references/`` modules (the answers
     build extracts from the solution notebooks, course_utils/references.py), whether or not an
@@ -175,6 +190,7 @@ def cut_generated_references(staged_package: Path) -> None:
         text = path.read_text(encoding="utf-8")
         names = {n.name for n in ast.parse(text).body
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        names -= shared_answers(staged_package).get(path.stem, set())
         if names:
             module = f"course_utils.exercises._references.{path.stem}"
             path.write_text(cut_references(text, names, module), encoding="utf-8")
@@ -186,7 +202,10 @@ def stage_course(dest: Path) -> Path:
     target = dest / "course_utils"
     shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
     cuts = reference_names("course_utils.grading")
+    shared = shared_answers()
     for file, names in cuts.items():
+        if "/_references/" in Path(file).as_posix():
+            names = names - shared.get(Path(file).stem, set())
         try:
             rel = Path(file).resolve().relative_to(PACKAGE)
         except ValueError:

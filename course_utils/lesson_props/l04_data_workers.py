@@ -21,7 +21,12 @@ from collections.abc import Iterator
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, IterableDataset
+
+# The notebook's answers, generated from solutions/04_data.py (one source; CONTRIBUTING.md):
+# ShardedRange yields start..end-1 exactly once in total, however many DataLoader workers iterate
+# it; reseed_worker is a worker_init_fn giving each worker's dataset copy its own NumPy generator.
+from ..exercises._references.l04_data import ShardedRange, reseed_worker
 
 __all__ = ["NoisyItems", "ShardedRange", "SlowItems", "UnshardedRange", "reseed_worker", "time_loader"]
 
@@ -44,22 +49,6 @@ class SlowItems(Dataset):
             acc = (acc + k * i) % 1_000_003
         x = torch.full((16,), float(acc % 97) / 97.0)
         return x, torch.tensor(i % 10)
-
-
-class ShardedRange(IterableDataset):
-    """Yields the integers ``start, ..., end - 1`` exactly once in total, however many
-    DataLoader workers iterate it: worker ``k`` of ``n`` takes every ``n``-th item from
-    ``start + k``. In the main process (``num_workers=0``) it yields everything."""
-
-    def __init__(self, start: int, end: int):
-        self.start = start
-        self.end = end
-
-    def __iter__(self) -> Iterator[int]:
-        info = get_worker_info()
-        if info is None:  # no workers: this process does everything
-            return iter(range(self.start, self.end))
-        return iter(range(self.start + info.id, self.end, info.num_workers))
 
 
 class UnshardedRange(IterableDataset):
@@ -92,14 +81,6 @@ class NoisyItems(Dataset):
 
     def __getitem__(self, i: int) -> float:
         return round(i + float(self.rng.normal(0, 0.1)), 4)
-
-
-def reseed_worker(worker_id: int) -> None:
-    """A ``worker_init_fn``: give this worker's copy of the dataset its own NumPy generator,
-    seeded from the per-worker seed torch chose (different for every worker and every epoch,
-    reproducible under ``torch.manual_seed`` or a DataLoader ``generator``)."""
-    info = get_worker_info()
-    info.dataset.rng = np.random.default_rng(info.seed)
 
 
 def time_loader(loader: DataLoader, epochs: int = 1) -> float:

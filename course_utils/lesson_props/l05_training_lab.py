@@ -22,37 +22,12 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from ..datasets import digits_split
+# The notebook's answers, generated from solutions/05_training_loop.py (one source): one pass
+# of the five steps per batch (mean loss per sample), and the mean loss and accuracy in eval mode.
+from ..exercises._references.l05_training_loop import evaluate, train_one_epoch
 
 __all__ = ["digits_loaders", "evaluate", "fit", "graph_bytes", "lr_trial", "plot_lr_trial", "scheduler_lrs",
            "train_one_epoch"]
-
-
-def train_one_epoch(model, loader, loss_fn, optimizer):
-    """One pass over ``loader``: the five steps per batch. Returns the mean loss per sample."""
-    model.train()
-    total_loss, n = 0.0, 0
-    for X, y in loader:
-        optimizer.zero_grad()      # 1. forget the previous batch's gradients
-        logits = model(X)          # 2. forward
-        loss = loss_fn(logits, y)  # 3. loss
-        loss.backward()            # 4. gradients of the loss
-        optimizer.step()           # 5. update the parameters
-        total_loss += loss.item() * len(y)
-        n += len(y)
-    return total_loss / n
-
-
-def evaluate(model, loader, loss_fn):
-    """Mean loss per sample and accuracy over ``loader``, in eval mode without autograd."""
-    model.eval()
-    total_loss, correct, n = 0.0, 0, 0
-    with torch.inference_mode():
-        for X, y in loader:
-            logits = model(X)
-            total_loss += loss_fn(logits, y).item() * len(y)
-            correct += (logits.argmax(dim=1) == y).sum().item()
-            n += len(y)
-    return total_loss / n, correct / n
 
 
 def digits_loaders(batch_size: int = 64, images: bool = False, seed: int = 0,

@@ -20,16 +20,15 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from course_utils.lesson_props.l04_data_workers import ShardedRange
+from .._references.l04_data import ShardedRange
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON
 from . import _kit
 
-# --- reference: the lesson prop `l04_data_workers.ShardedRange` (imported above), which the
-# lesson's later cells use. The notebook's answer (_references/l04_data.py) is the same code and
-# passes this grader (tests/test_references.py); the prop stays the reference so that the
-# instructor's judge recognises it, submitted, as the course's own object (reference_answer).
+# --- reference: the solution notebook's answer, generated (imported above). The lesson's later
+# cells use it through lesson_props, which re-exports this same object: a submitted prop is the
+# course's own object to the instructor's judge (reference_answer), and the sandbox keeps it.
 
 
 # --- cases

@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, register
 from course_utils.grading.calls import GRAD_LEFT_OFF
-from course_utils.lesson_props.l05_training_lab import evaluate
+from .._references.l05_training_loop import evaluate
 
 from ._kit import LESSON
 from ._kit import (
@@ -22,10 +22,9 @@ from ._kit import (
     record_modes,
 )
 
-# --- reference: the lesson prop `l05_training_lab.evaluate` (imported above), which the lesson's
-# later cells use. The notebook's answer (_references/l05_training_loop.py) is the same code and
-# passes this grader (tests/test_references.py); the prop stays the reference so that the
-# instructor's judge recognises it, submitted, as the course's own object (reference_answer).
+# --- reference: the solution notebook's answer, generated (imported above). The lesson's later
+# cells use it through lesson_props, which re-exports this same object: a submitted prop is the
+# course's own object to the instructor's judge (reference_answer), and the sandbox keeps it.
 
 
 # --- cases: loop_case (the grader builds model, loader and loss from the seed)

@@ -19,7 +19,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, answer_grad_mode, register
-from course_utils.lesson_props.l05_training_lab import evaluate, train_one_epoch
+from .._references.l05_training_loop import evaluate, train_one_epoch
 
 from ._kit import LESSON
 from ._kit import (
@@ -27,10 +27,9 @@ from ._kit import (
     loop_case, number_problem, record_modes,
 )
 
-# --- reference: the lesson prop `l05_training_lab.train_one_epoch` (imported above), which the
-# lesson's later cells use. The notebook's answer (_references/l05_training_loop.py) is the same
-# code and passes this grader (tests/test_references.py); the prop stays the reference so that the
-# instructor's judge recognises it, submitted, as the course's own object (reference_answer).
+# --- reference: the solution notebook's answer, generated (imported above). The lesson's later
+# cells use it through lesson_props, which re-exports this same object: a submitted prop is the
+# course's own object to the instructor's judge (reference_answer), and the sandbox keeps it.
 
 
 # --- cases: loop_case (the grader builds model, loader, loss and optimizer from the seed)
