@@ -514,6 +514,11 @@ def test_the_staged_course_has_no_generated_reference(tmp_path):
 
     sandbox.stage_course(tmp_path)
     staged = tmp_path / "course_utils" / "exercises" / "_references"
+    # the answers later lessons train with, re-exported by lesson_props (public helpers, kept;
+    # a submitted one is still the course's own object to the judge): exactly these four
+    shared = sandbox.shared_answers()
+    assert shared == {"l04_data": {"ShardedRange", "reseed_worker"},
+                      "l05_training_loop": {"train_one_epoch", "evaluate"}}
     modules = sorted(references.PACKAGE.glob("l[0-9][0-9]_*.py"))
     assert modules and sorted(p.name for p in staged.glob("l*.py")) == [p.name for p in modules]
     for real in modules:
@@ -522,6 +527,8 @@ def test_the_staged_course_has_no_generated_reference(tmp_path):
         real_defs = [n for n in ast.parse(real.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
         assert [d.name for d in defs] == [d.name for d in real_defs]
         for d in defs:
+            if d.name in shared.get(real.stem, set()):
+                continue
             bodies = [d] if isinstance(d, ast.FunctionDef) else [m for m in d.body if isinstance(m, ast.FunctionDef)]
             assert all(ast.unparse(b.body[0]).startswith("raise RuntimeError(") and len(b.body) == 1
                        for b in bodies), (real.name, d.name)
