@@ -10,9 +10,11 @@
 
 from __future__ import annotations
 
+import collections
 import copy
 
 import numpy as np
+import pytest
 import torch
 
 from course_utils import grading
@@ -88,3 +90,52 @@ def assert_close_np(ref, oracle, rtol=1e-5, atol=1e-6, where=""):
     assert ref_np.shape == np.shape(oracle), f"{where}: shape {ref_np.shape} vs oracle {np.shape(oracle)}"
     np.testing.assert_allclose(ref_np.astype(np.float64), np.asarray(oracle, dtype=np.float64),
                                rtol=rtol, atol=atol, err_msg=where)
+
+
+class Tables:
+    """Red-team rows as ``pytest.param`` values grouped per exercise (lessons 04-07): ``@wrong(EX,
+    "mistake")``, ``@valid(EX)``, ``@cheat(EX)`` on a plain answer function, whose name is the row's
+    id (``EX-function``); the lesson's file parametrizes its tests over :meth:`all` of each table."""
+
+    def __init__(self) -> None:
+        self.WRONG: dict[str, list] = collections.defaultdict(list)
+        self.VALID: dict[str, list] = collections.defaultdict(list)
+        self.CHEATS: dict[str, list] = collections.defaultdict(list)
+
+    def wrong(self, exercise: str, mistake: str | None = None):
+        def deco(fn):
+            self.WRONG[exercise].append(pytest.param(fn, mistake, id=f"{exercise}-{fn.__name__}"))
+            return fn
+        return deco
+
+    def valid(self, exercise: str):
+        def deco(fn):
+            self.VALID[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
+            return fn
+        return deco
+
+    def cheat(self, exercise: str):
+        def deco(fn):
+            self.CHEATS[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
+            return fn
+        return deco
+
+    @staticmethod
+    def all(table: dict[str, list]) -> list:
+        return [p for ps in table.values() for p in ps]
+
+    def assert_counts(self, lesson: str) -> None:
+        """Every exercise of ``lesson``: at least five wrong answers, three valid, two cheats."""
+        for eid in [e for e in grading.exercises() if e.split(".")[0] == lesson]:
+            assert len(self.WRONG[eid]) >= 5, eid
+            assert len(self.VALID[eid]) >= 3, eid
+            assert len(self.CHEATS[eid]) >= 2, eid
+
+
+def fixed_and_random_cases(exercise_id: str, seeds) -> list:
+    """Every fixed case of the exercise, then one random case per seed (the plain cases)."""
+    ex = grading.exercise(exercise_id)
+    out = list(ex.edge_cases)
+    if ex.cases is not None:
+        out += [ex.cases(Rand(s)) for s in seeds]
+    return out

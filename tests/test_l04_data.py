@@ -30,9 +30,9 @@ from course_utils import grading  # noqa: E402
 from course_utils.lesson_props import l04_data_lab as data_lab  # noqa: E402
 from course_utils.lesson_props import l04_data_workers as dw  # noqa: E402
 from course_utils.exercises.l04_data import _kit, sharded_range, stratified_split, window_dataset  # noqa: E402
-from course_utils.grading import Rand  # noqa: E402
 
 from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
+from lesson_kit import Tables, fixed_and_random_cases  # noqa: E402
 
 LESSON = "04_data"
 FORK = (multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]) == "fork"
@@ -535,11 +535,7 @@ ORACLE_SEEDS = range(60)
 
 
 def _cases(exercise_id, seeds=ORACLE_SEEDS):
-    ex = grading.exercise(exercise_id)
-    out = list(ex.edge_cases)
-    if ex.cases is not None:
-        out += [ex.cases(Rand(s)) for s in seeds]
-    return out
+    return fixed_and_random_cases(exercise_id, seeds)
 
 # --------------------------------------------------------------------------- 04
 def test_window_dataset_matches_numpy_sliding_window_view():
@@ -624,30 +620,9 @@ def test_sharded_range_matches_a_real_dataloader_over_range(num_workers):
 # plausibly write for every exercise, three valid but unusual answers and two cheats; every verdict
 # must hold for several seeds (``rejected``/``accepted`` try each of them). Grouped per exercise in
 # ``WRONG[exercise] = [(answer, mistake or None)]`` so one parametrized test covers them all.
-WRONG: dict[str, list] = collections.defaultdict(list)
-VALID: dict[str, list] = collections.defaultdict(list)
-CHEATS: dict[str, list] = collections.defaultdict(list)
-
-
-def wrong(exercise, mistake=None):
-    def deco(fn):
-        WRONG[exercise].append(pytest.param(fn, mistake, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
-
-
-def valid(exercise):
-    def deco(fn):
-        VALID[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
-
-
-def cheat(exercise):
-    def deco(fn):
-        CHEATS[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
+_tables = Tables()  # tests/lesson_kit.py
+WRONG, VALID, CHEATS = _tables.WRONG, _tables.VALID, _tables.CHEATS
+wrong, valid, cheat = _tables.wrong, _tables.valid, _tables.cheat
 
 # =========================================================================== 04 WindowDataset
 WD = "04_data.WindowDataset"
@@ -1327,8 +1302,7 @@ def reseed_constant_zero(worker_id):
 
 
 # --------------------------------------------------------------------------- the red-team tests
-def _all(table):
-    return [p for ps in table.values() for p in ps]
+_all = Tables.all
 
 
 @pytest.mark.parametrize("answer,mistake", _all(WRONG))
@@ -1350,9 +1324,4 @@ def test_cheat_is_rejected(request, answer):
 
 
 def test_every_exercise_has_its_red_team():
-    for eid in grading.exercises():
-        if eid.split(".")[0] != LESSON:
-            continue
-        assert len(WRONG[eid]) >= 5, eid
-        assert len(VALID[eid]) >= 3, eid
-        assert len(CHEATS[eid]) >= 2, eid
+    _tables.assert_counts(LESSON)

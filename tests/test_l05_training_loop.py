@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import collections
 import copy
 import math
 
@@ -26,10 +25,10 @@ from torch.utils.data import DataLoader  # noqa: E402
 
 from course_utils import grading  # noqa: E402
 from course_utils.exercises.l05_training_loop import train_one_epoch as l05  # noqa: E402
-from course_utils.grading import Rand  # noqa: E402
 from course_utils.lesson_props import l05_training_lab as lab  # noqa: E402
 
 from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
+from lesson_kit import Tables, fixed_and_random_cases  # noqa: E402
 
 
 LESSON = "05_training_loop"
@@ -601,11 +600,7 @@ ORACLE_SEEDS = range(60)
 
 
 def _cases(exercise_id, seeds=ORACLE_SEEDS):
-    ex = grading.exercise(exercise_id)
-    out = list(ex.edge_cases)
-    if ex.cases is not None:
-        out += [ex.cases(Rand(s)) for s in seeds]
-    return out
+    return fixed_and_random_cases(exercise_id, seeds)
 
 # --------------------------------------------------------------------------- 05
 def test_clip_grad_norm_matches_torch_clip_grad_norm_():
@@ -701,30 +696,9 @@ def test_warmup_cosine_matches_linear_then_cosine_annealing():
 # plausibly write for every exercise, three valid but unusual answers and two cheats; every verdict
 # must hold for several seeds (``rejected``/``accepted`` try each of them). Grouped per exercise in
 # ``WRONG[exercise] = [(answer, mistake or None)]`` so one parametrized test covers them all.
-WRONG: dict[str, list] = collections.defaultdict(list)
-VALID: dict[str, list] = collections.defaultdict(list)
-CHEATS: dict[str, list] = collections.defaultdict(list)
-
-
-def wrong(exercise, mistake=None):
-    def deco(fn):
-        WRONG[exercise].append(pytest.param(fn, mistake, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
-
-
-def valid(exercise):
-    def deco(fn):
-        VALID[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
-
-
-def cheat(exercise):
-    def deco(fn):
-        CHEATS[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
+_tables = Tables()  # tests/lesson_kit.py
+WRONG, VALID, CHEATS = _tables.WRONG, _tables.VALID, _tables.CHEATS
+wrong, valid, cheat = _tables.wrong, _tables.valid, _tables.cheat
 
 # =========================================================================== 05 train_one_epoch
 T1 = "05_training_loop.train_one_epoch"
@@ -1600,8 +1574,7 @@ def train_reseeds_every_epoch(model, loader, loss_fn, optimizer):
 
 
 # --------------------------------------------------------------------------- the red-team tests
-def _all(table):
-    return [p for ps in table.values() for p in ps]
+_all = Tables.all
 
 
 @pytest.mark.parametrize("answer,mistake", _all(WRONG))
@@ -1623,9 +1596,4 @@ def test_cheat_is_rejected(request, answer):
 
 
 def test_every_exercise_has_its_red_team():
-    for eid in grading.exercises():
-        if eid.split(".")[0] != LESSON:
-            continue
-        assert len(WRONG[eid]) >= 5, eid
-        assert len(VALID[eid]) >= 3, eid
-        assert len(CHEATS[eid]) >= 2, eid
+    _tables.assert_counts(LESSON)

@@ -34,6 +34,7 @@ from course_utils.exercises.l06_gpu_amp_ddp import to_device as M_TD  # noqa: E4
 from course_utils.grading import Rand  # noqa: E402
 
 from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
+from lesson_kit import Tables, fixed_and_random_cases  # noqa: E402
 from grading_asserts import check as check_id  # noqa: E402
 
 LESSON = "06_gpu_amp_ddp"
@@ -603,30 +604,9 @@ def test_data_parallel_grads_alternatives_pass():
 # that special-case what the grader shows, or objects that lie to duck-typed checks). Every
 # verdict must hold for several seeds (``rejected``/``accepted`` try each of them). Grouped per
 # exercise in ``WRONG[exercise] = [(answer, mistake or None)]``, ``VALID`` and ``CHEATS``.
-WRONG: dict[str, list] = collections.defaultdict(list)
-VALID: dict[str, list] = collections.defaultdict(list)
-CHEATS: dict[str, list] = collections.defaultdict(list)
-
-
-def wrong(exercise, mistake=None):
-    def deco(fn):
-        WRONG[exercise].append(pytest.param(fn, mistake, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
-
-
-def valid(exercise):
-    def deco(fn):
-        VALID[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
-
-
-def cheat(exercise):
-    def deco(fn):
-        CHEATS[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
+_tables = Tables()  # tests/lesson_kit.py
+WRONG, VALID, CHEATS = _tables.WRONG, _tables.VALID, _tables.CHEATS
+wrong, valid, cheat = _tables.wrong, _tables.valid, _tables.cheat
 
 
 # =========================================================================== 06 to_device
@@ -1208,8 +1188,7 @@ def dp_zeros(model, loss_fn, X, y, world_size):
 
 
 # --------------------------------------------------------------------------- the red team's tests
-def _all(table):
-    return [p for ps in table.values() for p in ps]
+_all = Tables.all
 
 
 @pytest.mark.parametrize("answer,mistake", _all(WRONG))
@@ -1231,23 +1210,14 @@ def test_cheat_is_rejected(request, answer):
 
 
 def test_every_exercise_has_its_red_team():
-    for eid in grading.exercises():
-        if eid.split(".")[0] != LESSON:
-            continue
-        assert len(WRONG[eid]) >= 5, eid
-        assert len(VALID[eid]) >= 3, eid
-        assert len(CHEATS[eid]) >= 2, eid
+    _tables.assert_counts(LESSON)
 
 
 # ########################################################################### oracles (issue 11)
 # Each reference compared with a torch built-in that computes the same thing another way, across
 # the exercise's whole case generator (many seeds) and its fixed edge cases.
 def _cases(exercise_id, seeds):
-    ex = grading.exercise(exercise_id)
-    out = list(ex.edge_cases)
-    if ex.cases is not None:
-        out += [ex.cases(Rand(s)) for s in seeds]
-    return out
+    return fixed_and_random_cases(exercise_id, seeds)
 
 
 def test_to_device_matches_pytree_map():
