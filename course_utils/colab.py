@@ -26,7 +26,7 @@ from . import links
 
 SETUP_TAG = "course-setup"
 # Lessons (by number) that need one of the package's optional extras.
-LESSON_EXTRAS = {"07": "export"}
+LESSON_EXTRAS = {"09": "export"}
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 

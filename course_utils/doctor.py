@@ -140,13 +140,13 @@ def check_devices() -> list[Check]:
             name = torch.cuda.get_device_name(0)
             x = torch.ones(4, device="cuda")
             float((x * 2).sum())
-            out.append(ok("device", f"CUDA: {name} ({torch.cuda.device_count()} GPU(s)); lesson 06 uses it"))
+            out.append(ok("device", f"CUDA: {name} ({torch.cuda.device_count()} GPU(s)); lesson 10 uses it"))
         except Exception as exc:  # noqa: BLE001
             out.append(fail("device", f"CUDA is available but a computation on it failed ({type(exc).__name__}: {exc})",
                             "Update the NVIDIA driver, or install the torch build matching it (pytorch.org, "
                             "'Get started'). Every lesson also runs on the CPU."))
     elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        out.append(ok("device", "Apple GPU (MPS); lesson 06 uses it"))
+        out.append(ok("device", "Apple GPU (MPS); lesson 10 uses it"))
     else:
         out.append(info("device", "CPU only (no CUDA or MPS GPU found): fine, every lesson runs on a CPU"))
     return out

@@ -77,16 +77,16 @@ LESSONS: dict[str, Lesson] = {
     "05_training_loop": Lesson("the training loop", 13.0, reading=20.3, examples=15.8, predictions=4, exercises={
         "train_one_epoch": 8, "evaluate": 7, "EarlyStopping": 8, "warmup_cosine": 8,
         "clip_grad_norm": 8, "accumulated_step": 8}),
-    "06_gpu_amp_ddp": Lesson("GPU, AMP and DDP", 15.0, reading=30.9, examples=28.5, predictions=4, exercises={
-        "to_device": 6, "amp_train_step": 8, "checkpointed_forward": 7, "shard_indices": 7,
-        "data_parallel_grads": 9}),
-    "07_persistence": Lesson("saving and exporting", 11.0, reading=23.4, examples=33.0, predictions=4, exercises={
-        "load_matching": 8, "load_state_dict_cpu": 6, "save_checkpoint": 8, "load_checkpoint": 9,
-        "export_with_dynamic_batch": 8}),
     "08_convolutions": Lesson("convolutions", 7.7, reading=19.8, examples=16.5, predictions=4, exercises={
         "conv_output_size": 5, "conv2d_by_hand": 9, "conv_param_count": 6, "max_pool_by_hand": 8,
         "receptive_field": 8, "SmallVGG": 9}),
-    "09_capstone": Lesson("capstone", 9.6, reading=12.4, examples=11.2, predictions=4, exercises={
+    "09_persistence": Lesson("saving and exporting", 11.0, reading=23.4, examples=33.0, predictions=4, exercises={
+        "load_matching": 8, "load_state_dict_cpu": 6, "save_checkpoint": 8, "load_checkpoint": 9,
+        "export_with_dynamic_batch": 8}),
+    "10_gpu_amp_ddp": Lesson("GPU, AMP and DDP", 15.0, reading=30.9, examples=28.5, predictions=4, exercises={
+        "to_device": 6, "amp_train_step": 8, "checkpointed_forward": 7, "shard_indices": 7,
+        "data_parallel_grads": 9}),
+    "12_capstone": Lesson("capstone", 9.6, reading=12.4, examples=11.2, predictions=4, exercises={
         "confusion_matrix": 8, "DigitClassifier": 45}),
 }
 

@@ -143,6 +143,32 @@ def skipped_note(skipped: int, reasons: dict[str, int] | None = None) -> str:
     return f"{skipped} malformed line{'s' * (skipped != 1)} skipped" + (f" ({why})" if why else "")
 
 
+# Lessons the course renumbered or split. A learner's log written before the change keeps the
+# old ids; reading maps them to today's, so no attempt is lost from ``progress show`` or the
+# room view. Whole lessons in RENAMED_LESSONS; single exercises (a split lesson) in
+# RENAMED_EXERCISES, which wins.
+RENAMED_LESSONS: dict[str, str] = {
+    "06_gpu_amp_ddp": "10_gpu_amp_ddp",
+    "07_persistence": "09_persistence",
+    "09_capstone": "12_capstone",
+}
+RENAMED_EXERCISES: dict[str, str] = {}
+
+
+def current_id(exercise: str) -> str:
+    """Today's id of an exercise or prediction id that may predate a renumbering."""
+    for _ in range(8):  # renames may chain (06 -> 10 -> 11); a cycle stops here
+        new = RENAMED_EXERCISES.get(exercise)
+        if new is None:
+            lesson, dot, rest = exercise.partition(".")
+            if lesson in RENAMED_LESSONS:
+                new = RENAMED_LESSONS[lesson] + dot + rest
+        if new is None or new == exercise:
+            return exercise
+        exercise = new
+    return exercise
+
+
 def read_log(path: str | os.PathLike[str] | None = None, missing_ok: bool = False) -> LogRead:
     """Read a log, validating every line with :func:`event_problem`.
 
@@ -177,6 +203,7 @@ def read_log(path: str | os.PathLike[str] | None = None, missing_ok: bool = Fals
             else:
                 problem = event_problem(rec)
         if problem is None:
+            rec["exercise"] = current_id(rec["exercise"])
             out.events.append(rec)
         else:
             out.skipped += 1

@@ -26,7 +26,7 @@
 # ## 1. Your environment
 #
 # The course pins **torch 2.13**; every lesson runs on a laptop CPU in well under a minute.
-# If you have an NVIDIA GPU (CUDA) or an Apple GPU (MPS), lesson 06 uses it, but nothing
+# If you have an NVIDIA GPU (CUDA) or an Apple GPU (MPS), lesson 10 uses it, but nothing
 # requires one.
 
 # %%
@@ -231,10 +231,10 @@ dashboard()
 # | 03 | nn.Module | building models from layers, parameters and buffers |
 # | 04 | data | `Dataset`, `DataLoader`, batching, sampling, workers |
 # | 05 | training loop | training and evaluating models, and debugging them |
-# | 06 | GPU, AMP, DDP | devices, mixed precision and multi-process training |
-# | 07 | persistence | saving, resuming, and exporting models |
 # | 08 | convolutions | convolutional layers, pooling and a small CNN |
-# | 09 | capstone | a digit classifier end to end |
+# | 09 | persistence | saving, resuming, and exporting models |
+# | 10 | GPU, AMP, DDP | devices, mixed precision and multi-process training |
+# | 12 | capstone | a digit classifier end to end |
 #
 # Next: **01_tensors**.
 
@@ -246,7 +246,7 @@ dashboard()
 # - [PyTorch documentation](https://docs.pytorch.org/docs/stable/index.html): the reference, one
 #   page per function and class, and the search box at the top of every page.
 # - [Learn the Basics](https://docs.pytorch.org/tutorials/beginner/basics/intro.html) (PyTorch
-#   tutorials): the official step-by-step tour of what lessons 01–07 cover in depth; read it for
+#   tutorials): the official step-by-step tour of what lessons 01–10 cover in depth; read it for
 #   a second explanation of anything that did not click here.
 # - [JupyterLab documentation](https://jupyterlab.readthedocs.io/en/stable/): the interface,
 #   keyboard shortcuts and kernels, if notebooks are new to you.

@@ -125,7 +125,7 @@ ex.image_to_tensor.check(image_to_tensor)
 #
 # A tensor lives on one device: `cpu`, `cuda` (an NVIDIA GPU), `mps` (Apple). Operations need
 # all their tensors on the same device, and `.to(device)` returns the tensor on that device.
-# Lesson 06 is about devices; for now, the pattern:
+# Lesson 10 is about devices; for now, the pattern:
 
 # %%
 device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -724,8 +724,7 @@ print("1 thread vs 2 threads, identical weights:", torch.equal(one_thread, two_t
 # - Seed the model and the loader's generator; expect bit-identical results only on the same
 #   machine, software and thread count.
 #
-# Next: **06_gpu_amp_ddp**, the same loop on accelerators, in mixed precision and on several
-# processes.
+# Next: **08_convolutions**, how convolutional networks see images.
 
 # %% [markdown]
 # ## Further reading

@@ -569,7 +569,7 @@ ex.SmallVGG.check(SmallVGG)
 #   batch, or `nn.LazyLinear`); "mat1 and mat2 shapes cannot be multiplied" is this mistake.
 # - The receptive field grows by `(k - 1) * d * jump` per layer; pooling multiplies `jump`.
 #
-# Next: the **capstone**, where you build your own digit classifier end to end.
+# Next: **09_persistence**, saving, resuming and exporting the models you train.
 
 # %% [markdown]
 # ## Further reading

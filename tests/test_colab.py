@@ -27,7 +27,7 @@ def test_every_learner_notebook_starts_with_the_badge_and_setup_cell(stem):
     code = setup[1].source
     compile(code, stem, "exec")
     assert links.pip_source() in code and 'find_spec("course_utils") is None' in code
-    if stem.startswith("07"):
+    if stem.startswith("09"):
         assert "course_utils[export]" in code and "onnxruntime" in code
     else:
         assert "[export]" not in code
@@ -72,7 +72,7 @@ def _run_setup_cell(tmp_path, stem, *, colab_runtime=False, pip_args=""):
 
 @pytest.mark.slow
 def test_setup_cell_installs_the_wheel_in_a_fresh_environment_then_does_nothing(tmp_path):
-    out, venv = _run_setup_cell(tmp_path, "07_persistence")
+    out, venv = _run_setup_cell(tmp_path, "09_persistence")
     before, install, again, after = out[-4:]
     assert "before: None" in before
     assert "Installed the course package from file://" in install and "onnxruntime" in install

@@ -1,4 +1,4 @@
-"""The course's torchrun launcher (lesson 06): the script learners study stays a plain script;
+"""The course's torchrun launcher (lesson 10): the script learners study stays a plain script;
 the launcher keeps exit codes and output and ends each rank without interpreter teardown."""
 
 from __future__ import annotations

@@ -58,3 +58,20 @@ def test_checks_of_an_untouched_stub_are_not_attempts(tmp_path):
                              for st in ["not_attempted", "not_attempted", "incorrect", "correct"]) + "\n")
     p = progress.exercise_progress(progress.read_events(log))["a.b"]
     assert p.attempts == 2 and p.status == "correct"
+
+
+def test_a_log_from_before_the_renumbering_reads_with_todays_ids(tmp_path):
+    """Lessons 06, 07 and 09 became 10, 09 and 12: a learner's older log keeps every attempt."""
+    log = tmp_path / "p.jsonl"
+    old = [("check", "07_persistence.save_checkpoint", "correct"),
+           ("check", "09_capstone.confusion_matrix", "incorrect"),
+           ("check", "06_gpu_amp_ddp.to_device", "correct"),
+           ("check", "08_convolutions.conv_output_size", "correct")]
+    log.write_text("".join(json.dumps({"ts": 1.0, "learner": "a", "event": e, "exercise": x, "status": s})
+                           + "\n" for e, x, s in old))
+    ids = [ev["exercise"] for ev in progress.read_events(log)]
+    assert ids == ["09_persistence.save_checkpoint", "12_capstone.confusion_matrix",
+                   "10_gpu_amp_ddp.to_device", "08_convolutions.conv_output_size"]
+    from course_utils.grading import registry
+    for exercise_id in ids:  # each mapped id is a real exercise today
+        registry.get(exercise_id)

@@ -181,13 +181,13 @@ _q("05_training_loop.regression_broadcast", "shape",
    shows="wrong = nn.functional.mse_loss(pred, target)")
 
 # ---------------------------------------------------------------------- 06 GPU, AMP, DDP
-_q("06_gpu_amp_ddp.bf16_small_step", "value",
+_q("10_gpu_amp_ddp.bf16_small_step", "value",
    "What is `(torch.tensor(1.0, dtype=torch.bfloat16) + 0.001).item()`?",
    "(torch.tensor(1.0, dtype=torch.bfloat16) + 0.001).item()",
    "bfloat16 has 8 significant bits: the numbers next to 1.0 are 1 - 2**-8 and 1 + 2**-7, so "
    "adding 0.001 rounds back to exactly 1.0. Small updates vanish; hence float32 master weights.",
    shows='print("bfloat16: 1 + 0.001 =", (w16 + 0.001).item())')
-_q("06_gpu_amp_ddp.autocast_linear_dtype", "dtype",
+_q("10_gpu_amp_ddp.autocast_linear_dtype", "dtype",
    "Under `torch.autocast('cpu', dtype=torch.bfloat16)`, what dtype has the output of an `nn.Linear` given float32 input?",
    "layer = nn.Linear(64, 128)\n"
    "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
@@ -196,7 +196,7 @@ _q("06_gpu_amp_ddp.autocast_linear_dtype", "dtype",
    "`linear` is on autocast's low-precision list on every device: it casts its inputs and "
    "weight to bfloat16 and returns bfloat16.",
    shows='print("linear output:", hidden.dtype)')
-_q("06_gpu_amp_ddp.autocast_loss_dtype", "dtype",
+_q("10_gpu_amp_ddp.autocast_loss_dtype", "dtype",
    "Under the same autocast, what dtype has `cross_entropy` of the bfloat16 logits?",
    "layer = nn.Linear(64, 10)\n"
    "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
@@ -205,7 +205,7 @@ _q("06_gpu_amp_ddp.autocast_loss_dtype", "dtype",
    "Losses are on autocast's float32 list: `cross_entropy` upcasts its bfloat16 input and "
    "returns float32 on every device.",
    shows='print("loss:         ", loss.dtype)')
-_q("06_gpu_amp_ddp.autocast_param_dtype", "dtype",
+_q("10_gpu_amp_ddp.autocast_param_dtype", "dtype",
    "And the dtype of the layer's weight (`model[0].weight.dtype`) after the autocast block?",
    "layer = nn.Linear(64, 128)\n"
    "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
@@ -216,7 +216,7 @@ _q("06_gpu_amp_ddp.autocast_param_dtype", "dtype",
    shows='print("parameters:   ", model[0].weight.dtype)')
 
 # ---------------------------------------------------------------------- 07 persistence
-_q("07_persistence.state_dict_keys", "value",
+_q("09_persistence.state_dict_keys", "value",
    "What is `list(model.state_dict())` for "
    "`nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))`?",
    "model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))\n"
@@ -224,7 +224,7 @@ _q("07_persistence.state_dict_keys", "value",
    "Keys are the dotted attribute paths; a Sequential names its children 0, 1, 2, 3. ReLU "
    "and Dropout hold no tensors, so only layers 0 and 3 appear, weight before bias.",
    shows="for name, tensor in model.state_dict().items():")
-_q("07_persistence.weights_only_refuses", "exception",
+_q("09_persistence.weights_only_refuses", "exception",
    "A checkpoint holds an object whose `__reduce__` calls a function. What does `torch.load(file)` raise?",
    "import io\n"
    "class Payload:\n"
@@ -237,7 +237,7 @@ _q("07_persistence.weights_only_refuses", "exception",
    "`weights_only=True` is the default: the restricted unpickler meets a global it does not "
    "allow (`print`) and raises `pickle.UnpicklingError` before calling anything.",
    shows='torch.load(path("suspicious.pt"))')
-_q("07_persistence.strict_missing_keys", "exception",
+_q("09_persistence.strict_missing_keys", "exception",
    "Loading the 4-layer checkpoint into a model with two more layers (strict by default): what exception?",
    "small = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))\n"
    "bigger = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10),\n"
@@ -246,7 +246,7 @@ _q("07_persistence.strict_missing_keys", "exception",
    "`load_state_dict` is strict: the keys `5.weight` and `5.bias` are missing from the file, so "
    "it raises a RuntimeError listing them. `strict=False` returns them instead.",
    shows='bigger.load_state_dict(torch.load(path("digits.pt")))')
-_q("07_persistence.shape_mismatch_not_strict", "exception",
+_q("09_persistence.shape_mismatch_not_strict", "exception",
    "A 10-class checkpoint into a 5-class model WITH `strict=False`: what happens?",
    "ten = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))\n"
    "five = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 5))\n"
@@ -282,7 +282,7 @@ _q("08_convolutions.conv_param_count", "value",
    shows="conv = nn.Conv2d(1, 16, kernel_size=3, padding=1)")
 
 # ---------------------------------------------------------------------- 09 capstone
-_q("09_capstone.val_shape", "shape",
+_q("12_capstone.val_shape", "shape",
    "Holding out `round(0.2 * 1437)` training images for validation: what is `X_val.shape`?",
    "from course_utils.datasets import digits_split\n"
    "split = digits_split(images=True)\n"
@@ -292,19 +292,19 @@ _q("09_capstone.val_shape", "shape",
    "round(287.4) = 287 images, each (1, 8, 8): indexing with a tensor of indices keeps the "
    "other dimensions, giving (287, 1, 8, 8).",
    shows='print(f"train {tuple(X_train.shape)}, validation {tuple(X_val.shape)}')
-_q("09_capstone.train_batches", "value",
+_q("12_capstone.train_batches", "value",
    "The remaining 1150 training images, `batch_size=64`: what is `len(train_loader)`?",
    "from torch.utils.data import DataLoader, TensorDataset\n"
    "len(DataLoader(TensorDataset(torch.zeros(1150, 64)), batch_size=64, shuffle=True))",
    "ceil(1150 / 64) = 18: 17 full batches and a last one of 62.",
    shows='print(len(train_loader), "training batches")')
-_q("09_capstone.preds_dtype", "dtype",
+_q("12_capstone.preds_dtype", "dtype",
    "`predict(model, X)` returns `model(X).argmax(dim=1)`. What is its dtype?",
    "model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))\nmodel(torch.zeros(5, 1, 8, 8)).argmax(dim=1).dtype",
    "`argmax` returns indices, and indices are int64, whatever the dtype of the scores: "
    "directly comparable with int64 labels.",
    shows="print(val_preds.dtype")
-_q("09_capstone.state_dict_keys", "value",
+_q("12_capstone.state_dict_keys", "value",
    "What is `list(baseline.state_dict())` for `nn.Sequential(nn.Flatten(), nn.Linear(64, 10))`?",
    "baseline = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))\nlist(baseline.state_dict())",
    "`Flatten` has no tensors; the Linear is child 1 of the Sequential, so its keys are "

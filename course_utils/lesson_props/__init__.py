@@ -6,9 +6,9 @@ tools), not machinery. Each module is named for the lesson it serves:
 - ``l03_activations``: activation histograms and the init-scale widget.
 - ``l04_data_lab``: the Dataset/DataLoader demos; ``l04_data_workers``: worker-safe datasets
   (``ShardedRange``, ``reseed_worker``), which lesson 04's exercises use too.
-- ``l05_training_lab``: the training loop's helpers (also reused by lesson 09).
-- ``l06_devices``: device-agnostic timing; ``l06_distributed``: how a sampler shards data.
-- ``l07_persistence``: checkpoint helpers and the harmless unsafe-load payload.
+- ``l05_training_lab``: the training loop's helpers (also reused by lesson 12).
+- ``l10_devices``: device-agnostic timing; ``l10_distributed``: how a sampler shards data.
+- ``l09_persistence``: checkpoint helpers and the harmless unsafe-load payload.
 
 Props import nothing of the course except the shared lesson material (``course_utils.datasets``,
 ``course_utils.plotting``); the grading core never imports them (tests/test_architecture.py).

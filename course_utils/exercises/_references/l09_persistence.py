@@ -1,0 +1,49 @@
+"""Generated from solutions/09_persistence.py by `python -m course_utils build`; do not edit.
+
+The answer definitions of the lesson's solution notebook (marker lines dropped) and the
+notebook-level names they use; the exercises of 09_persistence take their references from here."""
+
+# ruff: noqa
+
+import torch
+
+
+def load_matching(model, state_dict):
+    own = model.state_dict()
+    matching = {k: v for k, v in state_dict.items() if k in own and own[k].shape == v.shape}
+    model.load_state_dict(matching, strict=False)
+    return sorted(k for k in own if k not in matching)
+
+
+def load_state_dict_cpu(path):
+    state_dict = torch.load(path, map_location="cpu", weights_only=True)
+    prefix = "module."
+    return {(key[len(prefix):] if key.startswith(prefix) else key): value
+            for key, value in state_dict.items()}
+
+
+def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator):
+    torch.save({
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "epoch": epoch,
+        "rng_state": torch.get_rng_state(),
+        "loader_generator": loader_generator.get_state(),
+    }, path)
+
+
+def load_checkpoint(path, model, optimizer, scheduler, loader_generator):
+    checkpoint = torch.load(path, weights_only=True)
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.load_state_dict(checkpoint["scheduler"])
+    torch.set_rng_state(checkpoint["rng_state"])
+    loader_generator.set_state(checkpoint["loader_generator"])
+    return checkpoint["epoch"]
+
+
+def export_with_dynamic_batch(model, example_input):
+    model.eval()
+    batch = torch.export.Dim("batch")
+    return torch.export.export(model, (example_input,), dynamic_shapes=({0: batch},))

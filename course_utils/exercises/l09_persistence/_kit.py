@@ -1,0 +1,278 @@
+"""Helpers shared by the exercises of 09_persistence: exact comparison, seeded weights, the
+harmless-payload test of a loader (ids it raises: ``unsafe_load``), and the training run that
+``save_checkpoint`` and ``load_checkpoint`` are both checked against (ids it raises: see
+:func:`run_resume`).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import tempfile
+from typing import Any
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch.nn.utils import skip_init
+from torch.utils.data import DataLoader, TensorDataset
+
+from course_utils.grading import Case, Compare, Incorrect, Rand
+from course_utils.lesson_props.l09_persistence import payload_runs, reset_payload_runs
+
+from .._references import l09_persistence as _references
+
+LESSON = "09_persistence"
+
+EXACT = Compare(rtol=0, atol=0)
+KEYS = ("model", "optimizer", "scheduler", "epoch", "rng_state", "loader_generator")
+
+UNSAFE_MESSAGE = (
+    "Your loader ran code hidden in the file: it used `weights_only=False`. A checkpoint from "
+    "anywhere you do not fully control must be loaded with `torch.load(path, weights_only=True)` "
+    "(the default), which refuses to call anything while loading."
+)
+
+
+def fill(module: nn.Module, r: Rand, scale: float = 0.5) -> nn.Module:
+    """Random weights from ``r`` (never from the global RNG)."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(r.randn(*p.shape) * scale)
+    return module
+
+
+def probe_payload(save: Callable[[str], None], load: Callable[[str], Any]) -> None:
+    """``save(path)`` writes a file holding a harmless payload; ``load(path)`` (the learner's
+    loader) must not run it. Refusing the file, by raising, is the right outcome."""
+    with tempfile.TemporaryDirectory(prefix="course-grader-") as tmp:
+        path = os.path.join(tmp, "checkpoint.pt")
+        save(path)
+        reset_payload_runs()
+        try:
+            load(path)
+        except Exception:  # noqa: BLE001 - refusing the file is the right outcome
+            pass
+        if payload_runs():
+            raise Incorrect("unsafe_load")
+
+
+# ----------------------------------------------------------------------------- the resumed run
+def lr_factor(epoch: int) -> float:
+    return 1.0 / (1.0 + epoch)
+
+
+def setup(kw: dict, which: str):
+    """A training run's objects. ``which`` is "original" or "fresh" (the restarted process,
+    with different initial weights and a different shuffle seed)."""
+    r = Rand(kw[which])
+    d, h, c = kw["dims"]
+    model = fill(nn.Sequential(skip_init(nn.Linear, d, h), nn.ReLU(), nn.Dropout(0.3),
+                               skip_init(nn.Linear, h, c)), r)
+    if kw["adam"]:
+        optimizer: torch.optim.Optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+    generator = torch.Generator().manual_seed(r.integer(0, 2**31))
+    data = Rand(kw["data"])
+    X, y = data.randn(kw["n"], d), data.randint(0, c, (kw["n"],))
+    loader = DataLoader(TensorDataset(X, y), batch_size=8, shuffle=True, generator=generator)
+    return model, optimizer, scheduler, loader, generator
+
+
+def _train(model, optimizer, scheduler, loader, epochs) -> None:
+    model.train()
+    for _ in epochs:
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(xb), yb).backward()
+            optimizer.step()
+        scheduler.step()
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                and bool(torch.equal(a, b)))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _state(model, optimizer, scheduler, generator) -> dict:
+    return {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(), "rng_state": torch.get_rng_state(),
+            "loader_generator": generator.get_state()}
+
+
+def _diagnose(snapshot: dict, now: dict, start, epoch: int, role: str) -> None:
+    for key in ("model", "optimizer", "scheduler", "rng_state", "loader_generator"):
+        if not _same(now[key], snapshot[key]):
+            raise Incorrect(not_restored_id(key))
+    if role == "save" and (isinstance(start, bool) or not isinstance(start, int) or start != epoch):
+        raise Incorrect("wrong_epoch", got=repr(start), type=type(start).__name__, epoch=epoch)
+    if isinstance(start, bool) or not isinstance(start, int) or start != epoch:
+        raise Incorrect("wrong_start_epoch", got=repr(start), type=type(start).__name__, epoch=epoch)
+
+
+def resume_case(r: Rand) -> Case:
+    return Case((), {
+        "original": r.integer(0, 2**31), "fresh": r.integer(0, 2**31), "data": r.integer(0, 2**31),
+        "rng": r.integer(0, 2**31), "other_rng": r.integer(0, 2**31),
+        "dims": (r.integer(3, 6), r.integer(6, 12), r.integer(2, 4)), "n": r.integer(17, 28),
+        "adam": r.choice([True, False]), "epoch": r.integer(1, 2), "num_epochs": 3,
+    })
+
+
+def _resume_edge(seed: int, adam: bool, epoch: int, label: str) -> Case:
+    case = resume_case(Rand(seed))
+    case.kwargs.update(adam=adam, epoch=epoch)
+    case.label = label
+    return case
+
+
+RESUME_EDGES = [_resume_edge(81, True, 2, "Adam, saved after 2 of 3 epochs"),
+                _resume_edge(82, False, 1, "SGD with momentum, saved after 1 of 3 epochs")]
+
+
+def _load_saved(load, path, objects):
+    """The reference loader reading the learner's file: what goes wrong is the file's fault."""
+    try:
+        return load(path, *objects)
+    except KeyError as exc:
+        key = str(exc.args[0]) if exc.args else "?"
+        if key in KEYS:
+            raise Incorrect(f"missing_{key}") from None
+        raise Incorrect("missing_entry", key=repr(key)) from None
+    except pickle.UnpicklingError:
+        raise Incorrect("pickled_objects") from None
+    except Exception as exc:  # noqa: BLE001 - a wrong value in the file
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise Incorrect("unloadable_checkpoint", error=f"{type(exc).__name__}: {first}") from None
+
+
+def _modes(model) -> list[bool]:
+    return [m.training for m in model.modules()]
+
+
+def _original_run(kw: dict, save, path: str, role: str) -> tuple[dict, list[torch.Tensor]]:
+    """The original run: train k epochs, ``save`` to ``path``, go on to the end (uninterrupted).
+    Returns the state at the save and the final weights."""
+    k, num_epochs = kw["epoch"], kw["num_epochs"]
+    torch.manual_seed(kw["rng"])
+    model, optimizer, scheduler, loader, generator = setup(kw, "original")
+    _train(model, optimizer, scheduler, loader, range(0, k))
+    snapshot = copy.deepcopy(_state(model, optimizer, scheduler, generator))
+    model[2].eval()  # a model whose submodules are in mixed modes: both must come back as they were
+    modes = _modes(model)
+    save(path, model, optimizer, scheduler, k, generator)
+    if role == "save" and _modes(model) != modes:
+        raise Incorrect("changed_mode")
+    if role == "save" and not os.path.exists(path):
+        raise Incorrect("no_file")
+    _train(model, optimizer, scheduler, loader, range(k, num_epochs))
+    return snapshot, [p.detach().clone() for p in model.parameters()]
+
+
+# When the learner writes the loader, the original run saves with the reference: it is a function
+# of the case alone, so it is computed once per case and recalled (its state at the save, its final
+# weights and the file it wrote, written afresh for each check). The learner's half always runs.
+_ORIGINAL_RUNS: dict[tuple, tuple[dict, list[torch.Tensor], bytes]] = {}
+
+
+def _case_key(case: Case) -> tuple:
+    return tuple(sorted(case.kwargs.items()))
+
+
+def _run_resume(answer, case: Case, role: str):
+    """Train k epochs, save, train on (the uninterrupted run); then, in a "new process" with other
+    weights and another random state, load and train on (the resumed run): the two must end with
+    bit-identical weights. ``role`` says which half ``answer`` is ("save" or "load"); the other
+    half is the reference. Raises the ids ``changed_mode``, ``no_file``, ``missing_<key>``,
+    ``missing_entry``, ``pickled_objects``, ``unloadable_checkpoint``, ``<key>_not_restored``,
+    ``wrong_epoch`` (save), ``wrong_start_epoch`` (load) and ``not_bit_identical``."""
+    kw = case.kwargs
+    # looked up on the generated module at call time, not through the registry: in the
+    # instructor's sandbox the judge puts the real reference back on the module (guarded so only
+    # the course's code may call it), while the registry still holds the cut stub
+    save = answer if role == "save" else _references.save_checkpoint
+    load = answer if role == "load" else _references.load_checkpoint
+    k, num_epochs = kw["epoch"], kw["num_epochs"]
+    with tempfile.TemporaryDirectory(prefix="course-grader-") as tmp:
+        path = os.path.join(tmp, "checkpoint.pt")
+        if role == "save":
+            snapshot, uninterrupted = _original_run(kw, save, path, role)
+        else:
+            key = _case_key(case)
+            if key not in _ORIGINAL_RUNS:
+                if len(_ORIGINAL_RUNS) >= 256:
+                    _ORIGINAL_RUNS.clear()
+                snapshot, uninterrupted = _original_run(kw, save, path, role)
+                with open(path, "rb") as f:
+                    _ORIGINAL_RUNS[key] = (snapshot, uninterrupted, f.read())
+            snapshot, uninterrupted, data = _ORIGINAL_RUNS[key]
+            with open(path, "wb") as f:
+                f.write(data)
+
+        # a new process: other initial weights, other random state, then load and resume
+        torch.manual_seed(kw["other_rng"])
+        fresh = setup(kw, "fresh")
+        model2, optimizer2, scheduler2, loader2, generator2 = fresh
+        objects = (model2, optimizer2, scheduler2, generator2)
+        if role == "save":
+            start = _load_saved(load, path, objects)
+        else:
+            model2[2].eval()
+            modes2 = _modes(model2)
+            start = load(path, *objects)
+            if _modes(model2) != modes2:
+                raise Incorrect("changed_mode")
+        _diagnose(snapshot, _state(model2, optimizer2, scheduler2, generator2), start, k, role)
+        _train(model2, optimizer2, scheduler2, loader2, range(start, num_epochs))
+        resumed = [p.detach().clone() for p in model2.parameters()]
+    if not all(torch.equal(a, b) for a, b in zip(uninterrupted, resumed)):
+        raise Incorrect("not_bit_identical")
+    return resumed
+
+
+# The reference's run (reference save and reference load) is a function of the case alone: it is
+# computed once per case and recalled, together with the global random state it leaves behind
+# (a check sees the same side effect). Every check of a learner's answer still runs in full.
+_RECALLED: dict[tuple, tuple[list[torch.Tensor], torch.Tensor]] = {}
+
+
+def run_resume(answer, case: Case, role: str):
+    if answer is not getattr(_references, f"{role}_checkpoint"):
+        return _run_resume(answer, case, role)
+    key = _case_key(case)
+    if key not in _RECALLED:
+        if len(_RECALLED) >= 256:
+            _RECALLED.clear()
+        resumed = _run_resume(answer, case, role)
+        _RECALLED[key] = (resumed, torch.get_rng_state())
+    resumed, rng_state = _RECALLED[key]
+    torch.set_rng_state(rng_state)
+    return [p.clone() for p in resumed]
+
+
+CHANGED_MODE = ("Your `{fn}` changed the train/eval mode of the model (or of some of its submodules), for "
+                "example with `model.eval()`. Saving or loading a checkpoint must leave the modes as the "
+                "caller set them: a training loop that does not call `model.train()` every epoch would "
+                "then train without dropout.")
+NOT_BIT_IDENTICAL = ("The resumed run does not end with exactly the same weights as the uninterrupted one. "
+                     "Every piece of state that training reads must be saved and restored.")
+NOT_RESTORED = {  # key: what it is, for the messages of `<key>_not_restored`
+    "model": "the model's weights",
+    "optimizer": "the optimizer's state (momentum or Adam's running averages)",
+    "scheduler": "the learning-rate scheduler",
+    "rng_state": "the global random state (it drives dropout)",
+    "loader_generator": "the DataLoader's generator (it drives the shuffle)",
+}
+
+
+def not_restored_id(key: str) -> str:
+    return f"{key.replace('_state', '')}_not_restored"

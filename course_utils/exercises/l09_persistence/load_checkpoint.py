@@ -1,0 +1,105 @@
+"""load_checkpoint: restore every piece of a checkpoint (safely) and return the epoch to resume from.
+
+Subtle: the check restarts from a "new process" (other weights, another random state), loads the
+reference's file and trains on; the run must end bit-identical to the uninterrupted one. The
+file must be loaded with `weights_only=True`: a harmless payload in a second file shows whether
+the loader would run code hidden in a checkpoint.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.grading import Exercise, Mistake, Rand, register
+from course_utils.lesson_props.l09_persistence import HarmlessPayload
+
+from ._kit import LESSON
+from ._kit import (CHANGED_MODE, EXACT, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, UNSAFE_MESSAGE,
+                   not_restored_id, probe_payload, resume_case, run_resume, setup)
+
+
+# --- reference: the solution notebook's answer, generated from solutions/09_persistence.py
+from .._references.l09_persistence import load_checkpoint
+
+
+# --- cases
+# (the training runs of `_kit.resume_case` and `_kit.RESUME_EDGES`, shared with save_checkpoint)
+
+
+# --- run and probes
+def _run(answer, case):
+    return run_resume(answer, case, "load")
+
+
+def _probe_unsafe_load(answer, r: Rand) -> None:
+    """Give the loader a checkpoint with a harmless payload: it must not run."""
+    model, optimizer, scheduler, _, generator = setup(resume_case(r).kwargs, "original")
+
+    def save(path):
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "epoch": HarmlessPayload("(payload ran)"),
+                    "rng_state": torch.get_rng_state(), "loader_generator": generator.get_state()}, path)
+
+    probe_payload(save, lambda path: answer(path, model, optimizer, scheduler, generator))
+
+
+# --- wrong answers
+def _loaded_without(step: str, *, epoch_shift: int = 0, weights_only: bool = True):
+    """The reference with one restoring step left out (or the epoch shifted, or unsafe loading)."""
+    def load(path, model, optimizer, scheduler, loader_generator):
+        checkpoint = torch.load(path, weights_only=weights_only)
+        restore = {
+            "model": lambda: model.load_state_dict(checkpoint["model"]),
+            "optimizer": lambda: optimizer.load_state_dict(checkpoint["optimizer"]),
+            "scheduler": lambda: scheduler.load_state_dict(checkpoint["scheduler"]),
+            "rng_state": lambda: torch.set_rng_state(checkpoint["rng_state"]),
+            "loader_generator": lambda: loader_generator.set_state(checkpoint["loader_generator"]),
+        }
+        for key, step_of in restore.items():
+            if key != step:
+                step_of()
+        return checkpoint["epoch"] + epoch_shift
+    return load
+
+
+def _load_then_eval(path, model, optimizer, scheduler, loader_generator):
+    epoch = load_checkpoint(path, model, optimizer, scheduler, loader_generator)
+    model.eval()
+    return epoch
+
+
+def _load_assigning(path, model, optimizer, scheduler, loader_generator):
+    epoch = load_checkpoint(path, model, optimizer, scheduler, loader_generator)
+    # assign=True swaps in new Parameters: the optimizer still updates the old ones
+    model.load_state_dict(torch.load(path, weights_only=True)["model"], assign=True)
+    return epoch
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="load_checkpoint", title="Restore everything and resume where training stopped",
+    reference=load_checkpoint,
+    cases=resume_case,
+    edge_cases=RESUME_EDGES,
+    n_random=1,
+    timeout=10.0,
+    run=_run,
+    compare=EXACT,
+    probes=[_probe_unsafe_load],
+    mistakes=[
+        *[Mistake(not_restored_id(key), f"After your `load_checkpoint`, {what} is not restored, so the resumed run "
+                  f"differs from the uninterrupted one. Restore it from `checkpoint[{key!r}]`.",
+                  _loaded_without(key), match_output=False) for key, what in NOT_RESTORED.items()],
+        Mistake("wrong_start_epoch", "`load_checkpoint` returned {got} ({type}), but the checkpoint was written "
+                "after {epoch} completed epoch(s), so training resumes with `range({epoch}, num_epochs)`. Return "
+                "`checkpoint['epoch']` unchanged, an int.", _loaded_without("", epoch_shift=1), match_output=False),
+        Mistake("unsafe_load", UNSAFE_MESSAGE, _loaded_without("", weights_only=False), match_output=False),
+        Mistake("changed_mode", CHANGED_MODE.format(fn="load_checkpoint"), _load_then_eval, match_output=False),
+        Mistake("not_bit_identical", NOT_BIT_IDENTICAL, _load_assigning, match_output=False),
+    ],
+    hints=[
+        "`checkpoint = torch.load(path, weights_only=True)`, then put every piece back where it came from.",
+        "`model.load_state_dict(...)`, `optimizer.load_state_dict(...)`, `scheduler.load_state_dict(...)`, "
+        "`torch.set_rng_state(...)`, `loader_generator.set_state(...)`; return `checkpoint['epoch']`.",
+    ],
+))

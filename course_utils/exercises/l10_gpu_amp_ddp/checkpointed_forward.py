@@ -1,0 +1,232 @@
+"""checkpointed_forward: run a stack of blocks, checkpointing each block on its own.
+
+Subtle: the output must equal a plain forward, so values alone prove nothing. The check measures
+what autograd saves (only each block's input may stay), watches which blocks are recomputed
+during backward (each once, the last first), and needs `use_reentrant=False` (the reentrant mode
+drops the graph when the input does not require grad).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import torch
+from torch import nn
+from torch.nn.utils import skip_init
+from torch.utils.checkpoint import checkpoint
+
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+
+from ._kit import LESSON
+from ._kit import fill
+
+
+# --- reference: the solution notebook's answer, generated from solutions/10_gpu_amp_ddp.py
+from .._references.l10_gpu_amp_ddp import checkpointed_forward
+
+
+# --- cases
+def _blocks(r: Rand, n: int, width: int) -> nn.ModuleList:
+    return nn.ModuleList(fill(nn.Sequential(skip_init(nn.Linear, width, width), nn.Tanh()), r, 0.4)
+                         for _ in range(n))
+
+
+def _cases(r: Rand) -> Case:
+    width = r.integer(8, 24)
+    x = r.randn(r.integer(4, 16), width)
+    if r.integer(0, 1):
+        x.requires_grad_(True)
+    return Case((_blocks(r, r.integer(4, 6), width), x))
+
+
+def _fixed_case(requires_grad: bool) -> Case:
+    r = Rand(606)
+    x = r.randn(6, 10).requires_grad_(requires_grad)
+    return Case((_blocks(r, 4, 10), x), label=f"4 blocks, input{'' if requires_grad else ' not'} requiring grad")
+
+
+# --- run and probes
+def _saved_bytes(fn):
+    """``(bytes autograd saved for backward while running fn, fn's result)``."""
+    total = [0]
+
+    def pack(t):
+        total[0] += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    return total[0], out
+
+
+def _plain_forward(blocks, x):
+    for block in blocks:
+        x = block(x)
+    return x
+
+
+def _uses_reentrant(out: torch.Tensor) -> bool:
+    """Whether the graph behind ``out`` holds a reentrant checkpoint node."""
+    seen, todo = set(), [out.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        if type(fn).__name__ == "CheckpointFunctionBackward":
+            return True
+        todo.extend(next_fn for next_fn, _ in fn.next_functions)
+    return False
+
+
+def _run(answer, case: Case):
+    blocks, x = case.args
+    # Which block's first layer runs when: checkpointing every block on its own recomputes each
+    # block once during backward, the last block first. (The layer, not the block, is watched so
+    # that `block.forward(x)` is seen too.)
+    calls: list[int] = []
+    handles = [block[0].register_forward_pre_hook(lambda mod, args, i=i: calls.append(i))
+               for i, block in enumerate(blocks)]
+    try:
+        return _run_watched(answer, blocks, x, calls)
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _forward(answer, blocks, x):
+    """The answer's output and the bytes it saved for backward; the graph must reach the blocks."""
+    x_flag = x.requires_grad
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        used, out = _saved_bytes(lambda: answer(blocks, x))
+    if x.requires_grad != x_flag:
+        raise Incorrect("changed_input_flag", before=x_flag, after=x.requires_grad)
+    if not isinstance(out, torch.Tensor) or out.shape != x.shape or out.device != x.device:
+        return used, out
+    if not out.requires_grad:
+        if any("None of the inputs have requires_grad" in str(w.message) for w in caught):
+            raise Incorrect("reentrant_checkpoint")
+        raise Incorrect("no_grad_forward")
+    if _uses_reentrant(out):
+        raise Incorrect("reentrant_checkpoint")
+    return used, out
+
+
+def _run_watched(answer, blocks, x, calls: list[int]):
+    used, out = _forward(answer, blocks, x)
+    if not isinstance(out, torch.Tensor) or out.shape != x.shape or out.device != x.device:
+        return out, []
+    upstream = torch.ones_like(out) / out.numel() + out.detach() * 0.01
+    inputs = list(blocks.parameters()) + ([x] if x.requires_grad else [])
+    n_forward = len(calls)
+    grads = torch.autograd.grad(out, inputs, upstream, allow_unused=True)
+    recomputed = calls[n_forward:]
+    if any(g is None for g in grads):
+        raise Incorrect("cut_between_blocks")
+    n = len(blocks)
+    missing = [i for i in range(n) if i not in recomputed]
+    # What a plain forward would keep, and what checkpointing every block keeps (each block's input).
+    plain, _ = _saved_bytes(lambda: _plain_forward(blocks, x.detach().requires_grad_(x.requires_grad)))
+    ckpt = len(blocks) * x.numel() * x.element_size()
+    if used > (plain + ckpt) / 2:
+        if missing:
+            raise Incorrect("not_checkpointed", missing=missing, n=n)
+        raise Incorrect("kept_activations", used=used, ckpt=ckpt)
+    if missing and n > 1 and recomputed.count(n - 1) == n:
+        raise Incorrect("late_binding_closure", n=n)
+    if missing:
+        raise Incorrect("not_checkpointed", missing=missing, n=n)
+    if recomputed != list(range(n - 1, -1, -1)):
+        raise Incorrect("coarse_checkpoint")
+    return out.detach(), [g.detach() for g in grads]
+
+
+# --- wrong answers
+_NON_REENTRANT = functools.partial(checkpoint, use_reentrant=False)
+
+
+def _variant(blocks, x, *, wrap=_NON_REENTRANT, detach=False):
+    for i, block in enumerate(blocks):
+        if detach and i > 0:
+            x = x.detach()  # "to save memory": cuts the graph between blocks
+        x = wrap(block, x)
+    return x
+
+
+def _no_grad(blocks, x):
+    with torch.no_grad():
+        return _plain_forward(blocks, x)
+
+
+def _late_binding(blocks, x):
+    for block in blocks:
+        x = checkpoint(lambda t: block(t), x, use_reentrant=False)  # noqa: B023 - the mistake itself
+    return x
+
+
+def _flips_input_flag(blocks, x):
+    return checkpointed_forward(blocks, x.requires_grad_())
+
+
+_reentrant = functools.partial(_variant, wrap=checkpoint)  # use_reentrant not given: the old mode
+_keeps_more = functools.partial(  # checkpointed, then an extra op that saves its inputs for backward
+    _variant, wrap=lambda block, x: _NON_REENTRANT(block, x) * torch.ones_like(x).requires_grad_())
+_cut_between = functools.partial(_variant, detach=True)
+
+
+def _one_segment(blocks, x):
+    return checkpoint(_plain_forward, blocks, x, use_reentrant=False)  # one checkpoint for all blocks
+
+
+# --- declaration
+_WRAP = "`x = checkpoint(block, x, use_reentrant=False)`"
+
+register(Exercise(
+    lesson=LESSON, name="checkpointed_forward", title="Gradient checkpointing: recompute instead of store",
+    reference=checkpointed_forward,
+    cases=_cases,
+    edge_cases=[_fixed_case(False), _fixed_case(True)],
+    n_random=4,
+    timeout=10.0,
+    run=_run,
+    compare=Compare(rtol=1e-5, atol=1e-6),
+    mistakes=[
+        Mistake("not_checkpointed", "During backward, block(s) {missing} of {n} were not recomputed, so they were "
+                "not checkpointed (their activations were kept, or stored some other way). `checkpoint_sequential` "
+                f"runs its last segment normally. Wrap every block call: {_WRAP}.", _plain_forward,
+                match_output=False),
+        Mistake("reentrant_checkpoint", "Your forward pass used `checkpoint` in its old *reentrant* mode "
+                "(`use_reentrant=True`, the default when `use_reentrant` is not given). It drops the graph when a "
+                "block's input does not require grad, so no gradient reaches the blocks' parameters, and it does "
+                "not work with `torch.autograd.grad`. Pass `use_reentrant=False`.", _reentrant, match_output=False),
+        Mistake("no_grad_forward", "Your output is not connected to the autograd graph, so training could not "
+                "compute any gradient. `torch.no_grad()` saves memory only where no gradients are needed; "
+                "gradient checkpointing keeps the graph and recomputes the activations during backward.",
+                _no_grad, match_output=False),
+        Mistake("cut_between_blocks", "Gradients reach only some of the blocks: the graph is cut between them "
+                "(`.detach()`, `.data` or `torch.no_grad()` around part of the loop). Pass each block's output "
+                "straight to the next `checkpoint` call.", _cut_between, match_output=False),
+        Mistake("coarse_checkpoint", "Several blocks share one checkpoint, so backward recomputes them together "
+                f"and needs all their activations at once. Checkpoint each block on its own: {_WRAP} inside the "
+                "loop.", _one_segment, match_output=False),
+        Mistake("late_binding_closure", "During backward the last block was recomputed {n} times and the others "
+                "never: each checkpoint called a `lambda` that looks up the loop variable when it runs, and by then "
+                "the loop has ended, so every recompute used the last block (Python's late binding). The forward "
+                "was right but the gradients are wrong. Pass the block itself: `checkpoint(block, x, "
+                "use_reentrant=False)` (or bind it: `lambda t, b=block: b(t)`).", _late_binding, match_output=False),
+        Mistake("changed_input_flag", "Your function changed `x.requires_grad` of the caller's tensor (from "
+                "{before} to {after}), e.g. with `x.requires_grad_()`. With `use_reentrant=False` checkpointing "
+                "needs no such trick: leave the input as it is.", _flips_input_flag, match_output=False),
+        Mistake("kept_activations", "Your forward pass kept {used} bytes of activations for backward; "
+                "checkpointing every block keeps only each block's input ({ckpt} bytes here). Every block was "
+                "recomputed, so another operation in your loop keeps activations: the loop body is "
+                f"{_WRAP} and nothing else that needs gradients.", _keeps_more, match_output=False),
+    ],
+    hints=[
+        "`from torch.utils.checkpoint import checkpoint`; `checkpoint(fn, *args, use_reentrant=False)` runs "
+        "`fn(*args)` without keeping its intermediate activations, and reruns it during backward.",
+        "Loop over the blocks and replace `x = block(x)` by `x = checkpoint(block, x, use_reentrant=False)`.",
+    ],
+))

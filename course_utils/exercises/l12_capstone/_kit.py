@@ -1,0 +1,3 @@
+"""What the exercises of 12_capstone share."""
+
+LESSON = "12_capstone"

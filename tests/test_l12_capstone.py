@@ -1,0 +1,756 @@
+"""Capstone (08): the held-out grading is honest.
+
+- ``fit`` never sees the held-out images, and never sees the true class names;
+- the time budget and the check's wall-clock limit are enforced with their own messages;
+- ``predict`` is watched for ``eval()``/no-grad with hooks that are removed afterwards;
+- checking leaves thread count and global hooks as they were.
+
+Then the adversarial and red-team answers of both exercises (confusion_matrix and
+DigitClassifier: wrong answers and cheats rejected, valid unusual answers accepted, under
+several seeds) and the confusion matrix against scikit-learn's.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from course_utils import grading
+from course_utils.exercises.l12_capstone import digit_classifier as cap
+from course_utils.grading import Rand
+from course_utils.grading.runner import run_check
+
+from grading_asserts import accepted, check, rejected  # noqa: E402,F401 (tests/ is on sys.path)
+
+EXERCISE = "12_capstone.DigitClassifier"
+
+
+def _rows(X: torch.Tensor) -> list[bytes]:
+    return sorted(x.numpy().tobytes() for x in X)
+
+
+class Spy(cap.DigitClassifier):
+    """The reference, recording what the grader hands it."""
+
+    seen: list = []
+
+    def fit(self, X, y):
+        Spy.seen.append(("fit", X.clone(), y.clone()))
+        return super().fit(X, y)
+
+    def predict(self, X):
+        Spy.seen.append(("predict", X.clone(), None))
+        return super().predict(X)
+
+
+def test_fit_never_sees_held_out_images_and_labels_are_renamed():
+    Spy.seen = []
+    res = grading.check(EXERCISE, Spy, seed=21)
+    assert res.passed, res.text()
+    last_fit = max(i for i, (kind, _, _) in enumerate(Spy.seen) if kind == "fit")  # the held-out probe
+    (_, X_fit, y_fit), (_, X_pred, _) = Spy.seen[last_fit : last_fit + 2]  # fit, then predict
+    # (the probe predicts the same held-out images again: predictions must not be random)
+    assert all(kind == "predict" and torch.equal(X, X_pred) for kind, X, _ in Spy.seen[last_fit + 1 :])
+    assert len(X_fit) == 1797 - cap.N_HELD_OUT and len(X_pred) == cap.N_HELD_OUT
+    X_all, y_all = cap._digits()
+    # together they are exactly the dataset, so the two parts are disjoint
+    assert _rows(torch.cat([X_fit, X_pred])) == _rows(X_all)
+    # every training image arrives under another class name than its true one
+    true_label = {x.numpy().tobytes(): int(t) for x, t in zip(X_all, y_all)}
+    renamed = [int(t) != true_label[x.numpy().tobytes()] for x, t in zip(X_fit, y_fit)]
+    assert sum(renamed) / len(renamed) > 0.99  # (a few digits images are exact duplicates)
+
+
+def test_derangement_has_no_fixed_points():
+    for seed in range(200):
+        perm = cap._derangement(10, grading.Rand(seed))
+        assert sorted(perm.tolist()) == list(range(10))
+        assert not bool((perm == torch.arange(10)).any())
+
+
+def test_time_budget_is_enforced(monkeypatch):
+    monkeypatch.setattr(cap, "TIME_BUDGET_S", 0.01)
+    res = grading.check(EXERCISE, cap.DigitClassifier, seed=5)
+    assert not res.passed and res.mistake == "too_slow" and "CPU time" in res.message
+
+
+def test_a_fit_that_never_ends_gets_the_capstone_message():
+    class Forever(cap.DigitClassifier):
+        def fit(self, X, y):
+            while True:
+                pass
+
+    ex = dataclasses.replace(grading.exercise(EXERCISE), timeout=0.5)
+    res = run_check(ex, Forever, seed=1)
+    assert res.mistake == "timeout" and "budget" in res.message
+
+
+def test_prediction_problems_are_explained():
+    class Probabilities(cap.DigitClassifier):
+        def predict(self, X):
+            with torch.inference_mode():
+                return self.model.eval()(X).softmax(dim=1)
+
+    class Lists(cap.DigitClassifier):
+        def predict(self, X):
+            return super().predict(X).tolist()
+
+    assert grading.check(EXERCISE, Probabilities, seed=2).mistake == "predictions_shape"
+    assert grading.check(EXERCISE, Lists, seed=2).mistake == "predictions_type"
+    res = grading.check(EXERCISE, cap.DigitClassifier(), seed=2)
+    assert res.mistake == "wrong_type" and "instance" in res.message
+
+
+def test_check_leaves_threads_and_global_hooks_alone():
+    before = torch.get_num_threads()
+    hooks_before = len(nn.modules.module._global_forward_pre_hooks)
+    bad = grading.exercise(EXERCISE).mistake("forgot_eval").example
+    res = grading.check(EXERCISE, bad, seed=3)
+    assert res.mistake == "forgot_eval"
+    assert torch.get_num_threads() == before
+    assert len(nn.modules.module._global_forward_pre_hooks) == hooks_before
+
+
+def test_reference_fit_is_within_budget_with_room_to_spare():
+    X, y = cap._digits()
+    start = time.process_time()
+    cap.DigitClassifier().fit(X[: 1797 - cap.N_HELD_OUT], y[: 1797 - cap.N_HELD_OUT])
+    assert time.process_time() - start < cap.TIME_BUDGET_S / 4
+
+
+@pytest.mark.parametrize("seed", [101, 202])
+def test_reference_clears_the_bar_on_more_splits(seed):
+    res = grading.check(EXERCISE, cap.DigitClassifier, seed=seed)
+    assert res.passed, res.text()
+
+
+class _FunctionalDropout(nn.Module):
+    def __init__(self, p: float, follow_mode: bool):
+        super().__init__()
+        self.p, self.follow_mode = p, follow_mode
+
+    def forward(self, x):
+        if self.follow_mode:
+            return torch.nn.functional.dropout(x, self.p, training=self.training)
+        return torch.nn.functional.dropout(x, self.p)  # always on: eval() cannot reach it
+
+
+def _with_dropout(follow_mode: bool):
+    class WithDropout(cap.DigitClassifier):
+        def fit(self, X, y):
+            super().fit(X, y)
+            *body, last = self.model
+            self.model = nn.Sequential(*body, _FunctionalDropout(0.3, follow_mode), last)
+            return self
+
+        def predict(self, X):  # in batches through a DataLoader (which draws a seed from the global RNG)
+            self.model.eval()
+            loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X), batch_size=100)
+            with torch.no_grad():
+                return torch.cat([self.model(xb).argmax(dim=1) for (xb,) in loader])
+    return WithDropout
+
+
+def test_functional_dropout_left_on_in_predict_is_rejected():
+    res = grading.check(EXERCISE, _with_dropout(follow_mode=False), seed=1)
+    assert res.mistake == "random_predictions", res.text()
+    assert "training=self.training" in res.message
+
+
+def test_dropout_that_follows_eval_and_a_dataloader_predict_pass():
+    res = grading.check(EXERCISE, _with_dropout(follow_mode=True), seed=1)
+    assert res.passed, res.text()
+
+
+class _LookupNet(nn.Module):
+    """Nearest-neighbour labels from stored training images, plus a Linear that adds nothing."""
+
+    def __init__(self, X, y):
+        super().__init__()
+        self.register_buffer("X", X.flatten(1).clone())
+        self.register_buffer("y", y.clone())
+        self.lin = nn.Linear(64, 10)
+
+    def forward(self, x):
+        labels = self.y[torch.cdist(x.flatten(1), self.X).argmin(dim=1)]
+        return torch.nn.functional.one_hot(labels, 10).float() * 10 + 0 * self.lin(x.flatten(1))
+
+
+class _LookupCheat:
+    def __init__(self):
+        self.model = None
+
+    def fit(self, X, y):
+        self.model = _LookupNet(X, y)
+        opt = torch.optim.SGD(self.model.lin.parameters(), lr=0.1)
+        torch.nn.functional.cross_entropy(self.model.lin(X.flatten(1)), y).backward()
+        opt.step()  # one token step, so the parameters "changed during fit"
+        return self
+
+    def predict(self, X):
+        self.model.eval()
+        with torch.inference_mode():
+            return self.model(X).argmax(1)
+
+
+def test_a_lookup_dressed_as_a_network_is_rejected():
+    res = grading.check(EXERCISE, _LookupCheat, seed=1)
+    assert res.mistake == "not_a_network", res.text()
+
+
+# =========================================================================== adversarial
+C = "12_capstone."
+
+
+def test_confusion_matrix_alternatives_pass():
+    def by_bincount(preds, targets, num_classes):
+        return torch.bincount(targets * num_classes + preds, minlength=num_classes**2).reshape(num_classes, num_classes)
+
+    def by_loop(preds, targets, num_classes):
+        cm = torch.zeros(num_classes, num_classes, dtype=torch.int64)
+        for t, p in zip(targets.tolist(), preds.tolist()):
+            cm[t, p] += 1
+        return cm
+
+    accepted(C + "confusion_matrix", by_bincount, n_random=20)
+    accepted(C + "confusion_matrix", by_loop, n_random=20)
+
+
+def test_confusion_matrix_bincount_without_minlength_is_rejected():
+    def no_minlength(preds, targets, num_classes):
+        return torch.bincount(targets * num_classes + preds).reshape(num_classes, num_classes)
+
+    def float_counts(preds, targets, num_classes):
+        cm = torch.zeros(num_classes, num_classes)
+        cm.index_put_((targets, preds), torch.ones(len(targets)), accumulate=True)
+        return cm
+
+    rejected(C + "confusion_matrix", no_minlength, n_random=0)
+    rejected(C + "confusion_matrix", float_counts, "wrong_dtype", n_random=0)
+
+
+def _train(model, X, y, num_epochs=10):
+    torch.manual_seed(0)
+    loader = DataLoader(TensorDataset(X, y), batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(0))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-2, total_steps=num_epochs * len(loader))
+    model.train()
+    for _ in range(num_epochs):
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(xb), yb).backward()
+            optimizer.step()
+            scheduler.step()
+    return model
+
+
+def test_classifier_that_predicts_without_its_network_is_rejected():
+    """Nearest neighbour on the stored training images scores about 98 % but is not the task."""
+
+    class NearestNeighbour:
+        def __init__(self):
+            self.model = None
+
+        def fit(self, X, y):
+            self.model = nn.Linear(64, 10)  # there to satisfy the check, never used
+            self.X, self.y = X.flatten(1), y
+            return self
+
+        def predict(self, X):
+            return self.y[torch.cdist(X.flatten(1), self.X).argmin(dim=1)]
+
+    rejected(C + "DigitClassifier", NearestNeighbour, "predict_without_model", seeds=(3,))
+
+
+def test_classifier_whose_network_does_not_output_logits_is_rejected():
+    class IdentityModel:
+        def fit(self, X, y):
+            self.model = nn.Identity()
+            self.X, self.y = X.flatten(1), y
+            return self
+
+        def predict(self, X):
+            self.model.eval()
+            with torch.inference_mode():
+                feats = self.model(X).flatten(1)
+            return self.y[torch.cdist(feats, self.X).argmin(dim=1)]
+
+    rejected(C + "DigitClassifier", IdentityModel, "model_output", seeds=(3,))
+
+
+def test_classifier_that_leaves_autograd_off_is_rejected():
+    class GradOff(cap.DigitClassifier):
+        def predict(self, X):
+            self.model.eval()
+            torch.set_grad_enabled(False)
+            return self.model(X).argmax(dim=1)
+
+    rejected(C + "DigitClassifier", GradOff, "grad_left_off", seeds=(3,))
+    assert torch.is_grad_enabled()
+
+
+def test_classifier_trained_on_the_notebooks_digits_is_rejected():
+    from course_utils.datasets import digits_split
+
+    class NotebookData(cap.DigitClassifier):
+        def fit(self, X, y):
+            s = digits_split(images=True)  # the notebook's globals instead of the arguments
+            return super().fit(s.X_train, s.y_train)
+
+    rejected(C + "DigitClassifier", NotebookData, "ignored_given_data", seeds=(3,))
+
+
+def test_classifier_with_flattening_outside_the_model_passes():
+    """An MLP that flattens in fit/predict: the softmax probe used to call the model on raw images and crash."""
+
+    class FlatMLP:
+        def fit(self, X, y):
+            torch.manual_seed(0)
+            self.model = _train(nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(),
+                                              nn.Linear(64, 10)), X.flatten(1), y, num_epochs=12)
+            return self
+
+        def predict(self, X):
+            self.model.eval()
+            with torch.inference_mode():
+                return self.model(X.flatten(1)).argmax(dim=1)
+
+    accepted(C + "DigitClassifier", FlatMLP, seeds=(3,))
+
+
+def test_classifier_alternatives_pass():
+    class LogSoftmaxAndForward(cap.DigitClassifier):
+        """Log-probabilities are logits too; `forward` called directly; batched predict."""
+
+        def fit(self, X, y):
+            super().fit(X, y)
+            self.model = nn.Sequential(self.model, nn.LogSoftmax(dim=1))
+            return self
+
+        def predict(self, X):
+            self.model.eval()
+            with torch.no_grad():
+                return torch.cat([self.model.forward(xb).argmax(1) for xb in X.split(100)])
+
+    accepted(C + "DigitClassifier", LogSoftmaxAndForward, seeds=(3,))
+
+
+def test_softmax_network_still_named_when_predict_preprocesses():
+    class ScaledSoftmax(cap.DigitClassifier):
+        def fit(self, X, y):
+            torch.manual_seed(0)
+            self.model = _train(nn.Sequential(cap._cnn(), nn.Softmax(dim=1)), X * 2, y, num_epochs=3)
+            return self
+
+        def predict(self, X):
+            self.model.eval()
+            with torch.inference_mode():
+                return self.model(X * 2).argmax(dim=1)
+
+    rejected(C + "DigitClassifier", ScaledSoftmax, "softmax_output", seeds=(3,))
+
+# =========================================================================== red-team rows
+# (at least five wrong answers, three valid unusual ones and two cheats per exercise, grouped per
+# exercise in WRONG[exercise] = [(answer, mistake or None)], VALID and CHEATS likewise)
+WRONG: dict[str, list] = collections.defaultdict(list)
+VALID: dict[str, list] = collections.defaultdict(list)
+CHEATS: dict[str, list] = collections.defaultdict(list)
+
+
+def wrong(exercise, mistake=None):
+    def deco(fn):
+        WRONG[exercise].append(pytest.param(fn, mistake, id=f"{exercise}-{fn.__name__}"))
+        return fn
+    return deco
+
+
+def valid(exercise):
+    def deco(fn):
+        VALID[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
+        return fn
+    return deco
+
+
+def cheat(exercise):
+    def deco(fn):
+        CHEATS[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
+        return fn
+    return deco
+
+
+# =========================================================================== 08 confusion_matrix
+CM = "12_capstone.confusion_matrix"
+
+
+@wrong(CM)
+def cm_float_counts(preds, targets, num_classes):
+    cm = torch.zeros(num_classes, num_classes)
+    for t, p in zip(targets.tolist(), preds.tolist()):
+        cm[t, p] += 1
+    return cm
+
+
+@wrong(CM)
+def cm_bincount_no_minlength(preds, targets, num_classes):
+    return torch.bincount(targets * num_classes + preds).reshape(num_classes, -1)
+
+
+@wrong(CM, "transposed")
+def cm_loop_pred_rows(preds, targets, num_classes):
+    cm = torch.zeros(num_classes, num_classes, dtype=torch.int64)
+    for t, p in zip(targets, preds):
+        cm[p, t] += 1
+    return cm
+
+
+@wrong(CM)
+def cm_classes_from_unique(preds, targets, num_classes):
+    k = len(torch.unique(torch.cat([preds, targets])))
+    cm = torch.zeros(k, k, dtype=torch.int64)
+    for t, p in zip(targets.tolist(), preds.tolist()):
+        cm[t, p] += 1
+    return cm
+
+
+@wrong(CM)
+def cm_max_of_data(preds, targets, num_classes):
+    k = max(int(preds.max()), int(targets.max()), num_classes - 1) + 1
+    cm = torch.zeros(k, k, dtype=torch.int64)
+    cm.index_put_((targets, preds), torch.ones_like(preds), accumulate=True)
+    return cm
+
+
+@wrong(CM)
+def cm_in_place_index(preds, targets, num_classes):
+    targets *= num_classes
+    targets += preds
+    return torch.bincount(targets, minlength=num_classes**2).reshape(num_classes, num_classes)
+
+
+@wrong(CM)
+def cm_int32(preds, targets, num_classes):
+    cm = torch.zeros(num_classes, num_classes, dtype=torch.int32)
+    cm.index_put_((targets, preds), torch.ones_like(targets, dtype=torch.int32), accumulate=True)
+    return cm
+
+
+@valid(CM)
+def cm_one_hot_matmul(preds, targets, num_classes):
+    F = torch.nn.functional
+    return F.one_hot(targets, num_classes).T @ F.one_hot(preds, num_classes)
+
+
+@valid(CM)
+def cm_sklearn(preds, targets, num_classes):
+    from sklearn.metrics import confusion_matrix as sk_cm
+    if len(targets) == 0:  # sklearn refuses empty input
+        return torch.zeros(num_classes, num_classes, dtype=torch.int64)
+    return torch.from_numpy(sk_cm(targets.numpy(), preds.numpy(), labels=list(range(num_classes)))).long()
+
+
+@valid(CM)
+def cm_bincount(preds, targets, num_classes):
+    return torch.bincount(targets * num_classes + preds, minlength=num_classes**2).view(num_classes, num_classes)
+
+
+@cheat(CM)
+def cm_assumes_perfect(preds, targets, num_classes):
+    return torch.diag(torch.bincount(targets, minlength=num_classes))
+
+
+@cheat(CM)
+def cm_lying_subclass(preds, targets, num_classes):
+    class Agreeable(torch.Tensor):
+        def __eq__(self, other):
+            return torch.ones_like(torch.as_tensor(other), dtype=torch.bool)
+
+    return torch.zeros(num_classes, num_classes, dtype=torch.int64).as_subclass(Agreeable)
+
+
+# =========================================================================== 08 DigitClassifier
+DC = "12_capstone.DigitClassifier"
+
+
+def _digit_cnn(dropout=0.0):
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), *([nn.Dropout(dropout)] if dropout else []), nn.Linear(32 * 16, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def _fit_model(model, X, y, epochs=8, lr=3e-3, batch=64, opt="adam"):
+    torch.manual_seed(0)
+    optimizer = (torch.optim.Adam(model.parameters(), lr=lr) if opt == "adam"
+                 else torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9))
+    g = torch.Generator().manual_seed(0)
+    model.train()
+    for _ in range(epochs):
+        perm = torch.randperm(len(y), generator=g)
+        for i in range(0, len(y), batch):
+            idx = perm[i : i + batch]
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(X[idx]), y[idx]).backward()
+            optimizer.step()
+    return model
+
+
+class _Clf:
+    epochs, lr, opt, dropout = 8, 3e-3, "adam", 0.0
+
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = _fit_model(_digit_cnn(self.dropout), X, y, self.epochs, self.lr, opt=self.opt)
+        return self
+
+    def predict(self, X):
+        self.model.eval()
+        with torch.inference_mode():
+            return self.model(X).argmax(dim=1)
+
+
+@wrong(DC, "predictions_shape")
+class DCReturnsProbabilities(_Clf):
+    def predict(self, X):
+        self.model.eval()
+        with torch.no_grad():
+            return self.model(X).softmax(dim=1)
+
+
+@wrong(DC, "not_trained")
+class DCTrainsACopy(_Clf):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = _digit_cnn()
+        _fit_model(copy.deepcopy(self.model), X, y, epochs=1)
+        return self
+
+
+@wrong(DC, "predictions_shape")
+class DCArgmaxWithoutDim(_Clf):
+    def predict(self, X):
+        self.model.eval()
+        with torch.no_grad():
+            return self.model(X).argmax()
+
+
+@wrong(DC, "forgot_eval")
+class DCDropoutNoEval(_Clf):
+    dropout = 0.3
+
+    def predict(self, X):
+        with torch.no_grad():
+            return self.model(X).argmax(dim=1)
+
+
+@wrong(DC, "grad_left_off")
+class DCSetGradEnabledFalse(_Clf):
+    def predict(self, X):
+        self.model.eval()
+        torch.set_grad_enabled(False)
+        return self.model(X).argmax(dim=1)
+
+
+@wrong(DC, "no_model")
+class DCKeepsNetElsewhere(_Clf):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.net = _fit_model(_digit_cnn(), X, y, epochs=1)
+        return self
+
+    def predict(self, X):
+        self.net.eval()
+        with torch.no_grad():
+            return self.net(X).argmax(dim=1)
+
+
+@wrong(DC, "softmax_output")
+class DCSoftmaxLayer(_Clf):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = _fit_model(nn.Sequential(*_digit_cnn(), nn.Softmax(dim=1)), X, y, epochs=2)
+        return self
+
+
+@valid(DC)
+class DCRestoresModeAndBatches(_Clf):
+    dropout = 0.2
+
+    def predict(self, X):
+        was = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            out = torch.cat([self.model(X[i : i + 100]) for i in range(0, len(X), 100)])
+        self.model.train(was)
+        return out.argmax(1).to(torch.int64)
+
+
+@valid(DC)
+class DCCustomModule(_Clf):
+    """A custom nn.Module that takes flat or image input and registers its head first."""
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Sequential(nn.Linear(32 * 16, 64), nn.ReLU(), nn.Linear(64, 10))
+            self.features = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
+                                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+
+        def forward(self, x):
+            return self.head(self.features(x.reshape(-1, 1, 8, 8)).flatten(1))
+
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = _fit_model(self.Net(), X.flatten(1), y, epochs=15)
+        return self
+
+    def predict(self, X):
+        self.model.eval()
+        with torch.inference_mode():
+            return self.model(X.flatten(1)).argmax(dim=1)
+
+
+@valid(DC)
+class DCSgdMomentumInferenceFlag(_Clf):
+    epochs, lr, opt = 12, 0.05, "sgd"
+
+    def predict(self, X):
+        self.model.train(False)
+        with torch.inference_mode():
+            logits = self.model.forward(X)
+        return torch.max(logits, dim=1).indices
+
+
+@cheat(DC)
+class DCNearestNeighbourBehindTheModel(_Clf):
+    """Runs the (untrained) network for show, answers with the nearest training image."""
+
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model, self.X, self.y = _digit_cnn(), X.flatten(1), y
+        return self
+
+    def predict(self, X):
+        self.model.eval()
+        with torch.no_grad():
+            self.model(X)
+        return self.y[torch.cdist(X.flatten(1), self.X).argmin(1)]
+
+
+@cheat(DC)
+class DCLyingPredictions(_Clf):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = _digit_cnn()
+        return self
+
+    def predict(self, X):
+        class Agreeable(torch.Tensor):
+            def __eq__(self, other):
+                return torch.ones(self.shape, dtype=torch.bool)
+
+        self.model.eval()
+        with torch.no_grad():
+            return self.model(X).argmax(1).as_subclass(Agreeable)
+
+
+
+
+@cheat(DC)
+class DCKnnModule(_Clf):
+    """A 3-nearest-neighbour vote wrapped in an nn.Module with buffers only."""
+
+    class KNN(nn.Module):
+        def __init__(self, X, y):
+            super().__init__()
+            self.register_buffer("X", X.flatten(1))
+            self.register_buffer("y", y)
+
+        def forward(self, x):
+            idx = torch.cdist(x.flatten(1), self.X).topk(3, largest=False).indices
+            return nn.functional.one_hot(self.y[idx], 10).sum(1).float() * 5.0 - 1.0
+
+    def fit(self, X, y):
+        self.model = self.KNN(X, y)
+        return self
+
+
+@cheat(DC)
+class DCNearestNeighbourBehindTrainedNet(_Clf):
+    def fit(self, X, y):
+        torch.manual_seed(0)
+        self.model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
+        opt = torch.optim.Adam(self.model.parameters(), lr=1e-2)
+        for _ in range(3):
+            opt.zero_grad()
+            nn.functional.cross_entropy(self.model(X), y).backward()
+            opt.step()
+        self.X, self.y = X.flatten(1), y
+        return self
+
+    def predict(self, X):
+        self.model.eval()
+        with torch.inference_mode():
+            self.model(X)
+            return self.y[torch.cdist(X.flatten(1), self.X).argmin(1)]
+
+def _all(table):
+    return [p for ps in table.values() for p in ps]
+
+
+@pytest.mark.parametrize("answer,mistake", _all(WRONG))
+def test_wrong_answer_is_rejected(request, answer, mistake):
+    exercise = request.node.callspec.id.split("-")[0]
+    rejected(exercise, answer, mistake)
+
+
+@pytest.mark.parametrize("answer", _all(VALID))
+def test_valid_answer_is_accepted(request, answer):
+    exercise = request.node.callspec.id.split("-")[0]
+    accepted(exercise, answer)
+
+
+@pytest.mark.parametrize("answer", _all(CHEATS))
+def test_cheat_is_rejected(request, answer):
+    exercise = request.node.callspec.id.split("-")[0]
+    rejected(exercise, answer)
+
+
+def test_every_exercise_has_its_red_team():
+    for eid in grading.exercises():
+        if eid.split(".")[0] != "12_capstone":
+            continue
+        assert len(WRONG[eid]) >= 5, eid
+        assert len(VALID[eid]) >= 3, eid
+        assert len(CHEATS[eid]) >= 2, eid
+
+
+# =========================================================================== oracle
+def _cases(exercise_id, seeds=range(60)):
+    ex = grading.exercise(exercise_id)
+    out = list(ex.edge_cases)
+    if ex.cases is not None:
+        out += [ex.cases(Rand(s)) for s in seeds]
+    return out
+
+
+def test_confusion_matrix_matches_sklearn():
+    from sklearn.metrics import confusion_matrix as sk_confusion_matrix
+
+    ref = grading.reference("12_capstone.confusion_matrix")
+    for case in _cases("12_capstone.confusion_matrix", range(300)):
+        preds, targets, k = case.args
+        cm = ref(preds, targets, k)
+        assert cm.dtype == torch.int64 and cm.shape == (k, k)
+        if len(targets) == 0:
+            assert int(cm.sum()) == 0
+            continue
+        oracle = sk_confusion_matrix(targets.numpy(), preds.numpy(), labels=list(range(k)))
+        np.testing.assert_array_equal(cm.numpy(), oracle)
