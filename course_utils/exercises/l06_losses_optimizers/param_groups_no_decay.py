@@ -116,6 +116,7 @@ def _run(answer, case: Case):
         raise Incorrect("not_groups", got=type(groups).__name__)
     groups = [dict(g, params=[g["params"]] if isinstance(g["params"], torch.Tensor) else list(g["params"]))
               for g in groups]  # generators are read once
+    said = ["weight_decay" in g for g in groups]  # before AdamW fills in its defaults
     if not any(g["params"] for g in groups):
         raise Incorrect("missing", name=next((n for n, p in model.named_parameters() if p.requires_grad), "?"))
     try:
@@ -128,11 +129,11 @@ def _run(answer, case: Case):
         raise
     names = {id(p): n for n, p in model.named_parameters()}
     seen: dict[int, tuple[float, bool]] = {}
-    for group, given in zip(opt.param_groups, groups):
+    for group, given in zip(opt.param_groups, said):
         for p in group["params"]:
             if id(p) in seen:
                 raise Incorrect("listed_twice")
-            seen[id(p)] = (float(group["weight_decay"]), "weight_decay" in given)
+            seen[id(p)] = (float(group["weight_decay"]), given)
     for n, p in model.named_parameters():
         if not p.requires_grad and id(p) in seen:
             raise Incorrect("frozen_included", name=n)

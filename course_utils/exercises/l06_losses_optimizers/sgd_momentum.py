@@ -11,6 +11,7 @@ the reference's trajectory.
 from __future__ import annotations
 
 import copy
+import inspect
 
 import torch
 from torch import nn
@@ -76,21 +77,26 @@ def _groups(params, split, override):
     return [{"params": params}]
 
 
+def _make(answer, params, k, settings):
+    opt = answer(_groups(params, k["split"], k["override"]), **settings)
+    if isinstance(opt, torch.optim.SGD):
+        raise Incorrect("used_torch_sgd")
+    if not isinstance(opt, torch.optim.Optimizer):
+        raise Incorrect("not_an_optimizer", got=type(opt).__name__)
+    return opt
+
+
 def _run(answer, case: Case):
     k = case.kwargs
-    if not isinstance(answer, type):
+    if not callable(answer) or isinstance(answer, torch.optim.Optimizer):
         raise Incorrect("not_a_class", got=type(answer).__name__)
-    if not issubclass(answer, torch.optim.Optimizer):
-        raise Incorrect("not_an_optimizer")
-    if issubclass(answer, torch.optim.SGD):
-        raise Incorrect("used_torch_sgd")
     params = [nn.Parameter(x.clone()) for x in k["init"]]
     settings = dict(lr=k["lr"], momentum=k["momentum"], weight_decay=k["weight_decay"])
     calls, recording = _sgd_used()
     original = torch.optim.SGD.__init__
     torch.optim.SGD.__init__ = recording  # type: ignore[method-assign]
     try:
-        opt = answer(_groups(params, k["split"], k["override"]), **settings)
+        opt = _make(answer, params, k, settings)
         sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"]) if k["gamma"] else None
         trajectory = []
         for t, grads in enumerate(k["grads"]):
@@ -108,7 +114,7 @@ def _run(answer, case: Case):
                 sched.step()
             if t == k["resume_at"]:  # a checkpoint: a fresh optimizer (and scheduler) from the saved states
                 saved = copy.deepcopy(opt.state_dict())
-                opt = answer(_groups(params, k["split"], k["override"]), **settings)
+                opt = _make(answer, params, k, settings)
                 opt.load_state_dict(saved)
                 if sched is not None:
                     state = sched.state_dict()
@@ -132,7 +138,7 @@ def _run(answer, case: Case):
 # --- wrong answers
 class _NoNoGrad(SGDMomentum):
     def step(self, closure=None):  # the decorator forgotten
-        return SGDMomentum.step.__wrapped__(self, closure)
+        return inspect.unwrap(SGDMomentum.step)(self, closure)  # under torch's wrappers, without no_grad
 
 
 class _LrFromInit(SGDMomentum):
@@ -200,8 +206,8 @@ register(Exercise(
                 type("WrapsSGD", (torch.optim.SGD,), {}), match_output=False),
         Mistake("not_a_class", "Pass your class `SGDMomentum` itself (not an instance or a function); you passed "
                 "a {got}.", match_output=False),
-        Mistake("not_an_optimizer", "Make `SGDMomentum` a subclass of `torch.optim.Optimizer` (schedulers and "
-                "`state_dict` need it).", match_output=False),
+        Mistake("not_an_optimizer", "Calling your class gave a {got}: make `SGDMomentum` a subclass of "
+                "`torch.optim.Optimizer` (schedulers and `state_dict` need it).", match_output=False),
     ],
     hints=[
         "`__init__`: pass the settings up as defaults, `super().__init__(params, dict(lr=lr, momentum=momentum, "
