@@ -269,8 +269,8 @@ print("BCEWithLogitsLoss(x): ", nn.BCEWithLogitsLoss()(x, target).item(), "(the 
 # %% [markdown]
 # With rare labels, a model that always says "no" already has a low loss. `pos_weight`
 # (one number per label) multiplies the loss of the **positive** examples:
-# $\ell = -[\,w_{pos}\, y \log\sigma(x) + (1-y)\log(1-\sigma(x))\,]$. The usual choice is the
-# ratio of negatives to positives, so that both sides weigh the same in total. Checked by hand:
+# $\ell = -[\,w_{pos}\, y \log\sigma(x) + (1-y)\log(1-\sigma(x))\,]$. Checked by hand, with
+# weights picked arbitrarily:
 
 # %%
 logits = torch.randn(5, 3)

@@ -134,13 +134,13 @@ def _run(answer, case: Case):
             if id(p) in seen:
                 raise Incorrect("listed_twice")
             seen[id(p)] = (float(group["weight_decay"]), given)
+    if any(i not in names for i in seen):
+        raise Incorrect("not_the_models")
     for n, p in model.named_parameters():
         if not p.requires_grad and id(p) in seen:
             raise Incorrect("frozen_included", name=n)
         if p.requires_grad and id(p) not in seen:
             raise Incorrect("missing", name=n)
-    if any(i not in names for i in seen):
-        raise Incorrect("not_the_models")
     kinds = _kinds(model)
     for n, p in model.named_parameters():
         if not p.requires_grad:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON, run_forbidding
 
@@ -36,15 +36,31 @@ def _cases(r: Rand) -> Case:
 EDGE_CASES = [
     Case((torch.tensor([[1000.0, 0.0]]),), label="logits [[1000, 0]] (a naive exp overflows)", show_inputs=True),
     Case((torch.tensor([0.0, -200.0, 3.0]),), label="a 1-D input [0, -200, 3]", show_inputs=True),
-    Case((torch.tensor([[1.0, 2.0, 3.0], [5000.0, 5001.0, 4999.0]]),),
-         label="two rows of very different sizes: [[1, 2, 3], [5000, 5001, 4999]]", show_inputs=True),
+    Case((torch.tensor([[1.0, 2.0, 3.0], [5000.0, -3000.0, 4000.0]]),),
+         label="two rows of very different sizes: [[1, 2, 3], [5000, -3000, 4000]]", show_inputs=True),
     Case((torch.tensor([[0.0, float("-inf"), 1.0], [2.0, 2.0, float("-inf")]]),),
          label="masked logits (-inf) stay -inf", show_inputs=True),
     Case((torch.full((3, 4), 7.0),), label="all logits equal (every probability 1/4)"),
     Case((torch.linspace(-3, 3, 24).reshape(2, 3, 4).double(),), label="a (2, 3, 4) float64 tensor"),
-    Case((torch.tensor([[-1e4, -1e4 + 1.0, -1e4 - 2.0], [3.0, -3.0, 0.5]]),),
-         label="very negative logits (around -1e4) next to small ones", show_inputs=True),
+    Case((torch.tensor([[-1e4, -200.0, -5e3], [3.0, -3.0, 0.5]]),),
+         label="very negative logits (every exp underflows to 0) next to small ones", show_inputs=True),
 ]
+
+
+# --- run
+_PROBE = torch.tensor([[1000.0, 0.0]])  # one row: a per-row or a global maximum both handle it
+_forbidding = run_forbidding(_BUILTINS, "used_builtin")
+
+
+def _run(answer, case: Case):
+    out = _forbidding(answer, case)
+    if isinstance(out, torch.Tensor) and out.shape == case.args[0].shape and out.is_floating_point():
+        expected_finite = torch.isfinite(case.args[0])
+        if not bool(torch.isfinite(out)[expected_finite].all()):
+            probe = _forbidding(answer, Case((_PROBE.clone(),)))
+            if isinstance(probe, torch.Tensor) and not bool(torch.isfinite(probe).all()):
+                raise Incorrect("overflow")
+    return out
 
 
 # --- wrong answers
@@ -81,14 +97,16 @@ register(Exercise(
     lesson=LESSON, name="stable_log_softmax",
     title="Log-softmax along the last dimension, stable for huge logits (log-sum-exp by hand)",
     reference=stable_log_softmax, cases=_cases, edge_cases=EDGE_CASES, n_random=15,
-    run=run_forbidding(_BUILTINS, "used_builtin"),
+    run=_run,
     compare=Compare(rtol=1e-5, atol=1e-5),
     mistakes=[
         Mistake("used_builtin", "The task says: build it without `softmax`, `log_softmax` or `logsumexp`. Your "
                 "code called `{op}`. Use `max`, `exp`, `sum` and `log`.", _builtin, match_output=False),
-        Mistake("overflow", "`torch.exp` of a logit above about 88 is `inf` in float32, and `inf / inf` or "
-                "`inf - inf` is `nan`. Subtract each row's maximum before `exp`, and add it back after `log`.",
-                _naive),
+        Mistake("overflow", "Your result has `nan` or `inf` where the answer is a number, and it does on the "
+                "logits [[1000, 0]] too. In float32 `torch.exp` overflows to `inf` above about 88 (`inf / inf` "
+                "is `nan`) and underflows to 0 below about -103 (`log(0)` is `-inf`). Subtract each row's "
+                "maximum before `exp`, and compute `z - m - log(sum(exp(z - m)))`, never the `log` of a softmax.",
+                _naive, match_output=False),
         Mistake("global_max", "You subtracted one maximum for the whole tensor. A row whose logits are far below "
                 "it has every `exp` underflow to 0, and `log(0)` is `-inf`. Take the maximum of each row: "
                 "`amax(dim=-1, keepdim=True)`.", _global_max),
