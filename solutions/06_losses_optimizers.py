@@ -24,7 +24,7 @@
 # 7. lower the learning rate when progress stalls (`ReduceLROnPlateau`);
 # 8. write an `Optimizer` subclass that works with schedulers and `state_dict`.
 #
-# **Time: about 85 minutes** on your own, the five checked exercises included (about 39 of those minutes). *Run All* alone takes about 8 s on a 2-core CPU.
+# **Time: about 90 minutes** on your own, the five checked exercises included (about 39 of those minutes). *Run All* alone takes about 8 s on a 2-core CPU.
 
 # %%
 import math
@@ -624,13 +624,15 @@ print("saved state:", {k: tuple(v["momentum_buffer"].shape) for k, v in opt.stat
 # 1. A 10-class classifier's first loss is 2.30; after an epoch it is still 2.30.
 # 2. A 10-class classifier's first loss is 27.
 # 3. Multi-label with 1 % positives: the loss falls fast to 0.05 and recall is 0.
-#
+
+# %% [markdown]
 # Answers: (1) 2.30 is $\log 10$, the "know nothing" loss: the model is not learning (a learning
 # rate of 0, a missing `optimizer.step()`, or gradients not reaching the weights). (2) Far above
 # $\log 10$: the initial logits are huge (a bad initialisation or unscaled inputs), so the model
 # is confidently wrong. (3) Always saying "no" is already 99 % right: weigh the positives with
 # `pos_weight` (exercise 3), and judge with recall or F1, not the loss.
-#
+
+# %% [markdown]
 # ## Recap
 #
 # - Models output logits; the loss applies a stable log-softmax (log-sum-exp: subtract the

@@ -427,7 +427,8 @@ class SGDEma(_SGDBase):
                     continue
                 d = p.grad + g["weight_decay"] * p
                 st = self.state[p]
-                st["momentum_buffer"] = g["momentum"] * st.get("momentum_buffer", torch.zeros_like(p)) + (1 - g["momentum"]) * d
+                old = st.get("momentum_buffer", torch.zeros_like(p))
+                st["momentum_buffer"] = g["momentum"] * old + (1 - g["momentum"]) * d
                 p -= g["lr"] * st["momentum_buffer"]
         return loss
 
@@ -498,7 +499,8 @@ class SGDNoneGrad(_SGDBase):
             for p in g["params"]:
                 d = p.grad + g["weight_decay"] * p
                 st = self.state[p]
-                st["momentum_buffer"] = d.clone() if "momentum_buffer" not in st else g["momentum"] * st["momentum_buffer"] + d
+                st["momentum_buffer"] = (d.clone() if "momentum_buffer" not in st
+                                         else g["momentum"] * st["momentum_buffer"] + d)
                 p -= g["lr"] * st["momentum_buffer"]
         return loss
 

@@ -120,9 +120,10 @@ register(Exercise(
     hints=[
         "Start without options: the mean over samples of `-log_softmax(logits)[i, target[i]]`. Then add one "
         "option at a time, checking each against `F.cross_entropy` on a small example.",
-        "Drop the ignored samples first (`keep = target != ignore_index`). With weights, each sample's loss is "
-        "multiplied by `weight[target[i]]` and the total is divided by the sum of those weights.",
-        "Smoothing per sample: `(1 - eps) * w[y] * nll + eps / C * -(logp * weight).sum(dim=1)`; the total of "
-        "that over the kept samples, divided by `w[y].sum()`.",
+        "Drop the ignored samples first. With weights, each sample's loss is multiplied by its class's weight: "
+        "what must the total be divided by, so that equal weights give the plain mean back?",
+        "Smoothing: a sample's target is 1 - eps on its class plus eps / C on every class; with weights each "
+        "class's term carries that class's own weight, and both parts are divided by the same sum of the kept "
+        "samples' weights.",
     ],
 ))

@@ -109,10 +109,10 @@ def _kinds(model: nn.Module) -> dict[int, str]:
     return out
 
 
-def _run(answer, case: Case):
-    model, wd = case.args
-    groups = answer(model, wd)
-    if not isinstance(groups, (list, tuple)) or not groups or not all(isinstance(g, dict) and "params" in g for g in groups):
+def _read_groups(groups, model: nn.Module) -> dict[int, tuple[float, bool]]:
+    """id(parameter) -> (the weight decay AdamW gives it, whether its group said so)."""
+    if not isinstance(groups, (list, tuple)) or not groups or not all(
+            isinstance(g, dict) and "params" in g for g in groups):
         raise Incorrect("not_groups", got=type(groups).__name__)
     groups = [dict(g, params=[g["params"]] if isinstance(g["params"], torch.Tensor) else list(g["params"]))
               for g in groups]  # generators are read once
@@ -127,13 +127,19 @@ def _run(answer, case: Case):
         if "more than one parameter group" in str(exc):
             raise Incorrect("listed_twice") from None
         raise
-    names = {id(p): n for n, p in model.named_parameters()}
     seen: dict[int, tuple[float, bool]] = {}
     for group, given in zip(opt.param_groups, said):
         for p in group["params"]:
             if id(p) in seen:
                 raise Incorrect("listed_twice")
             seen[id(p)] = (float(group["weight_decay"]), given)
+    return seen
+
+
+def _run(answer, case: Case):
+    model, wd = case.args
+    seen = _read_groups(answer(model, wd), model)
+    names = {id(p): n for n, p in model.named_parameters()}
     if any(i not in names for i in seen):
         raise Incorrect("not_the_models")
     for n, p in model.named_parameters():
@@ -212,6 +218,7 @@ register(Exercise(
         "Go through `model.parameters()` (or `named_parameters()`) once and put each tensor in one of two lists.",
         "What do a bias and a LayerNorm/BatchNorm weight have in common that a Linear, Conv or Embedding weight "
         "has not? Look at `p.ndim`. And which parameters should an optimizer not get at all?",
-        "Return `[{\"params\": decay, \"weight_decay\": weight_decay}, {\"params\": no_decay, \"weight_decay\": 0.0}]`.",
+        "Each group should say its own weight decay: a group that does not gets AdamW's default. And the "
+        "optimizer needs nothing it will never update.",
     ],
 ))

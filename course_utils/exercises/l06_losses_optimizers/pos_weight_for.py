@@ -88,7 +88,7 @@ def _int_division(labels):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="pos_weight_for", title="pos_weight (negatives / positives per label) for BCEWithLogitsLoss",
+    lesson=LESSON, name="pos_weight_for", title="pos_weight for BCEWithLogitsLoss from imbalanced multi-label targets",
     reference=pos_weight_for, cases=_cases, edge_cases=EDGE_CASES, n_random=15, run=_run,
     mistakes=[
         Mistake("inverted", "`pos_weight` multiplies the loss of the positives, so a rare label needs a weight "
@@ -103,13 +103,15 @@ register(Exercise(
         Mistake("over_total", "Balance negatives against positives: `negatives / positives`, not negatives over "
                 "all samples.", _over_total),
         Mistake("per_sample", "Count per label, down each column (`dim=0`): you counted per sample, along the "
-                "rows, and got {n} numbers (one per sample) where {labels} were needed.", _per_sample, match_output=False),
+                "rows, and got {n} numbers (one per sample) where {labels} were needed.", _per_sample,
+                match_output=False),
         Mistake("integer_division", "Integer labels with `//` give a rounded integer weight. Convert to float "
                 "first (`labels.float()`) and divide with `/`.", _int_division),
     ],
     hints=[
         "For each label (a column), count its positives and its negatives over the samples.",
         "The positives' total weight should equal the negatives': `pos_weight * positives = negatives`.",
-        "`labels.float().sum(dim=0)` counts positives; then `torch.where(...)` puts 1.0 where either count is 0.",
+        "Counting the ones down each column gives the positives (in float: the result must be float32); handle "
+        "the two degenerate columns separately.",
     ],
 ))

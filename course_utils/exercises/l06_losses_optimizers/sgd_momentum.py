@@ -104,7 +104,7 @@ def _run(answer, case: Case):
                 p.grad = None if g is None else g.clone()
             if t == k["closure_at"]:
                 loss = torch.tensor(float(t) + 0.5)
-                got = opt.step(lambda: loss)
+                got = opt.step(lambda loss=loss: loss)
                 if got is not loss:
                     raise Incorrect("closure_loss_not_returned")
             else:
@@ -204,18 +204,18 @@ register(Exercise(
                 "return what it returned.", _variant("no_closure"), match_output=False),
         Mistake("used_torch_sgd", "The task is to write the update yourself: without `torch.optim.SGD`.",
                 type("WrapsSGD", (torch.optim.SGD,), {}), match_output=False),
-        Mistake("not_a_class", "Pass your class `SGDMomentum` itself (not an instance or a function); you passed "
+        Mistake("not_a_class", "Pass your class `SGDMomentum` itself (not an instance of it); you passed "
                 "a {got}.", match_output=False),
         Mistake("not_an_optimizer", "Calling your class gave a {got}: make `SGDMomentum` a subclass of "
                 "`torch.optim.Optimizer` (schedulers and `state_dict` need it).", match_output=False),
     ],
     hints=[
-        "`__init__`: pass the settings up as defaults, `super().__init__(params, dict(lr=lr, momentum=momentum, "
-        "weight_decay=weight_decay))`; the base class builds `self.param_groups` from them.",
+        "`__init__` only has to hand the settings to the base class, as its `defaults`: it builds "
+        "`self.param_groups` (one dict per group: its params and its settings) from them.",
         "`step`: for each group, for each `p` with a gradient: add the weight decay to the gradient, update a "
         "buffer kept in `self.state[p]` (what should it be on the first step?), then move `p`. Under which "
         "grad mode?",
-        "`state[\"momentum_buffer\"]` is `g.clone()` the first time, then `buf.mul_(momentum).add_(g)`; "
-        "`p.sub_(group[\"lr\"] * buf)`; return the closure's loss.",
+        "On the first step the buffer is the gradient itself (a copy: the next backward reuses `p.grad`); "
+        "afterwards it is scaled by the momentum and the new gradient added. Return what the closure returned.",
     ],
 ))

@@ -21,7 +21,8 @@ _BUILTINS = r"softmax|logsumexp|cross_entropy|nll_loss"
 
 # --- cases
 def _cases(r: Rand) -> Case:
-    shape = r.choice([(r.integer(2, 9),), (r.integer(1, 6), r.integer(2, 7)), (r.integer(1, 3), r.integer(1, 4), r.integer(2, 6))])
+    shape = r.choice([(r.integer(2, 9),), (r.integer(1, 6), r.integer(2, 7)),
+                      (r.integer(1, 3), r.integer(1, 4), r.integer(2, 6))])
     x = r.randn(*shape)
     kind = r.integer(0, 3)
     if kind == 0:  # huge logits, the same scale everywhere
@@ -118,9 +119,10 @@ register(Exercise(
                 "first.", _first_dim),
     ],
     hints=[
-        "log softmax(z)_i = z_i - log(sum_j exp(z_j)). The danger is `exp` of a large number.",
+        "log softmax(z)_i = z_i - log(sum_j exp(z_j)). Which part of that breaks in float32, and for which logits?",
         "Subtracting the same number m from every logit of a row does not change softmax. Which m makes every "
-        "exponent at most 0?",
-        "m = the row's maximum, `amax(dim=-1, keepdim=True)`; then `z - m - log(exp(z - m).sum(dim=-1, keepdim=True))`.",
+        "exponent at most 0 and one of them exactly 0?",
+        "One m per row (taken along the classes, kept as a dimension of size 1 so that it broadcasts), subtracted "
+        "inside the exp and accounted for outside the log; never take the log of a ratio that can be 0.",
     ],
 ))
