@@ -554,6 +554,18 @@ for _ in range(3):
 print("PlainSGD:", a.data, "  torch SGD:", b.data)
 
 # %% [markdown]
+# Being an `Optimizer`, it works with everything built for `torch.optim`, a scheduler for one:
+
+# %%
+scheduler = torch.optim.lr_scheduler.StepLR(mine, step_size=1, gamma=0.5)
+mine.zero_grad()
+(a ** 3).sum().backward()
+mine.step()
+scheduler.step()  # after the optimizer's step, once per epoch
+print("lr after one StepLR step:", mine.param_groups[0]["lr"])
+print("what state_dict() saves:", mine.state_dict())
+
+# %% [markdown]
 # Why keep per-parameter values in `self.state[p]` and read `lr` from the group at every step,
 # rather than in attributes of your own? Because a scheduler changes `group["lr"]`, and
 # `state_dict()` saves exactly `self.state` and `self.param_groups`: anything kept elsewhere is
@@ -602,19 +614,6 @@ class SGDMomentum(torch.optim.Optimizer):
 
 # %% tags=["check:SGDMomentum"]
 ex.SGDMomentum.check(SGDMomentum)
-
-# %% [markdown]
-# Your optimizer now works with everything built for `torch.optim`: a scheduler, a checkpoint:
-
-# %%
-model = nn.Linear(3, 1)
-opt = SGDMomentum(model.parameters(), lr=0.1, momentum=0.9)
-scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
-model(torch.randn(8, 3)).pow(2).mean().backward()
-opt.step()
-scheduler.step()
-print("lr after one StepLR step:", opt.param_groups[0]["lr"])
-print("saved state:", {k: tuple(v["momentum_buffer"].shape) for k, v in opt.state_dict()["state"].items()})
 
 # %% [markdown]
 # ## 11. Diagnose from the numbers
