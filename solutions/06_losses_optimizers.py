@@ -253,8 +253,22 @@ nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))
 
 # %% [markdown]
 # A `ValueError` that names both sizes: `squeeze(1)` the output or `unsqueeze(1)` the target.
-# `nn.MSELoss` only *warns* in the same situation and broadcasts `(4, 1)` against `(4,)` to a
-# `(4, 4)` grid of differences, a wrong loss that still trains. Check shapes before a loss.
+# `nn.MSELoss` only *warns* in the same situation, and broadcasts `(4, 1)` against `(4,)` to a
+# `(4, 4)` grid of differences: a wrong loss that still trains.
+
+# %%
+import warnings
+
+true = torch.arange(4.0)
+pred = true.unsqueeze(1)  # perfect predictions, as a model with one output gives them: (4, 1)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    print("MSELoss on (4, 1) and (4,):", nn.MSELoss()(pred, true).item(), " differences:", tuple((pred - true).shape))
+print("warning:", str(caught[0].message)[:70], "...")
+print("MSELoss on (4,) and (4,):  ", nn.MSELoss()(pred.squeeze(1), true).item())
+
+# %% [markdown]
+# Check the shapes before a loss.
 #
 # Why "with logits"? `nn.BCELoss` takes probabilities, and for a confident wrong answer the
 # sigmoid rounds to exactly 1.0 in float32:
@@ -524,7 +538,8 @@ PlainSGD([w], lr=0.1).step()
 # %% [markdown]
 # "a leaf Variable that requires grad is being used in an in-place operation": autograd is
 # still recording, and an update is not part of the model's computation. Decorate `step` with
-# `@torch.no_grad()`, as every `torch.optim` optimizer does. Then it matches `torch.optim.SGD`:
+# `@torch.no_grad()`: `torch.optim`'s optimizers likewise turn gradient recording off inside
+# `step`. Then it matches `torch.optim.SGD`:
 
 # %%
 class PlainSGD(torch.optim.Optimizer):
