@@ -664,8 +664,10 @@ def test_sgd_momentum_reference_matches_torch_sgd_step_for_step(monkeypatch):
     monkeypatch.setattr(sgd_mod, "_make", make)
     monkeypatch.setattr(sgd_mod, "_sgd_used", lambda: ([], torch.optim.SGD.__init__))
     for where, case in oracle_cases(SGD, n_seeds=60):
-        torch.testing.assert_close(sgd_mod._run(SGDMomentum, copy.deepcopy(case)),
-                                   sgd_mod._run(_torch_sgd, copy.deepcopy(case)), rtol=1e-5, atol=1e-6, msg=where)
+        mine, theirs = sgd_mod._run(SGDMomentum, copy.deepcopy(case)), sgd_mod._run(_torch_sgd, copy.deepcopy(case))
+        assert list(mine) == list(theirs), where
+        for step in mine:
+            torch.testing.assert_close(mine[step], theirs[step], rtol=1e-5, atol=1e-6, msg=f"{where}, {step}")
 
 
 def test_fixed_and_random_cases_cover_the_options():

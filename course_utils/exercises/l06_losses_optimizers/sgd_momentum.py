@@ -132,7 +132,10 @@ def _run(answer, case: Case):
         torch.optim.SGD.__init__ = original  # type: ignore[method-assign]
     if calls:
         raise Incorrect("used_torch_sgd")
-    return torch.stack(trajectory)
+    # named parts, so that feedback says which step first differs
+    return {f"parameters after step {t + 1}" + (" (the first after the state_dict was loaded)"
+                                                  if t == k["resume_at"] + 1 else ""): v
+            for t, v in enumerate(trajectory)}
 
 
 # --- wrong answers
