@@ -553,6 +553,27 @@ class SGDForeach(_SGDBase):
 
 
 @valid(SGD)
+class SGDZerosBuffer(_SGDBase):
+    """The buffer starts at zeros: momentum * 0 + g is g, the same first step as torch's."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        with torch.enable_grad():
+            loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = self.state[p]
+                if not st:
+                    st["momentum_buffer"] = torch.zeros_like(p)
+                buf = st["momentum_buffer"]
+                buf.mul_(group["momentum"]).add_(p.grad).add_(p, alpha=group["weight_decay"])
+                p.add_(buf, alpha=-group["lr"])
+        return loss
+
+
+@valid(SGD)
 def sgd_factory(params, lr, momentum=0.9, weight_decay=0.0):
     """A function that builds the reference-like optimizer: the check accepts any callable."""
     return SGDMomentum(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
