@@ -180,6 +180,36 @@ _q("05_training_loop.regression_broadcast", "shape",
    "prediction against every target. `mse_loss` then averages 25 wrong differences.",
    shows="wrong = nn.functional.mse_loss(pred, target)")
 
+# ---------------------------------------------------------------------- 06 losses and optimizers
+_q("06_losses_optimizers.uniform_cross_entropy", "value",
+   "What is `round(F.cross_entropy(torch.zeros(1, 4), torch.tensor([2])).item(), 4)`?",
+   "round(F.cross_entropy(torch.zeros(1, 4), torch.tensor([2])).item(), 4)",
+   "Equal logits give every class probability 1/4, so the loss is -log(1/4) = log 4 = 1.3863, "
+   "whatever the target: a classifier that knows nothing scores log C.",
+   shows='print(F.cross_entropy(torch.zeros(1, 4), torch.tensor([2])).item(), " log(4) =", math.log(4))')
+_q("06_losses_optimizers.float_index_targets", "exception",
+   "`F.cross_entropy(logits, y.float())` with `logits` of shape (4, 3) and `y` the class indices "
+   "`[0, 2, 1, 2]`: what exception?",
+   "logits = torch.randn(4, 3)\ny = torch.tensor([0, 2, 1, 2])\nF.cross_entropy(logits, y.float())",
+   "A 1-D target holds class indices, which must be integers: a RuntimeError ('expected target "
+   "dtype to be Long or Byte, but got Float'). Only a target shaped like the logits may be float "
+   "(class probabilities).",
+   shows="F.cross_entropy(logits, y.float())")
+_q("06_losses_optimizers.bce_shape_mismatch", "exception",
+   "`nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))`: what exception?",
+   "nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))",
+   "BCEWithLogitsLoss wants the target exactly the shape of the logits and raises a ValueError "
+   "naming both sizes; squeeze the output or unsqueeze the target.",
+   shows="nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))")
+_q("06_losses_optimizers.adam_decay_step", "value",
+   "`p = nn.Parameter(torch.tensor([10.0]))`, `torch.optim.Adam([p], lr=0.1, weight_decay=0.01)`, "
+   "gradient 0, one step: what is `round(p.item(), 2)`?",
+   "p = nn.Parameter(torch.tensor([10.0]))\nopt = torch.optim.Adam([p], lr=0.1, weight_decay=0.01)\n"
+   "p.grad = torch.zeros(1)\nopt.step()\nround(p.item(), 2)",
+   "Adam adds wd * p = 0.1 to the gradient, then divides by the gradient's own size: the first "
+   "step moves by lr = 0.1 whatever wd is, to 9.9. AdamW would decay directly: 10 * (1 - 0.1 * 0.01) = 9.99.",
+   shows="def one_step(optimizer_class, weight_decay):")
+
 # ---------------------------------------------------------------------- 06 GPU, AMP, DDP
 _q("10_gpu_amp_ddp.bf16_small_step", "value",
    "What is `(torch.tensor(1.0, dtype=torch.bfloat16) + 0.001).item()`?",
