@@ -46,8 +46,8 @@ def _curves(r: Rand, kind: str, n: int) -> tuple[list[float], list[float]]:
         end = v0 * r.choice([r.uniform(0.99, 1.02), r.uniform(1.2, 2.5)])
         val = [v0 + (end - v0) * t / (n - 1) for t in range(n)]
         val = [val[0]] + [max(v, v0 * 0.985) for v in _wobble(val[1:], r, 0.01)]
-    elif kind == "not_learning":  # both flat: down by 0.5-3 % at most, never up
-        drop = r.uniform(0.005, 0.03)
+    elif kind == "not_learning":  # both flat: down by 0.2-1.5 % at most, never up
+        drop = r.uniform(0.002, 0.015)
         train = [start * (1 - drop * t / (n - 1)) * (1 + r.uniform(0, 0.001)) for t in range(n)]
         train[-1] = start * (1 - drop)
         val = [v0 * (1 - drop * t / (n - 1)) for t in range(n)]
