@@ -73,7 +73,8 @@ def _cases(r: Rand) -> Case:
 
 EDGE_CASES = [
     _build(1, "sequential", 4, 6, 3, [], label="a Sequential with a nested block, nothing frozen"),
-    _build(2, "scaled", 5, 4, 2, ["block"], label="a parameter on the model itself, a frozen block and an unused layer"),
+    _build(2, "scaled", 5, 4, 2, ["block"],
+           label="a parameter on the model itself, a frozen block and an unused layer"),
     _build(3, "sequential", 3, 5, 2, ["0.weight", "2.0.bias"], label="a frozen weight whose bias still trains"),
     _build(4, "scaled", 3, 3, 2, ["scale", "block", "head"], label="everything frozen: no gradients"),
 ]
