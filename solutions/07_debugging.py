@@ -337,9 +337,9 @@ print("grad is None:", [p.grad is None for p in net.parameters()])
 #
 # Write `grad_norms(model)`, called after `backward()`: a dict that maps the name of each
 # module (as in `model.named_modules()`, the model itself `""`) to the 2-norm of the gradients
-# of **that module's own parameters** (not its children's: `parameters(recurse=False)`), as a
-# Python float. Parameters whose `.grad` is `None` do not count, and a module with no
-# gradient at all is left out. Do not change the gradients.
+# of **that module's own parameters** (not its children's), as a Python float. Parameters
+# whose `.grad` is `None` do not count, and a module with no gradient at all is left out. Do
+# not change the gradients.
 
 # %% tags=["answer:grad_norms"]
 def grad_norms(model):

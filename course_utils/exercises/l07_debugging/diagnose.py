@@ -144,9 +144,9 @@ register(Exercise(
                 "without a nan: the learning rate is too high.", lambda t, v: _rules(t, v, rising=False)),
     ],
     hints=[
-        "Five questions, in order: any nan/inf or a rise in the training loss? A flat training loss? A validation "
-        "loss that never improves on its start? One that rose again after its minimum? Otherwise healthy.",
-        "`math.isfinite` first; then compare the last value of each curve with its first value and with its "
-        "minimum, with generous margins (10-20 %).",
+        "Which check must come before every comparison? What is the difference between a validation loss "
+        "that sits above the training loss and one that turns up?",
+        "Test in order: non-finite or rising training loss; a flat training loss; a validation loss that never "
+        "gets well below its start; one that ends well above its own minimum. Margins of 10-20 % are safe.",
     ],
 ))

@@ -232,10 +232,9 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "A forward hook `hook(module, inputs, output)` on every module of `model.named_modules()` sees each "
-        "output as soon as that module finishes.",
-        "Record the first name whose output is not all finite; `~torch.isfinite(t)` is True for nan, inf and "
-        "-inf. Outputs can be tuples.",
-        "Keep the handles and remove them in a `finally:` block after `model(x)`.",
+        "Which tool of the lesson sees every module's output, in the order the modules finish? Which test "
+        "catches inf as well as nan?",
+        "A hook on every module (the model too) that records the first name whose output (or any tensor in a "
+        "tuple output) is not all finite; the handles removed whatever happens in the forward.",
     ],
 ))

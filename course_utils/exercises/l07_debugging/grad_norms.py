@@ -157,9 +157,9 @@ register(Exercise(
                 _zeroes_grads, match_output=False),
     ],
     hints=[
-        "Walk `model.named_modules()`; for each, the gradients of `module.parameters(recurse=False)` that are not "
-        "`None`.",
-        "The 2-norm of several tensors: `sqrt` of the sum of `(g ** 2).sum()` over all of them; `.item()` or "
-        "`float()` gives a Python float.",
+        "Which parameters belong to a module *itself*, and which to its children? What does a frozen "
+        "parameter's `.grad` hold after backward?",
+        "One entry per module that has at least one gradient; the 2-norm of several tensors is the square root "
+        "of the sum of all their squared entries, a Python float.",
     ],
 ))

@@ -187,8 +187,9 @@ register(Exercise(
                 "record the losses the training really computed.", _faked, match_output=False),
     ],
     hints=[
-        "An optimizer on `model.parameters()`; then `steps` times: loss, `zero_grad()`, `backward()`, `step()`.",
-        "Record `loss.item()` for each step. Adam with `lr=1e-2` memorises a few examples in a few hundred steps; "
-        "plain SGD needs a much larger learning rate.",
+        "It is lesson 05's training step, on the same batch every time. When in the step is the loss you "
+        "record computed?",
+        "Record a Python float per step, before the update. If the loss stalls, your learning rate is too small "
+        "for your optimizer: Adam-like optimizers memorise a few examples in a few hundred steps at about 1e-2.",
     ],
 ))

@@ -166,8 +166,9 @@ register(Exercise(
                 "`acc.Reload()`.", _no_reload),
     ],
     hints=[
-        "`acc = EventAccumulator(logdir, size_guidance={\"scalars\": 0})`, then `acc.Reload()`.",
-        "`acc.Tags()[\"scalars\"]` lists the scalar tags; `acc.Scalars(tag)` gives events with `.step` and "
-        "`.value`, in the order they were written.",
+        "The lesson's `EventAccumulator` cells read a directory; what did they not do that a 10 050-step run "
+        "needs?",
+        "Keep every event (its `size_guidance`), check that the tag is among the scalar tags, and let later "
+        "events overwrite earlier ones for the same step: events come back in the order they were written.",
     ],
 ))
