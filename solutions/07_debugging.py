@@ -53,8 +53,8 @@ _ = torch.manual_seed(0)
 # Floating point has three special values: `inf`, `-inf` and `nan` ("not a number"). A few
 # operations make them out of ordinary numbers: `log(0)` is `-inf`, `1 / 0` is `inf`, `exp`
 # of anything above about 88.7 overflows float32 to `inf`, and `0 / 0`, `inf - inf` and
-# `0 * inf` are `nan`. Once a `nan` is in a tensor, every value computed from it is `nan` too,
-# so one bad batch poisons the weights for good.
+# `0 * inf` are `nan`. Once a `nan` is in a tensor, almost every value computed from it is
+# `nan` too, so one bad batch poisons the weights for good.
 
 # %% [markdown]
 # **Predict the output** (value): What is `torch.isfinite(torch.tensor([1.0, float("inf"), float("nan")])).tolist()`?
@@ -226,8 +226,8 @@ plain, anomalous = time_steps(), time_steps(anomaly=True)
 print(f"plain: {plain:.2f} ms/step   anomaly mode: {anomalous:.2f} ms/step   ({anomalous / plain:.1f}x)")
 
 # %% [markdown]
-# Several times slower: on a 2-core CPU we measured 3-4x in a plain Python script and about
-# 8x in a Jupyter kernel, whose call stacks (recorded for every operation) are deeper. The more
+# Several times slower: on a busy 2-core CPU we measured 3-4x in a plain Python script and 8-11x
+# in a Jupyter kernel, whose call stacks (recorded for every operation) are deeper. The more
 # small operations a model has, the higher the cost. Turn it on to find a bug, never for a whole
 # training run. `torch.autograd.set_detect_anomaly(True)` turns
 # it on globally; `check_nan=False` keeps the stack traces without the NaN checks.
@@ -296,8 +296,8 @@ for name, model, labels in [("correct model", small_mlp(), yb),
     print(f"{name:22} loss {losses[0]:.2f} -> {losses[-1]:.3f}")
 
 # %% [markdown]
-# The softmax model stops near 1.46: its "logits" are probabilities between 0 and 1, so the
-# best it can do is `-log(e / (e + 9)) = 1.46`. The shuffled labels reach about 0 too, a little
+# The softmax model is stuck far from 0: its "logits" are probabilities between 0 and 1, so
+# its loss can never go below `-log(e / (e + 9)) ≈ 1.46`. The shuffled labels reach about 0 too, a little
 # later: a network this size can memorise 64 random labels, so overfitting one batch checks
 # the *machinery* (model, loss, gradients, optimizer), not whether the labels make sense. The
 # validation curve of section 6 catches that one. When the loss stays near `ln(10) ≈ 2.30`
@@ -421,7 +421,7 @@ print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=8))
 # and `backward` are the regions labelled above. `profile(..., record_shapes=True)` with
 # `key_averages(group_by_input_shape=True)` splits the rows by input shape, and
 # `prof.export_chrome_trace("trace.json")` writes a timeline for `chrome://tracing` or
-# Perfetto. Lesson 10 uses the same tool on GPU code.
+# Perfetto; the profiler recipe (Further reading) adds memory profiling and GPU activity.
 
 # %% [markdown]
 # ## 5. TensorBoard: log now, look later
