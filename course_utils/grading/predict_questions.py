@@ -285,6 +285,42 @@ _q("09_persistence.shape_mismatch_not_strict", "exception",
    "(10, 64) tensor into a (5, 64) parameter raises a RuntimeError ('size mismatch').",
    shows='five_classes.load_state_dict(torch.load(path("digits.pt")), strict=False)')
 
+# ---------------------------------------------------------------------- 07 debugging
+_q("07_debugging.isfinite_list", "value",
+   "What is `torch.isfinite(torch.tensor([1.0, float(\"inf\"), float(\"nan\")])).tolist()`?",
+   'torch.isfinite(torch.tensor([1.0, float("inf"), float("nan")])).tolist()',
+   "`isfinite` is False for nan, inf and -inf alike: [True, False, False]. `isnan` would say "
+   "[False, False, True] and miss the inf, which is why a guard uses `isfinite`.",
+   shows='print("isfinite:", torch.isfinite(torch.tensor([1.0, float("inf"), float("nan")])).tolist())')
+_q("07_debugging.frozen_grad_none", "value",
+   "`net = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))`, the first layer frozen with "
+   "`net[0].requires_grad_(False)`; after `net(torch.randn(2, 3)).sum().backward()`, what is "
+   "`[p.grad is None for p in net.parameters()]`?",
+   "net = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))\nnet[0].requires_grad_(False)\n"
+   "net(torch.randn(2, 3)).sum().backward()\n[p.grad is None for p in net.parameters()]",
+   "[True, True, False, False]: autograd computes no gradient for a tensor that does not require "
+   "one, so the frozen weight and bias keep `.grad` None (not zeros); the second layer's get theirs. "
+   "Code that reads gradients must skip None.",
+   shows='print("grad is None:", [p.grad is None for p in net.parameters()])')
+_q("07_debugging.default_scalar_limit", "value",
+   "A writer logs tag `\"x\"` at steps 0 to 10 049 (10 050 events). How many events does "
+   "`EventAccumulator(logdir).Scalars(\"x\")` return after `Reload()`?",
+   "from tensorboard.backend.event_processing import event_accumulator\n"
+   "n_logged = 10_050\n"
+   "min(n_logged, event_accumulator.DEFAULT_SIZE_GUIDANCE[\"scalars\"])  # the cell after the question runs it",
+   "10000: by default the accumulator keeps at most 10 000 scalar events per tag "
+   "(`DEFAULT_SIZE_GUIDANCE`; reservoir sampling drops the rest). `size_guidance={\"scalars\": 0}` "
+   "keeps every one.",
+   shows='print("default:", len(default.Scalars("x")), "  size_guidance={\'scalars\': 0}:", len(everything.Scalars("x")))')
+_q("07_debugging.chance_loss", "value",
+   "What is `round(F.cross_entropy(torch.zeros(4, 10), torch.tensor([0, 3, 7, 9])).item(), 2)`: the loss of "
+   "a 10-class model whose logits are all equal?",
+   "round(F.cross_entropy(torch.zeros(4, 10), torch.tensor([0, 3, 7, 9])).item(), 2)",
+   "Equal logits give every class probability 1/10, and the loss is -log(1/10) = ln(10) = 2.30, "
+   "whatever the labels. A loss stuck there means the model predicts chance.",
+   shows="print(round(F.cross_entropy(torch.zeros(4, 10), torch.tensor([0, 3, 7, 9])).item(), 4), "
+   "round(math.log(10), 4))")
+
 # ---------------------------------------------------------------------- 08 convolutions
 _q("08_convolutions.conv_output_shape", "shape",
    "What is the shape of `nn.Conv2d(1, 6, kernel_size=3)` applied to 4 images of shape (1, 8, 8)?",
