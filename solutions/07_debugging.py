@@ -688,5 +688,5 @@ for title, (train, val) in runs.items():
 # - Stanford CS231n, [Neural Networks Part 3: babysitting the learning
 #   process](https://cs231n.github.io/neural-networks-3/): loss curves for good and bad
 #   learning rates, the train/val gap, ratios of update to weight size.
-# - Google, [Deep Learning Tuning Playbook](https://github.com/google-research/tuning_playbook):
+# - Google, [Deep Learning Tuning Playbook](https://developers.google.com/machine-learning/guides/deep-learning-tuning-playbook):
 #   how to read training curves and what to change, from people who tune models for a living.
