@@ -231,6 +231,8 @@ dashboard()
 # | 03 | nn.Module | building models from layers, parameters and buffers |
 # | 04 | data | `Dataset`, `DataLoader`, batching, sampling, workers |
 # | 05 | training loop | training and evaluating models, and debugging them |
+# | 06 | losses and optimizers | which loss, which optimizer, and writing your own |
+# | 07 | debugging | NaNs, sanity checks, gradient norms, the profiler and TensorBoard |
 # | 08 | convolutions | convolutional layers, pooling and a small CNN |
 # | 09 | persistence | saving, resuming, and exporting models |
 # | 10 | GPU, AMP, DDP | devices, mixed precision and multi-process training |

@@ -724,7 +724,7 @@ print("1 thread vs 2 threads, identical weights:", torch.equal(one_thread, two_t
 # - Seed the model and the loader's generator; expect bit-identical results only on the same
 #   machine, software and thread count.
 #
-# Next: **08_convolutions**, how convolutional networks see images.
+# Next: **06_losses_optimizers**, which loss and which optimizer, and why.
 
 # %% [markdown]
 # ## Further reading
