@@ -1,15 +1,15 @@
-"""Lesson 10 (GPU, AMP, DDP), every test of its own in one file: the device and sharding helpers,
-the claims the lesson makes (DistributedSampler's rule, DDP's averaged gradients equal the
-big-batch gradient, bf16 loss within bf16 tolerance of fp32), correct answers written differently
-from the reference, the behavioural diagnoses the generic tests cannot see; then the adversarial
-review, the red team (wrong answers, valid unusual answers, cheats) and the oracles (issue 11).
+"""Lesson 11 (distributed training), every test of its own in one file: the sharding helpers and
+CountingDDP, the claims the lesson makes (DistributedSampler's rule, DDP's averaged gradients equal
+the big-batch gradient, rescaled unequal shards too, merged statistics equal the pooled ones),
+correct answers written differently from the reference, the behavioural diagnoses the generic
+tests cannot see; then the adversarial review, the red team (wrong answers, valid unusual answers,
+cheats) and the oracles (issue 11).
 The contract tests shared by every exercise are in tests/test_exercises.py."""
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import copy
-import functools
 import math
 
 import matplotlib
@@ -20,60 +20,22 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
-from torch.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: E402
 from torch.utils.data import DistributedSampler  # noqa: E402
 
 from course_utils import grading  # noqa: E402
-from course_utils.lesson_props import l10_devices as devices  # noqa: E402
-from course_utils.lesson_props.l10_distributed import plot_shards, shard_assignment  # noqa: E402
-from course_utils.exercises.l10_gpu_amp_ddp import amp_train_step as M_AMP  # noqa: E402
-from course_utils.exercises.l10_gpu_amp_ddp import checkpointed_forward as M_CF  # noqa: E402
-from course_utils.exercises.l10_gpu_amp_ddp import data_parallel_grads as M_DP  # noqa: E402
-from course_utils.exercises.l10_gpu_amp_ddp import shard_indices as M_SH  # noqa: E402
-from course_utils.exercises.l10_gpu_amp_ddp import to_device as M_TD  # noqa: E402
+from course_utils.lesson_props.l11_distributed import CountingDDP, plot_shards, shard_assignment  # noqa: E402
+from course_utils.exercises.l11_distributed import data_parallel_grads as M_DP  # noqa: E402
+from course_utils.exercises.l11_distributed import shard_indices as M_SH  # noqa: E402
 from course_utils.grading import Rand  # noqa: E402
 
 from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
 from lesson_kit import Tables, fixed_and_random_cases  # noqa: E402
-from grading_asserts import check as check_id  # noqa: E402
 
-LESSON = "10_gpu_amp_ddp"
+LESSON = "11_distributed"
 
 
 def check(name, answer, seed=7, n_random=None):
     return grading.check(f"{LESSON}.{name}", answer, seed=seed, n_random=n_random)
-
-
-# --------------------------------------------------------------------------- devices
-def test_pick_device_follows_availability(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
-    assert devices.pick_device() == torch.device("cpu")
-    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
-    assert devices.pick_device() == torch.device("mps")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert devices.pick_device() == torch.device("cuda")
-
-
-def test_requires_gpu_skips_with_a_message_and_runs_with_a_gpu(monkeypatch, capsys):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
-    assert devices.requires_gpu("memory statistics") is False
-    out = capsys.readouterr().out
-    assert "[GPU only] skipped" in out and "memory statistics" in out and "CUDA" in out
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert devices.requires_gpu("memory statistics") is True
-    assert capsys.readouterr().out == ""
-    with pytest.raises(ValueError):
-        devices.gpu_available("tpu")
-
-
-def test_time_per_call_warms_up_and_takes_the_median():
-    calls = []
-    seconds = devices.time_per_call(lambda: calls.append(1), "cpu", repeats=4, warmup=3)
-    assert len(calls) == 7
-    assert 0 <= seconds < 0.1
-
 
 # --------------------------------------------------------------------------- distributed helpers
 @pytest.mark.parametrize("n,world_size,epoch,shuffle", [(10, 3, 0, True), (10, 3, 1, True), (2, 4, 0, False), (8, 2, 5, True)])
@@ -103,6 +65,23 @@ def test_plot_shards_draws_one_box_per_item_and_rank():
     assert len(hatched) == 2
 
 
+def test_counting_ddp_counts_one_all_reduce_per_synced_backward_pass():
+    ddp = CountingDDP(nn.Linear(3, 2))
+    X = torch.randn(4, 3)
+    ddp(X).sum().backward()
+    assert ddp.all_reduces == 1
+    with ddp.no_sync():
+        ddp(X).sum().backward()
+        out = ddp(X)
+    out.sum().backward()  # forward inside no_sync: DDP decided then, no all-reduce
+    assert ddp.all_reduces == 1 and ddp.require_backward_grad_sync
+    (ddp(X).sum() + ddp(X).sum()).backward()  # two synced forwards, one backward pass: one all-reduce
+    assert ddp.all_reduces == 2
+    with torch.no_grad():
+        ddp(X)
+    assert len(ddp.backward_log) == 5
+
+
 # --------------------------------------------------------------------------- claims the lesson makes
 def test_shard_indices_reference_matches_distributed_sampler_everywhere():
     for n in range(1, 14):
@@ -127,93 +106,6 @@ def test_averaged_rank_gradients_equal_the_full_batch_gradient(seed):
         torch.testing.assert_close(a, f, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_bf16_step_loss_is_within_bf16_tolerance_of_fp32(seed):
-    model, X, y = M_AMP._cases(Rand(seed)).args
-    model32 = copy.deepcopy(model)
-    loss16 = M_AMP.amp_train_step(model, X, y, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1))
-    loss32 = nn.functional.cross_entropy(model32(X), y).item()
-    assert math.isclose(loss16, loss32, rel_tol=3e-2, abs_tol=1e-2)
-    assert all(p.dtype == torch.float32 for p in model.parameters())
-
-
-def test_checkpointing_saves_memory_and_keeps_gradients():
-    blocks, x = M_CF._fixed_case(False).args
-    plain_bytes, out_plain = M_CF._saved_bytes(lambda: M_CF._plain_forward(blocks, x))
-    ckpt_bytes, out_ckpt = M_CF._saved_bytes(lambda: M_CF.checkpointed_forward(blocks, x))
-    assert ckpt_bytes < plain_bytes / 2
-    assert torch.equal(out_plain, out_ckpt)
-    g_plain = torch.autograd.grad(out_plain.sum(), list(blocks.parameters()))
-    g_ckpt = torch.autograd.grad(out_ckpt.sum(), list(blocks.parameters()))
-    for a, b in zip(g_plain, g_ckpt):
-        torch.testing.assert_close(a, b)
-
-
-# --------------------------------------------------------------------------- other correct answers pass
-def test_to_device_variants_pass():
-    def with_non_blocking(batch, device):
-        if torch.is_tensor(batch):
-            return batch.to(device, non_blocking=True)
-        if isinstance(batch, dict):
-            return {k: with_non_blocking(v, device) for k, v in batch.items()}
-        if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # the text: a namedtuple stays one
-            return type(batch)(*(with_non_blocking(v, device) for v in batch))
-        if isinstance(batch, tuple):
-            return tuple(with_non_blocking(v, device) for v in batch)
-        if isinstance(batch, list):
-            return [with_non_blocking(v, device) for v in batch]
-        return batch
-
-    assert check("to_device", with_non_blocking, n_random=30).passed
-
-
-def test_amp_step_with_backward_inside_autocast_passes():
-    def step(model, X, y, loss_fn, optimizer):
-        optimizer.zero_grad(set_to_none=False)
-        with torch.autocast(X.device.type, dtype=torch.bfloat16):  # (a constant "cpu" is rejected)
-            loss = loss_fn(model(X), y)
-            loss.backward()
-        optimizer.step()
-        return float(loss)
-
-    assert check("amp_train_step", step).passed
-
-
-def test_checkpoint_variants_pass():
-    def with_rng_preservation_off(blocks, x):
-        for block in blocks:
-            x = checkpoint(block, x, use_reentrant=False, preserve_rng_state=False)
-        return x
-
-    def by_index(blocks, x):
-        for i in range(len(blocks)):
-            x = checkpoint(blocks[i].forward, x, use_reentrant=False)
-        return x
-
-    assert check("checkpointed_forward", with_rng_preservation_off).passed
-    assert check("checkpointed_forward", by_index).passed
-
-
-def test_checkpoint_sequential_leaves_the_last_block_unchecked():
-    # checkpoint_sequential runs its last segment normally, so the last block is not checkpointed,
-    # which the exercise ("checkpoints each block") does not allow
-    def sequential(blocks, x):
-        return checkpoint_sequential(list(blocks), len(blocks), x, use_reentrant=False)
-
-    res = check("checkpointed_forward", sequential)
-    assert res.status == "incorrect" and res.mistake == "not_checkpointed", res.text()
-
-
-def test_checkpointing_only_the_first_block_fails():
-    def first_only(blocks, x):
-        x = checkpoint(blocks[0], x, use_reentrant=False)
-        for block in list(blocks)[1:]:
-            x = block(x)
-        return x
-
-    res = check("checkpointed_forward", first_only)
-    assert res.status == "incorrect" and res.mistake == "not_checkpointed", res.text()
-
 
 def test_data_parallel_grads_by_accumulation_passes():
     def accumulate(model, loss_fn, X, y, world_size):
@@ -230,12 +122,6 @@ def test_shard_indices_returning_a_tensor_is_reported_as_wrong_type():
     assert res.status == "incorrect" and res.mistake == "wrong_type", res.text()
 
 
-def test_grader_threads_are_restored():
-    before = torch.get_num_threads()
-    check("amp_train_step", M_AMP.amp_train_step)
-    check("amp_train_step", lambda *a: 1 / 0)
-    assert torch.get_num_threads() == before
-
 
 # --------------------------------------------------------------------------- the instructor's sandbox
 def test_the_lesson_imports_in_the_staged_course_without_its_references(tmp_path):
@@ -249,7 +135,7 @@ def test_the_lesson_imports_in_the_staged_course_without_its_references(tmp_path
 
     sandbox.stage_course(tmp_path)
     code = ("import course_utils; from course_utils.grading import registry; "
-            "print(course_utils.__file__); print(len(registry.load_lesson('10_gpu_amp_ddp')))")
+            "print(course_utils.__file__); print(len(registry.load_lesson('11_distributed')))")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     r = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
                        timeout=120)
@@ -262,220 +148,10 @@ def test_the_lesson_imports_in_the_staged_course_without_its_references(tmp_path
 # Each test feeds the grader an answer that violates the exercise text and asserts it is rejected
 # (naming the mistake where a name fits), or a correct answer written differently from the
 # reference and asserts it is accepted.
-# =========================================================================== 06 to_device
-D = "10_gpu_amp_ddp."
+D = "11_distributed."
 
 
-def test_to_device_that_rebuilds_structure_only_for_meta_is_rejected():
-    # special-cases the grader's `meta` device; on any other device tuples come back as lists
-    def sneaky(batch, device):
-        if torch.device(device).type == "meta":
-            return M_TD.to_device(batch, device)
-        if isinstance(batch, torch.Tensor):
-            return batch.to(device)
-        if isinstance(batch, dict):
-            return {k: sneaky(v, device) for k, v in batch.items()}
-        if isinstance(batch, (list, tuple)):
-            return [sneaky(v, device) for v in batch]
-        return batch
-
-    rejected(D + "to_device", sneaky, "changed_container_type")
-
-
-def test_to_device_that_turns_numbers_into_tensors_is_rejected():
-    def as_tensor(batch, device):
-        if isinstance(batch, dict):
-            return {k: as_tensor(v, device) for k, v in batch.items()}
-        if isinstance(batch, (list, tuple)):
-            return type(batch)(as_tensor(v, device) for v in batch)
-        if isinstance(batch, str):
-            return batch
-        return torch.as_tensor(batch).to(device)
-
-    rejected(D + "to_device", as_tensor, "changed_non_tensor")
-
-
-def test_to_device_that_assigns_into_nested_dicts_is_rejected():
-    def dict_in_place(batch, device):
-        if isinstance(batch, torch.Tensor):
-            return batch.to(device)
-        if isinstance(batch, dict):
-            for k in batch:
-                batch[k] = dict_in_place(batch[k], device)
-            return batch
-        if isinstance(batch, (list, tuple)):
-            return type(batch)(dict_in_place(v, device) for v in batch)
-        return batch
-
-    rejected(D + "to_device", dict_in_place, "mutated_batch")
-
-
-def test_to_device_moving_only_float_tensors_is_rejected():
-    def floats_only(batch, device):
-        if isinstance(batch, torch.Tensor):
-            return batch.to(device) if batch.is_floating_point() else batch
-        if isinstance(batch, dict):
-            return {k: floats_only(v, device) for k, v in batch.items()}
-        if isinstance(batch, (list, tuple)):
-            return type(batch)(floats_only(v, device) for v in batch)
-        return batch
-
-    rejected(D + "to_device", floats_only, "not_moved")
-
-
-def test_to_device_alternative_with_explicit_branches_passes():
-    def explicit(batch, device):
-        if torch.is_tensor(batch):
-            return batch.to(device=device, copy=False)
-        if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # the text: a namedtuple stays one
-            return batch._make(explicit(b, device) for b in batch)
-        if isinstance(batch, tuple):
-            return tuple(map(lambda b: explicit(b, device), batch))
-        if isinstance(batch, list):
-            return [explicit(b, device) for b in batch]
-        if isinstance(batch, dict):
-            return dict((k, explicit(v, device)) for k, v in batch.items())
-        return batch
-
-    accepted(D + "to_device", explicit, n_random=30)
-
-
-# =========================================================================== 06 amp_train_step
-def _step(autocast_ctx, *, loss_inside=True, zero=True, zero_after_backward=False, step=True):
-    def answer(model, X, y, loss_fn, optimizer):
-        if zero:
-            optimizer.zero_grad()
-        with autocast_ctx(X):
-            out = model(X)
-            if loss_inside:
-                loss = loss_fn(out, y)
-        if not loss_inside:
-            loss = loss_fn(out, y)
-        loss.backward()
-        if zero_after_backward:
-            optimizer.zero_grad()
-        if step:
-            optimizer.step()
-        return loss.item()
-    return answer
-
-
-BF16 = lambda X: torch.autocast(device_type=X.device.type, dtype=torch.bfloat16)  # noqa: E731
-
-
-def test_amp_step_without_dtype_is_rejected():
-    # autocast's default is bfloat16 on a CPU but float16 on CUDA: the lesson asks for bfloat16
-    rejected(D + "amp_train_step", _step(lambda X: torch.autocast(device_type=X.device.type)), "float16_autocast")
-
-
-def test_amp_step_with_the_loss_outside_autocast_is_rejected():
-    rejected(D + "amp_train_step", _step(BF16, loss_inside=False), "loss_outside_autocast")
-
-
-def test_amp_step_with_cuda_autocast_on_cpu_data_is_rejected():
-    rejected(D + "amp_train_step", _step(lambda X: torch.autocast("cuda", dtype=torch.bfloat16)), "no_autocast")
-
-
-def test_amp_step_zeroing_after_backward_or_without_step_is_rejected():
-    rejected(D + "amp_train_step", _step(BF16, zero_after_backward=True))
-    rejected(D + "amp_train_step", _step(BF16, step=False))
-
-
-def test_amp_step_with_grad_scaler_but_plain_optimizer_step_is_rejected():
-    def scaled(model, X, y, loss_fn, optimizer):
-        scaler = torch.amp.GradScaler("cpu")
-        optimizer.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = loss_fn(model(X), y)
-        scaler.scale(loss).backward()
-        optimizer.step()  # the gradients are still multiplied by the scale
-        return loss.item()
-
-    rejected(D + "amp_train_step", scaled)
-
-
-def test_amp_step_with_a_correctly_used_grad_scaler_passes():
-    def scaled(model, X, y, loss_fn, optimizer):
-        scaler = torch.amp.GradScaler(X.device.type)
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=X.device.type, dtype=torch.bfloat16):
-            loss = loss_fn(model(X), y)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        return float(loss)
-
-    accepted(D + "amp_train_step", scaled)
-
-
-def test_amp_check_restores_the_autocast_default_dtype():
-    before = torch.get_autocast_dtype("cpu")
-    check_id(D + "amp_train_step", M_AMP.amp_train_step)
-    check_id(D + "amp_train_step", lambda *a: 1 / 0)
-    assert torch.get_autocast_dtype("cpu") == before
-
-
-# =========================================================================== 06 checkpointed_forward
-def _one_segment(blocks, x):
-    def run_all(x):
-        for block in blocks:
-            x = block(x)
-        return x
-    return checkpoint(run_all, x, use_reentrant=False)
-
-
-def _pairs(blocks, x):
-    blocks = list(blocks)
-    for i in range(0, len(blocks), 2):
-        x = checkpoint(nn.Sequential(*blocks[i:i + 2]), x, use_reentrant=False)
-    return x
-
-
-def _save_on_cpu(blocks, x):
-    with torch.autograd.graph.save_on_cpu():  # offloads activations: no recomputation at all
-        for block in blocks:
-            x = block(x)
-    return x
-
-
-def _every_other(blocks, x):
-    for i, block in enumerate(blocks):
-        x = checkpoint(block, x, use_reentrant=False) if i % 2 == 0 else block(x)
-    return x
-
-
-def _reentrant_with_grad_trick(blocks, x):
-    if not x.requires_grad:
-        x = x.detach().requires_grad_()  # the old workaround for reentrant checkpointing
-    for block in blocks:
-        x = checkpoint(block, x, use_reentrant=True)
-    return x
-
-
-@pytest.mark.parametrize("answer,mistake", [
-    (_one_segment, "coarse_checkpoint"),
-    (_pairs, "coarse_checkpoint"),
-    (_save_on_cpu, "not_checkpointed"),
-    (_every_other, "not_checkpointed"),
-    (lambda blocks, x: checkpoint_sequential(list(blocks), 2, x, use_reentrant=False), "not_checkpointed"),
-    (_reentrant_with_grad_trick, "reentrant_checkpoint"),
-])
-def test_checkpointing_other_than_every_block_on_its_own_is_rejected(answer, mistake):
-    rejected(D + "checkpointed_forward", answer, mistake)
-
-
-def test_checkpoint_with_partial_and_block_forward_passes():
-    ckpt = functools.partial(checkpoint, use_reentrant=False)
-
-    def with_partial(blocks, x):
-        for block in blocks:
-            x = ckpt(block.forward, x)
-        return x
-
-    accepted(D + "checkpointed_forward", with_partial)
-
-
-# =========================================================================== 06 shard_indices
+# =========================================================================== 11 shard_indices
 def _order(n, epoch, shuffle, seed):
     if shuffle:
         return torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
@@ -545,7 +221,7 @@ def test_shard_indices_alternatives_pass():
     accepted(D + "shard_indices", modulo, n_random=40)
 
 
-# =========================================================================== 06 data_parallel_grads
+# =========================================================================== 11 data_parallel_grads
 def test_data_parallel_grads_with_split_instead_of_chunk_is_rejected():
     # X.split(world_size) makes pieces OF world_size rows; averaging over them gives the right numbers
     def split(model, loss_fn, X, y, world_size):
@@ -609,351 +285,8 @@ WRONG, VALID, CHEATS = _tables.WRONG, _tables.VALID, _tables.CHEATS
 wrong, valid, cheat = _tables.wrong, _tables.valid, _tables.cheat
 
 
-# =========================================================================== 06 to_device
-TD = "10_gpu_amp_ddp.to_device"
-
-
-@wrong(TD, "namedtuple_from_generator")
-def td_generator_for_every_tuple(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {k: td_generator_for_every_tuple(v, device) for k, v in batch.items()}
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(td_generator_for_every_tuple(v, device) for v in batch)
-    return batch
-
-
-@wrong(TD, "changed_dtype")
-def td_floats_to_float32(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device).float() if batch.is_floating_point() else batch.to(device)
-    if isinstance(batch, dict):
-        return {k: td_floats_to_float32(v, device) for k, v in batch.items()}
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(td_floats_to_float32(v, device) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(td_floats_to_float32(v, device) for v in batch)
-    return batch
-
-
-@wrong(TD)
-def td_namedtuple_as_plain_tuple(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {k: td_namedtuple_as_plain_tuple(v, device) for k, v in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(td_namedtuple_as_plain_tuple(v, device) for v in batch)
-    if isinstance(batch, list):
-        return [td_namedtuple_as_plain_tuple(v, device) for v in batch]
-    return batch
-
-
-@wrong(TD)
-def td_non_blocking_pin(batch, device):
-    """Calls .pin_memory() first ("faster"): fails on tensors that cannot be pinned, changes nothing else."""
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, copy=True).detach().requires_grad_(batch.is_floating_point())
-    if isinstance(batch, dict):
-        return {k: td_non_blocking_pin(v, device) for k, v in batch.items()}
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(td_non_blocking_pin(v, device) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(td_non_blocking_pin(v, device) for v in batch)
-    return batch
-
-
-@wrong(TD)
-def td_dict_values_only_tensors(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {k: td_dict_values_only_tensors(v, device) for k, v in batch.items() if not isinstance(v, (str, int))}
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(td_dict_values_only_tensors(v, device) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(td_dict_values_only_tensors(v, device) for v in batch)
-    return batch
-
-
-@wrong(TD)
-def td_strings_to_tensors(batch, device):
-    if isinstance(batch, (int, float)) and not isinstance(batch, bool):
-        return torch.tensor(batch, device=device)
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {k: td_strings_to_tensors(v, device) for k, v in batch.items()}
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(td_strings_to_tensors(v, device) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(td_strings_to_tensors(v, device) for v in batch)
-    return batch
-
-
-@valid(TD)
-def td_pytree(batch, device):
-    from torch.utils._pytree import tree_map
-    return tree_map(lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, batch)
-
-
-@valid(TD)
-def td_namedtuple_make(batch, device):
-    if torch.is_tensor(batch):
-        return batch.to(device=device)
-    if isinstance(batch, collections.abc.Mapping):
-        return type(batch)({k: td_namedtuple_make(v, device) for k, v in batch.items()})
-    if isinstance(batch, tuple) and hasattr(batch, "_make"):
-        return batch._make(td_namedtuple_make(v, device) for v in batch)
-    if isinstance(batch, (list, tuple)):
-        return type(batch)([td_namedtuple_make(v, device) for v in batch])
-    return batch
-
-
-@valid(TD)
-def td_apply_to_collection_style(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, dict):
-        out = {}
-        for key in batch:
-            out[key] = td_apply_to_collection_style(batch[key], device)
-        return out
-    if isinstance(batch, tuple):
-        items = [td_apply_to_collection_style(v, device) for v in batch]
-        return type(batch)(*items) if hasattr(batch, "_fields") else tuple(items)
-    if isinstance(batch, list):
-        return list(map(lambda v: td_apply_to_collection_style(v, device), batch))
-    return batch
-
-
-@cheat(TD)
-def td_only_top_level(batch, device):
-    """Moves the outer container's direct tensors and the shown (X, y) shape only."""
-    if isinstance(batch, tuple) and len(batch) == 2 and all(isinstance(v, torch.Tensor) for v in batch):
-        return tuple(v.to(device) for v in batch)
-    return batch
-
-
-@cheat(TD)
-def td_lying_tensor_device(batch, device):
-    """Leaves tensors where they are but reports the device asked for."""
-    from torch.utils._pytree import tree_map
-
-    class Claims(torch.Tensor):
-        @property
-        def device(self):
-            return torch.device(device)
-
-    return tree_map(lambda v: v.as_subclass(Claims) if isinstance(v, torch.Tensor) else v, batch)
-
-
-# =========================================================================== 06 amp_train_step
-AMP = "10_gpu_amp_ddp.amp_train_step"
-
-
-def _amp(model, X, y, loss_fn, optimizer, device_type=None, dtype=torch.bfloat16, zero=True, inside_backward=False):
-    if zero:
-        optimizer.zero_grad()
-    with torch.autocast(device_type=device_type or X.device.type, dtype=dtype):
-        loss = loss_fn(model(X), y)
-        if inside_backward:
-            loss.backward()
-    if not inside_backward:
-        loss.backward()
-    optimizer.step()
-    return loss.item()
-
-
-@wrong(AMP, "hard_coded_device")
-def amp_cpu_hard_coded(model, X, y, loss_fn, optimizer):
-    return _amp(model, X, y, loss_fn, optimizer, device_type="cpu")
-
-
-@wrong(AMP)
-def amp_no_zero_grad(model, X, y, loss_fn, optimizer):
-    return _amp(model, X, y, loss_fn, optimizer, zero=False)
-
-
-@wrong(AMP)
-def amp_model_to_bf16(model, X, y, loss_fn, optimizer):
-    model.to(torch.bfloat16)
-    optimizer.zero_grad()
-    loss = loss_fn(model(X.bfloat16()), y)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
-
-
-@wrong(AMP)
-def amp_default_dtype(model, X, y, loss_fn, optimizer):
-    optimizer.zero_grad()
-    with torch.autocast(X.device.type):
-        loss = loss_fn(model(X), y)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
-
-
-@wrong(AMP)
-def amp_returns_tensor(model, X, y, loss_fn, optimizer):
-    optimizer.zero_grad()
-    with torch.autocast(device_type=X.device.type, dtype=torch.bfloat16):
-        loss = loss_fn(model(X), y)
-    loss.backward()
-    optimizer.step()
-    return loss
-
-
-@wrong(AMP)
-def amp_float16_with_scaler(model, X, y, loss_fn, optimizer):
-    scaler = torch.amp.GradScaler("cpu")
-    optimizer.zero_grad()
-    with torch.autocast(device_type=X.device.type, dtype=torch.float16):
-        loss = loss_fn(model(X), y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss.item()
-
-
-@valid(AMP)
-def amp_backward_inside(model, X, y, loss_fn, optimizer):
-    """backward inside the autocast block: discouraged, but the same step."""
-    return _amp(model, X, y, loss_fn, optimizer, inside_backward=True)
-
-
-@valid(AMP)
-def amp_torch_amp_autocast(model, X, y, loss_fn, optimizer):
-    model.zero_grad(set_to_none=True)
-    with torch.amp.autocast(X.device.type, dtype=torch.bfloat16, enabled=True):
-        logits = model(X)
-        loss = loss_fn(logits, y)
-    loss.backward()
-    optimizer.step()
-    return float(loss)
-
-
-@valid(AMP)
-def amp_device_from_model(model, X, y, loss_fn, optimizer):
-    device_type = next(model.parameters()).device.type
-    optimizer.zero_grad()
-    with torch.autocast(device_type, torch.bfloat16):
-        out = model(X)
-    loss = loss_fn(out.float(), y)
-    loss.backward()
-    optimizer.step()
-    return loss.detach().item()
-
-
-@cheat(AMP)
-def amp_fakes_the_dtype(model, X, y, loss_fn, optimizer):
-    """Plain float32 step whose input is rounded through bfloat16 (looks like bf16 numbers)."""
-    optimizer.zero_grad()
-    loss = loss_fn(model(X.bfloat16().float()), y)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
-
-
-@cheat(AMP)
-def amp_reports_the_loss_only(model, X, y, loss_fn, optimizer):
-    with torch.no_grad(), torch.autocast(device_type=X.device.type, dtype=torch.bfloat16):
-        return loss_fn(model(X), y).item()
-
-
-# =========================================================================== 06 checkpointed_forward
-CF = "10_gpu_amp_ddp.checkpointed_forward"
-from torch.utils.checkpoint import checkpoint as _checkpoint  # noqa: E402
-
-
-@wrong(CF, "late_binding_closure")
-def ckpt_late_binding_lambda(blocks, x):
-    for b in blocks:
-        x = _checkpoint(lambda t: b(t), x, use_reentrant=False)  # noqa: B023 - the mistake itself
-    return x
-
-
-@wrong(CF)
-def ckpt_plain(blocks, x):
-    for b in blocks:
-        x = b(x)
-    return x
-
-
-@wrong(CF)
-def ckpt_sequential_two_segments(blocks, x):
-    return checkpoint_sequential(nn.Sequential(*blocks), 2, x, use_reentrant=False)
-
-
-@wrong(CF)
-def ckpt_only_first(blocks, x):
-    x = _checkpoint(blocks[0], x, use_reentrant=False)
-    for b in list(blocks)[1:]:
-        x = b(x)
-    return x
-
-
-@wrong(CF)
-def ckpt_detached_input(blocks, x):
-    for b in blocks:
-        x = _checkpoint(b, x.detach(), use_reentrant=False)
-    return x
-
-
-@wrong(CF, "changed_input_flag")
-def ckpt_requires_grad_on_callers_x(blocks, x):
-    x.requires_grad_()
-    for b in blocks:
-        x = _checkpoint(b, x, use_reentrant=False)
-    return x
-
-
-@valid(CF)
-def ckpt_functools_partial(blocks, x):
-    import functools
-    out = x
-    for b in blocks:
-        out = _checkpoint(functools.partial(b.forward), out, use_reentrant=False)
-    return out
-
-
-@valid(CF)
-def ckpt_default_lambda_arg(blocks, x):
-    for b in blocks:
-        x = _checkpoint(lambda t, b=b: b(t), x, use_reentrant=False, preserve_rng_state=False)
-    return x
-
-
-@valid(CF)
-def ckpt_sequential_one_block_per_segment(blocks, x):
-    h = x
-    for i in range(len(blocks)):
-        h = _checkpoint(blocks[i], h, use_reentrant=False, determinism_check="default")
-    return h
-
-
-@cheat(CF)
-def ckpt_no_grad_then_plain(blocks, x):
-    """Runs under no_grad (saves nothing), then again normally for the output."""
-    with torch.no_grad():
-        for b in blocks:
-            b(x)
-    for b in blocks:
-        x = b(x)
-    return x
-
-
-@cheat(CF)
-def ckpt_detach_output(blocks, x):
-    for b in blocks:
-        x = _checkpoint(b, x, use_reentrant=False)
-    return x.detach().requires_grad_()
-
-
-# =========================================================================== 06 shard_indices
-SH = "10_gpu_amp_ddp.shard_indices"
+# =========================================================================== 11 shard_indices
+SH = "11_distributed.shard_indices"
 
 
 @wrong(SH)
@@ -1049,8 +382,8 @@ def shard_lying_list(n, world_size, rank, epoch, shuffle=True, seed=0):
     return Agreeable(_order(n, epoch, shuffle, seed)[rank::world_size])
 
 
-# =========================================================================== 06 data_parallel_grads
-DP = "10_gpu_amp_ddp.data_parallel_grads"
+# =========================================================================== 11 data_parallel_grads
+DP = "11_distributed.data_parallel_grads"
 
 
 def _rank_grads(model, loss_fn, X, y, world_size):
@@ -1187,6 +520,269 @@ def dp_zeros(model, loss_fn, X, y, world_size):
     return [torch.zeros_like(p) for p in model.parameters()]
 
 
+# =========================================================================== 11 rank_loss_scale
+RS = "11_distributed.rank_loss_scale"
+
+
+@wrong(RS, "no_rescaling")
+def rs_all_ones(shard_sizes):
+    return [1.0 for _ in shard_sizes]
+
+
+@wrong(RS, "forgot_ddp_average")
+def rs_share_of_samples(shard_sizes):
+    total = sum(shard_sizes)
+    return [n / total for n in shard_sizes]
+
+
+@wrong(RS, "inverted")
+def rs_inverted(shard_sizes):
+    return [sum(shard_sizes) / (len(shard_sizes) * n) for n in shard_sizes]
+
+
+@wrong(RS)
+def rs_relative_to_largest(shard_sizes):
+    return [n / max(shard_sizes) for n in shard_sizes]
+
+
+@wrong(RS)
+def rs_relative_to_mean_integer(shard_sizes):
+    mean = sum(shard_sizes) // len(shard_sizes)  # integer division: wrong whenever it does not divide
+    return [n / mean for n in shard_sizes]
+
+
+@wrong(RS, "count_only")
+def rs_counts(shard_sizes):
+    return [float(n) for n in shard_sizes]
+
+
+@valid(RS)
+def rs_tensor_math(shard_sizes):
+    n = torch.tensor(shard_sizes, dtype=torch.float64)
+    return (n * len(n) / n.sum()).tolist()
+
+
+@valid(RS)
+def rs_relative_to_mean(shard_sizes):
+    mean = sum(shard_sizes) / len(shard_sizes)
+    return [n / mean for n in shard_sizes]
+
+
+@valid(RS)
+def rs_tuple_of_fractions(shard_sizes):
+    from fractions import Fraction
+    return tuple(float(Fraction(len(shard_sizes) * n, sum(shard_sizes))) for n in shard_sizes)
+
+
+@cheat(RS)
+def rs_equal_shards_only(shard_sizes):
+    """Right only for the shown cases' shapes: equal shards and one rank."""
+    return [1.0] * len(shard_sizes) if len(set(shard_sizes)) == 1 else [0.0] * len(shard_sizes)
+
+
+@cheat(RS)
+def rs_lying_list(shard_sizes):
+    class Always(list):
+        def __eq__(self, other):
+            return True
+    return Always([1.0] * len(shard_sizes))
+
+
+# =========================================================================== 11 accumulate_grads
+AG = "11_distributed.accumulate_grads"
+
+
+def _ag(ddp_model, micro_batches, loss_fn, *, sync="last", divide=True, zero="first", grad_inside=True):
+    if zero == "first":
+        ddp_model.zero_grad()
+    k = len(micro_batches)
+    for i, (X, y) in enumerate(micro_batches):
+        if zero == "each":
+            ddp_model.zero_grad()
+        synced = sync == "all" or (sync == "last" and i == k - 1) or (sync == "first" and i == 0)
+        ctx = contextlib.nullcontext() if synced else ddp_model.no_sync()
+        with ctx:
+            loss = loss_fn(ddp_model(X), y)
+            if grad_inside:
+                (loss / k if divide else loss).backward()
+        if not grad_inside:
+            (loss / k if divide else loss).backward()
+
+
+@wrong(AG, "synced_every_micro_batch")
+def ag_no_no_sync(ddp_model, micro_batches, loss_fn):
+    _ag(ddp_model, micro_batches, loss_fn, sync="all")
+
+
+@wrong(AG, "never_synced")
+def ag_all_in_no_sync(ddp_model, micro_batches, loss_fn):
+    _ag(ddp_model, micro_batches, loss_fn, sync="none")
+
+
+@wrong(AG, "never_synced")
+def ag_backward_outside_no_sync_for_all(ddp_model, micro_batches, loss_fn):
+    """Forward in no_sync, backward outside: DDP decided at the forward, so nothing syncs."""
+    _ag(ddp_model, micro_batches, loss_fn, sync="none", grad_inside=False)
+
+
+@wrong(AG, "not_divided")
+def ag_sum_of_means(ddp_model, micro_batches, loss_fn):
+    _ag(ddp_model, micro_batches, loss_fn, divide=False)
+
+
+@wrong(AG, "zeroed_between")
+def ag_zero_each(ddp_model, micro_batches, loss_fn):
+    _ag(ddp_model, micro_batches, loss_fn, zero="each")
+
+
+@wrong(AG, "kept_stale_grads")
+def ag_no_zero(ddp_model, micro_batches, loss_fn):
+    _ag(ddp_model, micro_batches, loss_fn, zero="none")
+
+
+@wrong(AG, "one_backward")
+def ag_one_backward(ddp_model, micro_batches, loss_fn):
+    ddp_model.zero_grad()
+    losses = [loss_fn(ddp_model(X), y) for X, y in micro_batches]
+    torch.stack(losses).mean().backward()
+
+
+@wrong(AG, "synced_too_early")
+def ag_synced_first(ddp_model, micro_batches, loss_fn):
+    """Syncs the FIRST micro-batch: the later ones are never averaged across ranks."""
+    _ag(ddp_model, micro_batches, loss_fn, sync="first")
+
+
+@valid(AG)
+def ag_backward_inside_only_forward_in_no_sync(ddp_model, micro_batches, loss_fn):
+    """Forward inside no_sync, backward after it: DDP decides at the forward, so this is fine."""
+    _ag(ddp_model, micro_batches, loss_fn, grad_inside=False)
+
+
+@valid(AG)
+def ag_exit_stack(ddp_model, micro_batches, loss_fn):
+    for p in ddp_model.parameters():
+        p.grad = None
+    *head, last = micro_batches
+    k = len(micro_batches)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(ddp_model.no_sync())
+        for X, y in head:
+            (loss_fn(ddp_model(X), y) * (1 / k)).backward()
+    X, y = last
+    (loss_fn(ddp_model(X), y) / k).backward()
+
+
+@valid(AG)
+def ag_weighted_by_size(ddp_model, micro_batches, loss_fn):
+    ddp_model.zero_grad(set_to_none=False)
+    total = sum(len(y) for _, y in micro_batches)
+    for i, (X, y) in enumerate(micro_batches):
+        ctx = ddp_model.no_sync() if i < len(micro_batches) - 1 else contextlib.nullcontext()
+        with ctx:
+            (nn.functional.cross_entropy(ddp_model(X), y, reduction="sum") / total).backward()
+
+
+@cheat(AG)
+def ag_sets_grads_directly(ddp_model, micro_batches, loss_fn):
+    """Computes the big-batch gradient on the side and writes it into .grad: no all-reduce at all."""
+    X = torch.cat([x for x, _ in micro_batches])
+    y = torch.cat([t for _, t in micro_batches])
+    module = ddp_model.module
+    grads = torch.autograd.grad(loss_fn(module(X), y), list(module.parameters()))
+    for p, g in zip(module.parameters(), grads):
+        p.grad = g
+
+
+@cheat(AG)
+def ag_fakes_the_log(ddp_model, micro_batches, loss_fn):
+    """Accumulates without syncing, then forges one synced entry in the counter."""
+    _ag(ddp_model, micro_batches, loss_fn, sync="none")
+    ddp_model.backward_log.append((-1, True))
+
+
+# =========================================================================== 11 merge_batch_stats
+MB = "11_distributed.merge_batch_stats"
+
+
+@wrong(MB, "unweighted_mean")
+def mb_unweighted(counts, means, variances):
+    return means.mean(0), variances.mean(0)
+
+
+@wrong(MB, "within_only")
+def mb_within_only(counts, means, variances):
+    w = torch.tensor(counts, dtype=means.dtype)[:, None]
+    return (w * means).sum(0) / w.sum(), (w * variances).sum(0) / w.sum()
+
+
+@wrong(MB, "unbiased")
+def mb_unbiased(counts, means, variances):
+    n = torch.tensor(counts, dtype=means.dtype)[:, None]
+    mean = (n * means).sum(0) / n.sum()
+    return mean, (n * (variances + (means - mean) ** 2)).sum(0) / (n.sum() - 1)
+
+
+@wrong(MB)
+def mb_weighted_mean_of_std(counts, means, variances):
+    n = torch.tensor(counts, dtype=means.dtype)[:, None]
+    mean = (n * means).sum(0) / n.sum()
+    return mean, ((n * variances.sqrt()).sum(0) / n.sum()) ** 2
+
+
+@wrong(MB)
+def mb_variance_of_means_only(counts, means, variances):
+    n = torch.tensor(counts, dtype=means.dtype)[:, None]
+    mean = (n * means).sum(0) / n.sum()
+    return mean, (n * (means - mean) ** 2).sum(0) / n.sum()
+
+
+@valid(MB)
+def mb_second_moment(counts, means, variances):
+    n = torch.tensor(counts, dtype=torch.float64)[:, None]
+    m, v = means.double(), variances.double()
+    total = n.sum()
+    mean = (n * m).sum(0) / total
+    ex2 = (n * (v + m**2)).sum(0) / total
+    return mean.to(means.dtype), (ex2 - mean**2).to(means.dtype)
+
+
+@valid(MB)
+def mb_pairwise_chan(counts, means, variances):
+    """Chan et al.'s pairwise update, one rank at a time."""
+    n, mean, m2 = counts[0], means[0].clone(), variances[0] * counts[0]
+    for n_b, mean_b, var_b in zip(counts[1:], means[1:], variances[1:]):
+        delta = mean_b - mean
+        total = n + n_b
+        mean = mean + delta * n_b / total
+        m2 = m2 + var_b * n_b + delta**2 * n * n_b / total
+        n = total
+    return mean, m2 / n
+
+
+@valid(MB)
+def mb_list_and_numpy(counts, means, variances):
+    c = np.asarray(counts, dtype=np.float64)[:, None]
+    m, v = means.numpy().astype(np.float64), variances.numpy().astype(np.float64)
+    mean = (c * m).sum(0) / c.sum()
+    var = (c * (v + (m - mean) ** 2)).sum(0) / c.sum()
+    return [torch.from_numpy(mean).to(means.dtype), torch.from_numpy(var).to(means.dtype)]
+
+
+@cheat(MB)
+def mb_first_rank(counts, means, variances):
+    """Right for the 'same samples on every rank' case only."""
+    return means[0].clone(), variances[0].clone()
+
+
+@cheat(MB)
+def mb_shown_case_only(counts, means, variances):
+    if list(counts) == [2, 1]:
+        return torch.tensor([4.0]), torch.tensor([56 / 3 - 16 + 0.0])
+    return means.mean(0), variances.mean(0)
+
+
+
 # --------------------------------------------------------------------------- the red team's tests
 _all = Tables.all
 
@@ -1220,30 +816,11 @@ def _cases(exercise_id, seeds):
     return fixed_and_random_cases(exercise_id, seeds)
 
 
-def test_to_device_matches_pytree_map():
-    from torch.utils._pytree import tree_flatten, tree_map
-
-    ref = grading.reference("10_gpu_amp_ddp.to_device")
-    for case in _cases("10_gpu_amp_ddp.to_device", range(100)):
-        (batch,) = case.args
-        got = ref(batch, torch.device("meta"))
-        oracle = tree_map(lambda v: v.to("meta") if isinstance(v, torch.Tensor) else v, batch)
-        leaves_got, spec_got = tree_flatten(got)
-        leaves_oracle, spec_oracle = tree_flatten(oracle)
-        assert spec_got == spec_oracle  # same containers (namedtuples included), same keys
-        for a, b in zip(leaves_got, leaves_oracle):
-            assert type(a) is type(b)
-            if isinstance(a, torch.Tensor):
-                assert a.device == b.device and a.dtype == b.dtype and a.shape == b.shape
-            else:
-                assert a == b
-
-
 def test_shard_indices_matches_distributed_sampler():
     from torch.utils.data import DistributedSampler
 
-    ref = grading.reference("10_gpu_amp_ddp.shard_indices")
-    for case in _cases("10_gpu_amp_ddp.shard_indices", range(300)):
+    ref = grading.reference("11_distributed.shard_indices")
+    for case in _cases("11_distributed.shard_indices", range(300)):
         n, world_size, rank, epoch = case.args
         sampler = DistributedSampler(range(n), num_replicas=world_size, rank=rank, **case.kwargs)
         sampler.set_epoch(epoch)
@@ -1251,8 +828,8 @@ def test_shard_indices_matches_distributed_sampler():
 
 
 def test_data_parallel_grads_equal_the_full_batch_gradient():
-    ref = grading.reference("10_gpu_amp_ddp.data_parallel_grads")
-    for case in _cases("10_gpu_amp_ddp.data_parallel_grads", range(60)):
+    ref = grading.reference("11_distributed.data_parallel_grads")
+    for case in _cases("11_distributed.data_parallel_grads", range(60)):
         model, loss_fn, X, y, world_size = copy.deepcopy(case.args)
         got = ref(model, loss_fn, X, y, world_size)
         full = torch.autograd.grad(loss_fn(model(X), y), list(model.parameters()))
@@ -1260,16 +837,43 @@ def test_data_parallel_grads_equal_the_full_batch_gradient():
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
-def test_checkpointed_forward_matches_a_plain_forward_and_its_gradients():
-    ref = grading.reference("10_gpu_amp_ddp.checkpointed_forward")
-    for case in _cases("10_gpu_amp_ddp.checkpointed_forward", range(30)):
-        blocks, x = copy.deepcopy(case.args)
-        x = x.detach().requires_grad_()
-        out = ref(blocks, x)
-        plain = x
-        for b in blocks:
-            plain = b(plain)
-        torch.testing.assert_close(out, plain)
-        params = list(blocks.parameters()) + [x]
-        for a, b in zip(torch.autograd.grad(out.sum(), params), torch.autograd.grad(plain.sum(), params)):
-            torch.testing.assert_close(a, b)
+
+
+def test_rank_loss_scale_gives_the_big_batch_gradient():
+    from course_utils.exercises.l11_distributed import rank_loss_scale as M_RS
+
+    for seed in range(40):
+        r = Rand(seed)
+        sizes = [r.integer(1, 9) for _ in range(r.integer(1, 5))]
+        averaged, full = M_RS._ddp_gradient(M_RS.rank_loss_scale(sizes), sizes, r)
+        for a, b in zip(averaged, full):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_accumulate_grads_equals_the_big_batch_gradient_with_one_all_reduce():
+    ref = grading.reference("11_distributed.accumulate_grads")
+    for case in _cases("11_distributed.accumulate_grads", range(40)):
+        model, micro_batches = copy.deepcopy(case.args)
+        ddp = CountingDDP(model)
+        ref(ddp, micro_batches, nn.CrossEntropyLoss())
+        X, y = torch.cat([x for x, _ in micro_batches]), torch.cat([t for _, t in micro_batches])
+        full = torch.autograd.grad(nn.functional.cross_entropy(model(X), y), list(model.parameters()))
+        assert ddp.all_reduces == 1
+        for p, g in zip(model.parameters(), full):
+            torch.testing.assert_close(p.grad, g, rtol=1e-5, atol=1e-6)
+
+
+def test_merge_batch_stats_equals_the_pooled_statistics():
+    ref = grading.reference("11_distributed.merge_batch_stats")
+    for seed in range(60):
+        r = Rand(seed)
+        channels = r.integer(1, 5)
+        samples = [r.randn(r.integer(1, 9), channels) * r.uniform(0.5, 3) + r.uniform(-3, 3)
+                   for _ in range(r.integer(1, 5))]
+        counts = [len(s) for s in samples]
+        means = torch.stack([s.mean(0) for s in samples])
+        variances = torch.stack([s.var(0, unbiased=False) for s in samples])
+        mean, var = ref(counts, means, variances)
+        pooled = torch.cat(samples)
+        torch.testing.assert_close(mean, pooled.mean(0), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(var, pooled.var(0, unbiased=False), rtol=1e-4, atol=1e-5)

@@ -43,20 +43,38 @@ def _fixed(k: int) -> Case:
 
 
 # --- run and probes
+class _Watched(CountingDDP):
+    """CountingDDP whose record the grader keeps to itself (``log``), out of the answer's reach."""
+
+    def __init__(self, module: nn.Module, log: list[tuple[int, bool]]) -> None:
+        super().__init__(module)
+        self._grader_log = log
+
+    def forward(self, *args, **kwargs):
+        out = super().forward(*args, **kwargs)
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            synced, log = self.require_backward_grad_sync, self._grader_log
+            out.register_hook(lambda g: log.append((torch._C._current_graph_task_id(), synced)))
+        return out
+
+
 def _run(answer, case: Case):
     model, micro_batches = case.args
     for p, g in zip(model.parameters(), case.kwargs["stale"]):
         p.grad = g.clone()  # garbage from an earlier step
-    ddp = CountingDDP(model)
-    answer(ddp, micro_batches, nn.CrossEntropyLoss())
+    log: list[tuple[int, bool]] = []
+    answer(_Watched(model, log), micro_batches, nn.CrossEntropyLoss())
     grads = [p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p) for p in model.parameters()]
-    passes = {task for task, _ in ddp.backward_log}
-    if ddp.backward_log and len(passes) < min(len(ddp.backward_log), len(micro_batches)):
-        raise Incorrect("one_backward", forwards=len(ddp.backward_log), passes=len(passes))
-    if ddp.all_reduces == 0:
+    passes = list(dict.fromkeys(task for task, _ in log))  # backward passes, in order
+    synced = list(dict.fromkeys(task for task, s in log if s))
+    if log and len(passes) < min(len(log), len(micro_batches)):
+        raise Incorrect("one_backward", forwards=len(log), passes=len(passes))
+    if not synced:
         raise Incorrect("never_synced")
-    if ddp.all_reduces > 1:
-        raise Incorrect("synced_every_micro_batch", syncs=ddp.all_reduces, k=len(micro_batches))
+    if len(synced) > 1:
+        raise Incorrect("synced_every_micro_batch", syncs=len(synced), k=len(micro_batches))
+    if synced[0] != passes[-1]:
+        raise Incorrect("synced_too_early", which=passes.index(synced[0]) + 1, k=len(passes))
     return grads
 
 
@@ -111,6 +129,10 @@ register(Exercise(
         Mistake("never_synced", "No backward pass all-reduced: every forward ran inside `no_sync()`, so each rank "
                 "would step with its own gradients and the replicas would drift apart. DDP decides at the forward "
                 "pass whether the backward synchronises.", _v(sync="none"), match_output=False),
+        Mistake("synced_too_early", "Your loop all-reduced during backward pass {which} of {k}, not the last one: "
+                "the gradients accumulated after that all-reduce are this rank's alone, and the replicas drift "
+                "apart. The one all-reduce must come last, when everything has been accumulated.",
+                _v(sync="first"), match_output=False),
         Mistake("not_divided", "The gradients are k times too large: the sum of k micro-batch mean losses is not "
                 "the mean over the big batch.", _v(divide=False)),
         Mistake("zeroed_between", "Only the last micro-batch's gradients are left: clearing the gradients inside "
