@@ -415,7 +415,6 @@ import os
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 

@@ -10,11 +10,16 @@ from __future__ import annotations
 import collections
 import copy
 import functools
+import math
+import statistics
+import time
+from time import perf_counter
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
@@ -22,10 +27,13 @@ from torch.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: E4
 
 from course_utils import grading  # noqa: E402
 from course_utils.lesson_props import l10_devices as devices  # noqa: E402
+from course_utils.exercises.l10_performance import amp_policy as M_AP  # noqa: E402
 from course_utils.exercises.l10_performance import amp_train_step as M_AMP  # noqa: E402
+from course_utils.exercises.l10_performance import median_time as M_MT  # noqa: E402
 from course_utils.exercises.l10_performance import checkpointed_forward as M_CF  # noqa: E402
 from course_utils.exercises.l10_performance import to_device as M_TD  # noqa: E402
 
+from course_utils.grading import Rand  # noqa: E402
 from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
 from lesson_kit import Tables, fixed_and_random_cases  # noqa: E402
 
@@ -98,15 +106,25 @@ def test_to_device_variants_pass():
     assert check("to_device", with_non_blocking, n_random=30).passed
 
 
+def _updates_stats(block):
+    """A block whose forward changes its buffers: a BatchNorm in training mode."""
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training for m in block.modules())
+
+
 def test_checkpoint_variants_pass():
     def with_rng_preservation_off(blocks, x):
         for block in blocks:
-            x = checkpoint(block, x, use_reentrant=False, preserve_rng_state=False)
+            x = block(x) if _updates_stats(block) else checkpoint(block, x, use_reentrant=False,
+                                                                   preserve_rng_state=False)
         return x
 
     def by_index(blocks, x):
         for i in range(len(blocks)):
-            x = checkpoint(blocks[i].forward, x, use_reentrant=False)
+            has_buffers = any(True for _ in blocks[i].buffers())
+            if has_buffers and blocks[i].training:
+                x = blocks[i](x)
+            else:
+                x = checkpoint(blocks[i].forward, x, use_reentrant=False)
         return x
 
     assert check("checkpointed_forward", with_rng_preservation_off).passed
@@ -132,6 +150,47 @@ def test_checkpointing_only_the_first_block_fails():
 
     res = check("checkpointed_forward", first_only)
     assert res.status == "incorrect" and res.mistake == "not_checkpointed", res.text()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_mixed_precision_step_loss_is_within_low_precision_tolerance_of_fp32(seed):
+    case = M_AMP._cases(Rand(seed))
+    model, X, y = case.args
+    model32 = copy.deepcopy(model)
+    dtype = torch.float16 if case.kwargs["fp16"] else torch.bfloat16
+    scaler = torch.amp.GradScaler("cpu") if case.kwargs["fp16"] else None
+    loss16 = M_AMP.amp_train_step(model, X, y, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1),
+                                  dtype, scaler=scaler, max_norm=0.5)
+    loss32 = nn.functional.cross_entropy(model32(X), y).item()
+    assert math.isclose(loss16, loss32, rel_tol=3e-2, abs_tol=1e-2)
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+
+
+def test_amp_policy_dtypes_train_on_the_cpu():
+    """The policy's CPU answer really runs: autocast in that dtype, with a scaler where it says so."""
+    dtype, use_scaler = M_AP.amp_policy("cpu", False)
+    model = nn.Linear(4, 2)
+    with torch.autocast("cpu", dtype=dtype):
+        out = model(torch.randn(3, 4))
+    assert out.dtype == dtype and not use_scaler
+    assert M_AP.amp_policy("cuda", False) == (torch.float16, True)
+    with pytest.raises(ValueError):
+        M_AP.amp_policy("mps", True)
+
+
+def test_amp_check_restores_the_autocast_default_dtype():
+    before = torch.get_autocast_dtype("cpu")
+    check("amp_train_step", M_AMP.amp_train_step)
+    check("amp_train_step", lambda *a, **k: 1 / 0)
+    assert torch.get_autocast_dtype("cpu") == before
+
+
+def test_median_time_check_restores_the_clocks():
+    before = (time.perf_counter, time.monotonic, time.time, time.perf_counter_ns)
+    check("median_time", M_MT.median_time)
+    check("median_time", lambda *a, **k: 1 / 0)
+    assert (time.perf_counter, time.monotonic, time.time, time.perf_counter_ns) == before
+    assert abs(time.time() - __import__("datetime").datetime.now().timestamp()) < 5
 
 
 def test_grader_threads_are_restored():
@@ -298,7 +357,7 @@ def test_checkpoint_with_partial_and_block_forward_passes():
 
     def with_partial(blocks, x):
         for block in blocks:
-            x = ckpt(block.forward, x)
+            x = block.forward(x) if _updates_stats(block) else ckpt(block.forward, x)
         return x
 
     accepted(D + "checkpointed_forward", with_partial)
@@ -455,6 +514,409 @@ def td_lying_tensor_device(batch, device):
     return tree_map(lambda v: v.as_subclass(Claims) if isinstance(v, torch.Tensor) else v, batch)
 
 
+# =========================================================================== 10 median_time
+MT = "10_performance.median_time"
+
+
+def _mt(fn, synchronize, warmup=2, repeats=5, *, sync_before=True, sync_after=True, warm=True, pick="median",
+        clock=None):
+    for _ in range(warmup if warm else 0):
+        fn()
+    times = []
+    for _ in range(repeats):
+        if sync_before:
+            synchronize()
+        start = (clock or time.perf_counter)()
+        fn()
+        if sync_after:
+            synchronize()
+        times.append((clock or time.perf_counter)() - start)
+    if pick == "mean":
+        return sum(times) / len(times)
+    if pick == "lower":
+        return sorted(times)[(len(times) - 1) // 2]
+    return statistics.median(times)
+
+
+@wrong(MT, "clock_not_synchronized")
+def mt_no_sync(fn, synchronize, warmup=2, repeats=5):
+    return _mt(fn, synchronize, warmup, repeats, sync_before=False, sync_after=False)
+
+
+@wrong(MT, "clock_not_synchronized")
+def mt_sync_after_only(fn, synchronize, warmup=2, repeats=5):
+    """Synchronizes after each call, but the first reading still sees the warm-up's queued work."""
+    return _mt(fn, synchronize, warmup, repeats, sync_before=False)
+
+
+@wrong(MT, "no_warmup")
+def mt_no_warmup(fn, synchronize, warmup=2, repeats=5):
+    return _mt(fn, synchronize, warmup, repeats, warm=False)
+
+
+@wrong(MT, "mean_not_median")
+def mt_mean(fn, synchronize, warmup=2, repeats=5):
+    return _mt(fn, synchronize, warmup, repeats, pick="mean")
+
+
+@wrong(MT)
+def mt_warmup_timed_too(fn, synchronize, warmup=2, repeats=5):
+    times = []
+    for _ in range(warmup + repeats):
+        synchronize()
+        start = time.perf_counter()
+        fn()
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+@wrong(MT, "total_time")
+def mt_total(fn, synchronize, warmup=2, repeats=5):
+    for _ in range(warmup):
+        fn()
+    synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    synchronize()
+    return time.perf_counter() - start
+
+
+@valid(MT)
+def mt_sync_once_after_warmup(fn, synchronize, warmup=2, repeats=5):
+    """One synchronize after the warm-up, then one after each call: every reading is still honest."""
+    for _ in range(warmup):
+        fn()
+    synchronize()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return float(torch.tensor(times, dtype=torch.float64).median())
+
+
+@valid(MT)
+def mt_timeit_clock(fn, synchronize, warmup=2, repeats=5):
+    import timeit
+    return _mt(fn, synchronize, warmup, repeats, clock=timeit.default_timer)
+
+
+@valid(MT)
+def mt_imported_clock(fn, synchronize, warmup=2, repeats=5):
+    """`from time import perf_counter`: a name bound before the check replaces the clock."""
+    return _mt(fn, synchronize, warmup, repeats, clock=lambda: perf_counter())
+
+
+@valid(MT)
+def mt_ns_clock(fn, synchronize, warmup=2, repeats=5):
+    for _ in range(warmup):
+        fn()
+    durations = []
+    for _ in range(repeats):
+        synchronize()
+        t0 = time.perf_counter_ns()
+        fn()
+        synchronize()
+        durations.append((time.perf_counter_ns() - t0) / 1e9)
+    return statistics.median(durations)
+
+
+@cheat(MT)
+def mt_guesses(fn, synchronize, warmup=2, repeats=5):
+    """Calls fn the right number of times, honestly synchronized, and returns a typical number."""
+    _mt(fn, synchronize, warmup, repeats)
+    return 0.005
+
+
+@cheat(MT)
+def mt_own_clock(fn, synchronize, warmup=2, repeats=5):
+    """Reads a clock the check cannot see (the thread's CPU time), which misses the device's work."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        synchronize()
+        start = time.thread_time()
+        fn()
+        synchronize()
+        times.append(time.thread_time() - start)
+    return statistics.median(times)
+
+
+# =========================================================================== 10 amp_policy
+AP = "10_performance.amp_policy"
+
+
+@wrong(AP, "cuda_default_dtype")
+def ap_default_dtype(device_type, bf16_supported):
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    dtype = torch.get_autocast_dtype(device_type)
+    return dtype, dtype == torch.float16
+
+
+@wrong(AP, "cpu_float16")
+def ap_follows_flag_everywhere(device_type, bf16_supported):
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    return (torch.bfloat16, False) if bf16_supported else (torch.float16, True)
+
+
+@wrong(AP, "scaler_with_bf16")
+def ap_always_scaler(device_type, bf16_supported):
+    if device_type == "cpu":
+        return torch.bfloat16, True
+    if device_type == "cuda":
+        return (torch.bfloat16 if bf16_supported else torch.float16), True
+    raise ValueError(device_type)
+
+
+@wrong(AP, "float16_without_scaler")
+def ap_never_scaler(device_type, bf16_supported):
+    if device_type == "cpu":
+        return torch.bfloat16, False
+    if device_type == "cuda":
+        return (torch.bfloat16 if bf16_supported else torch.float16), False
+    raise ValueError(device_type)
+
+
+@wrong(AP, "unknown_device")
+def ap_guesses_unknown(device_type, bf16_supported):
+    if device_type == "cuda" and not bf16_supported:
+        return torch.float16, True
+    return torch.bfloat16, False
+
+
+@wrong(AP)
+def ap_float16_everywhere_on_gpu(device_type, bf16_supported):
+    if device_type == "cpu":
+        return torch.bfloat16, False
+    if device_type == "cuda":
+        return torch.float16, True
+    raise ValueError(device_type)
+
+
+@valid(AP)
+def ap_table(device_type, bf16_supported):
+    table = {("cpu", True): (torch.bfloat16, False), ("cpu", False): (torch.bfloat16, False),
+             ("cuda", True): (torch.bfloat16, False), ("cuda", False): (torch.float16, True)}
+    try:
+        return table[(device_type, bool(bf16_supported))]
+    except KeyError:
+        raise ValueError(f"unknown device {device_type}") from None
+
+
+@valid(AP)
+def ap_match(device_type, bf16_supported):
+    match device_type:
+        case "cuda" if not bf16_supported:
+            dtype = torch.float16
+        case "cpu" | "cuda":
+            dtype = torch.bfloat16
+        case _:
+            raise ValueError(device_type)
+    return dtype, dtype is torch.float16
+
+
+@valid(AP)
+def ap_numpy_bool_scaler(device_type, bf16_supported):
+    if device_type not in {"cpu", "cuda"}:
+        raise ValueError("cpu or cuda only")
+    use_fp16 = device_type == "cuda" and not bf16_supported
+    return (torch.float16 if use_fp16 else torch.bfloat16), np.bool_(use_fp16)
+
+
+@cheat(AP)
+def ap_string_dtype(device_type, bf16_supported):
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    fp16 = device_type == "cuda" and not bf16_supported
+    return ("torch.float16" if fp16 else "torch.bfloat16"), fp16
+
+
+@cheat(AP)
+def ap_lying_pair(device_type, bf16_supported):
+    class Anything(tuple):
+        def __eq__(self, other):
+            return True
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    return Anything((torch.float32, None))
+
+
+# =========================================================================== 10 amp_train_step
+AMP = "10_performance.amp_train_step"
+
+
+def _amp(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0, *, device_type=None, zero=True,
+         inside_backward=False, unscale=True, clip=True, through_scaler=True, fixed_dtype=None):
+    if zero:
+        optimizer.zero_grad()
+    with torch.autocast(device_type=device_type or X.device.type, dtype=fixed_dtype or dtype):
+        loss = loss_fn(model(X), y)
+        if inside_backward:
+            (scaler.scale(loss) if scaler is not None else loss).backward()
+    if not inside_backward:
+        (scaler.scale(loss) if scaler is not None else loss).backward()
+    if scaler is not None and unscale:
+        scaler.unscale_(optimizer)
+    if clip:
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if scaler is not None and through_scaler:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    return loss.item()
+
+
+@wrong(AMP, "hard_coded_device")
+def amp_cpu_hard_coded(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, device_type="cpu")
+
+
+@wrong(AMP, "forgot_zero_grad")
+def amp_no_zero_grad(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, zero=False)
+
+
+@wrong(AMP, "cast_model")
+def amp_model_to_dtype(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    model.to(dtype)
+    optimizer.zero_grad()
+    loss = loss_fn(model(X.to(dtype)), y)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item()
+
+
+@wrong(AMP, "ignored_dtype")
+def amp_always_bfloat16(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, fixed_dtype=torch.bfloat16)
+
+
+@wrong(AMP, "clipped_scaled_gradients")
+def amp_clip_before_unscale(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, unscale=False)
+
+
+@wrong(AMP, "no_clipping")
+def amp_no_clip(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, clip=False)
+
+
+@wrong(AMP, "optimizer_step_past_scaler")
+def amp_optimizer_step_with_scaler(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, through_scaler=False)
+
+
+@wrong(AMP, "scaler_ignored")
+def amp_ignores_scaler(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, None, max_norm)
+
+
+@wrong(AMP, "no_autocast")
+def amp_no_autocast(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    optimizer.zero_grad()
+    loss = loss_fn(model(X), y)
+    (scaler.scale(loss) if scaler is not None else loss).backward()
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    return loss.item()
+
+
+@wrong(AMP, "loss_outside_autocast")
+def amp_loss_outside(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    optimizer.zero_grad()
+    with torch.autocast(X.device.type, dtype=dtype):
+        logits = model(X)
+    loss = loss_fn(logits, y)
+    (scaler.scale(loss) if scaler is not None else loss).backward()
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    return loss.item()
+
+
+@valid(AMP)
+def amp_backward_inside(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    """backward inside the autocast block: discouraged, but the same step."""
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, inside_backward=True)
+
+
+@valid(AMP)
+def amp_scaler_disabled_when_absent(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    """A disabled GradScaler stands in when none is given: its methods pass through."""
+    scaler = scaler if scaler is not None else torch.amp.GradScaler(X.device.type, enabled=False)
+    model.zero_grad(set_to_none=True)
+    with torch.amp.autocast(X.device.type, dtype=dtype, enabled=True):
+        loss = loss_fn(model(X), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(list(model.parameters()), max_norm=max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return float(loss)
+
+
+@valid(AMP)
+def amp_clip_by_hand(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    """Clipping written out; the device taken from the model's parameters."""
+    device_type = next(model.parameters()).device.type
+    optimizer.zero_grad()
+    with torch.autocast(device_type, dtype):
+        out = model(X)
+        loss = loss_fn(out, y)
+    if scaler is None:
+        loss.backward()
+    else:
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    factor = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(factor)
+    if scaler is None:
+        optimizer.step()
+    else:
+        scaler.step(optimizer)
+        scaler.update()
+    return loss.detach().item()
+
+
+@cheat(AMP)
+def amp_fakes_the_dtype(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    """A float32 step whose input is rounded through the low-precision dtype (looks like its numbers)."""
+    optimizer.zero_grad()
+    loss = loss_fn(model(X.to(dtype).float()), y)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item()
+
+
+@cheat(AMP)
+def amp_reports_the_loss_only(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    with torch.no_grad(), torch.autocast(device_type=X.device.type, dtype=dtype):
+        return loss_fn(model(X), y).item()
+
+
 # =========================================================================== 10 checkpointed_forward
 CF = "10_performance.checkpointed_forward"
 from torch.utils.checkpoint import checkpoint as _checkpoint  # noqa: E402
@@ -507,14 +969,18 @@ def ckpt_functools_partial(blocks, x):
     import functools
     out = x
     for b in blocks:
-        out = _checkpoint(functools.partial(b.forward), out, use_reentrant=False)
+        stateful = b.training and any(type(m).__name__.startswith("BatchNorm") for m in b.modules())
+        out = b(out) if stateful else _checkpoint(functools.partial(b.forward), out, use_reentrant=False)
     return out
 
 
 @valid(CF)
 def ckpt_default_lambda_arg(blocks, x):
     for b in blocks:
-        x = _checkpoint(lambda t, b=b: b(t), x, use_reentrant=False, preserve_rng_state=False)
+        if any(isinstance(m, nn.BatchNorm1d) for m in b.modules()) and b.training:
+            x = b(x)
+        else:
+            x = _checkpoint(lambda t, b=b: b(t), x, use_reentrant=False, preserve_rng_state=False)
     return x
 
 
@@ -522,8 +988,55 @@ def ckpt_default_lambda_arg(blocks, x):
 def ckpt_sequential_one_block_per_segment(blocks, x):
     h = x
     for i in range(len(blocks)):
-        h = _checkpoint(blocks[i], h, use_reentrant=False, determinism_check="default")
+        if not _updates_stats(blocks[i]):
+            h = _checkpoint(blocks[i], h, use_reentrant=False, determinism_check="default")
+        else:
+            h = blocks[i](h)
     return h
+
+
+@wrong(CF, "checkpointed_batchnorm")
+def ckpt_every_block(blocks, x):
+    """The old exercise's answer: every block, BatchNorm in training mode included."""
+    for b in blocks:
+        x = _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "not_checkpointed")
+def ckpt_never_batchnorm(blocks, x):
+    """Skips BatchNorm blocks in eval mode too, where they only read their statistics."""
+    for b in blocks:
+        has_bn = any(isinstance(m, nn.BatchNorm1d) for m in b.modules())
+        x = b(x) if has_bn else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "checkpointed_batchnorm")
+def ckpt_isinstance_on_the_block(blocks, x):
+    """Tests the block itself (a Sequential), never the layers inside it."""
+    for b in blocks:
+        x = b(x) if isinstance(b, nn.BatchNorm1d) and b.training else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "not_checkpointed")
+def ckpt_nothing_in_training(blocks, x):
+    """Checkpoints only in eval mode: in training mode nothing is saved."""
+    for b in blocks:
+        x = b(x) if b.training else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "checkpointed_batchnorm")
+def ckpt_batchnorm_in_no_grad_first(blocks, x):
+    """Checkpoints BatchNorm blocks after a no_grad warm-up pass: the statistics update even more often."""
+    for b in blocks:
+        if _updates_stats(b):
+            with torch.no_grad():
+                b(x)
+        x = _checkpoint(b, x, use_reentrant=False)
+    return x
 
 
 @cheat(CF)

@@ -58,7 +58,8 @@ def _cases(r: Rand) -> Case:
 def _fixed_case(requires_grad: bool) -> Case:
     r = Rand(606)
     x = r.randn(6, 10).requires_grad_(requires_grad)
-    return Case((_blocks(r, 4, 10, bn=[False] * 4), x), label=f"4 blocks, input{'' if requires_grad else ' not'} requiring grad")
+    label = f"4 blocks, input{'' if requires_grad else ' not'} requiring grad"
+    return Case((_blocks(r, 4, 10, bn=[False] * 4), x), label=label)
 
 
 def _bn_case(train: bool) -> Case:

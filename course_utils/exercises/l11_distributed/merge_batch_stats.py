@@ -48,8 +48,8 @@ def _run(answer, case: Case):
     mean, var = got
     for t in (mean, var):
         if not isinstance(t, torch.Tensor) or t.shape != means.shape[1:]:
-            raise Incorrect("wrong_shape_stats", got=tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__,
-                            want=tuple(means.shape[1:]))
+            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise Incorrect("wrong_shape_stats", got=got, want=tuple(means.shape[1:]))
     return mean, var
 
 
