@@ -817,12 +817,12 @@ print("why:", str(explanation.break_reasons[0].reason).splitlines()[0])
 
 # %% [markdown]
 # **Predict the output** (value): `scaled_relu` is compiled with `dynamic=False` and called with
-# inputs of 3, 4, 5 and 6 elements. How many graphs does the backend receive?
+# inputs of 3, 4, 5, 6, 7 and 8 elements. How many graphs does the backend receive?
 
 # %% tags=["predict:static_recompiles"]
 quiz.static_recompiles(
     ### BEGIN PREDICTION
-    4
+    6
     ### END PREDICTION
 )
 
@@ -831,9 +831,9 @@ for dynamic in (False, None, True):
     torch._dynamo.reset()                        # forget earlier compilations
     compiled_graphs.clear()
     fn = torch.compile(scaled_relu, backend=recording_backend, dynamic=dynamic)
-    for n in (3, 4, 5, 6):
+    for n in (3, 4, 5, 6, 7, 8):
         fn(torch.randn(n))
-    print(f"dynamic={str(dynamic):5s} -> {len(compiled_graphs)} graph(s) compiled for the sizes 3, 4, 5, 6")
+    print(f"dynamic={str(dynamic):5s} -> {len(compiled_graphs)} graph(s) compiled for the sizes 3 to 8")
 
 # %% [markdown]
 # - `dynamic=False`: one graph per shape. Fine for fixed shapes, ruinous when every batch has a

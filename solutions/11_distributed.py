@@ -82,24 +82,25 @@ print("devices it would use:", dp.device_ids, "| output:", tuple(dp(torch.randn(
 # at the start of every epoch, or every epoch repeats the same order:
 
 # %% [markdown]
-# **Predict the output** (value): What is `len(DistributedSampler(range(10), num_replicas=3, rank=2))`,
+# **Predict the output** (value): What is `len(DistributedSampler(range(17), num_replicas=3, rank=2))`,
 # the number of items rank 2 visits per epoch?
 
 # %% tags=["predict:sampler_len"]
 quiz.sampler_len(
     ### BEGIN PREDICTION
-    4
+    6
     ### END PREDICTION
 )
 
 # %% [markdown]
 # **Predict the output** (value): A `DistributedSampler(range(6), num_replicas=2, rank=0)` is
-# iterated twice without `set_epoch` in between. Is `list(sampler) == list(sampler)`?
+# iterated twice without `set_epoch` in between. Do the two orders differ: what is
+# `list(sampler) != list(sampler)`?
 
 # %% tags=["predict:no_set_epoch"]
 quiz.no_set_epoch(
     ### BEGIN PREDICTION
-    True
+    False
     ### END PREDICTION
 )
 
@@ -108,9 +109,9 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset  # no
 
 from course_utils.lesson_props.l11_distributed import plot_shards, shard_assignment  # noqa: E402
 
-print("rank 2 visits", len(DistributedSampler(range(10), num_replicas=3, rank=2)), "items")
+print("rank 2 visits", len(DistributedSampler(range(17), num_replicas=3, rank=2)), "items")
 sampler = DistributedSampler(range(6), num_replicas=2, rank=0)
-print("same order twice without set_epoch:", list(sampler) == list(sampler))
+print("different orders without set_epoch:", list(sampler) != list(sampler))
 for epoch in range(2):
     print(f"epoch {epoch}:", shard_assignment(10, world_size=3, epoch=epoch))
 

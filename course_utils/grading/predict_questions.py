@@ -216,41 +216,41 @@ _q("10_performance.autocast_param_dtype", "dtype",
    shows='print("parameters:   ", model[0].weight.dtype)')
 
 _q("10_performance.static_recompiles", "value",
-   "`scaled_relu` is compiled with `dynamic=False` and called with inputs of 3, 4, 5 and 6 elements. "
-   "How many graphs does the backend receive?",
+   "`scaled_relu` is compiled with `dynamic=False` and called with inputs of 3, 4, 5, 6, 7 and 8 "
+   "elements. How many graphs does the backend receive?",
    "graphs = []\n"
    "def backend(gm, example_inputs):\n"
    "    graphs.append(gm)\n"
    "    return gm.forward\n"
    "torch._dynamo.reset()\n"
    "fn = torch.compile(lambda x: torch.relu(x) * 2 + 1, backend=backend, dynamic=False)\n"
-   "for n in (3, 4, 5, 6):\n"
+   "for n in (3, 4, 5, 6, 7, 8):\n"
    "    fn(torch.randn(n))\n"
    "torch._dynamo.reset()\n"
    "len(graphs)",
    "With `dynamic=False` every graph is specialised to its input's exact shape, and a guard on "
-   "the shape fails for each new size: 4 sizes, 4 compilations. The default (`dynamic=None`) "
+   "the shape fails for each new size: 6 sizes, 6 compilations. The default (`dynamic=None`) "
    "recompiles once with a symbolic size; `dynamic=True` compiles once.",
    shows="for dynamic in (False, None, True):")
 
 # ---------------------------------------------------------------------- 11 distributed
 _q("11_distributed.sampler_len", "value",
-   "What is `len(DistributedSampler(range(10), num_replicas=3, rank=2))`?",
+   "What is `len(DistributedSampler(range(17), num_replicas=3, rank=2))`?",
    "from torch.utils.data import DistributedSampler\n"
-   "len(DistributedSampler(range(10), num_replicas=3, rank=2))",
-   "The sampler pads 10 items to the next multiple of 3, 12, so that every rank gets the same "
-   "number: 4 each (rank 2 gets one repeated item). Unequal counts would leave one rank waiting "
+   "len(DistributedSampler(range(17), num_replicas=3, rank=2))",
+   "The sampler pads 17 items to the next multiple of 3, 18, so that every rank gets the same "
+   "number: 6 each (rank 2 gets one repeated item). Unequal counts would leave one rank waiting "
    "in an all-reduce the others never join.",
-   shows='print("rank 2 visits", len(DistributedSampler(range(10), num_replicas=3, rank=2)), "items")')
+   shows='print("rank 2 visits", len(DistributedSampler(range(17), num_replicas=3, rank=2)), "items")')
 _q("11_distributed.no_set_epoch", "value",
    "A `DistributedSampler(range(6), num_replicas=2, rank=0)` is iterated twice without `set_epoch`. "
-   "Is `list(sampler) == list(sampler)`?",
+   "Do the two orders differ: what is `list(sampler) != list(sampler)`?",
    "from torch.utils.data import DistributedSampler\n"
    "sampler = DistributedSampler(range(6), num_replicas=2, rank=0)\n"
-   "list(sampler) == list(sampler)",
+   "list(sampler) != list(sampler)",
    "The shuffle is seeded with `seed + epoch`, and the epoch only changes when you call "
    "`set_epoch`: without it every epoch visits the same order.",
-   shows='print("same order twice without set_epoch:", list(sampler) == list(sampler))')
+   shows='print("different orders without set_epoch:", list(sampler) != list(sampler))')
 _q("11_distributed.chunk_last_shape", "shape",
    "What is the shape of `torch.arange(10).chunk(4)[-1]`?",
    "torch.arange(10).chunk(4)[-1].shape",
