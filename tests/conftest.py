@@ -60,6 +60,8 @@ SLOW_TESTS = {
     "test_l09_persistence.py::test_load_checkpoint_falling_back_to_unsafe_loading_is_rejected",
     "test_l10_performance.py::test_valid_answer_is_accepted",  # the red team's (was test_redteam_l04_l08.py)
     "test_l11_distributed.py::test_valid_answer_is_accepted",
+    "test_l10_performance.py::test_the_lesson_imports_in_the_staged_course_without_its_references",  # 12 s each
+    "test_l11_distributed.py::test_the_lesson_imports_in_the_staged_course_without_its_references",
     "test_l09_persistence.py::test_valid_answer_is_accepted",
     "test_l04_data.py::test_sharded_range_matches_a_real_dataloader_over_range",
     "test_l02_autograd.py::test_plot_descent_and_widget",

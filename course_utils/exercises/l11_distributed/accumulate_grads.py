@@ -147,7 +147,7 @@ register(Exercise(
     hints=[
         "Two questions: which of the k backward passes must all-reduce, and how does DDP know, at which moment, "
         "whether a backward pass should?",
-        "All but the last micro-batch: forward AND backward inside `with ddp_model.no_sync():`. And what must each "
-        "loss be divided by so that k small means add up to one big mean?",
+        "The model's `no_sync()` context covers every micro-batch but the last, and it must already be active when "
+        "the forward pass runs. And what must each loss be divided by so that k small means add up to one big mean?",
     ],
 ))
