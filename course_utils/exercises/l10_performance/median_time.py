@@ -149,6 +149,7 @@ register(Exercise(
     edge_cases=_EDGE,
     n_random=6,
     run=_run,
+    arg_names=["seconds of work per call (simulated)", "warmup", "repeats"],
     compare=Compare(rtol=1e-6, atol=1e-9),
     mistakes=[
         Mistake("clock_not_synchronized", "{reads} of your clock readings were taken while the device still had "
