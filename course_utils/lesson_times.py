@@ -77,6 +77,11 @@ LESSONS: dict[str, Lesson] = {
     "05_training_loop": Lesson("the training loop", 13.0, reading=20.3, examples=15.8, predictions=4, exercises={
         "train_one_epoch": 8, "evaluate": 7, "EarlyStopping": 8, "warmup_cosine": 8,
         "clip_grad_norm": 8, "accumulated_step": 8}),
+    "06_losses_optimizers": Lesson("losses and optimizers", 5.5, reading=26.5, examples=18.8, predictions=4, exercises={
+        "stable_log_softmax": 6, "cross_entropy_by_hand": 9, "pos_weight_for": 6, "param_groups_no_decay": 8,
+        "SGDMomentum": 10}),
+    "07_debugging": Lesson("debugging and observability", 10.0, reading=23.8, examples=13.5, predictions=4, exercises={
+        "first_nonfinite": 8, "overfit_one_batch": 7, "grad_norms": 7, "read_scalars": 7, "diagnose": 9}),
     "08_convolutions": Lesson("convolutions", 7.7, reading=19.8, examples=16.5, predictions=4, exercises={
         "conv_output_size": 5, "conv2d_by_hand": 9, "conv_param_count": 6, "max_pool_by_hand": 8,
         "receptive_field": 8, "SmallVGG": 9}),

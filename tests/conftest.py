@@ -24,6 +24,8 @@ SLOW_EXERCISES = (
     "05_training_loop.accumulated_step",
     "10_performance.checkpointed_forward",
     "11_distributed.data_parallel_grads",
+    "07_debugging.overfit_one_batch",  # trains a model for 150-220 steps per case
+    "07_debugging.read_scalars",  # writes and reads event files; one case holds 10 050 events
 )
 # Whole test functions (every case) that take seconds; by "file::function" so that the files
 # (edited under issue 11 this hour) need no edit. Measured with --durations=120 on the fast loop.

@@ -180,6 +180,36 @@ _q("05_training_loop.regression_broadcast", "shape",
    "prediction against every target. `mse_loss` then averages 25 wrong differences.",
    shows="wrong = nn.functional.mse_loss(pred, target)")
 
+# ---------------------------------------------------------------------- 06 losses and optimizers
+_q("06_losses_optimizers.uniform_cross_entropy", "value",
+   "What is `round(F.cross_entropy(torch.zeros(1, 4), torch.tensor([2])).item(), 4)`?",
+   "round(F.cross_entropy(torch.zeros(1, 4), torch.tensor([2])).item(), 4)",
+   "Equal logits give every class probability 1/4, so the loss is -log(1/4) = log 4 = 1.3863, "
+   "whatever the target: a classifier that knows nothing scores log C.",
+   shows='print(F.cross_entropy(torch.zeros(1, 4), torch.tensor([2])).item(), " log(4) =", math.log(4))')
+_q("06_losses_optimizers.float_index_targets", "exception",
+   "`F.cross_entropy(logits, y.float())` with `logits` of shape (4, 3) and `y` the class indices "
+   "`[0, 2, 1, 2]`: what exception?",
+   "logits = torch.randn(4, 3)\ny = torch.tensor([0, 2, 1, 2])\nF.cross_entropy(logits, y.float())",
+   "A 1-D target holds class indices, which must be integers: a RuntimeError ('expected target "
+   "dtype to be Long or Byte, but got Float'). Only a target shaped like the logits may be float "
+   "(class probabilities).",
+   shows="F.cross_entropy(logits, y.float())")
+_q("06_losses_optimizers.bce_shape_mismatch", "exception",
+   "`nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))`: what exception?",
+   "nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))",
+   "BCEWithLogitsLoss wants the target exactly the shape of the logits and raises a ValueError "
+   "naming both sizes; squeeze the output or unsqueeze the target.",
+   shows="nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))")
+_q("06_losses_optimizers.adam_decay_step", "value",
+   "`p = nn.Parameter(torch.tensor([10.0]))`, `torch.optim.Adam([p], lr=0.1, weight_decay=0.01)`, "
+   "gradient 0, one step: what is `round(p.item(), 2)`?",
+   "p = nn.Parameter(torch.tensor([10.0]))\nopt = torch.optim.Adam([p], lr=0.1, weight_decay=0.01)\n"
+   "p.grad = torch.zeros(1)\nopt.step()\nround(p.item(), 2)",
+   "Adam adds wd * p = 0.1 to the gradient, then divides by the gradient's own size: the first "
+   "step moves by lr = 0.1 whatever wd is, to 9.9. AdamW would decay directly: 10 * (1 - 0.1 * 0.01) = 9.99.",
+   shows="def one_step(optimizer_class, weight_decay):")
+
 # ---------------------------------------------------------------------- 10 performance
 _q("10_performance.bf16_small_step", "value",
    "What is `(torch.tensor(1.0, dtype=torch.bfloat16) + 0.001).item()`?",
@@ -297,6 +327,42 @@ _q("09_persistence.shape_mismatch_not_strict", "exception",
    "`strict=False` forgives missing and unexpected KEYS, never a changed SHAPE: copying a "
    "(10, 64) tensor into a (5, 64) parameter raises a RuntimeError ('size mismatch').",
    shows='five_classes.load_state_dict(torch.load(path("digits.pt")), strict=False)')
+
+# ---------------------------------------------------------------------- 07 debugging
+_q("07_debugging.isfinite_list", "value",
+   "What is `torch.isfinite(torch.tensor([1.0, float(\"inf\"), float(\"nan\")])).tolist()`?",
+   'torch.isfinite(torch.tensor([1.0, float("inf"), float("nan")])).tolist()',
+   "`isfinite` is False for nan, inf and -inf alike: [True, False, False]. `isnan` would say "
+   "[False, False, True] and miss the inf, which is why a guard uses `isfinite`.",
+   shows='print("isfinite:", torch.isfinite(torch.tensor([1.0, float("inf"), float("nan")])).tolist())')
+_q("07_debugging.frozen_grad_none", "value",
+   "`net = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))`, the first layer frozen with "
+   "`net[0].requires_grad_(False)`; after `net(torch.randn(2, 3)).sum().backward()`, what is "
+   "`[p.grad is None for p in net.parameters()]`?",
+   "net = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))\nnet[0].requires_grad_(False)\n"
+   "net(torch.randn(2, 3)).sum().backward()\n[p.grad is None for p in net.parameters()]",
+   "[True, True, False, False]: autograd computes no gradient for a tensor that does not require "
+   "one, so the frozen weight and bias keep `.grad` None (not zeros); the second layer's get theirs. "
+   "Code that reads gradients must skip None.",
+   shows='print("grad is None:", [p.grad is None for p in net.parameters()])')
+_q("07_debugging.default_scalar_limit", "value",
+   "A writer logs tag `\"x\"` at steps 0 to 10 049 (10 050 events). How many events does "
+   "`EventAccumulator(logdir).Scalars(\"x\")` return after `Reload()`?",
+   "from tensorboard.backend.event_processing import event_accumulator\n"
+   "n_logged = 10_050\n"
+   "min(n_logged, event_accumulator.DEFAULT_SIZE_GUIDANCE[\"scalars\"])  # the cell after the question runs it",
+   "10000: by default the accumulator keeps at most 10 000 scalar events per tag "
+   "(`DEFAULT_SIZE_GUIDANCE`; reservoir sampling drops the rest). `size_guidance={\"scalars\": 0}` "
+   "keeps every one.",
+   shows='print("default:", len(default.Scalars("x")), "  size_guidance={\'scalars\': 0}:", len(everything.Scalars("x")))')
+_q("07_debugging.chance_loss", "value",
+   "What is `round(F.cross_entropy(torch.zeros(4, 10), torch.tensor([0, 3, 7, 9])).item(), 2)`: the loss of "
+   "a 10-class model whose logits are all equal?",
+   "round(F.cross_entropy(torch.zeros(4, 10), torch.tensor([0, 3, 7, 9])).item(), 2)",
+   "Equal logits give every class probability 1/10, and the loss is -log(1/10) = ln(10) = 2.30, "
+   "whatever the labels. A loss stuck there means the model predicts chance.",
+   shows="print(round(F.cross_entropy(torch.zeros(4, 10), torch.tensor([0, 3, 7, 9])).item(), 4), "
+   "round(math.log(10), 4))")
 
 # ---------------------------------------------------------------------- 08 convolutions
 _q("08_convolutions.conv_output_shape", "shape",

@@ -1,0 +1,56 @@
+"""Shared by the exercises of 06_losses_optimizers: the rule "without the built-in".
+
+A ``TorchFunctionMode`` sees every torch function the answer calls, however it is reached
+(``F.log_softmax``, ``torch.logsumexp``, a tensor method, an ``nn`` module's forward); a match
+of the name fails the check naming the rule, even when the learner catches the error we raise.
+An exercise that uses :func:`run_forbidding` declares ``rule_id`` with an ``{op}`` field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from torch.overrides import TorchFunctionMode
+
+from course_utils.grading import Case, Incorrect
+
+LESSON = "06_losses_optimizers"
+
+
+class Forbid(TorchFunctionMode):
+    """Record (and stop) every torch function whose name matches ``pattern``."""
+
+    def __init__(self, pattern: str):
+        super().__init__()
+        self.pattern = re.compile(pattern)
+        self.hit: str | None = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = str(getattr(func, "__name__", "") or "")
+        if self.pattern.search(name):
+            self.hit = self.hit or name
+            raise RuntimeError(f"forbidden call: {name}")
+        return func(*args, **(kwargs or {}))
+
+
+def call_forbidding(pattern: str, rule_id: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` under :class:`Forbid`; raises ``rule_id`` (fact ``op``) on a hit."""
+    mode = Forbid(pattern)
+    try:
+        with mode:
+            out = fn(*args, **kwargs)
+    except Exception:
+        if mode.hit:
+            raise Incorrect(rule_id, op=mode.hit) from None
+        raise
+    if mode.hit:  # the learner caught our error and carried on
+        raise Incorrect(rule_id, op=mode.hit)
+    return out
+
+
+def run_forbidding(pattern: str, rule_id: str) -> Callable[[Any, Case], Any]:
+    def run(answer: Any, case: Case) -> Any:
+        return call_forbidding(pattern, rule_id, answer, *case.args, **case.kwargs)
+    return run

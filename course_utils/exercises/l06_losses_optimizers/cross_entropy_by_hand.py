@@ -1,0 +1,129 @@
+"""cross_entropy_by_hand: F.cross_entropy's weight, ignore_index and label_smoothing (mean).
+
+Subtle: with ``weight`` the mean divides by the sum of the kept samples' class weights, not by
+their count; ignored samples leave the sum and the count; ``ignore_index`` may be a valid class
+(0); smoothing spreads eps / C over all C classes (the true one too), each class weighted by its
+own weight, and is divided by the same sum of weights.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
+
+from ._kit import LESSON, run_forbidding
+
+# --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
+from .._references.l06_losses_optimizers import cross_entropy_by_hand
+
+_BUILTINS = r"cross_entropy|nll_loss"
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    n, c = r.integer(2, 12), r.integer(2, 6)
+    logits = r.randn(n, c) * r.choice([1.0, 3.0])
+    target = r.randint(0, c, (n,))
+    ignore = r.choice([-100, -100, -1, 0, c - 1])
+    n_ignored = r.integer(0, n - 1)
+    if n_ignored:
+        target[r.randint(0, n, (n_ignored,))] = ignore
+    if bool((target == ignore).all()):
+        target[0] = (ignore + 1) % c if ignore >= 0 else 0
+    kwargs: dict = {"ignore_index": ignore}
+    if r.integer(0, 2):
+        kwargs["weight"] = r.rand(c) * 3 + 0.1
+    if r.integer(0, 2):
+        kwargs["label_smoothing"] = r.choice([0.1, 0.2, round(r.uniform(0.01, 0.5), 3)])
+    return Case((logits, target), kwargs)
+
+
+def _fixed(seed, n, c, target, **kwargs):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(n, c, generator=g), torch.tensor(target)), kwargs
+
+
+def _edge(label, *a, **k):
+    args, kwargs = _fixed(*a, **k)
+    return Case(args, kwargs, label=label)
+
+
+EDGE_CASES = [
+    _edge("no options", 1, 4, 3, [0, 2, 1, 2]),
+    _edge("class weights only", 2, 5, 3, [0, 2, 2, 1, 2], weight=torch.tensor([1.0, 2.0, 5.0])),
+    _edge("two samples with target -100 (ignored)", 3, 5, 4, [0, -100, 3, -100, 1]),
+    _edge("label_smoothing=0.1 only", 4, 4, 5, [4, 0, 2, 2], label_smoothing=0.1),
+    _edge("ignore_index=0: class 0 marks padding", 5, 6, 3, [0, 1, 2, 0, 2, 1], ignore_index=0),
+    _edge("weight, ignored samples and label smoothing together", 6, 6, 4, [3, -100, 0, 1, -100, 3],
+          weight=torch.tensor([0.5, 2.0, 1.0, 4.0]), label_smoothing=0.2),
+    _edge("ignore_index=1 (a class) with weight and smoothing", 7, 5, 3, [1, 0, 2, 1, 2],
+          ignore_index=1, weight=torch.tensor([1.0, 3.0, 0.5]), label_smoothing=0.3),
+]
+
+
+# --- wrong answers
+def _variant(kind):
+    def ce(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
+        c = logits.shape[1]
+        weight = torch.ones(c) if weight is None else weight
+        keep = target != ignore_index
+        logp = torch.log_softmax(logits[keep], dim=1)
+        t = target[keep]
+        w_t = weight[t]
+        nll = -logp.gather(1, t[:, None]).squeeze(1)
+        eps = label_smoothing
+        if kind == "smoothing_over_others":
+            others = torch.ones_like(logp).scatter(1, t[:, None], 0.0)
+            smooth_part = eps / (c - 1) * -(logp * weight * others).sum(dim=1)
+        else:
+            w_s = torch.ones(c) if kind == "smoothing_unweighted" else weight
+            smooth_part = eps / c * -(logp * w_s).sum(dim=1)
+        mix = 1.0 if kind == "smoothing_not_mixed" else 1 - eps
+        total = (mix * w_t * nll + smooth_part).sum()
+        if kind == "plain_mean":
+            return total / len(t)
+        if kind == "ignored_counted":
+            return total / (w_t.sum() + (~keep).sum())
+        return total / w_t.sum()
+    return ce
+
+
+def _builtin(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
+    return torch.nn.functional.cross_entropy(logits, target, weight=weight, ignore_index=ignore_index,
+                                             label_smoothing=label_smoothing)
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="cross_entropy_by_hand",
+    title="Cross-entropy by hand with weight, ignore_index and label_smoothing (mean reduction)",
+    reference=cross_entropy_by_hand, cases=_cases, edge_cases=EDGE_CASES, n_random=15,
+    run=run_forbidding(_BUILTINS, "used_builtin"),
+    compare=Compare(rtol=1e-5, atol=1e-6),
+    mistakes=[
+        Mistake("used_builtin", "The task says: without `cross_entropy`, `nll_loss` or their `nn` modules. Your "
+                "code called `{op}`.", _builtin, match_output=False),
+        Mistake("plain_mean", "With class weights the mean is a weighted mean: divide the sum of `w[y_i] * loss_i` "
+                "by the sum of the weights used, `w[y_i]` summed over the kept samples, not by their count.",
+                _variant("plain_mean")),
+        Mistake("ignored_counted", "Ignored samples leave the sum *and* the count (or the sum of weights): "
+                "divide only by what the kept samples contribute.", _variant("ignored_counted")),
+        Mistake("smoothing_over_others", "PyTorch's label smoothing gives eps / C to *every* class, the true one "
+                "included (and 1 - eps on top of it), not eps / (C - 1) to the other classes.",
+                _variant("smoothing_over_others")),
+        Mistake("smoothing_unweighted", "With a weight, the smoothing term weights each class c by its own "
+                "`weight[c]`: `-(logp * weight).sum(dim=1)`.", _variant("smoothing_unweighted")),
+        Mistake("smoothing_not_mixed", "Label smoothing mixes: `(1 - eps) * true-class loss + eps / C * "
+                "(sum over classes)`; you kept the full true-class loss.", _variant("smoothing_not_mixed")),
+    ],
+    hints=[
+        "Start without options: the mean over samples of `-log_softmax(logits)[i, target[i]]`. Then add one "
+        "option at a time, checking each against `F.cross_entropy` on a small example.",
+        "Drop the ignored samples first. With weights, each sample's loss is multiplied by its class's weight: "
+        "what must the total be divided by, so that equal weights give the plain mean back?",
+        "Smoothing: a sample's target is 1 - eps on its class plus eps / C on every class; with weights each "
+        "class's term carries that class's own weight, and both parts are divided by the same sum of the kept "
+        "samples' weights.",
+    ],
+))

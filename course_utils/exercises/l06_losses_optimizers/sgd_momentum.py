@@ -1,0 +1,224 @@
+"""SGDMomentum: SGD with momentum and weight decay as a ``torch.optim.Optimizer`` subclass.
+
+Subtle: settings read from each group at every step (per-group values, a scheduler changing
+``lr``), the buffer kept in ``self.state[p]`` (``state_dict`` saves only that: a fresh optimizer
+that loads it mid-run must continue exactly), weight decay added before the momentum, parameters
+without a gradient skipped, ``step`` under ``no_grad`` and returning the closure's loss. The
+check runs the answer and ``torch.optim.SGD`` side by side (tests) and compares every step with
+the reference's trajectory.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+
+import torch
+from torch import nn
+
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+
+from ._kit import LESSON
+
+# --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
+from .._references.l06_losses_optimizers import SGDMomentum
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    n_params, n_steps = r.integer(1, 4), r.integer(4, 7)
+    shapes = [tuple(r.integer(1, 3) for _ in range(r.integer(1, 2))) for _ in range(n_params)]
+    grads = [[None if (t > 0 and r.integer(0, 5) == 0) else r.randn(*s) for s in shapes] for t in range(n_steps)]
+    split = r.integer(0, n_params - 1)  # params[:split] form a second group with its own settings
+    override = {k: v for k, v in [("lr", round(r.uniform(0.01, 0.3), 3)), ("weight_decay", r.choice([0.0, 0.1, 0.5])),
+                                  ("momentum", r.choice([0.0, 0.5, 0.9]))] if r.integer(0, 1)}
+    return Case(kwargs=dict(
+        init=[r.randn(*s) for s in shapes], grads=grads, split=split, override=override,
+        lr=round(r.uniform(0.01, 0.3), 3), momentum=r.choice([0.5, 0.8, 0.9, 0.99]),
+        weight_decay=r.choice([0.0, 0.0, 0.01, 0.3]), gamma=r.choice([None, 0.5, 0.1]),
+        resume_at=r.integer(1, n_steps - 2), closure_at=r.integer(0, n_steps - 1)))
+
+
+def _edge(label, seed, shapes, n_steps, **kw):
+    g = torch.Generator().manual_seed(seed)
+    grads = [[torch.randn(*s, generator=g) for s in shapes] for _ in range(n_steps)]
+    for t, i in kw.pop("no_grad_at", []):
+        grads[t][i] = None
+    base = dict(init=[torch.randn(*s, generator=g) for s in shapes], grads=grads, split=0, override={}, lr=0.1,
+                momentum=0.9, weight_decay=0.0, gamma=None, resume_at=n_steps // 2, closure_at=0)
+    return Case(kwargs={**base, **kw}, label=label)
+
+
+EDGE_CASES = [
+    _edge("one parameter, momentum 0.9", 1, [(3,)], 4),
+    _edge("weight_decay 0.1", 2, [(2, 2)], 4, weight_decay=0.1),
+    _edge("two groups: the second has lr 0.01 and weight_decay 0.5", 3, [(3,), (2,)], 5, split=1,
+          override={"lr": 0.01, "weight_decay": 0.5}),
+    _edge("StepLR halves lr every 2 steps", 4, [(4,)], 6, gamma=0.5),
+    _edge("a parameter without gradient at step 2", 5, [(2,), (3,)], 5, no_grad_at=[(2, 1)]),
+    _edge("state_dict saved after step 1, loaded into a fresh optimizer", 6, [(2,)], 5, resume_at=1, momentum=0.8),
+]
+
+
+# --- run
+def _sgd_used() -> tuple[list, object]:
+    calls: list[int] = []
+    original = torch.optim.SGD.__init__
+
+    def recording(self, *a, **k):
+        calls.append(1)
+        original(self, *a, **k)
+    return calls, recording
+
+
+def _groups(params, split, override):
+    if 0 < split < len(params):
+        return [{"params": params[:split], **override}, {"params": params[split:]}]
+    return [{"params": params}]
+
+
+def _make(answer, params, k, settings):
+    opt = answer(_groups(params, k["split"], k["override"]), **settings)
+    if isinstance(opt, torch.optim.SGD):
+        raise Incorrect("used_torch_sgd")
+    if not isinstance(opt, torch.optim.Optimizer):
+        raise Incorrect("not_an_optimizer", got=type(opt).__name__)
+    return opt
+
+
+def _run(answer, case: Case):
+    k = case.kwargs
+    if not callable(answer) or isinstance(answer, torch.optim.Optimizer):
+        raise Incorrect("not_a_class", got=type(answer).__name__)
+    params = [nn.Parameter(x.clone()) for x in k["init"]]
+    settings = dict(lr=k["lr"], momentum=k["momentum"], weight_decay=k["weight_decay"])
+    calls, recording = _sgd_used()
+    original = torch.optim.SGD.__init__
+    torch.optim.SGD.__init__ = recording  # type: ignore[method-assign]
+    try:
+        opt = _make(answer, params, k, settings)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"]) if k["gamma"] else None
+        trajectory = []
+        for t, grads in enumerate(k["grads"]):
+            for p, g in zip(params, grads):
+                p.grad = None if g is None else g.clone()
+            if t == k["closure_at"]:
+                loss = torch.tensor(float(t) + 0.5)
+                got = opt.step(lambda loss=loss: loss)
+                if got is not loss:
+                    raise Incorrect("closure_loss_not_returned")
+            else:
+                opt.step()
+            trajectory.append(torch.cat([p.detach().reshape(-1) for p in params]).clone())
+            if sched is not None:
+                sched.step()
+            if t == k["resume_at"]:  # a checkpoint: a fresh optimizer (and scheduler) from the saved states
+                saved = copy.deepcopy(opt.state_dict())
+                opt = _make(answer, params, k, settings)
+                opt.load_state_dict(saved)
+                if sched is not None:
+                    state = sched.state_dict()
+                    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"])
+                    sched.load_state_dict(state)
+    except RuntimeError as exc:
+        if "leaf Variable that requires grad" in str(exc):
+            raise Incorrect("no_grad_missing") from None
+        raise
+    except (TypeError, AttributeError) as exc:
+        if "NoneType" in str(exc) and any(g is None for gs in k["grads"] for g in gs):
+            raise Incorrect("none_grad_not_skipped") from None
+        raise
+    finally:
+        torch.optim.SGD.__init__ = original  # type: ignore[method-assign]
+    if calls:
+        raise Incorrect("used_torch_sgd")
+    # named parts, so that feedback says which step first differs
+    return {f"parameters after step {t + 1}" + (" (the first after the state_dict was loaded)"
+                                                  if t == k["resume_at"] + 1 else ""): v
+            for t, v in enumerate(trajectory)}
+
+
+# --- wrong answers
+class _NoNoGrad(SGDMomentum):
+    def step(self, closure=None):  # the decorator forgotten
+        return inspect.unwrap(SGDMomentum.step)(self, closure)  # under torch's wrappers, without no_grad
+
+
+class _LrFromInit(SGDMomentum):
+    def __init__(self, params, lr, momentum=0.9, weight_decay=0.0):
+        super().__init__(params, lr, momentum, weight_decay)
+        self.lr = lr
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            group["_lr"], group["lr"] = group["lr"], self.lr
+        loss = super().step(closure)
+        for group in self.param_groups:
+            group["lr"] = group.pop("_lr")
+        return loss
+
+
+def _variant(kind):
+    class Variant(SGDMomentum):
+        @torch.no_grad()
+        def step(self, closure=None):
+            loss = closure() if closure is not None and kind != "no_closure" else None
+            for group in self.param_groups:
+                lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
+                for p in group["params"]:
+                    if p.grad is None and kind != "none_grad":
+                        continue
+                    g = p.grad if kind == "decay_after" else p.grad + wd * p
+                    store = self.__dict__.setdefault("buffers", {}) if kind == "own_dict" else self.state[p]
+                    key = p if kind == "own_dict" else "momentum_buffer"
+                    if key not in store:
+                        store[key] = g.clone() if kind != "ema" else (1 - mu) * g
+                    else:
+                        store[key] = mu * store[key] + ((1 - mu) * g if kind == "ema" else g)
+                    step = store[key] + (wd * p if kind == "decay_after" else 0)
+                    p.sub_(lr * step)
+            return loss
+    return Variant
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="SGDMomentum", title="SGD with momentum and weight decay as a torch.optim.Optimizer subclass",
+    reference=SGDMomentum, kind="any", run=_run, cases=_cases, edge_cases=EDGE_CASES, n_random=8,
+    compare=Compare(rtol=1e-5, atol=1e-6), timeout=5.0,
+    mistakes=[
+        Mistake("no_grad_missing", "\"a leaf Variable that requires grad is being used in an in-place operation\": "
+                "`step` runs with autograd recording. Decorate it with `@torch.no_grad()`.", _NoNoGrad,
+                match_output=False),
+        Mistake("lr_from_init", "Read `lr` (and the other settings) from `group` at every step: each group may have "
+                "its own, and a scheduler changes `group[\"lr\"]` during training.", _LrFromInit),
+        Mistake("decay_after_momentum", "Add `weight_decay * p` to the gradient *before* the momentum buffer, as "
+                "torch's SGD does: `g = grad + weight_decay * p`, then the buffer, then `p -= lr * buffer`.",
+                _variant("decay_after")),
+        Mistake("ema_momentum", "That is an average (`(1 - momentum) * g`), Adam's style. SGD's buffer is a sum: "
+                "`buffer = momentum * buffer + g`, and `g` alone on the first step.", _variant("ema")),
+        Mistake("state_not_in_self_state", "After `state_dict()` was loaded into a fresh optimizer, your momentum "
+                "restarted: keep the buffer in `self.state[p]`, the only per-parameter store that `state_dict()` "
+                "saves.", _variant("own_dict")),
+        Mistake("none_grad_not_skipped", "A parameter that took no part in the loss has `p.grad is None`: skip it.",
+                _variant("none_grad"), match_output=False),
+        Mistake("closure_loss_not_returned", "`step(closure)` must call the closure (with grad enabled) and "
+                "return what it returned.", _variant("no_closure"), match_output=False),
+        Mistake("used_torch_sgd", "The task is to write the update yourself: without `torch.optim.SGD`.",
+                type("WrapsSGD", (torch.optim.SGD,), {}), match_output=False),
+        Mistake("not_a_class", "Pass your class `SGDMomentum` itself (not an instance of it); you passed "
+                "a {got}.", match_output=False),
+        Mistake("not_an_optimizer", "Calling your class gave a {got}: make `SGDMomentum` a subclass of "
+                "`torch.optim.Optimizer` (schedulers and `state_dict` need it).", match_output=False),
+    ],
+    hints=[
+        "`__init__` only has to hand the settings to the base class, as its `defaults`: it builds "
+        "`self.param_groups` (one dict per group: its params and its settings) from them.",
+        "`step`: for each group, for each `p` with a gradient: add the weight decay to the gradient, update a "
+        "buffer kept in `self.state[p]` (what should it be on the first step?), then move `p`. Under which "
+        "grad mode?",
+        "On the first step the buffer is the gradient itself (a copy: the next backward reuses `p.grad`); "
+        "afterwards it is scaled by the momentum and the new gradient added. Return what the closure returned.",
+    ],
+))

@@ -1,0 +1,195 @@
+"""overfit_one_batch: train a model on one batch until the loss is about 0; return the losses.
+
+Subtle: the learner picks the optimizer and learning rate (any that gets there passes); the
+losses are Python floats, one per step, each taken *before* its step (the first is the loss of
+the model as given, mean cross-entropy); the model is trained in place; the list must be real
+(the model's loss on the batch afterwards is small too).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+
+from ._kit import LESSON
+
+# --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
+from .._references.l07_debugging import overfit_one_batch
+
+TARGET = 0.05  # the last loss must be below this
+STEPS = (150, 200)
+
+
+# --- cases
+def _model(seed: int, d: int, hidden: int, c: int) -> nn.Module:
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, c))
+
+
+def _cases(r: Rand) -> Case:
+    n, d, c = r.integer(6, 16), r.integer(4, 12), r.integer(2, 6)
+    model = _model(r.integer(0, 2**31), d, r.integer(24, 48), c)
+    return Case((model, r.randn(n, d), r.randint(0, c, (n,)), r.integer(*STEPS)))
+
+
+def _fixed(label: str, n: int, d: int, c: int, steps: int, seed: int) -> Case:
+    g = torch.Generator().manual_seed(seed)
+    return Case((_model(seed, d, 32, c), torch.randn(n, d, generator=g), torch.randint(0, c, (n,), generator=g),
+                 steps), label=label)
+
+
+EDGE_CASES = [
+    _fixed("16 digits-sized examples, 10 classes, 200 steps", 16, 64, 10, 200, 1),
+    _fixed("two examples, two classes, 150 steps", 2, 5, 2, 150, 2),
+]
+
+
+# --- run
+def _initial_losses(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
+    with torch.no_grad():
+        logits = model(X)
+        return {"mean": F.cross_entropy(logits, y).item(), "sum": F.cross_entropy(logits, y, reduction="sum").item(),
+                "softmax": F.cross_entropy(logits.softmax(-1), y).item()}
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
+
+
+def _run(answer: Any, case: Case) -> Any:
+    model, X, y, steps = case.args
+    first = _initial_losses(model, X, y)
+    before = [p.detach().clone() for p in model.parameters()]
+    losses = answer(model, X, y, steps)
+    if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(
+            isinstance(v, torch.Tensor) for v in losses)):
+        raise Incorrect("tensor_losses")
+    if not isinstance(losses, (list, tuple)) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in losses):
+        raise Incorrect("not_a_list", got=type(losses).__name__)
+    if len(losses) != steps:
+        raise Incorrect("wrong_length", got=len(losses), steps=steps)
+    if all(torch.equal(p0, p.detach()) for p0, p in zip(before, model.parameters())):
+        raise Incorrect("not_trained")
+    if not _close(losses[0], first["mean"]):
+        if _close(losses[0], first["sum"]) and len(y) > 1:
+            raise Incorrect("sum_not_mean")
+        if _close(losses[0], first["softmax"]):
+            raise Incorrect("softmax_before_loss")
+        raise Incorrect("first_loss_not_initial")
+    last = float(losses[-1])
+    if not math.isfinite(last):
+        raise Incorrect("diverged", last=last)
+    if last >= TARGET:
+        raise Incorrect("not_overfit", last=f"{last:.3g}", steps=steps)
+    with torch.no_grad():
+        now = F.cross_entropy(model(X), y).item()
+    if not now < 2 * TARGET:
+        raise Incorrect("losses_not_real", now=f"{now:.3g}")
+    return True
+
+
+# --- wrong answers
+def _train(model, X, y, steps, make_opt=None, record="before", zero=True, step=True, loss_fn=F.cross_entropy,
+           extra=0):
+    optimizer = (make_opt or (lambda ps: torch.optim.Adam(ps, lr=1e-2)))(model.parameters())
+    losses: list[Any] = []
+    for _ in range(steps + extra):
+        loss = loss_fn(model(X), y)
+        if zero:
+            optimizer.zero_grad()
+        loss.backward()
+        if step:
+            optimizer.step()
+        if record == "tensor":
+            losses.append(loss)
+        elif record == "after":
+            with torch.no_grad():
+                losses.append(F.cross_entropy(model(X), y).item())
+        else:
+            losses.append(loss.item())
+    return losses
+
+
+def _lr_too_low(model, X, y, steps):
+    return _train(model, X, y, steps, lambda ps: torch.optim.SGD(ps, lr=1e-3))
+
+
+def _after_step(model, X, y, steps):
+    return _train(model, X, y, steps, record="after")
+
+
+def _tensors(model, X, y, steps):
+    return _train(model, X, y, steps, record="tensor")
+
+
+def _sum(model, X, y, steps):
+    return _train(model, X, y, steps, loss_fn=lambda out, t: F.cross_entropy(out, t, reduction="sum"))
+
+
+def _softmax(model, X, y, steps):
+    return _train(model, X, y, steps, loss_fn=lambda out, t: F.cross_entropy(out.softmax(-1), t))
+
+
+def _no_step(model, X, y, steps):
+    return _train(model, X, y, steps, step=False)
+
+
+def _one_more(model, X, y, steps):
+    return _train(model, X, y, steps, extra=1)
+
+
+def _lr_far_too_high(model, X, y, steps):
+    return _train(model, X, y, steps, lambda ps: torch.optim.SGD(ps, lr=1e4))
+
+
+def _faked(model, X, y, steps):
+    losses = _train(model, X, y, 3)
+    return losses + [0.0] * (steps - 3)
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="overfit_one_batch", title="Overfit one batch: train until the loss is about 0",
+    reference=overfit_one_batch, cases=_cases, run=_run, edge_cases=EDGE_CASES, n_random=3, timeout=20.0,
+    mistakes=[
+        Mistake("not_overfit", "After {steps} steps your last loss is {last}, not below 0.05. On a handful of "
+                "examples the loss should reach about 0: a learning rate too small for your optimizer (Adam with "
+                "`lr=1e-2` gets there), a missing `zero_grad()`, or a loss that is not the model's.",
+                _lr_too_low, match_output=False),
+        Mistake("diverged", "Your last loss is {last}: training blew up. The learning rate is far too high.",
+                _lr_far_too_high, match_output=False),
+        Mistake("first_loss_not_initial", "Your first loss is not the loss of the model you were given. Compute "
+                "each loss *before* its `optimizer.step()` and record that one (not a loss recomputed after the "
+                "step).", _after_step, match_output=False),
+        Mistake("sum_not_mean", "Your losses are summed over the batch (`reduction=\"sum\"`); use the mean "
+                "cross-entropy, `F.cross_entropy(logits, y)`.", _sum, match_output=False),
+        Mistake("softmax_before_loss", "Your loss applies softmax before `cross_entropy`, which applies "
+                "log-softmax itself: the model gets the wrong gradients. Pass the logits.", _softmax,
+                match_output=False),
+        Mistake("tensor_losses", "Your list holds tensors. Append `loss.item()`: a Python float, and the graph of "
+                "each step is freed instead of kept alive by the list.", _tensors, match_output=False),
+        Mistake("not_a_list", "Return a list of Python floats, one per step; you returned a {got}.",
+                lambda model, X, y, steps: None, match_output=False),
+        Mistake("wrong_length", "You returned {got} losses for steps={steps}: one loss per optimizer step.",
+                _one_more, match_output=False),
+        Mistake("not_trained", "The model's parameters did not change: call `optimizer.step()` after "
+                "`backward()`, with an optimizer built on *this* model's `parameters()`.", _no_step,
+                match_output=False),
+        Mistake("losses_not_real", "Your losses end near 0, but the model's loss on the batch afterwards is {now}: "
+                "record the losses the training really computed.", _faked, match_output=False),
+    ],
+    hints=[
+        "It is lesson 05's training step, on the same batch every time. When in the step is the loss you "
+        "record computed?",
+        "Record a Python float per step, before the update. If the loss stalls, your learning rate is too small "
+        "for your optimizer: Adam-like optimizers memorise a few examples in a few hundred steps at about 1e-2.",
+    ],
+))

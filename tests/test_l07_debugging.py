@@ -1,0 +1,669 @@
+"""Lesson 07 (debugging and observability): the graders' own red team.
+
+For every exercise: plausible wrong answers are rejected on every seed (with the mistake named
+where the grader can tell), correct answers written differently pass, cheats are rejected; hooks
+a learner leaves behind are reported and removed (on the case's model and torch's global module
+hooks); checks leave the caller's RNG, grad mode and thread count alone; oracles hold each
+reference against an independent computation across the case generator's domain.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.modules import module as torch_module
+
+from course_utils import grading
+from course_utils.exercises.l07_debugging import diagnose as diag_mod
+from course_utils.exercises.l07_debugging import first_nonfinite as fnf_mod
+from course_utils.exercises.l07_debugging import grad_norms as gn_mod
+from course_utils.exercises.l07_debugging import read_scalars as rs_mod
+from course_utils.grading import Rand
+
+from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
+from lesson_kit import Tables, oracle_cases  # noqa: E402
+
+LESSON = "07_debugging"
+FNF, OVERFIT, NORMS, SCALARS, DIAG = (f"{LESSON}.{n}" for n in (
+    "first_nonfinite", "overfit_one_batch", "grad_norms", "read_scalars", "diagnose"))
+
+_tables = Tables()
+WRONG, VALID, CHEATS = _tables.WRONG, _tables.VALID, _tables.CHEATS
+wrong, valid, cheat = _tables.wrong, _tables.valid, _tables.cheat
+
+
+def _bad(t):
+    return isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all())
+
+
+def _outs(o):
+    return list(o) if isinstance(o, (tuple, list)) else [o]
+
+
+# =========================================================================== 1. first_nonfinite
+@valid(FNF)
+def fnf_global_hook(model, x):
+    """torch's global module hook, names looked up by identity, removed in finally."""
+    names = {id(m): n for n, m in model.named_modules()}
+    found = []
+
+    def hook(module, inputs, output):
+        if not found and id(module) in names and any(_bad(t) for t in _outs(output)):
+            found.append(names[id(module)])
+    handle = torch_module.register_module_forward_hook(hook)
+    try:
+        model(x)
+    finally:
+        handle.remove()
+    return found[0] if found else None
+
+
+class _Stop(Exception):
+    pass
+
+
+@valid(FNF)
+def fnf_stop_early(model, x):
+    """Raise from the hook to stop at the first non-finite output."""
+    handles = []
+    for name, m in model.named_modules():
+        def hook(mod, inp, out, name=name):
+            if any(torch.isinf(t).any() or torch.isnan(t).any() for t in _outs(out) if isinstance(t, torch.Tensor)):
+                raise _Stop(name)
+        handles.append(m.register_forward_hook(hook))
+    try:
+        with torch.no_grad():
+            model(x)
+    except _Stop as stop:
+        return stop.args[0]
+    finally:
+        for h in handles:
+            h.remove()
+    return None
+
+
+@valid(FNF)
+def fnf_with_kwargs_hook_and_grad(model, x):
+    """`with_kwargs=True` hooks, autograd left on, an ordered dict of everything seen."""
+    seen = {}
+
+    def hook(mod, args, kwargs, out, name):
+        seen.setdefault(name, any(_bad(t) for t in _outs(out)))  # returns None: the output stays
+
+    handles = [m.register_forward_hook(lambda *a, n=n: hook(*a, n), with_kwargs=True) for n, m in model.named_modules()]
+    try:
+        model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return next((n for n, bad in seen.items() if bad), None)
+
+
+@wrong(FNF)
+def fnf_hook_returns_a_value(model, x):
+    """A forward hook that returns something replaces the module's output with it."""
+    seen = {}
+    handles = [m.register_forward_hook(lambda mod, i, out, n=n: seen.setdefault(n, any(_bad(t) for t in _outs(out))))
+               for n, m in model.named_modules()]
+    try:
+        model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return next((n for n, bad in seen.items() if bad), None)
+
+
+@wrong(FNF, "nan_only")
+def fnf_isnan(model, x):
+    return fnf_mod._nan_only(model, x)
+
+
+@wrong(FNF, "definition_order")
+def fnf_definition_order(model, x):
+    return fnf_mod._definition_order(model, x)
+
+
+@wrong(FNF, "leaves_only")
+def fnf_leaves(model, x):
+    return fnf_mod._leaves_only(model, x)
+
+
+@wrong(FNF, "hooks_left_behind")
+def fnf_global_hook_not_removed(model, x):
+    names = {id(m): n for n, m in model.named_modules()}
+    found = []
+    torch_module.register_module_forward_hook(lambda m, i, o: found.append(names[id(m)]) if not found and id(
+        m) in names and any(_bad(t) for t in _outs(o)) else None)
+    model(x)
+    return found[0] if found else None
+
+
+@wrong(FNF, "hooks_left_behind")
+def fnf_pre_hooks_left(model, x):
+    for m in model.modules():
+        m.register_forward_pre_hook(lambda mod, inp: None)  # a leftover debugging hook
+    return fnf_mod.first_nonfinite(model, x)
+
+
+@wrong(FNF)
+def fnf_input_check_only(model, x):
+    """Checks the inputs each module receives: one module too late."""
+    found = []
+    handles = [m.register_forward_pre_hook(lambda mod, inp, n=n: found.append(n) if not found and any(
+        _bad(t) for t in inp) else None) for n, m in model.named_modules()]
+    try:
+        model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return found[0] if found else None
+
+
+@cheat(FNF)
+def fnf_always_none(model, x):
+    return None
+
+
+@cheat(FNF)
+def fnf_last_child(model, x):
+    names = [n for n, _ in model.named_modules()]
+    return names[-1]
+
+
+def test_a_leftover_global_hook_is_removed_by_the_check():
+    before = len(torch_module._global_forward_hooks)
+    res = grading.check(FNF, fnf_global_hook_not_removed, seed=1)
+    assert res.mistake == "hooks_left_behind", res.text()
+    assert len(torch_module._global_forward_hooks) == before
+
+
+def test_first_nonfinite_oracle_runs_layer_by_layer():
+    """On the plain Sequential cases, running the layers one at a time (recursing into nested
+    Sequentials) finds the same first module."""
+    def walk(seq, x, prefix):
+        for name, m in seq.named_children():
+            full = prefix + name
+            if isinstance(m, nn.Sequential):
+                x, hit = walk(m, x, full + ".")
+                if hit is not None:
+                    return x, hit
+                if _bad(x):
+                    return x, full
+            else:
+                x = m(x)
+                if any(_bad(t) for t in _outs(x)):
+                    return x, full
+        return x, None
+
+    n = 0
+    for where, case in oracle_cases(FNF, 150):
+        model, x = case.args
+        if type(model) is not nn.Sequential or any(isinstance(m, fnf_mod.WithAux) for m in model.modules()):
+            continue
+        out, hit = walk(model, x, "")
+        want = hit if hit is not None else ("" if _bad(out) else None)
+        assert fnf_mod.first_nonfinite(model, x) == want, where
+        n += 1
+    assert n > 100
+
+
+def test_first_nonfinite_cases_cover_every_outcome():
+    got = {fnf_mod.first_nonfinite(*c.args) for c in fnf_mod.EDGE_CASES}
+    assert None in got and "" in got and any(g and "." in g for g in got)
+
+
+# =========================================================================== 2. overfit_one_batch
+def _loop(model, X, y, steps, optimizer, loss_fn=F.cross_entropy, record=lambda loss: loss.item()):
+    losses = []
+    for _ in range(steps):
+        loss = loss_fn(model(X), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(record(loss))
+    return losses
+
+
+@valid(OVERFIT)
+def overfit_adamw_module_loss(model, X, y, steps):
+    return _loop(model, X, y, steps, torch.optim.AdamW(model.parameters(), lr=2e-2, weight_decay=0.0),
+                 nn.CrossEntropyLoss(), record=float)
+
+
+@valid(OVERFIT)
+def overfit_sgd_momentum(model, X, y, steps):
+    return _loop(model, X, y, steps, torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9))
+
+
+@valid(OVERFIT)
+def overfit_tuple_detach_item(model, X, y, steps):
+    opt = torch.optim.Adam(model.parameters(), lr=3e-2)
+    return tuple(_loop(model, X, y, steps, opt, record=lambda loss: loss.detach().item()))
+
+
+@wrong(OVERFIT, "not_overfit")
+def overfit_sgd_default_lr(model, X, y, steps):
+    return _loop(model, X, y, steps, torch.optim.SGD(model.parameters(), lr=1e-2))
+
+
+@wrong(OVERFIT, "first_loss_not_initial")
+def overfit_records_after(model, X, y, steps):
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        F.cross_entropy(model(X), y).backward()
+        opt.step()
+        with torch.no_grad():
+            losses.append(F.cross_entropy(model(X), y).item())
+    return losses
+
+
+@wrong(OVERFIT, "tensor_losses")
+def overfit_tensors(model, X, y, steps):
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2), record=lambda loss: loss)
+
+
+@wrong(OVERFIT, "not_trained")
+def overfit_optimizer_on_a_copy(model, X, y, steps):
+    import copy
+
+    twin = copy.deepcopy(model)
+    opt = torch.optim.Adam(twin.parameters(), lr=1e-2)
+    return [F.cross_entropy(model(X), y).item()] + _loop(twin, X, y, steps - 1, opt)
+
+
+@wrong(OVERFIT, "softmax_before_loss")
+def overfit_softmax(model, X, y, steps):
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2),
+                 lambda out, t: F.cross_entropy(out.softmax(1), t))
+
+
+@wrong(OVERFIT, "wrong_length")
+def overfit_records_initial_too(model, X, y, steps):
+    with torch.no_grad():
+        first = F.cross_entropy(model(X), y).item()
+    return [first] + _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
+
+
+@wrong(OVERFIT, "sum_not_mean")
+def overfit_sum(model, X, y, steps):
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2),
+                 lambda out, t: F.cross_entropy(out, t, reduction="sum"))
+
+
+@cheat(OVERFIT)
+def overfit_fake_decay(model, X, y, steps):
+    with torch.no_grad():
+        first = F.cross_entropy(model(X), y).item()
+    return [first * 0.9 ** k for k in range(steps)]
+
+
+@cheat(OVERFIT)
+def overfit_one_step_then_zeros(model, X, y, steps):
+    return _loop(model, X, y, 1, torch.optim.Adam(model.parameters(), lr=1e-2)) + [0.0] * (steps - 1)
+
+
+# =========================================================================== 3. grad_norms
+@valid(NORMS)
+def norms_by_parameter_names(model):
+    groups = {}
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            groups.setdefault(name.rpartition(".")[0], []).append(p.grad)
+    return {k: torch.nn.utils.get_total_norm(v).item() for k, v in groups.items()}
+
+
+@valid(NORMS)
+def norms_vector_norm_of_cat(model):
+    out = {}
+    for name, m in model.named_modules():
+        gs = [p.grad.flatten() for p in m.parameters(recurse=False) if p.grad is not None]
+        if gs:
+            out[name] = float(torch.linalg.vector_norm(torch.cat(gs)))
+    return out
+
+
+@valid(NORMS)
+def norms_hypot_of_norms(model):
+    out = {}
+    for name, m in model.named_modules():
+        gs = [p.grad for p in m.parameters(recurse=False) if p.grad is not None]
+        if gs:
+            out[name] = math.hypot(*(g.norm().item() for g in gs))
+    return out
+
+
+@wrong(NORMS, "recursive")
+def norms_recursive(model):
+    return gn_mod._recursive(model)
+
+
+@wrong(NORMS, "summed_norms")
+def norms_summed(model):
+    return gn_mod._summed_norms(model)
+
+
+@wrong(NORMS, "none_as_zero")
+def norms_zeros_for_frozen(model):
+    return gn_mod._none_as_zero(model)
+
+
+@wrong(NORMS, "changed_grads")
+def norms_then_clip(model):
+    out = gn_mod.grad_norms(model)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1e-3)
+    return out
+
+
+@wrong(NORMS, "per_parameter")
+def norms_per_parameter(model):
+    return gn_mod._per_parameter(model)
+
+
+@wrong(NORMS)
+def norms_mean_abs(model):
+    return {n: sum(float(p.grad.abs().mean()) for p in m.parameters(recurse=False) if p.grad is not None)
+            for n, m in model.named_modules() if any(p.grad is not None for p in m.parameters(recurse=False))}
+
+
+@wrong(NORMS)
+def norms_tensors(model):
+    return {n: torch.sqrt(sum((p.grad ** 2).sum() for p in m.parameters(recurse=False) if p.grad is not None))
+            for n, m in model.named_modules() if any(p.grad is not None for p in m.parameters(recurse=False))}
+
+
+@cheat(NORMS)
+def norms_empty(model):
+    return {}
+
+
+@cheat(NORMS)
+def norms_ones(model):
+    return {n: 1.0 for n, m in model.named_modules() if any(p.grad is not None for p in m.parameters(recurse=False))}
+
+
+def test_grad_norms_oracle_matches_get_total_norm():
+    for where, case in oracle_cases(NORMS, 100):
+        (model,) = case.args
+        for n, p in model.named_parameters():
+            g = case.kwargs["grads"][n]
+            p.grad = None if g is None else g.clone()
+        got = gn_mod.grad_norms(model)
+        for name, m in model.named_modules():
+            gs = [p.grad for p in m.parameters(recurse=False) if p.grad is not None]
+            if gs:
+                assert math.isclose(got.pop(name), torch.nn.utils.get_total_norm(gs).item(), rel_tol=1e-5), where
+        assert got == {}, where
+
+
+def test_grad_norms_cases_have_frozen_and_unused_parameters():
+    cases = [c for _, c in oracle_cases(NORMS, 60)]
+    assert any(v is None for c in cases for v in c.kwargs["grads"].values())
+    assert any(all(v is None for v in c.kwargs["grads"].values()) for c in cases)
+
+
+# =========================================================================== 4. read_scalars
+def _event_files_reader(logdir, tag):
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.util import tensor_util
+
+    out = {}
+    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
+        for event in EventFileLoader(path).Load():
+            for v in event.summary.value:
+                if v.tag == tag:
+                    value = v.simple_value if v.HasField("simple_value") else float(tensor_util.make_ndarray(v.tensor))
+                    out[event.step] = value
+    return out
+
+
+@valid(SCALARS)
+def scalars_event_file_loader(logdir, tag):
+    return _event_files_reader(logdir, tag)
+
+
+@valid(SCALARS)
+def scalars_big_guidance_and_try(logdir, tag):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(logdir, size_guidance={"scalars": 1_000_000})
+    acc.Reload()
+    try:
+        events = acc.Scalars(tag)
+    except KeyError:
+        return {}
+    result = {}
+    for e in events:
+        result[int(e.step)] = float(e.value)
+    return result
+
+
+@valid(SCALARS)
+def scalars_multiplexer(logdir, tag):
+    from tensorboard.backend.event_processing import event_multiplexer
+
+    mux = event_multiplexer.EventMultiplexer(size_guidance={"scalars": 0})
+    mux.AddRunsFromDirectory(logdir)
+    mux.Reload()
+    out = {}
+    for run in mux.Runs():
+        if tag in mux.Runs()[run].get("scalars", []):
+            out.update({e.step: e.value for e in mux.Scalars(run, tag)})
+    return out
+
+
+@wrong(SCALARS, "downsampled")
+def scalars_default(logdir, tag):
+    return rs_mod._default_guidance(logdir, tag)
+
+
+@wrong(SCALARS, "first_wins")
+def scalars_first(logdir, tag):
+    return rs_mod._first_wins(logdir, tag)
+
+
+@wrong(SCALARS, "missing_tag")
+def scalars_raises(logdir, tag):
+    return rs_mod._raises_on_missing(logdir, tag)
+
+
+@wrong(SCALARS, "list_not_dict")
+def scalars_pairs(logdir, tag):
+    return rs_mod._pairs(logdir, tag)
+
+
+@wrong(SCALARS, "wall_time")
+def scalars_wall(logdir, tag):
+    return rs_mod._wall_time(logdir, tag)
+
+
+@wrong(SCALARS)
+def scalars_sorted_by_value(logdir, tag):
+    """Overwrites a repeated step with the larger value instead of the later one."""
+    out = {}
+    for step, value in ((e.step, e.value) for e in _all_events(logdir, tag)):
+        out[step] = max(value, out.get(step, -math.inf))
+    return out
+
+
+def _all_events(logdir, tag):
+    acc = rs_mod._load(logdir, size_guidance={"scalars": 0})
+    return acc.Scalars(tag) if tag in acc.Tags()["scalars"] else []
+
+
+@cheat(SCALARS)
+def scalars_empty(logdir, tag):
+    return {}
+
+
+@cheat(SCALARS)
+def scalars_every_tag(logdir, tag):
+    """Ignores the tag: all scalars of the directory."""
+    acc = rs_mod._load(logdir, size_guidance={"scalars": 0})
+    return {e.step: e.value for t in acc.Tags()["scalars"] for e in acc.Scalars(t)}
+
+
+def test_read_scalars_oracle_matches_the_writes():
+    """The reference reads back exactly what was written: the last value per step, float32-rounded."""
+    for where, case in oracle_cases(SCALARS, 25):
+        log, tag = case.args
+        want = {}
+        for t, step, value in log.scalars:
+            if t == tag:
+                want[step] = float(torch.tensor(value, dtype=torch.float32))
+        assert rs_mod.read_scalars(log.path(), tag) == want, where
+
+
+def test_read_scalars_cases_include_repeats_missing_tags_and_a_long_run():
+    cases = [c for _, c in oracle_cases(SCALARS, 80)]
+    assert any(len({s for t, s, _ in c.args[0].scalars if t == c.args[1]})
+               < sum(t == c.args[1] for t, _, _ in c.args[0].scalars) for c in cases)
+    assert any(c.args[1] not in {t for t, _, _ in c.args[0].scalars} for c in cases)
+    assert max(len(c.args[0].scalars) for c in cases) > 10_000
+
+
+# =========================================================================== 5. diagnose
+def _rules(train, val, flat=0.9, bug=0.9, rise=1.2, grow=1.0):
+    if any(not math.isfinite(v) for v in train) or train[-1] > grow * train[0]:
+        return "diverging"
+    if train[-1] > flat * train[0]:
+        return "not_learning"
+    if min(val) > bug * val[0]:
+        return "data_bug"
+    return "overfitting" if val[-1] > rise * min(val) else "healthy"
+
+
+@valid(DIAG)
+def diag_loose_margins(train, val):
+    return _rules(train, val, flat=0.8, bug=0.8, rise=1.5, grow=1.5)
+
+
+@valid(DIAG)
+def diag_tight_margins(train, val):
+    return _rules(train, val, flat=0.97, bug=0.97, rise=1.05)
+
+
+@valid(DIAG)
+def diag_by_argmin_and_trend(train, val):
+    import numpy as np
+
+    t, v = np.asarray(train, dtype=float), np.asarray(val, dtype=float)
+    if not np.isfinite(t).all() or t[-1] > t[0]:
+        return "diverging"
+    if t[-1] > 0.95 * t[0]:
+        return "not_learning"
+    best = int(v.argmin())
+    if v[best] > 0.9 * v[0]:
+        return "data_bug"
+    return "overfitting" if best < len(v) - 1 and v[-1] > 1.1 * v[best] else "healthy"
+
+
+@wrong(DIAG, "nan_unchecked")
+def diag_no_nan_check(train, val):
+    return diag_mod._rules(train, val, check_finite=False)
+
+
+@wrong(DIAG, "gap_is_overfitting")
+def diag_gap(train, val):
+    return diag_mod._rules(train, val, gap=True)
+
+
+@wrong(DIAG, "data_bug_as_overfitting")
+def diag_no_data_bug(train, val):
+    return diag_mod._rules(train, val, data_bug=False)
+
+
+@wrong(DIAG, "flat_as_data_bug")
+def diag_flat_late(train, val):
+    return diag_mod._rules(train, val, flat_first=False)
+
+
+@wrong(DIAG, "rising_not_diverging")
+def diag_only_nan(train, val):
+    return diag_mod._rules(train, val, rising=False)
+
+
+@wrong(DIAG)
+def diag_val_against_start(train, val):
+    """Overfitting as "val ends above where it started": misses a U that ends below its start."""
+    if any(not math.isfinite(v) for v in train) or train[-1] > train[0]:
+        return "diverging"
+    if train[-1] > 0.9 * train[0]:
+        return "not_learning"
+    if min(val) > 0.9 * val[0]:
+        return "data_bug"
+    return "overfitting" if val[-1] > val[0] else "healthy"
+
+
+@cheat(DIAG)
+def diag_always_healthy(train, val):
+    return "healthy"
+
+
+@cheat(DIAG)
+def diag_by_length(train, val):
+    return diag_mod.KINDS[len(train) % 5]
+
+
+def test_diagnose_generated_curves_are_what_they_claim_under_any_sensible_thresholds():
+    """Every generated curve is classified as its kind by the reference and by rules with looser
+    and tighter margins: no case sits near a boundary."""
+    rules = [dict(), dict(flat=0.8, bug=0.8, rise=1.5, grow=1.5), dict(flat=0.97, bug=0.97, rise=1.05)]
+    for seed in range(1500):
+        r = Rand(seed)
+        kind = r.choice(diag_mod.KINDS)
+        train, val = diag_mod._curves(r, kind, r.integer(8, 40))
+        assert diag_mod.diagnose(train, val) == kind, seed
+        for kw in rules:
+            assert _rules(train, val, **kw) == kind, (seed, kw)
+
+
+# =========================================================================== the red-team tests
+_all = Tables.all
+
+
+@pytest.mark.parametrize("answer,mistake", _all(WRONG))
+def test_wrong_answer_is_rejected(request, answer, mistake):
+    exercise = request.node.callspec.id.split("-")[0]
+    rejected(exercise, answer, mistake)
+
+
+@pytest.mark.parametrize("answer", _all(VALID))
+def test_valid_answer_is_accepted(request, answer):
+    exercise = request.node.callspec.id.split("-")[0]
+    accepted(exercise, answer)
+
+
+@pytest.mark.parametrize("answer", _all(CHEATS))
+def test_cheat_is_rejected(request, answer):
+    exercise = request.node.callspec.id.split("-")[0]
+    rejected(exercise, answer)
+
+
+def test_every_exercise_has_its_red_team():
+    _tables.assert_counts(LESSON)
+
+
+@pytest.mark.parametrize("exercise_id", [FNF, NORMS, SCALARS, DIAG, OVERFIT])
+def test_checks_leave_caller_state_alone(exercise_id):
+    """From inside `no_grad`, with a seeded RNG and a model in eval mode: all as they were."""
+    watched = nn.Sequential(nn.Linear(2, 2), nn.Dropout()).eval()
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    threads = torch.get_num_threads()
+    hooks_before = {k: len(getattr(torch_module, k)) for k in ("_global_forward_hooks", "_global_forward_pre_hooks")}
+    with torch.no_grad():
+        res = grading.check(exercise_id, grading.reference(exercise_id), seed=5)
+        assert not torch.is_grad_enabled()
+    assert res.passed, res.text()
+    assert torch.equal(torch.get_rng_state(), state)
+    assert torch.get_num_threads() == threads
+    assert not watched.training
+    assert {k: len(getattr(torch_module, k)) for k in hooks_before} == hooks_before
