@@ -27,6 +27,7 @@ import math
 from typing import NamedTuple
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch.utils.data import Dataset
 
@@ -45,17 +46,36 @@ def _gen(seed: int) -> torch.Generator:
 
 
 # --------------------------------------------------------------------------- digits
+def _bundled_digits() -> np.ndarray | None:
+    """scikit-learn's digits file read directly, (1797, 65): pixels then label. Locating the file
+    imports no part of scikit-learn, whose import costs every kernel about 80 MB and a second;
+    the values are the ones ``sklearn.datasets.load_digits`` returns (tests/test_datasets_plotting.py)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "datasets", "data", "digits.csv.gz")
+    if not os.path.exists(path):
+        return None
+    return np.loadtxt(path, delimiter=",")
+
+
 def load_digits(images: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """scikit-learn's bundled 8x8 handwritten digits (1797 images, no download).
 
     Returns ``(X, y)``: ``X`` float32 scaled to [0, 1], shape (1797, 64), or (1797, 1, 8, 8)
     with ``images=True``; ``y`` int64 labels 0-9.
     """
-    from sklearn.datasets import load_digits as _sk_load
+    raw = _bundled_digits()
+    if raw is None:  # no bundled file where we expect it: scikit-learn's own loader
+        from sklearn.datasets import load_digits as _sk_load
 
-    data = _sk_load()
-    X = torch.tensor(data.data, dtype=torch.float32) / 16.0
-    y = torch.tensor(data.target, dtype=torch.int64)
+        data = _sk_load()
+        raw = np.column_stack([data.data, data.target])
+    X = torch.tensor(raw[:, :-1], dtype=torch.float32) / 16.0
+    y = torch.tensor(raw[:, -1], dtype=torch.int64)
     if images:
         X = X.reshape(-1, 1, 8, 8)
     return X, y

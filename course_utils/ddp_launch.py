@@ -1,6 +1,6 @@
-"""Launch a ``torchrun`` training script the way lesson 10 does, with one workaround kept here.
+"""Launch a ``torchrun`` training script the way lesson 11 does, with one workaround kept here.
 
-Lesson 10 teaches a plain DDP script that ends the way any script should: ``main()`` returns,
+Lesson 11 teaches a plain DDP script that ends the way any script should: ``main()`` returns,
 Python shuts down. In a terminal you would start it with::
 
     torchrun --standalone --nproc_per_node=2 ddp_train.py --data DATA --out OUT

@@ -88,9 +88,11 @@ LESSONS: dict[str, Lesson] = {
     "09_persistence": Lesson("saving and exporting", 11.0, reading=23.4, examples=33.0, predictions=4, exercises={
         "load_matching": 8, "load_state_dict_cpu": 6, "save_checkpoint": 8, "load_checkpoint": 9,
         "export_with_dynamic_batch": 8}),
-    "10_gpu_amp_ddp": Lesson("GPU, AMP and DDP", 15.0, reading=30.9, examples=28.5, predictions=4, exercises={
-        "to_device": 6, "amp_train_step": 8, "checkpointed_forward": 7, "shard_indices": 7,
-        "data_parallel_grads": 9}),
+    "10_performance": Lesson("performance on one device", 26.5, reading=24.0, examples=20.0, predictions=5, exercises={
+        "to_device": 6, "median_time": 7, "amp_policy": 5, "amp_train_step": 9, "checkpointed_forward": 8}),
+    "11_distributed": Lesson("distributed training", 32.5, reading=20.0, examples=16.0, predictions=3, exercises={
+        "shard_indices": 7, "data_parallel_grads": 9, "rank_loss_scale": 7, "accumulate_grads": 8,
+        "merge_batch_stats": 8}),
     "12_capstone": Lesson("capstone", 9.6, reading=12.4, examples=11.2, predictions=4, exercises={
         "confusion_matrix": 8, "DigitClassifier": 45}),
 }

@@ -151,8 +151,12 @@ RENAMED_LESSONS: dict[str, str] = {
     "06_gpu_amp_ddp": "10_gpu_amp_ddp",
     "07_persistence": "09_persistence",
     "09_capstone": "12_capstone",
+    "10_gpu_amp_ddp": "10_performance",  # split: its DDP exercises moved to 11_distributed (below)
 }
-RENAMED_EXERCISES: dict[str, str] = {}
+RENAMED_EXERCISES: dict[str, str] = {
+    "10_gpu_amp_ddp.shard_indices": "11_distributed.shard_indices",
+    "10_gpu_amp_ddp.data_parallel_grads": "11_distributed.data_parallel_grads",
+}
 
 
 def current_id(exercise: str) -> str:

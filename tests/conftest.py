@@ -22,8 +22,8 @@ SLOW_EXERCISES = (
     "04_data.ShardedRange",  # DataLoader worker processes
     "05_training_loop.train_one_epoch",
     "05_training_loop.accumulated_step",
-    "10_gpu_amp_ddp.checkpointed_forward",
-    "10_gpu_amp_ddp.data_parallel_grads",
+    "10_performance.checkpointed_forward",
+    "11_distributed.data_parallel_grads",
     "07_debugging.overfit_one_batch",  # trains a model for 150-220 steps per case
     "07_debugging.read_scalars",  # writes and reads event files; one case holds 10 050 events
 )
@@ -60,7 +60,10 @@ SLOW_TESTS = {
     "test_l09_persistence.py::test_export_with_a_too_small_batch_bound_is_rejected",
     "test_l09_persistence.py::test_save_checkpoint_with_a_shifted_or_tensor_epoch_is_rejected_as_a_save_mistake",
     "test_l09_persistence.py::test_load_checkpoint_falling_back_to_unsafe_loading_is_rejected",
-    "test_l10_gpu_amp_ddp.py::test_valid_answer_is_accepted",  # the red team's (was test_redteam_l04_l08.py)
+    "test_l10_performance.py::test_valid_answer_is_accepted",  # the red team's (was test_redteam_l04_l08.py)
+    "test_l11_distributed.py::test_valid_answer_is_accepted",
+    "test_l10_performance.py::test_the_lesson_imports_in_the_staged_course_without_its_references",  # 12 s each
+    "test_l11_distributed.py::test_the_lesson_imports_in_the_staged_course_without_its_references",
     "test_l09_persistence.py::test_valid_answer_is_accepted",
     "test_l04_data.py::test_sharded_range_matches_a_real_dataloader_over_range",
     "test_l02_autograd.py::test_plot_descent_and_widget",

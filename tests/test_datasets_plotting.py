@@ -67,6 +67,31 @@ def test_house_prices_sine_and_sequences():
         next(iter(DataLoader(ds, batch_size=10)))
 
 
+def test_digits_read_directly_equal_scikit_learns_loader(monkeypatch):
+    """load_digits reads scikit-learn's bundled file without importing scikit-learn (80 MB per
+    kernel); the numbers are exactly the loader's, and without the file it falls back to it."""
+    from sklearn.datasets import load_digits as sk_load
+
+    data = sk_load()
+    X, y = datasets.load_digits()
+    assert datasets._bundled_digits() is not None
+    assert torch.equal(X, torch.tensor(data.data, dtype=torch.float32) / 16.0)
+    assert torch.equal(y, torch.tensor(data.target, dtype=torch.int64))
+    monkeypatch.setattr(datasets, "_bundled_digits", lambda: None)
+    X2, y2 = datasets.load_digits()
+    assert torch.equal(X, X2) and torch.equal(y, y2)
+
+
+def test_loading_the_digits_imports_no_scikit_learn():
+    import subprocess
+    import sys
+
+    code = "import sys; from course_utils import datasets; datasets.digits_split(); print('sklearn' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"
+
+
 def test_digits_dataset_works_with_worker_processes():
     loader = DataLoader(datasets.DigitsDataset("test"), batch_size=64, num_workers=2)
     assert sum(len(yb) for _, yb in loader) == 360

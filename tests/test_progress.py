@@ -61,17 +61,26 @@ def test_checks_of_an_untouched_stub_are_not_attempts(tmp_path):
 
 
 def test_a_log_from_before_the_renumbering_reads_with_todays_ids(tmp_path):
-    """Lessons 06, 07 and 09 became 10, 09 and 12: a learner's older log keeps every attempt."""
+    """Lessons 06, 07 and 09 became 10, 09 and 12, and 10 was split into 10 and 11: a learner's older
+    log keeps every attempt."""
     log = tmp_path / "p.jsonl"
     old = [("check", "07_persistence.save_checkpoint", "correct"),
            ("check", "09_capstone.confusion_matrix", "incorrect"),
            ("check", "06_gpu_amp_ddp.to_device", "correct"),
-           ("check", "08_convolutions.conv_output_size", "correct")]
+           ("check", "08_convolutions.conv_output_size", "correct"),
+           # lesson 10_gpu_amp_ddp was split: the renames chain (06 -> 10_gpu_amp_ddp -> 10/11)
+           ("check", "06_gpu_amp_ddp.shard_indices", "incorrect"),
+           ("check", "10_gpu_amp_ddp.data_parallel_grads", "correct"),
+           ("check", "10_gpu_amp_ddp.amp_train_step", "correct"),
+           ("prediction", "06_gpu_amp_ddp.bf16_small_step", "correct")]
     log.write_text("".join(json.dumps({"ts": 1.0, "learner": "a", "event": e, "exercise": x, "status": s})
                            + "\n" for e, x, s in old))
     ids = [ev["exercise"] for ev in progress.read_events(log)]
     assert ids == ["09_persistence.save_checkpoint", "12_capstone.confusion_matrix",
-                   "10_gpu_amp_ddp.to_device", "08_convolutions.conv_output_size"]
-    from course_utils.grading import registry
-    for exercise_id in ids:  # each mapped id is a real exercise today
+                   "10_performance.to_device", "08_convolutions.conv_output_size",
+                   "11_distributed.shard_indices", "11_distributed.data_parallel_grads",
+                   "10_performance.amp_train_step", "10_performance.bf16_small_step"]
+    from course_utils.grading import predict, registry
+    for exercise_id in ids[:-1]:  # each mapped id is a real exercise today
         registry.get(exercise_id)
+    assert ids[-1] in predict.QUESTIONS  # and a prediction id a real question

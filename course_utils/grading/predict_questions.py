@@ -210,14 +210,14 @@ _q("06_losses_optimizers.adam_decay_step", "value",
    "step moves by lr = 0.1 whatever wd is, to 9.9. AdamW would decay directly: 10 * (1 - 0.1 * 0.01) = 9.99.",
    shows="def one_step(optimizer_class, weight_decay):")
 
-# ---------------------------------------------------------------------- 06 GPU, AMP, DDP
-_q("10_gpu_amp_ddp.bf16_small_step", "value",
+# ---------------------------------------------------------------------- 10 performance
+_q("10_performance.bf16_small_step", "value",
    "What is `(torch.tensor(1.0, dtype=torch.bfloat16) + 0.001).item()`?",
    "(torch.tensor(1.0, dtype=torch.bfloat16) + 0.001).item()",
    "bfloat16 has 8 significant bits: the numbers next to 1.0 are 1 - 2**-8 and 1 + 2**-7, so "
    "adding 0.001 rounds back to exactly 1.0. Small updates vanish; hence float32 master weights.",
    shows='print("bfloat16: 1 + 0.001 =", (w16 + 0.001).item())')
-_q("10_gpu_amp_ddp.autocast_linear_dtype", "dtype",
+_q("10_performance.autocast_linear_dtype", "dtype",
    "Under `torch.autocast('cpu', dtype=torch.bfloat16)`, what dtype has the output of an `nn.Linear` given float32 input?",
    "layer = nn.Linear(64, 128)\n"
    "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
@@ -226,7 +226,7 @@ _q("10_gpu_amp_ddp.autocast_linear_dtype", "dtype",
    "`linear` is on autocast's low-precision list on every device: it casts its inputs and "
    "weight to bfloat16 and returns bfloat16.",
    shows='print("linear output:", hidden.dtype)')
-_q("10_gpu_amp_ddp.autocast_loss_dtype", "dtype",
+_q("10_performance.autocast_loss_dtype", "dtype",
    "Under the same autocast, what dtype has `cross_entropy` of the bfloat16 logits?",
    "layer = nn.Linear(64, 10)\n"
    "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
@@ -235,7 +235,7 @@ _q("10_gpu_amp_ddp.autocast_loss_dtype", "dtype",
    "Losses are on autocast's float32 list: `cross_entropy` upcasts its bfloat16 input and "
    "returns float32 on every device.",
    shows='print("loss:         ", loss.dtype)')
-_q("10_gpu_amp_ddp.autocast_param_dtype", "dtype",
+_q("10_performance.autocast_param_dtype", "dtype",
    "And the dtype of the layer's weight (`model[0].weight.dtype`) after the autocast block?",
    "layer = nn.Linear(64, 128)\n"
    "with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
@@ -244,6 +244,49 @@ _q("10_gpu_amp_ddp.autocast_param_dtype", "dtype",
    "Autocast casts COPIES for the operations it runs in low precision; the parameters (the "
    "master weights) stay float32, and so do their gradients.",
    shows='print("parameters:   ", model[0].weight.dtype)')
+
+_q("10_performance.static_recompiles", "value",
+   "`scaled_relu` is compiled with `dynamic=False` and called with inputs of 3, 4, 5, 6, 7 and 8 "
+   "elements. How many graphs does the backend receive?",
+   "graphs = []\n"
+   "def backend(gm, example_inputs):\n"
+   "    graphs.append(gm)\n"
+   "    return gm.forward\n"
+   "torch._dynamo.reset()\n"
+   "fn = torch.compile(lambda x: torch.relu(x) * 2 + 1, backend=backend, dynamic=False)\n"
+   "for n in (3, 4, 5, 6, 7, 8):\n"
+   "    fn(torch.randn(n))\n"
+   "torch._dynamo.reset()\n"
+   "len(graphs)",
+   "With `dynamic=False` every graph is specialised to its input's exact shape, and a guard on "
+   "the shape fails for each new size: 6 sizes, 6 compilations. The default (`dynamic=None`) "
+   "recompiles once with a symbolic size; `dynamic=True` compiles once.",
+   shows="for dynamic in (False, None, True):")
+
+# ---------------------------------------------------------------------- 11 distributed
+_q("11_distributed.sampler_len", "value",
+   "What is `len(DistributedSampler(range(17), num_replicas=3, rank=2))`?",
+   "from torch.utils.data import DistributedSampler\n"
+   "len(DistributedSampler(range(17), num_replicas=3, rank=2))",
+   "The sampler pads 17 items to the next multiple of 3, 18, so that every rank gets the same "
+   "number: 6 each (rank 2 gets one repeated item). Unequal counts would leave one rank waiting "
+   "in an all-reduce the others never join.",
+   shows='print("rank 2 visits", len(DistributedSampler(range(17), num_replicas=3, rank=2)), "items")')
+_q("11_distributed.no_set_epoch", "value",
+   "A `DistributedSampler(range(6), num_replicas=2, rank=0)` is iterated twice without `set_epoch`. "
+   "Do the two orders differ: what is `list(sampler) != list(sampler)`?",
+   "from torch.utils.data import DistributedSampler\n"
+   "sampler = DistributedSampler(range(6), num_replicas=2, rank=0)\n"
+   "list(sampler) != list(sampler)",
+   "The shuffle is seeded with `seed + epoch`, and the epoch only changes when you call "
+   "`set_epoch`: without it every epoch visits the same order.",
+   shows='print("different orders without set_epoch:", list(sampler) != list(sampler))')
+_q("11_distributed.chunk_last_shape", "shape",
+   "What is the shape of `torch.arange(10).chunk(4)[-1]`?",
+   "torch.arange(10).chunk(4)[-1].shape",
+   "`chunk(4)` makes pieces of ceil(10 / 4) = 3 items, so the pieces are 3, 3, 3 and 1: the "
+   "last has shape (1,). Shards from `chunk` need not be equal.",
+   shows='print("chunk sizes:", [len(p) for p in pieces], "| last:", pieces[-1].shape)')
 
 # ---------------------------------------------------------------------- 07 persistence
 _q("09_persistence.state_dict_keys", "value",

@@ -7,7 +7,8 @@ tools), not machinery. Each module is named for the lesson it serves:
 - ``l04_data_lab``: the Dataset/DataLoader demos; ``l04_data_workers``: worker-safe datasets
   (``ShardedRange``, ``reseed_worker``), which lesson 04's exercises use too.
 - ``l05_training_lab``: the training loop's helpers (also reused by lesson 12).
-- ``l10_devices``: device-agnostic timing; ``l10_distributed``: how a sampler shards data.
+- ``l10_devices``: device-agnostic timing; ``l11_distributed``: how a sampler shards data, and a
+  stand-in for DDP that counts all-reduces.
 - ``l09_persistence``: checkpoint helpers and the harmless unsafe-load payload.
 
 Props import nothing of the course except the shared lesson material (``course_utils.datasets``,

@@ -1,9 +1,11 @@
-"""Helpers for the distributed-training part of lesson 10.
+"""Helpers for lesson 11 (distributed training).
 
 - :func:`shard_assignment` lists which dataset items each rank gets, straight from PyTorch's
   own :class:`~torch.utils.data.DistributedSampler` (no process group needed to ask it).
 - :func:`plot_shards` draws that assignment, so the effect of ``world_size``, ``set_epoch`` and
-  padding can be seen (lesson 10 puts it behind a widget).
+  padding can be seen (lesson 11 puts it behind a widget).
+- :class:`CountingDDP` stands in for DDP in one process and counts the all-reduces that
+  ``no_sync()`` saves.
 
 Functions that a launched worker process must import (``torchrun`` scripts, ``mp.spawn``
 targets) belong in modules like this one, never in a notebook: a new process cannot find
@@ -12,15 +14,21 @@ anything defined in a notebook's ``__main__``.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import matplotlib
 
 matplotlib.rcParams.setdefault("figure.dpi", 80)
 
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 from torch.utils.data import DistributedSampler  # noqa: E402
 
-__all__ = ["plot_shards", "shard_assignment"]
+__all__ = ["CountingDDP", "plot_shards", "shard_assignment"]
 
 
 def shard_assignment(n: int, world_size: int, epoch: int = 0, shuffle: bool = True,
@@ -71,3 +79,45 @@ def plot_shards(n: int = 10, world_size: int = 2, epoch: int = 0, shuffle: bool 
                  f"{per_rank} per rank, {padding} repeated to pad", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+class CountingDDP(nn.Module):
+    """A stand-in for :class:`~torch.nn.parallel.DistributedDataParallel` in one process, to
+    see what ``no_sync()`` changes without starting ranks.
+
+    Calling it calls the wrapped module. Like DDP, whether a backward pass all-reduces is decided
+    when the FORWARD pass runs: an output computed outside ``no_sync()`` makes its backward pass
+    count one all-reduce (``all_reduces``); inside ``no_sync()`` the gradients only accumulate
+    locally. With one process there is nothing to average, so the gradients are the module's own.
+    """
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+        self.require_backward_grad_sync = True
+        self.backward_log: list[tuple[int, bool]] = []  # (backward pass, synced) per forward output
+
+    @property
+    def all_reduces(self) -> int:
+        """How many backward passes would have all-reduced the gradients."""
+        return len({task for task, synced in self.backward_log if synced})
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        out = self.module(*args, **kwargs)
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            synced = self.require_backward_grad_sync
+
+            def seen(grad: torch.Tensor) -> None:
+                self.backward_log.append((torch._C._current_graph_task_id(), synced))
+
+            out.register_hook(seen)
+        return out

@@ -1,13 +1,17 @@
-"""checkpointed_forward: run a stack of blocks, checkpointing each block on its own.
+"""checkpointed_forward: run a stack of blocks, deciding block by block whether to checkpoint it.
 
-Subtle: the output must equal a plain forward, so values alone prove nothing. The check measures
-what autograd saves (only each block's input may stay), watches which blocks are recomputed
-during backward (each once, the last first), and needs `use_reentrant=False` (the reentrant mode
-drops the graph when the input does not require grad).
+Subtle: a checkpointed block runs its forward twice, so a block whose forward changes state (a
+BatchNorm in training mode updates its running statistics) must not be checkpointed, while in
+eval mode it can be. The output must equal a plain forward, so values alone prove nothing: the
+check measures what autograd saves, watches which blocks are recomputed during backward (each
+checkpointable one once, the last first; the others never), compares every buffer afterwards,
+and needs `use_reentrant=False` (the reentrant mode drops the graph when the input does not
+require grad).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 
@@ -22,14 +26,25 @@ from ._kit import LESSON
 from ._kit import fill
 
 
-# --- reference: the solution notebook's answer, generated from solutions/10_gpu_amp_ddp.py
-from .._references.l10_gpu_amp_ddp import checkpointed_forward
+# --- reference: the solution notebook's answer, generated from solutions/10_performance.py
+from .._references.l10_performance import checkpointed_forward
 
 
 # --- cases
-def _blocks(r: Rand, n: int, width: int) -> nn.ModuleList:
-    return nn.ModuleList(fill(nn.Sequential(skip_init(nn.Linear, width, width), nn.Tanh()), r, 0.4)
-                         for _ in range(n))
+def _block(r: Rand, width: int, bn: bool) -> nn.Sequential:
+    layers = [skip_init(nn.Linear, width, width)] + ([nn.BatchNorm1d(width)] if bn else []) + [nn.Tanh()]
+    block = fill(nn.Sequential(*layers), r, 0.4)
+    for m in block.modules():
+        if isinstance(m, nn.BatchNorm1d):
+            with torch.no_grad():
+                m.running_mean.copy_(r.randn(width) * 0.1)  # eval mode must use these
+                m.running_var.copy_(r.rand(width) + 0.5)
+    return block
+
+
+def _blocks(r: Rand, n: int, width: int, bn: list[bool] | None = None, train: bool = True) -> nn.ModuleList:
+    bn = bn if bn is not None else [r.integer(0, 2) == 0 for _ in range(n)]
+    return nn.ModuleList(_block(r, width, b) for b in bn).train(train)
 
 
 def _cases(r: Rand) -> Case:
@@ -37,13 +52,24 @@ def _cases(r: Rand) -> Case:
     x = r.randn(r.integer(4, 16), width)
     if r.integer(0, 1):
         x.requires_grad_(True)
-    return Case((_blocks(r, r.integer(4, 6), width), x))
+    return Case((_blocks(r, r.integer(4, 6), width, train=r.integer(0, 3) > 0), x))
 
 
 def _fixed_case(requires_grad: bool) -> Case:
     r = Rand(606)
     x = r.randn(6, 10).requires_grad_(requires_grad)
-    return Case((_blocks(r, 4, 10), x), label=f"4 blocks, input{'' if requires_grad else ' not'} requiring grad")
+    label = f"4 blocks, input{'' if requires_grad else ' not'} requiring grad"
+    return Case((_blocks(r, 4, 10, bn=[False] * 4), x), label=label)
+
+
+def _bn_case(train: bool) -> Case:
+    r = Rand(707)
+    return Case((_blocks(r, 5, 12, bn=[False, True, False, True, False], train=train), r.randn(8, 12)),
+                label=f"5 blocks, blocks 1 and 3 with BatchNorm1d, {'training' if train else 'eval'} mode")
+
+
+def _state_changing(block: nn.Module) -> bool:
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training for m in block.modules())
 
 
 # --- run and probes
@@ -126,32 +152,42 @@ def _run_watched(answer, blocks, x, calls: list[int]):
     if any(g is None for g in grads):
         raise Incorrect("cut_between_blocks")
     n = len(blocks)
-    missing = [i for i in range(n) if i not in recomputed]
-    # What a plain forward would keep, and what checkpointing every block keeps (each block's input).
-    plain, _ = _saved_bytes(lambda: _plain_forward(blocks, x.detach().requires_grad_(x.requires_grad)))
-    ckpt = len(blocks) * x.numel() * x.element_size()
+    stateful = [i for i, block in enumerate(blocks) if _state_changing(block)]
+    if any(i in recomputed for i in stateful):
+        raise Incorrect("checkpointed_batchnorm", blocks=[i for i in stateful if i in recomputed])
+    wanted = [i for i in range(n - 1, -1, -1) if i not in stateful]  # recomputed, the last first
+    missing = sorted(i for i in wanted if i not in recomputed)
+    # What a plain forward would keep, and what the reference keeps (each checkpointed block's input).
+    plain, _ = _saved_bytes(lambda: _plain_forward(copy.deepcopy(blocks), x.detach().requires_grad_(x.requires_grad)))
+    ckpt, _ = _saved_bytes(lambda: checkpointed_forward(copy.deepcopy(blocks),
+                                                        x.detach().requires_grad_(x.requires_grad)))
     if used > (plain + ckpt) / 2:
         if missing:
             raise Incorrect("not_checkpointed", missing=missing, n=n)
         raise Incorrect("kept_activations", used=used, ckpt=ckpt)
-    if missing and n > 1 and recomputed.count(n - 1) == n:
-        raise Incorrect("late_binding_closure", n=n)
+    if missing and len(wanted) > 1 and recomputed.count(wanted[0]) == len(wanted):
+        raise Incorrect("late_binding_closure", n=len(wanted))
     if missing:
         raise Incorrect("not_checkpointed", missing=missing, n=n)
-    if recomputed != list(range(n - 1, -1, -1)):
+    if recomputed != wanted:
         raise Incorrect("coarse_checkpoint")
-    return out.detach(), [g.detach() for g in grads]
+    buffers = [b.detach().clone() for b in blocks.buffers()]
+    return out.detach(), [g.detach() for g in grads], buffers
 
 
 # --- wrong answers
 _NON_REENTRANT = functools.partial(checkpoint, use_reentrant=False)
 
 
-def _variant(blocks, x, *, wrap=_NON_REENTRANT, detach=False):
+def _variant(blocks, x, *, wrap=_NON_REENTRANT, detach=False, every=False, skip_bn_always=False):
     for i, block in enumerate(blocks):
         if detach and i > 0:
             x = x.detach()  # "to save memory": cuts the graph between blocks
-        x = wrap(block, x)
+        has_bn = any(isinstance(m, nn.BatchNorm1d) for m in block.modules())
+        if (has_bn and skip_bn_always) or (_state_changing(block) and not every):
+            x = block(x)
+        else:
+            x = wrap(block, x)
     return x
 
 
@@ -164,6 +200,10 @@ def _late_binding(blocks, x):
     for block in blocks:
         x = checkpoint(lambda t: block(t), x, use_reentrant=False)  # noqa: B023 - the mistake itself
     return x
+
+
+_every_block = functools.partial(_variant, every=True)  # BatchNorm blocks too: their statistics update twice
+_bn_never = functools.partial(_variant, skip_bn_always=True)  # BatchNorm blocks run plainly even in eval mode
 
 
 def _flips_input_flag(blocks, x):
@@ -187,16 +227,21 @@ register(Exercise(
     lesson=LESSON, name="checkpointed_forward", title="Gradient checkpointing: recompute instead of store",
     reference=checkpointed_forward,
     cases=_cases,
-    edge_cases=[_fixed_case(False), _fixed_case(True)],
+    edge_cases=[_fixed_case(False), _fixed_case(True), _bn_case(True), _bn_case(False)],
     n_random=4,
     timeout=10.0,
     run=_run,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
-        Mistake("not_checkpointed", "During backward, block(s) {missing} of {n} were not recomputed, so they were "
-                "not checkpointed (their activations were kept, or stored some other way). `checkpoint_sequential` "
-                f"runs its last segment normally. Wrap every block call: {_WRAP}.", _plain_forward,
+        Mistake("checkpointed_batchnorm", "Block(s) {blocks} contain a BatchNorm in training mode, and your forward "
+                "checkpointed them: during backward they ran their forward a second time and updated the running "
+                "statistics twice, so the model's state after this step differs from a plain forward pass. What "
+                "else does that block's forward do besides returning its output?", _every_block,
                 match_output=False),
+        Mistake("not_checkpointed", "During backward, block(s) {missing} of {n} were not recomputed, so they were "
+                "not checkpointed (their activations were kept, or stored some other way), although checkpointing "
+                "them changes nothing but memory and time. `checkpoint_sequential` runs its last segment normally; "
+                "a BatchNorm in eval mode only reads its statistics.", _bn_never, match_output=False),
         Mistake("reentrant_checkpoint", "Your forward pass used `checkpoint` in its old *reentrant* mode "
                 "(`use_reentrant=True`, the default when `use_reentrant` is not given). It drops the graph when a "
                 "block's input does not require grad, so no gradient reaches the blocks' parameters, and it does "
@@ -225,8 +270,10 @@ register(Exercise(
                 f"{_WRAP} and nothing else that needs gradients.", _keeps_more, match_output=False),
     ],
     hints=[
-        "`from torch.utils.checkpoint import checkpoint`; `checkpoint(fn, *args, use_reentrant=False)` runs "
-        "`fn(*args)` without keeping its intermediate activations, and reruns it during backward.",
-        "Loop over the blocks and replace `x = block(x)` by `x = checkpoint(block, x, use_reentrant=False)`.",
+        "A checkpointed block runs its forward twice. For which blocks is running the forward twice not the same "
+        "as running it once? Print a BatchNorm's `running_mean` before and after a forward call, in `train()` and "
+        "in `eval()` mode.",
+        "Checkpoint every block whose forward is a pure function of its input; run the others plainly. A block's "
+        "`.modules()` and each module's `.training` flag tell you which is which.",
     ],
 ))

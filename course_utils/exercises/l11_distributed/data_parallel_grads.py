@@ -19,8 +19,8 @@ from ._kit import LESSON
 from ._kit import mlp
 
 
-# --- reference: the solution notebook's answer, generated from solutions/10_gpu_amp_ddp.py
-from .._references.l10_gpu_amp_ddp import data_parallel_grads
+# --- reference: the solution notebook's answer, generated from solutions/11_distributed.py
+from .._references.l11_distributed import data_parallel_grads
 
 
 # --- cases

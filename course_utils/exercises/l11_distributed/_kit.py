@@ -1,4 +1,4 @@
-"""Helpers shared by the exercises of 10_gpu_amp_ddp: the ``meta`` device and small seeded
+"""Helpers shared by the exercises of 11_distributed: small seeded
 models (weights drawn from the case's :class:`Rand`, never from the global RNG)."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ from torch.nn.utils import skip_init
 
 from course_utils.grading import Rand
 
-LESSON = "10_gpu_amp_ddp"
-
-META = torch.device("meta")
+LESSON = "11_distributed"
 
 
 def fill(module: nn.Module, r: Rand, scale: float = 0.5) -> nn.Module:

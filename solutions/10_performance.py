@@ -7,32 +7,28 @@
 # ---
 
 # %% [markdown]
-# # 10 · GPUs, mixed precision and multi-process training
+# # 10 · Performance on one device
 #
-# Models get big, data gets big, and training gets slow. This lesson covers the tools for that:
-# accelerators, lower-precision arithmetic, trading compute for memory, and training on several
-# processes at once.
+# Models get big, data gets big, and training gets slow. This lesson covers the tools that make
+# one device go further: accelerators, correct timing, lower-precision arithmetic, trading
+# compute for memory, and compiling. Lesson 11 then spreads training over several processes.
 #
 # **Everything here runs on a plain CPU**, so you can learn it on a laptop. Mixed precision
-# runs for real in bfloat16, and distributed training really starts two processes that talk to
-# each other. A few cells only mean something on a GPU. They start with
-# `if requires_gpu(...)`: without a GPU they print one line saying they were skipped, and with
-# one they run unchanged.
+# runs for real in bfloat16, and `torch.compile` really captures graphs. A few cells only mean
+# something on a GPU. They start with `if requires_gpu(...)`: without a GPU they print one line
+# saying they were skipped, and with one they run unchanged.
 #
 # You will learn to
 #
 # 1. write device-agnostic code and read the errors that devices cause;
 # 2. time and measure correctly (GPUs run asynchronously);
-# 3. train with `torch.autocast` in bfloat16, and know when float16 needs a `GradScaler`;
-# 4. save memory with gradient checkpointing, and see what `torch.compile` costs;
-# 5. train with `DistributedDataParallel` on two processes, launched with `torchrun`.
+# 3. train with `torch.autocast`, choose its dtype per device, and know when a `GradScaler` is needed;
+# 4. save memory with activation checkpointing, and know which blocks not to checkpoint;
+# 5. use `torch.compile`: graph breaks, recompiles and `dynamic=`.
 #
-# **Time: about 100 minutes** on your own, the five checked exercises included (about 37 of those minutes). *Run All* alone takes about 15 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the five checked exercises included (about 35 of those minutes). *Run All* alone takes about 26 s on a 2-core CPU.
 
 # %%
-import os
-import sys
-import tempfile
 import time
 import warnings
 
@@ -42,11 +38,11 @@ from torch import nn
 from torch.nn import functional as F
 
 from course_utils.datasets import digits_split
-from course_utils.lesson_props.l10_devices import requires_gpu, time_per_call
+from course_utils.lesson_props.l10_devices import requires_gpu
 from course_utils.grading import exercises_for, predictions_for
 
-ex = exercises_for("10_gpu_amp_ddp")
-quiz = predictions_for("10_gpu_amp_ddp")  # predict-the-output questions
+ex = exercises_for("10_performance")
+quiz = predictions_for("10_performance")  # predict-the-output questions
 X_train, y_train, X_test, y_test = digits_split()   # scikit-learn's 8x8 digits, 64 features
 loss_fn = nn.CrossEntropyLoss()
 
@@ -82,7 +78,7 @@ print("using", device)
 # ### Moving models and data
 #
 # `model.to(device)` moves a module's parameters and buffers **in place**. `tensor.to(device)`
-# does **not** move the tensor: it returns a moved copy, and you have to keep that copy.
+# does **not** move the tensor: it returns a tensor on the device, and you have to keep it.
 # Forgetting the assignment is the most common device bug.
 
 # %%
@@ -93,6 +89,14 @@ X = X_train[:8]
 X.to(device)                          # the moved copy is thrown away: X has not moved
 X = X.to(device)                      # this is how to do it
 print("parameters on", next(model.parameters()).device.type, "| data on", X.device.type)
+
+# %% [markdown]
+# When nothing has to change, `.to` does not copy at all: it returns the very same tensor. So
+# `x.to(device)` costs nothing when `x` is already there, and writing to the result writes to `x`:
+
+# %%
+same = X.to(X.device)
+print("same object:", same is X, "| a real move or a new dtype gives a new tensor:", X.to(torch.float64) is X)
 
 # %% [markdown]
 # On a PyTorch build without CUDA (like the CPU build this course installs), asking for CUDA
@@ -191,12 +195,52 @@ if requires_gpu("timing asynchronous CUDA work"):
           f"the work finished after {finished * 1e3:.2f} ms")
 
 # %% [markdown]
-# `course_utils.lesson_props.l10_devices.time_per_call(fn, device)` does this for you: a few untimed warm-up calls
-# (the first calls pay for memory allocation and kernel selection), then the median of several
-# calls, synchronizing around each one. On the CPU the synchronization does nothing, and the
-# same code is correct on every device.
+# ### Exercise 2: time a call honestly
+#
+# Write `median_time(fn, synchronize, warmup=2, repeats=5)`. It returns how many seconds one
+# call of `fn()` takes, as the **median** over `repeats` timed calls (use `time.perf_counter()`
+# for the clock). Two things make a naive timer lie, and your function must deal with both:
+#
+# - `fn()` may only *queue* work on an asynchronous device and return at once.
+#   `synchronize()` waits until all queued work has finished (on a GPU it would be
+#   `torch.cuda.synchronize`; on the CPU it does nothing). Every clock reading you take must
+#   count only work that has really finished, and only the call you are timing.
+# - The first calls pay one-time costs (memory allocation, kernel selection, compilation):
+#   run `fn()` `warmup` times before you start timing, and do not count those calls.
+#
+# The check gives you a simulated asynchronous device with its own clock, so what your timer
+# measures is known exactly.
+
+# %% tags=["answer:median_time"]
+def median_time(fn, synchronize, warmup=2, repeats=5):
+    ### BEGIN SOLUTION
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        synchronize()
+        start = time.perf_counter()
+        fn()
+        synchronize()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    middle = len(times) // 2
+    return times[middle] if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
+    ### END SOLUTION
+
+
+# %% tags=["check:median_time"]
+ex.median_time.check(median_time)
+
+# %% [markdown]
+# The course ships the same timer as `time_per_call(fn, device, repeats, warmup)` in
+# `course_utils.lesson_props.l10_devices`: it picks the device's `synchronize` for you. The rest
+# of the lesson uses it. On the CPU the synchronization does nothing, and the same code is
+# correct on every device.
 
 # %% tags=["nbval-ignore-output"]
+from course_utils.lesson_props.l10_devices import time_per_call  # noqa: E402
+
 a = torch.randn(512, 512, device=device)
 seconds = time_per_call(lambda: a @ a, device)
 print(f"a 512x512 matrix product on {device.type}: {seconds * 1e3:.2f} ms")
@@ -459,8 +503,10 @@ fig.tight_layout()
 # With float16, small gradients underflow to zero. A `GradScaler` multiplies the loss by a large
 # factor before `backward` (so the gradients are large enough to represent), divides the
 # gradients back before the optimizer step, skips a step whose gradients overflowed to
-# `inf`/`NaN`, and adapts the factor as it goes. Call `unscale_` before gradient clipping, so
-# that you clip the true gradients, and put `scaler.state_dict()` into checkpoints (lesson 09).
+# `inf`/`NaN`, and adapts the factor as it goes. Between `backward` and `scaler.step`, the
+# `.grad` tensors hold the gradients *times the scale* (65536 at the start), so anything that
+# reads them there sees numbers that are far too large, unless you first call
+# `scaler.unscale_(optimizer)`. Put `scaler.state_dict()` into checkpoints (lesson 09).
 #
 # 🖥️ **GPU only**:
 
@@ -476,9 +522,7 @@ if requires_gpu("float16 autocast with a GradScaler"):
         with torch.autocast(device_type="cuda", dtype=torch.float16):
             loss = loss_fn(gpu_model(Xg), yg)
         scaler.scale(loss).backward()        # gradients of loss x scale
-        scaler.unscale_(optimizer)           # back to true gradients, before clipping
-        nn.utils.clip_grad_norm_(gpu_model.parameters(), max_norm=1.0)
-        scaler.step(optimizer)               # skipped if a gradient is inf or NaN
+        scaler.step(optimizer)               # unscales; skipped if a gradient is inf or NaN
         scaler.update()                      # adapt the scale
         print(f"step {step}: loss {loss.item():.3f}, scale {scaler.get_scale():.0f}")
 
@@ -497,23 +541,63 @@ for w in caught:
         print(f"{w.category.__name__}: {w.message}")
 
 # %% [markdown]
-# ### Exercise 2: a bfloat16 training step
+# ### Exercise 3: which precision, which scaler?
 #
-# Write `amp_train_step(model, X, y, loss_fn, optimizer)`. It does one training step: zero the
-# gradients, compute the forward pass and the loss inside
-# `torch.autocast(device_type=X.device.type, dtype=torch.bfloat16)`, call backward, and take the
-# optimizer step. It returns the loss as a Python float. The model's parameters must stay float32.
-# The check compares your loss and updated weights with a reference step, and it watches which
-# dtype the model's layers compute in.
+# Write `amp_policy(device_type, bf16_supported)`. It returns `(dtype, use_scaler)`: the dtype
+# to pass to `torch.autocast` for training on `device_type` (`"cpu"` or `"cuda"`), and whether
+# that training needs a `GradScaler`. `bf16_supported` says whether the device computes in
+# bfloat16 natively (on CUDA: `torch.cuda.is_bf16_supported()`, true from the Ampere generation
+# on). Choose for correct training first, speed second, and use no scaler where none is needed.
+# Any other device type is not yours to decide: raise a `ValueError`.
+
+# %% tags=["answer:amp_policy"]
+def amp_policy(device_type, bf16_supported):
+    ### BEGIN SOLUTION
+    if device_type == "cpu":
+        return torch.bfloat16, False      # autocast's CPU default; no scaler needed
+    if device_type == "cuda":
+        if bf16_supported:
+            return torch.bfloat16, False  # float32's range: nothing underflows
+        return torch.float16, True        # older GPUs: float16, whose gradients need scaling
+    raise ValueError(f"no AMP policy for device type {device_type!r}")
+    ### END SOLUTION
+
+
+# %% tags=["check:amp_policy"]
+ex.amp_policy.check(amp_policy)
+
+# %% [markdown]
+# ### Exercise 4: a mixed-precision training step, with clipping
+#
+# Write `amp_train_step(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0)`:
+# one training step in mixed precision with autocast dtype `dtype`, on whatever device the batch
+# `X` is on, that clips the gradients' total norm to `max_norm`
+# (`nn.utils.clip_grad_norm_`) before the update. When `scaler` is not `None` (a `GradScaler`,
+# which is what `amp_policy` asks for with float16), the step must use it. Return the loss as a
+# Python float.
+#
+# Nothing above gives you this step line by line: decide what belongs inside the `with
+# torch.autocast(...)` block and what must stay outside, what the master weights' dtype is, and
+# where the clipping has to go when the gradients are scaled. The check runs float16 with a
+# `GradScaler` on the CPU too (both work there), and compares your loss and updated weights with
+# a reference step.
 
 # %% tags=["answer:amp_train_step"]
-def amp_train_step(model, X, y, loss_fn, optimizer):
+def amp_train_step(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
     ### BEGIN SOLUTION
     optimizer.zero_grad()
-    with torch.autocast(device_type=X.device.type, dtype=torch.bfloat16):
+    with torch.autocast(device_type=X.device.type, dtype=dtype):   # forward and loss only
         loss = loss_fn(model(X), y)
-    loss.backward()
-    optimizer.step()
+    if scaler is None:
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        optimizer.step()
+    else:
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)        # true gradients before clipping reads them
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
     return loss.item()
     ### END SOLUTION
 
@@ -557,8 +641,7 @@ print(f"plain forward: {plain_mib:.1f} MiB saved for backward")
 # rest during backward. You pay about one extra forward pass and save most of the activation
 # memory. `checkpoint_sequential` splits a `Sequential` into segments. Always pass
 # `use_reentrant=False`: without it PyTorch warns, and the old *reentrant* mode it falls back to
-# gives no parameter gradients when the segment's input does not require grad (exercise 3
-# runs into this).
+# gives no parameter gradients when the segment's input does not require grad.
 
 # %%
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: E402
@@ -599,20 +682,32 @@ if requires_gpu("peak CUDA memory with and without checkpointing"):
     blocks.to("cpu")
 
 # %% [markdown]
-# ### Exercise 3: checkpoint every block
+# A checkpointed segment runs its forward pass **twice**: once without keeping activations, and
+# again during backward. For a pure function of its input that is only a cost in time. Keep that
+# "twice" in mind for the exercise.
 #
-# Write `checkpointed_forward(blocks, x)`. It runs `x` through every module in `blocks` (an
-# `nn.ModuleList`) in order and checkpoints **each block** with
-# `checkpoint(block, x, use_reentrant=False)`. It returns the output. The check compares the
-# output and the parameters' gradients with a plain forward pass, and measures how many bytes
-# your forward pass saved for backward. The input sometimes does not require grad, as real data
-# usually does not.
+# ### Exercise 5: which blocks to checkpoint
+#
+# Write `checkpointed_forward(blocks, x)`. It runs `x` through every block of the
+# `nn.ModuleList` `blocks`, in order, and returns the output. Save as much activation memory as
+# checkpointing blocks one at a time can (`checkpoint(block, x, use_reentrant=False)`), but the
+# call must be indistinguishable from a plain forward pass for a training step: the same
+# output, the same gradients, and the same state of every module afterwards. Some stacks contain
+# blocks with a `BatchNorm1d`; some stacks are in training mode and some in `eval()` mode.
+# Decide block by block.
+#
+# The check measures the bytes your forward pass saves for backward, watches which blocks are
+# recomputed during backward, and compares outputs, gradients and every buffer with a plain
+# forward pass. The input sometimes does not require grad, as real data usually does not.
 
 # %% tags=["answer:checkpointed_forward"]
 def checkpointed_forward(blocks, x):
     ### BEGIN SOLUTION
     for block in blocks:
-        x = checkpoint(block, x, use_reentrant=False)
+        # a BatchNorm in training mode updates its running statistics on every forward call:
+        # recomputing it during backward would update them twice
+        updates_state = any(isinstance(m, nn.BatchNorm1d) and m.training for m in block.modules())
+        x = block(x) if updates_state else checkpoint(block, x, use_reentrant=False)
     return x
     ### END SOLUTION
 
@@ -671,359 +766,130 @@ if RUN_INDUCTOR_DEMO:
 else:
     print("Skipped: set RUN_INDUCTOR_DEMO = True to measure the default backend's cold start.")
 
+
 # %% [markdown]
-# ## 4. Distributed data parallel (DDP)
+# ### What `torch.compile` captures: graphs, graph breaks and recompiles
 #
-# With data parallelism, every process (a *rank*) holds a full copy of the model and gets a
-# different slice of each batch. After `backward`, DDP **averages the gradients** of all ranks
-# with an *all-reduce*, so every rank takes the same optimizer step and the copies stay
-# identical. Two ranks with half a batch each compute what one process computes with the whole
-# batch (up to the order of floating-point additions), in about half the time, and each needs
-# only half the activation memory. "The same as the big batch" holds when the loss is a
-# **mean** over the batch (averaging two half-batch means equals the whole-batch mean only for
-# equal halves), the shards have **equal sizes** (`DistributedSampler` pads to ensure it), and
-# the model has **no BatchNorm**: each rank would normalise with its own half batch's statistics
-# unless you convert the model with `nn.SyncBatchNorm.convert_sync_batchnorm`.
-#
-# ### Who gets which samples: `DistributedSampler`
-#
-# Each rank builds the same shuffled order (seeded by `seed + epoch`) and takes every
-# `world_size`-th item, starting at its rank. If the dataset does not divide evenly, items
-# from the start are repeated so that every rank gets the same number. Otherwise one rank would
-# wait forever in an all-reduce that the others never join. You must call `set_epoch(epoch)`
-# at the start of every epoch, or every epoch repeats the same order:
+# `torch.compile` turns Python into graphs with *Dynamo*, which reads the function's bytecode.
+# Two things decide whether compiling pays off, and both can be seen without the slow default
+# backend. A *backend* is just a function that receives each captured graph: this one records
+# the example inputs' shapes and runs the graph unchanged.
 
 # %%
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset  # noqa: E402
-
-from course_utils.lesson_props.l10_distributed import plot_shards, shard_assignment  # noqa: E402
-
-for epoch in range(2):
-    print(f"epoch {epoch}:", shard_assignment(10, world_size=3, epoch=epoch))
-
-# %% [markdown]
-# Play with it. Hatched boxes are repeated items that pad the last round.
-
-# %% tags=["nbval-ignore-output"]
-from ipywidgets import Checkbox, IntSlider, interact  # noqa: E402
+compiled_graphs = []
 
 
-def show_shards(n, world_size, epoch, shuffle):
-    plot_shards(n, world_size, epoch, shuffle)
-    plt.show()
+def recording_backend(graph_module, example_inputs):
+    compiled_graphs.append([tuple(t.shape) for t in example_inputs if isinstance(t, torch.Tensor)])
+    return graph_module.forward        # run the captured graph as it is
 
 
-interact(show_shards, n=IntSlider(10, 1, 24), world_size=IntSlider(3, 1, 4),
-         epoch=IntSlider(0, 0, 5), shuffle=Checkbox(True));
+def scaled_relu(x):
+    return torch.relu(x) * 2 + 1
 
 # %% [markdown]
-# ### Exercise 4: shard like `DistributedSampler`
-#
-# Write `shard_indices(n, world_size, rank, epoch, shuffle=True, seed=0)`. It returns the list
-# of dataset indices (Python ints) that `rank` visits in `epoch`, exactly as
-# `DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed)`
-# gives them after `set_epoch(epoch)`, for a dataset of `n` items:
-#
-# 1. the order is `torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))`
-#    when shuffling, else `0, 1, ..., n-1`;
-# 2. it is padded, by repeating it from its start, to the next multiple of `world_size` (an
-#    empty dataset, `n = 0`, has nothing to pad: every rank gets `[]`);
-# 3. rank `r` takes positions `r, r + world_size, r + 2*world_size, ...`.
-
-# %% tags=["answer:shard_indices"]
-import math  # noqa: E402
-
-
-def shard_indices(n, world_size, rank, epoch, shuffle=True, seed=0):
-    ### BEGIN SOLUTION
-    if shuffle:
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
-    else:
-        order = list(range(n))
-    total = math.ceil(n / world_size) * world_size
-    if n:
-        order = (order * math.ceil(total / n))[:total]
-    return order[rank:total:world_size]
-    ### END SOLUTION
-
-
-# %% tags=["check:shard_indices"]
-ex.shard_indices.check(shard_indices)
-
-# %% [markdown]
-# ### Exercise 5: what the all-reduce computes
-#
-# Simulate DDP in one process. Write `data_parallel_grads(model, loss_fn, X, y, world_size)`:
-# split `X` and `y` into `world_size` equal shards (`X.chunk(world_size)`; the number of rows is
-# a multiple of `world_size`). Each "rank" computes the gradients of its own shard's loss on its
-# own copy of the model. Return the **average** over ranks: a list with one gradient tensor per
-# parameter, in `model.parameters()` order. Leave the model you are given unchanged (no `.grad`
-# left on it).
-#
-# With a mean-reduced loss and equal shards, the result equals the gradient of the whole batch.
-# That equality is why DDP training matches single-process training.
-
-# %% tags=["answer:data_parallel_grads"]
-import copy  # noqa: E402
-
-
-def data_parallel_grads(model, loss_fn, X, y, world_size):
-    ### BEGIN SOLUTION
-    summed = None
-    for X_rank, y_rank in zip(X.chunk(world_size), y.chunk(world_size)):
-        replica = copy.deepcopy(model)
-        loss = loss_fn(replica(X_rank), y_rank)
-        grads = torch.autograd.grad(loss, list(replica.parameters()))
-        summed = list(grads) if summed is None else [s + g for s, g in zip(summed, grads)]
-    return [s / world_size for s in summed]
-    ### END SOLUTION
-
-
-# %% tags=["check:data_parallel_grads"]
-ex.data_parallel_grads.check(data_parallel_grads)
-
-# %% [markdown]
-# ### Why the training code goes into a script
-#
-# Each rank is a separate Python process. A new process cannot see anything defined in this
-# notebook: it starts a fresh interpreter, unpickles the function it should run, and looks for
-# it by name in its own `__main__` module, where the function does not exist. This is how
-# `mp.spawn`, Windows, macOS (and Linux from Python 3.14) start processes. Try it with the
-# standard library:
-
-# %% tags=["nbval-ignore-output"]
-import multiprocessing  # noqa: E402
-
-
-def hello(rank):
-    print("hello from rank", rank)
-
-
-process = multiprocessing.get_context("spawn").Process(target=hello, args=(0,))
-process.start()
-process.join()
+# **Graph breaks.** Dynamo cannot put everything in a graph. A `print`, a call into a library
+# it does not understand, or Python control flow that depends on a tensor's *values* (`if
+# x.sum() > 0:`) splits the function into several graphs, with plain Python in between.
+# `torch._dynamo.explain` reports them:
 
 # %%
-print("exit code:", process.exitcode)
+def branchy(x):
+    y = torch.sin(x)
+    if y.sum() > 0:                    # depends on the data: Dynamo cannot know the branch
+        return y + 1
+    return y - 1
+
+
+torch._dynamo.reset()
+explanation = torch._dynamo.explain(branchy)(torch.randn(8))
+print("graphs:", explanation.graph_count, "| graph breaks:", explanation.graph_break_count)
+print("why:", str(explanation.break_reasons[0].reason).splitlines()[0])
 
 # %% [markdown]
-# Exit code 1 means the child process failed. The child prints its own traceback, which shows
-# up under the cell in JupyterLab (in some setups only in the terminal that runs Jupyter). It
-# ends with
+# Each break costs a return to Python, and fewer, larger graphs leave the compiler more to fuse.
+# `torch.compile(fn, fullgraph=True)` turns a graph break into an error, which is how you find
+# them in your own model. `torch.where(y.sum() > 0, y + 1, y - 1)` computes the same thing without
+# a branch, in one graph.
 #
-# ```
-# AttributeError: Can't get attribute 'hello' on <module '__main__' (built-in)>
-# ```
-#
-# `torch.multiprocessing.spawn(hello, nprocs=2)` fails the same way and then raises
-# `ProcessExitedException: process 1 terminated with exit code 1`. We do not run it here
-# because it costs several seconds: each child imports PyTorch before it fails.
+# **Recompiles.** A compiled graph is guarded by what it assumed, such as the input's shape.
+# Call it with another shape and Dynamo compiles again.
 
 # %% [markdown]
-# Functions that workers import from a module or a script work. So the training code goes into
-# a script file, and `torchrun` starts one process per rank, each running that script. `torchrun`
-# sets the environment variables `RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR` and
-# `MASTER_PORT` that `init_process_group` reads. We write the script into a temporary folder,
-# together with the training data, so the ranks do not each have to load scikit-learn.
+# **Predict the output** (value): `scaled_relu` is compiled with `dynamic=False` and called with
+# inputs of 3, 4, 5, 6, 7 and 8 elements. How many graphs does the backend receive?
+
+# %% tags=["predict:static_recompiles"]
+quiz.static_recompiles(
+    ### BEGIN PREDICTION
+    6
+    ### END PREDICTION
+)
 
 # %%
-scratch = tempfile.TemporaryDirectory(prefix="lesson06_")  # deleted when the kernel stops
-workdir = scratch.name
-data_path = os.path.join(workdir, "digits_train.pt")
-torch.save({"X": X_train, "y": y_train}, data_path)
-print(f"{len(X_train)} training samples saved for the ranks")
+for dynamic in (False, None, True):
+    torch._dynamo.reset()                        # forget earlier compilations
+    compiled_graphs.clear()
+    fn = torch.compile(scaled_relu, backend=recording_backend, dynamic=dynamic)
+    for n in (3, 4, 5, 6, 7, 8):
+        fn(torch.randn(n))
+    print(f"dynamic={str(dynamic):5s} -> {len(compiled_graphs)} graph(s) compiled for the sizes 3 to 8")
 
 # %% [markdown]
-# The script, line by line:
+# - `dynamic=False`: one graph per shape. Fine for fixed shapes, ruinous when every batch has a
+#   different length (after 8 recompiles of one function Dynamo gives up and runs it eagerly).
+# - `dynamic=None` (the default): the first call compiles for its exact shape; when a shape
+#   changes, Dynamo recompiles **once** with that dimension symbolic, and later sizes reuse it.
+# - `dynamic=True`: symbolic from the start, one compilation (the generated code can be a
+#   little slower than a specialised one).
 #
-# - `torch.set_num_threads(1)`: two ranks on two cores. With the default thread count each rank
-#   would start one thread per core, and four busy threads on two cores slow everything down.
-# - `init_process_group("gloo")`: gloo runs on CPUs. NCCL is the backend for NVIDIA GPUs and
-#   needs one GPU per rank, so the script uses it only when there are enough GPUs.
-# - `DistributedSampler` + `sampler.set_epoch(epoch)`: different data per rank, a new shuffle
-#   each epoch.
-# - `DDP(model)`: broadcasts rank 0's weights to all ranks, then all-reduces the gradients during
-#   `backward`.
-# - Only rank 0 saves, then `barrier()` keeps the other ranks from exiting before the file exists.
-# - The script ends as every script should: `main()` returns and Python exits normally.
-
-# %% tags=["nbval-ignore-output"]
-# %%writefile {workdir}/ddp_train.py
-"""Data-parallel training of a digit classifier.
-
-Run with: torchrun --nproc_per_node=2 ddp_train.py --data DATA --out OUT
-"""
-import argparse
-import os
-
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn import functional as F
-from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
-
-GLOBAL_BATCH = 64    # samples per optimizer step, all ranks together
-NUM_EPOCHS = 3
-LR = 0.5
-
-
-def make_dataset(path):
-    data = torch.load(path)                      # weights_only=True: only tensors are allowed
-    return TensorDataset(data["X"], data["y"])
-
-
-def make_model():
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--data", required=True)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
-
-    torch.set_num_threads(1)                     # one thread per rank
-    world_size = int(os.environ["WORLD_SIZE"])
-    use_cuda = torch.cuda.device_count() >= world_size
-    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
-    rank = dist.get_rank()
-    device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}") if use_cuda else torch.device("cpu")
-
-    dataset = make_dataset(args.data)
-    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=0)
-    loader = DataLoader(dataset, batch_size=GLOBAL_BATCH // world_size, sampler=sampler)
-    model = DDP(make_model().to(device))
-    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
-    loss_fn = nn.CrossEntropyLoss()
-
-    for epoch in range(NUM_EPOCHS):
-        sampler.set_epoch(epoch)                 # a new shuffle each epoch, the same on every rank
-        totals = torch.zeros(2, device=device)   # this rank's summed loss and sample count
-        for X, y in loader:
-            X, y = X.to(device), y.to(device)
-            optimizer.zero_grad()
-            loss = loss_fn(model(X), y)
-            loss.backward()                      # DDP averages the gradients of all ranks here
-            optimizer.step()
-            totals[0] += loss.detach() * len(y)
-            totals[1] += len(y)
-        dist.all_reduce(totals)                  # sum over ranks (for the log line only)
-        if rank == 0:
-            print(f"epoch {epoch}: mean training loss {(totals[0] / totals[1]).item():.3f} "
-                  f"({len(sampler)} samples per rank)", flush=True)
-
-    if rank == 0:                                # one process writes the file
-        torch.save(model.module.state_dict(), args.out)   # .module: the model inside DDP
-    dist.barrier()                               # nobody exits before the file is written
-    dist.destroy_process_group()
-
-
-if __name__ == "__main__":
-    main()
-
-# %% [markdown]
-# Launch it. In a terminal you would type
-# `torchrun --standalone --nproc_per_node=2 ddp_train.py --data ... --out ...`: `--standalone`
-# means one machine, `--nproc_per_node=2` two ranks. From the notebook, the course's helper
-# `torchrun(script, *args)` runs that command with this notebook's Python (`torchrun` is
-# `python -m torch.distributed.run`) and returns the finished process. It adds one workaround,
-# kept out of the script you study: with PyTorch 2.13 on CPU, gloo's threads outlive
-# `destroy_process_group()` and Python's shutdown occasionally aborts a rank after all work is
-# done, so the helper ends each rank with `os._exit` once the script has returned (read
-# `course_utils/ddp_launch.py` for why that is not something to copy into your own scripts).
-# torchrun also prints a notice that it sets `OMP_NUM_THREADS=1` for each rank, which is what we
-# want. This takes several seconds: each rank starts Python, imports PyTorch and builds DDP.
-
-# %% tags=["nbval-ignore-output"]
-from course_utils.ddp_launch import torchrun  # noqa: E402
-
-out_path = os.path.join(workdir, "ddp_weights.pt")
-result = torchrun(os.path.join(workdir, "ddp_train.py"), "--data", data_path, "--out", out_path)
-print(result.stdout)
-if result.returncode != 0:
-    print(result.stderr)
-    raise RuntimeError(f"torchrun failed with exit code {result.returncode}")
-
-# %% [markdown]
-# Now check the claim. Train the same model in this one process, where each step uses
-# **both** ranks' half batches at once. The script's functions can be imported here because
-# they live in a file.
+# To mark one dimension as dynamic before the first call, without changing the whole function,
+# use `torch._dynamo.mark_dynamic(x, 0)`. To see *why* something recompiled, run with the
+# environment variable `TORCH_LOGS=recompiles` (or `torch._logging.set_logs(recompiles=True)`).
 
 # %%
-sys.path.insert(0, workdir)
-import ddp_train  # noqa: E402
-
-dataset = ddp_train.make_dataset(data_path)
-model = ddp_train.make_model()
-optimizer = torch.optim.SGD(model.parameters(), lr=ddp_train.LR)
-samplers = [DistributedSampler(dataset, num_replicas=2, rank=r, shuffle=True, seed=0)
-            for r in range(2)]
-loaders = [DataLoader(dataset, batch_size=ddp_train.GLOBAL_BATCH // 2, sampler=s) for s in samplers]
-for epoch in range(ddp_train.NUM_EPOCHS):
-    for s in samplers:
-        s.set_epoch(epoch)
-    for (X0, y0), (X1, y1) in zip(*loaders):
-        X, y = torch.cat([X0, X1]), torch.cat([y0, y1])   # rank 0's half + rank 1's half
-        optimizer.zero_grad()
-        loss_fn(model(X), y).backward()
-        optimizer.step()
-
-ddp_weights = torch.load(out_path)
-diff = max((ddp_weights[k] - v).abs().max().item() for k, v in model.state_dict().items())
-print("same parameter names:", list(ddp_weights) == list(model.state_dict()))
-print("largest weight difference below 1e-5:", diff < 1e-5)
-with torch.no_grad():
-    accuracy = (model(X_test).argmax(1) == y_test).float().mean().item()
-print(f"test accuracy after {ddp_train.NUM_EPOCHS} epochs: {accuracy:.0%}")
+torch._dynamo.reset()
+compiled_graphs.clear()
+fn = torch.compile(scaled_relu, backend=recording_backend)
+first = torch.randn(3)
+torch._dynamo.mark_dynamic(first, 0)             # dimension 0 will vary: compile it symbolically
+for x_n in (first, torch.randn(7), torch.randn(11)):
+    fn(x_n)
+print("graphs compiled with mark_dynamic:", len(compiled_graphs))
+torch._dynamo.reset()
 
 # %% [markdown]
-# Equal up to float32 rounding, but not bit-identical: the all-reduce adds the two ranks'
-# gradients in a different order than a single backward pass sums the batch. The exact size of
-# the difference depends on the machine:
-
-# %% tags=["nbval-ignore-output"]
-print(f"largest difference: {diff:.1e}")
-
-# %% [markdown]
-# ### From one machine to many
+# ### Where does the time go? The profiler
 #
-# The same script runs on several machines unchanged. Only the launch line changes: start it
-# once on every machine (*node*), all pointing at one *rendezvous endpoint* (any node's address
-# and a free port):
-#
-# ```bash
-# # on each of 2 machines with 4 GPUs each (8 ranks in total)
-# torchrun --nnodes=2 --nproc_per_node=4 --rdzv-backend=c10d \
-#          --rdzv-endpoint=node0.example.org:29500 --rdzv-id=digits-run-1 \
-#          ddp_train.py --data ... --out ...
-# ```
-#
-# `RANK` then runs over all 8 processes and `LOCAL_RANK` over the 4 on each machine. That is why
-# the script picks its GPU with `LOCAL_RANK` and saves only on global rank 0. Cluster schedulers
-# such as SLURM start one `torchrun` per node for you.
+# Before you reach for any of the tools in this lesson, measure where the time goes.
+# `torch.profiler.profile` records every operator (and, on a GPU, every kernel), and
+# `prof.key_averages().table(sort_by="cpu_time_total")` lists the most expensive ones. Lesson 07
+# (debugging) uses it on a training step; the
+# [profiler recipe](https://docs.pytorch.org/tutorials/recipes/recipes/profiler_recipe.html)
+# covers GPU kernels, memory and traces you can open in a browser.
 
 # %% [markdown]
 # ## Recap
 #
 # - Pick `device` once. `model.to(device)` moves in place, but `x = x.to(device)` needs the
-#   assignment. Use `.detach().cpu()` before NumPy or plotting.
-# - GPUs run asynchronously: synchronize before reading a clock. Read memory with
-#   `memory_allocated` / `max_memory_allocated`.
-# - `torch.autocast(device_type, dtype=torch.bfloat16)` computes matrix products in bfloat16
-#   and keeps float32 weights and losses; softmax and reductions follow the device's op list
-#   (float32 on CUDA, the input's dtype on the CPU): print the dtypes rather than assume them.
-#   float16 (CUDA's autocast default) needs `torch.amp.GradScaler`.
-#   `torch.cuda.amp.*` is deprecated. The speed-up needs large matrices and bf16 hardware, so
-#   measure it.
-# - Gradient checkpointing (`use_reentrant=False`) trades one extra forward pass for most of
-#   the activation memory. `torch.compile` costs seconds up front and pays off later.
-# - DDP: one process per rank, started by `torchrun` from a script (never from notebook
-#   functions). Use `DistributedSampler` with `set_epoch`, and save from rank 0. Averaged
-#   gradients make two half batches equal one whole batch.
+#   assignment (and returns `x` itself when nothing changes). Use `.detach().cpu()` before NumPy
+#   or plotting.
+# - GPUs run asynchronously: warm up, then synchronize before each clock reading, and report a
+#   median. Read memory with `memory_allocated` / `max_memory_allocated`.
+# - `torch.autocast(device_type, dtype=...)` goes around the forward pass and the loss only;
+#   `backward` and the optimizer step stay outside, and the weights stay float32. Matrix
+#   products run in low precision; softmax and reductions follow the device's op list (float32
+#   on CUDA, the input's dtype on the CPU): print the dtypes rather than assume them.
+# - bfloat16 (CPU, Ampere and newer GPUs) needs no scaler; float16 (CUDA's autocast default)
+#   needs `torch.amp.GradScaler`, and `unscale_` before anything reads the gradients, such as
+#   clipping. `torch.cuda.amp.*` is deprecated. Measure the speed-up: it needs large matrices.
+# - Activation checkpointing (`use_reentrant=False`) trades one extra forward pass for most of
+#   the activation memory; a checkpointed block runs twice, so blocks that change state in
+#   their forward (BatchNorm in training mode) are not checkpointed.
+# - `torch.compile` costs seconds up front. Graph breaks split the graph (`explain`,
+#   `fullgraph=True`); new shapes recompile (`dynamic=`, `mark_dynamic`, `TORCH_LOGS=recompiles`).
 #
-# Next: **12_capstone**, a digit classifier from data to exported model.
+# Next: **11_distributed**, training on several processes with DDP and `torchrun`.
 
 # %% [markdown]
 # ## Further reading
@@ -1039,25 +905,19 @@ print(f"largest difference: {diff:.1e}")
 #   execution, synchronising for timing, and the caching allocator behind the memory statistics.
 # - [`torch.utils.checkpoint`](https://docs.pytorch.org/docs/stable/checkpoint.html): activation
 #   checkpointing and its `use_reentrant` argument.
-# - [`torch.compiler` API
-#   reference](https://docs.pytorch.org/docs/stable/torch.compiler_api.html): `torch.compile` and
-#   its options, with a link to the overview of how it captures and compiles graphs.
-# - [Distributed data parallel](https://docs.pytorch.org/docs/stable/notes/ddp.html) (a note):
-#   how DDP buckets gradients and overlaps the all-reduce with `backward`;
-#   [`torchrun`](https://docs.pytorch.org/docs/stable/elastic/run.html): the launcher and the
-#   environment variables it sets;
-#   [`torch.distributed`](https://docs.pytorch.org/docs/stable/distributed.html): process groups
-#   and collectives.
+# - [`torch.compile` troubleshooting](https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html):
+#   graph breaks, guards and recompilations, `TORCH_LOGS`; [dynamic
+#   shapes](https://docs.pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html); the
+#   [`torch.compiler` API reference](https://docs.pytorch.org/docs/stable/torch.compiler_api.html).
+# - [Profiling your PyTorch module](https://docs.pytorch.org/tutorials/beginner/profiler.html):
+#   `torch.profiler` step by step.
 #
 # The best external material:
 #
-# - PyTorch tutorials, [Getting started with distributed data
-#   parallel](https://docs.pytorch.org/tutorials/intermediate/ddp_tutorial.html): DDP step by
-#   step, then with `torchrun`.
-# - S. Li et al., [*PyTorch Distributed: Experiences on Accelerating Data Parallel
-#   Training*](https://arxiv.org/abs/2006.15704), VLDB 2020: the design of DDP, by its authors.
 # - P. Micikevicius et al., [*Mixed Precision Training*](https://arxiv.org/abs/1710.03740): why
 #   loss scaling and float32 master weights are needed with float16.
-# - Sebastian Raschka, [*PyTorch in One
-#   Hour*](https://sebastianraschka.com/teaching/pytorch-1h/), its last sections: training on
-#   several GPUs with DDP from a script.
+# - Horace He, [*Making Deep Learning Go Brrrr From First
+#   Principles*](https://horace.io/brrr_intro.html): compute, memory bandwidth and overhead, the
+#   three things that make a model slow, and which tool helps with which.
+# - T. Chen et al., [*Training Deep Nets with Sublinear Memory
+#   Cost*](https://arxiv.org/abs/1604.06174): the idea behind activation checkpointing.

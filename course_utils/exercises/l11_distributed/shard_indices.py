@@ -17,8 +17,8 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON
 
 
-# --- reference: the solution notebook's answer, generated from solutions/10_gpu_amp_ddp.py
-from .._references.l10_gpu_amp_ddp import shard_indices
+# --- reference: the solution notebook's answer, generated from solutions/11_distributed.py
+from .._references.l11_distributed import shard_indices
 
 
 # --- cases

@@ -19,8 +19,8 @@ from ._kit import LESSON
 from ._kit import META
 
 
-# --- reference: the solution notebook's answer, generated from solutions/10_gpu_amp_ddp.py
-from .._references.l10_gpu_amp_ddp import to_device
+# --- reference: the solution notebook's answer, generated from solutions/10_performance.py
+from .._references.l10_performance import to_device
 
 
 # --- cases

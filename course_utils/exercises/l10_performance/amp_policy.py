@@ -1,0 +1,105 @@
+"""amp_policy: the autocast dtype and whether a GradScaler is needed, per device.
+
+Subtle: the CPU's answer does not depend on bf16 hardware (bfloat16 is correct everywhere, only
+slower without it); CUDA's default autocast dtype (float16) is wrong where bfloat16 is
+supported; float16 needs the scaler and bfloat16 does not; an unknown device raises.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+
+from ._kit import LESSON
+
+
+# --- reference: the solution notebook's answer, generated from solutions/10_performance.py
+from .._references.l10_performance import amp_policy
+
+
+# --- cases
+_ALL = [Case((device, flag), label=f"{device}, bf16_supported={flag}", show_inputs=True)
+        for device in ("cpu", "cuda") for flag in (True, False)]
+
+
+def _cases(r: Rand) -> Case:
+    return Case((r.choice(["cpu", "cuda"]), r.choice([True, False])))
+
+
+# --- run and probes
+def _run(answer, case: Case):
+    got = answer(*case.args)
+    if not isinstance(got, tuple) or len(got) != 2:
+        raise Incorrect("not_a_pair", got=type(got).__name__)
+    dtype, scaler = got
+    if not isinstance(dtype, torch.dtype):
+        raise Incorrect("not_a_dtype", got=repr(dtype))
+    return dtype, bool(scaler)
+
+
+def _probe_unknown_device(answer, r: Rand) -> None:
+    device = r.choice(["tpu", "xla", "meta"])
+    try:
+        answer(device, r.choice([True, False]))
+    except ValueError:
+        return
+    except Exception as exc:  # noqa: BLE001 - any other error is the wrong kind
+        raise Incorrect("unknown_device", device=device, what=type(exc).__name__) from None
+    raise Incorrect("unknown_device", device=device, what="no error")
+
+
+# --- wrong answers
+def _policy(device_type, bf16_supported, *, cpu_follows_flag=False, default_cuda=False, bf16_scaler=False,
+            fp16_scaler=True, unknown_ok=False):
+    if device_type == "cpu":
+        if cpu_follows_flag and not bf16_supported:
+            return torch.float16, fp16_scaler
+        return torch.bfloat16, bf16_scaler
+    if device_type == "cuda":
+        if bf16_supported and not default_cuda:
+            return torch.bfloat16, bf16_scaler
+        return torch.float16, fp16_scaler
+    if unknown_ok:
+        return torch.bfloat16, False
+    raise ValueError(device_type)
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="amp_policy", title="Choose the autocast dtype and the scaler per device",
+    reference=amp_policy,
+    cases=_cases,
+    edge_cases=_ALL,
+    n_random=4,
+    run=_run,
+    probes=[_probe_unknown_device],
+    mistakes=[
+        Mistake("cuda_default_dtype", "On a GPU that supports bfloat16 you chose float16 (autocast's CUDA default, "
+                "`torch.get_autocast_dtype('cuda')`: a starting point, not a choice). float16's tiny range makes "
+                "gradients underflow unless a scaler rescues them; bfloat16 has float32's range and needs no scaler.",
+                lambda d, f: _policy(d, f, default_cuda=True)),
+        Mistake("cpu_float16", "On a CPU without bf16 instructions you chose float16. bfloat16 may be slower there, "
+                "but float16 brings the underflow problem and a scaler with it: on the CPU, bfloat16 (autocast's "
+                "CPU default) is the choice whatever the hardware flag says; measure whether it is faster.",
+                lambda d, f: _policy(d, f, cpu_follows_flag=True)),
+        Mistake("scaler_with_bf16", "You asked for a GradScaler with bfloat16. bfloat16 has float32's exponent "
+                "range, so gradients do not underflow, and a scaler only adds work.",
+                lambda d, f: _policy(d, f, bf16_scaler=True)),
+        Mistake("float16_without_scaler", "You chose float16 without a GradScaler: small float16 gradients "
+                "underflow to zero and those weights stop learning. float16 training needs the scaler.",
+                lambda d, f: _policy(d, f, fp16_scaler=False)),
+        Mistake("unknown_device", "For device type {device!r} your function returned ({what}); a device this "
+                "policy knows nothing about should raise a `ValueError`, not get a guess.",
+                lambda d, f: _policy(d, f, unknown_ok=True), match_output=False),
+        Mistake("not_a_pair", "Return a pair `(dtype, use_scaler)`, not a {got}.",
+                lambda d, f: amp_policy(d, f)[0], match_output=False),
+        Mistake("not_a_dtype", "The first item must be a `torch.dtype` such as `torch.bfloat16`, not {got}.",
+                lambda d, f: (str(amp_policy(d, f)[0]), amp_policy(d, f)[1]), match_output=False),
+    ],
+    hints=[
+        "Which failure is worse: slower steps, or gradients that silently become zero? Let that decide first.",
+        "bfloat16 keeps float32's range (no scaler), float16 keeps more digits but a tiny range (needs a scaler). "
+        "Only one of the two devices has hardware where bfloat16 is missing AND float16 is fast.",
+    ],
+))

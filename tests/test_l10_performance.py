@@ -1,0 +1,1125 @@
+"""Lesson 10 (performance on one device), every test of its own in one file: the device helpers,
+the claims the lesson makes (bf16 loss within bf16 tolerance of fp32, checkpointing saves memory
+and keeps gradients), correct answers written differently from the reference, the behavioural
+diagnoses the generic tests cannot see; then the adversarial review, the red team (wrong answers,
+valid unusual answers, cheats) and the oracles (issue 11).
+The contract tests shared by every exercise are in tests/test_exercises.py."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import functools
+import math
+import statistics
+import time
+from time import perf_counter
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential  # noqa: E402
+
+from course_utils import grading  # noqa: E402
+from course_utils.lesson_props import l10_devices as devices  # noqa: E402
+from course_utils.exercises.l10_performance import amp_policy as M_AP  # noqa: E402
+from course_utils.exercises.l10_performance import amp_train_step as M_AMP  # noqa: E402
+from course_utils.exercises.l10_performance import median_time as M_MT  # noqa: E402
+from course_utils.exercises.l10_performance import checkpointed_forward as M_CF  # noqa: E402
+from course_utils.exercises.l10_performance import to_device as M_TD  # noqa: E402
+
+from course_utils.grading import Rand  # noqa: E402
+from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
+from lesson_kit import Tables, fixed_and_random_cases  # noqa: E402
+
+LESSON = "10_performance"
+
+
+def check(name, answer, seed=7, n_random=None):
+    return grading.check(f"{LESSON}.{name}", answer, seed=seed, n_random=n_random)
+
+
+# --------------------------------------------------------------------------- devices
+def test_pick_device_follows_availability(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert devices.pick_device() == torch.device("cpu")
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert devices.pick_device() == torch.device("mps")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert devices.pick_device() == torch.device("cuda")
+
+
+def test_requires_gpu_skips_with_a_message_and_runs_with_a_gpu(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert devices.requires_gpu("memory statistics") is False
+    out = capsys.readouterr().out
+    assert "[GPU only] skipped" in out and "memory statistics" in out and "CUDA" in out
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert devices.requires_gpu("memory statistics") is True
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError):
+        devices.gpu_available("tpu")
+
+
+def test_time_per_call_warms_up_and_takes_the_median():
+    calls = []
+    seconds = devices.time_per_call(lambda: calls.append(1), "cpu", repeats=4, warmup=3)
+    assert len(calls) == 7
+    assert 0 <= seconds < 0.1
+
+
+
+def test_checkpointing_saves_memory_and_keeps_gradients():
+    blocks, x = M_CF._fixed_case(False).args
+    plain_bytes, out_plain = M_CF._saved_bytes(lambda: M_CF._plain_forward(blocks, x))
+    ckpt_bytes, out_ckpt = M_CF._saved_bytes(lambda: M_CF.checkpointed_forward(blocks, x))
+    assert ckpt_bytes < plain_bytes / 2
+    assert torch.equal(out_plain, out_ckpt)
+    g_plain = torch.autograd.grad(out_plain.sum(), list(blocks.parameters()))
+    g_ckpt = torch.autograd.grad(out_ckpt.sum(), list(blocks.parameters()))
+    for a, b in zip(g_plain, g_ckpt):
+        torch.testing.assert_close(a, b)
+
+
+# --------------------------------------------------------------------------- other correct answers pass
+def test_to_device_variants_pass():
+    def with_non_blocking(batch, device):
+        if torch.is_tensor(batch):
+            return batch.to(device, non_blocking=True)
+        if isinstance(batch, dict):
+            return {k: with_non_blocking(v, device) for k, v in batch.items()}
+        if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # the text: a namedtuple stays one
+            return type(batch)(*(with_non_blocking(v, device) for v in batch))
+        if isinstance(batch, tuple):
+            return tuple(with_non_blocking(v, device) for v in batch)
+        if isinstance(batch, list):
+            return [with_non_blocking(v, device) for v in batch]
+        return batch
+
+    assert check("to_device", with_non_blocking, n_random=30).passed
+
+
+def _updates_stats(block):
+    """A block whose forward changes its buffers: a BatchNorm in training mode."""
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training for m in block.modules())
+
+
+def test_checkpoint_variants_pass():
+    def with_rng_preservation_off(blocks, x):
+        for block in blocks:
+            x = block(x) if _updates_stats(block) else checkpoint(block, x, use_reentrant=False,
+                                                                   preserve_rng_state=False)
+        return x
+
+    def by_index(blocks, x):
+        for i in range(len(blocks)):
+            has_buffers = any(True for _ in blocks[i].buffers())
+            if has_buffers and blocks[i].training:
+                x = blocks[i](x)
+            else:
+                x = checkpoint(blocks[i].forward, x, use_reentrant=False)
+        return x
+
+    assert check("checkpointed_forward", with_rng_preservation_off).passed
+    assert check("checkpointed_forward", by_index).passed
+
+
+def test_checkpoint_sequential_leaves_the_last_block_unchecked():
+    # checkpoint_sequential runs its last segment normally, so the last block is not checkpointed,
+    # which the exercise ("checkpoints each block") does not allow
+    def sequential(blocks, x):
+        return checkpoint_sequential(list(blocks), len(blocks), x, use_reentrant=False)
+
+    res = check("checkpointed_forward", sequential)
+    assert res.status == "incorrect" and res.mistake == "not_checkpointed", res.text()
+
+
+def test_checkpointing_only_the_first_block_fails():
+    def first_only(blocks, x):
+        x = checkpoint(blocks[0], x, use_reentrant=False)
+        for block in list(blocks)[1:]:
+            x = block(x)
+        return x
+
+    res = check("checkpointed_forward", first_only)
+    assert res.status == "incorrect" and res.mistake == "not_checkpointed", res.text()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_mixed_precision_step_loss_is_within_low_precision_tolerance_of_fp32(seed):
+    case = M_AMP._cases(Rand(seed))
+    model, X, y = case.args
+    model32 = copy.deepcopy(model)
+    dtype = torch.float16 if case.kwargs["fp16"] else torch.bfloat16
+    scaler = torch.amp.GradScaler("cpu") if case.kwargs["fp16"] else None
+    loss16 = M_AMP.amp_train_step(model, X, y, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1),
+                                  dtype, scaler=scaler, max_norm=0.5)
+    loss32 = nn.functional.cross_entropy(model32(X), y).item()
+    assert math.isclose(loss16, loss32, rel_tol=3e-2, abs_tol=1e-2)
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+
+
+def test_amp_policy_dtypes_train_on_the_cpu():
+    """The policy's CPU answer really runs: autocast in that dtype, with a scaler where it says so."""
+    dtype, use_scaler = M_AP.amp_policy("cpu", False)
+    model = nn.Linear(4, 2)
+    with torch.autocast("cpu", dtype=dtype):
+        out = model(torch.randn(3, 4))
+    assert out.dtype == dtype and not use_scaler
+    assert M_AP.amp_policy("cuda", False) == (torch.float16, True)
+    with pytest.raises(ValueError):
+        M_AP.amp_policy("mps", True)
+
+
+def test_amp_check_restores_the_autocast_default_dtype():
+    before = torch.get_autocast_dtype("cpu")
+    check("amp_train_step", M_AMP.amp_train_step)
+    check("amp_train_step", lambda *a, **k: 1 / 0)
+    assert torch.get_autocast_dtype("cpu") == before
+
+
+def test_median_time_check_restores_the_clocks():
+    before = (time.perf_counter, time.monotonic, time.time, time.perf_counter_ns)
+    check("median_time", M_MT.median_time)
+    check("median_time", lambda *a, **k: 1 / 0)
+    assert (time.perf_counter, time.monotonic, time.time, time.perf_counter_ns) == before
+    assert abs(time.time() - __import__("datetime").datetime.now().timestamp()) < 5
+
+
+def test_grader_threads_are_restored():
+    before = torch.get_num_threads()
+    check("amp_train_step", M_AMP.amp_train_step)
+    check("amp_train_step", lambda *a: 1 / 0)
+    assert torch.get_num_threads() == before
+
+
+# --------------------------------------------------------------------------- the instructor's sandbox
+def test_the_lesson_imports_in_the_staged_course_without_its_references(tmp_path):
+    # graded notebooks run against a staged copy of the course with every reference cut out
+    # (calling one raises): the lesson's exercise files must not call a reference at import time
+    import os
+    import subprocess
+    import sys
+
+    from course_utils.instructor import sandbox
+
+    sandbox.stage_course(tmp_path)
+    code = ("import course_utils; from course_utils.grading import registry; "
+            "print(course_utils.__file__); print(len(registry.load_lesson('10_performance')))")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    where, count = r.stdout.split()
+    assert where.startswith(str(tmp_path)) and count == "5"
+
+
+# ########################################################################### adversarial review
+# Each test feeds the grader an answer that violates the exercise text and asserts it is rejected
+# (naming the mistake where a name fits), or a correct answer written differently from the
+# reference and asserts it is accepted.
+# =========================================================================== 10 to_device
+D = "10_performance."
+
+
+def test_to_device_that_rebuilds_structure_only_for_meta_is_rejected():
+    # special-cases the grader's `meta` device; on any other device tuples come back as lists
+    def sneaky(batch, device):
+        if torch.device(device).type == "meta":
+            return M_TD.to_device(batch, device)
+        if isinstance(batch, torch.Tensor):
+            return batch.to(device)
+        if isinstance(batch, dict):
+            return {k: sneaky(v, device) for k, v in batch.items()}
+        if isinstance(batch, (list, tuple)):
+            return [sneaky(v, device) for v in batch]
+        return batch
+
+    rejected(D + "to_device", sneaky, "changed_container_type")
+
+
+def test_to_device_that_turns_numbers_into_tensors_is_rejected():
+    def as_tensor(batch, device):
+        if isinstance(batch, dict):
+            return {k: as_tensor(v, device) for k, v in batch.items()}
+        if isinstance(batch, (list, tuple)):
+            return type(batch)(as_tensor(v, device) for v in batch)
+        if isinstance(batch, str):
+            return batch
+        return torch.as_tensor(batch).to(device)
+
+    rejected(D + "to_device", as_tensor, "changed_non_tensor")
+
+
+def test_to_device_that_assigns_into_nested_dicts_is_rejected():
+    def dict_in_place(batch, device):
+        if isinstance(batch, torch.Tensor):
+            return batch.to(device)
+        if isinstance(batch, dict):
+            for k in batch:
+                batch[k] = dict_in_place(batch[k], device)
+            return batch
+        if isinstance(batch, (list, tuple)):
+            return type(batch)(dict_in_place(v, device) for v in batch)
+        return batch
+
+    rejected(D + "to_device", dict_in_place, "mutated_batch")
+
+
+def test_to_device_moving_only_float_tensors_is_rejected():
+    def floats_only(batch, device):
+        if isinstance(batch, torch.Tensor):
+            return batch.to(device) if batch.is_floating_point() else batch
+        if isinstance(batch, dict):
+            return {k: floats_only(v, device) for k, v in batch.items()}
+        if isinstance(batch, (list, tuple)):
+            return type(batch)(floats_only(v, device) for v in batch)
+        return batch
+
+    rejected(D + "to_device", floats_only, "not_moved")
+
+
+def test_to_device_alternative_with_explicit_branches_passes():
+    def explicit(batch, device):
+        if torch.is_tensor(batch):
+            return batch.to(device=device, copy=False)
+        if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # the text: a namedtuple stays one
+            return batch._make(explicit(b, device) for b in batch)
+        if isinstance(batch, tuple):
+            return tuple(map(lambda b: explicit(b, device), batch))
+        if isinstance(batch, list):
+            return [explicit(b, device) for b in batch]
+        if isinstance(batch, dict):
+            return dict((k, explicit(v, device)) for k, v in batch.items())
+        return batch
+
+    accepted(D + "to_device", explicit, n_random=30)
+
+
+# =========================================================================== 10 checkpointed_forward
+def _one_segment(blocks, x):
+    def run_all(x):
+        for block in blocks:
+            x = block(x)
+        return x
+    return checkpoint(run_all, x, use_reentrant=False)
+
+
+def _pairs(blocks, x):
+    blocks = list(blocks)
+    for i in range(0, len(blocks), 2):
+        x = checkpoint(nn.Sequential(*blocks[i:i + 2]), x, use_reentrant=False)
+    return x
+
+
+def _save_on_cpu(blocks, x):
+    with torch.autograd.graph.save_on_cpu():  # offloads activations: no recomputation at all
+        for block in blocks:
+            x = block(x)
+    return x
+
+
+def _every_other(blocks, x):
+    for i, block in enumerate(blocks):
+        x = checkpoint(block, x, use_reentrant=False) if i % 2 == 0 else block(x)
+    return x
+
+
+def _reentrant_with_grad_trick(blocks, x):
+    if not x.requires_grad:
+        x = x.detach().requires_grad_()  # the old workaround for reentrant checkpointing
+    for block in blocks:
+        x = checkpoint(block, x, use_reentrant=True)
+    return x
+
+
+@pytest.mark.parametrize("answer,mistake", [
+    (_one_segment, "coarse_checkpoint"),
+    (_pairs, "coarse_checkpoint"),
+    (_save_on_cpu, "not_checkpointed"),
+    (_every_other, "not_checkpointed"),
+    (lambda blocks, x: checkpoint_sequential(list(blocks), 2, x, use_reentrant=False), "not_checkpointed"),
+    (_reentrant_with_grad_trick, "reentrant_checkpoint"),
+])
+def test_checkpointing_other_than_every_block_on_its_own_is_rejected(answer, mistake):
+    rejected(D + "checkpointed_forward", answer, mistake)
+
+
+def test_checkpoint_with_partial_and_block_forward_passes():
+    ckpt = functools.partial(checkpoint, use_reentrant=False)
+
+    def with_partial(blocks, x):
+        for block in blocks:
+            x = block.forward(x) if _updates_stats(block) else ckpt(block.forward, x)
+        return x
+
+    accepted(D + "checkpointed_forward", with_partial)
+
+
+# ########################################################################### red team (issue 11)
+# For every exercise: at least five wrong answers a learner would plausibly write (real learner
+# code, not mutants of the reference), three valid but unusual answers, and two cheats (answers
+# that special-case what the grader shows, or objects that lie to duck-typed checks). Every
+# verdict must hold for several seeds (``rejected``/``accepted`` try each of them). Grouped per
+# exercise in ``WRONG[exercise] = [(answer, mistake or None)]``, ``VALID`` and ``CHEATS``.
+_tables = Tables()  # tests/lesson_kit.py
+WRONG, VALID, CHEATS = _tables.WRONG, _tables.VALID, _tables.CHEATS
+wrong, valid, cheat = _tables.wrong, _tables.valid, _tables.cheat
+
+
+# =========================================================================== 10 to_device
+TD = "10_performance.to_device"
+
+
+@wrong(TD, "namedtuple_from_generator")
+def td_generator_for_every_tuple(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: td_generator_for_every_tuple(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(td_generator_for_every_tuple(v, device) for v in batch)
+    return batch
+
+
+@wrong(TD, "changed_dtype")
+def td_floats_to_float32(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device).float() if batch.is_floating_point() else batch.to(device)
+    if isinstance(batch, dict):
+        return {k: td_floats_to_float32(v, device) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(td_floats_to_float32(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(td_floats_to_float32(v, device) for v in batch)
+    return batch
+
+
+@wrong(TD)
+def td_namedtuple_as_plain_tuple(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: td_namedtuple_as_plain_tuple(v, device) for k, v in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(td_namedtuple_as_plain_tuple(v, device) for v in batch)
+    if isinstance(batch, list):
+        return [td_namedtuple_as_plain_tuple(v, device) for v in batch]
+    return batch
+
+
+@wrong(TD)
+def td_non_blocking_pin(batch, device):
+    """Calls .pin_memory() first ("faster"): fails on tensors that cannot be pinned, changes nothing else."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, copy=True).detach().requires_grad_(batch.is_floating_point())
+    if isinstance(batch, dict):
+        return {k: td_non_blocking_pin(v, device) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(td_non_blocking_pin(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(td_non_blocking_pin(v, device) for v in batch)
+    return batch
+
+
+@wrong(TD)
+def td_dict_values_only_tensors(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: td_dict_values_only_tensors(v, device) for k, v in batch.items() if not isinstance(v, (str, int))}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(td_dict_values_only_tensors(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(td_dict_values_only_tensors(v, device) for v in batch)
+    return batch
+
+
+@wrong(TD)
+def td_strings_to_tensors(batch, device):
+    if isinstance(batch, (int, float)) and not isinstance(batch, bool):
+        return torch.tensor(batch, device=device)
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: td_strings_to_tensors(v, device) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(td_strings_to_tensors(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(td_strings_to_tensors(v, device) for v in batch)
+    return batch
+
+
+@valid(TD)
+def td_pytree(batch, device):
+    from torch.utils._pytree import tree_map
+    return tree_map(lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, batch)
+
+
+@valid(TD)
+def td_namedtuple_make(batch, device):
+    if torch.is_tensor(batch):
+        return batch.to(device=device)
+    if isinstance(batch, collections.abc.Mapping):
+        return type(batch)({k: td_namedtuple_make(v, device) for k, v in batch.items()})
+    if isinstance(batch, tuple) and hasattr(batch, "_make"):
+        return batch._make(td_namedtuple_make(v, device) for v in batch)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)([td_namedtuple_make(v, device) for v in batch])
+    return batch
+
+
+@valid(TD)
+def td_apply_to_collection_style(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        out = {}
+        for key in batch:
+            out[key] = td_apply_to_collection_style(batch[key], device)
+        return out
+    if isinstance(batch, tuple):
+        items = [td_apply_to_collection_style(v, device) for v in batch]
+        return type(batch)(*items) if hasattr(batch, "_fields") else tuple(items)
+    if isinstance(batch, list):
+        return list(map(lambda v: td_apply_to_collection_style(v, device), batch))
+    return batch
+
+
+@cheat(TD)
+def td_only_top_level(batch, device):
+    """Moves the outer container's direct tensors and the shown (X, y) shape only."""
+    if isinstance(batch, tuple) and len(batch) == 2 and all(isinstance(v, torch.Tensor) for v in batch):
+        return tuple(v.to(device) for v in batch)
+    return batch
+
+
+@cheat(TD)
+def td_lying_tensor_device(batch, device):
+    """Leaves tensors where they are but reports the device asked for."""
+    from torch.utils._pytree import tree_map
+
+    class Claims(torch.Tensor):
+        @property
+        def device(self):
+            return torch.device(device)
+
+    return tree_map(lambda v: v.as_subclass(Claims) if isinstance(v, torch.Tensor) else v, batch)
+
+
+# =========================================================================== 10 median_time
+MT = "10_performance.median_time"
+
+
+def _mt(fn, synchronize, warmup=2, repeats=5, *, sync_before=True, sync_after=True, warm=True, pick="median",
+        clock=None):
+    for _ in range(warmup if warm else 0):
+        fn()
+    times = []
+    for _ in range(repeats):
+        if sync_before:
+            synchronize()
+        start = (clock or time.perf_counter)()
+        fn()
+        if sync_after:
+            synchronize()
+        times.append((clock or time.perf_counter)() - start)
+    if pick == "mean":
+        return sum(times) / len(times)
+    if pick == "lower":
+        return sorted(times)[(len(times) - 1) // 2]
+    return statistics.median(times)
+
+
+@wrong(MT, "clock_not_synchronized")
+def mt_no_sync(fn, synchronize, warmup=2, repeats=5):
+    return _mt(fn, synchronize, warmup, repeats, sync_before=False, sync_after=False)
+
+
+@wrong(MT, "clock_not_synchronized")
+def mt_sync_after_only(fn, synchronize, warmup=2, repeats=5):
+    """Synchronizes after each call, but the first reading still sees the warm-up's queued work."""
+    return _mt(fn, synchronize, warmup, repeats, sync_before=False)
+
+
+@wrong(MT, "no_warmup")
+def mt_no_warmup(fn, synchronize, warmup=2, repeats=5):
+    return _mt(fn, synchronize, warmup, repeats, warm=False)
+
+
+@wrong(MT, "mean_not_median")
+def mt_mean(fn, synchronize, warmup=2, repeats=5):
+    return _mt(fn, synchronize, warmup, repeats, pick="mean")
+
+
+@wrong(MT)
+def mt_warmup_timed_too(fn, synchronize, warmup=2, repeats=5):
+    times = []
+    for _ in range(warmup + repeats):
+        synchronize()
+        start = time.perf_counter()
+        fn()
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+@wrong(MT, "total_time")
+def mt_total(fn, synchronize, warmup=2, repeats=5):
+    for _ in range(warmup):
+        fn()
+    synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    synchronize()
+    return time.perf_counter() - start
+
+
+@valid(MT)
+def mt_sync_once_after_warmup(fn, synchronize, warmup=2, repeats=5):
+    """One synchronize after the warm-up, then one after each call: every reading is still honest."""
+    for _ in range(warmup):
+        fn()
+    synchronize()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return float(torch.tensor(times, dtype=torch.float64).median())
+
+
+@valid(MT)
+def mt_timeit_clock(fn, synchronize, warmup=2, repeats=5):
+    import timeit
+    return _mt(fn, synchronize, warmup, repeats, clock=timeit.default_timer)
+
+
+@valid(MT)
+def mt_imported_clock(fn, synchronize, warmup=2, repeats=5):
+    """`from time import perf_counter`: a name bound before the check replaces the clock."""
+    return _mt(fn, synchronize, warmup, repeats, clock=lambda: perf_counter())
+
+
+@valid(MT)
+def mt_ns_clock(fn, synchronize, warmup=2, repeats=5):
+    for _ in range(warmup):
+        fn()
+    durations = []
+    for _ in range(repeats):
+        synchronize()
+        t0 = time.perf_counter_ns()
+        fn()
+        synchronize()
+        durations.append((time.perf_counter_ns() - t0) / 1e9)
+    return statistics.median(durations)
+
+
+@cheat(MT)
+def mt_guesses(fn, synchronize, warmup=2, repeats=5):
+    """Calls fn the right number of times, honestly synchronized, and returns a typical number."""
+    _mt(fn, synchronize, warmup, repeats)
+    return 0.005
+
+
+@cheat(MT)
+def mt_own_clock(fn, synchronize, warmup=2, repeats=5):
+    """Reads a clock the check cannot see (the thread's CPU time), which misses the device's work."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        synchronize()
+        start = time.thread_time()
+        fn()
+        synchronize()
+        times.append(time.thread_time() - start)
+    return statistics.median(times)
+
+
+# =========================================================================== 10 amp_policy
+AP = "10_performance.amp_policy"
+
+
+@wrong(AP, "cuda_default_dtype")
+def ap_default_dtype(device_type, bf16_supported):
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    dtype = torch.get_autocast_dtype(device_type)
+    return dtype, dtype == torch.float16
+
+
+@wrong(AP, "cpu_float16")
+def ap_follows_flag_everywhere(device_type, bf16_supported):
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    return (torch.bfloat16, False) if bf16_supported else (torch.float16, True)
+
+
+@wrong(AP, "scaler_with_bf16")
+def ap_always_scaler(device_type, bf16_supported):
+    if device_type == "cpu":
+        return torch.bfloat16, True
+    if device_type == "cuda":
+        return (torch.bfloat16 if bf16_supported else torch.float16), True
+    raise ValueError(device_type)
+
+
+@wrong(AP, "float16_without_scaler")
+def ap_never_scaler(device_type, bf16_supported):
+    if device_type == "cpu":
+        return torch.bfloat16, False
+    if device_type == "cuda":
+        return (torch.bfloat16 if bf16_supported else torch.float16), False
+    raise ValueError(device_type)
+
+
+@wrong(AP, "unknown_device")
+def ap_guesses_unknown(device_type, bf16_supported):
+    if device_type == "cuda" and not bf16_supported:
+        return torch.float16, True
+    return torch.bfloat16, False
+
+
+@wrong(AP)
+def ap_float16_everywhere_on_gpu(device_type, bf16_supported):
+    if device_type == "cpu":
+        return torch.bfloat16, False
+    if device_type == "cuda":
+        return torch.float16, True
+    raise ValueError(device_type)
+
+
+@valid(AP)
+def ap_table(device_type, bf16_supported):
+    table = {("cpu", True): (torch.bfloat16, False), ("cpu", False): (torch.bfloat16, False),
+             ("cuda", True): (torch.bfloat16, False), ("cuda", False): (torch.float16, True)}
+    try:
+        return table[(device_type, bool(bf16_supported))]
+    except KeyError:
+        raise ValueError(f"unknown device {device_type}") from None
+
+
+@valid(AP)
+def ap_match(device_type, bf16_supported):
+    match device_type:
+        case "cuda" if not bf16_supported:
+            dtype = torch.float16
+        case "cpu" | "cuda":
+            dtype = torch.bfloat16
+        case _:
+            raise ValueError(device_type)
+    return dtype, dtype is torch.float16
+
+
+@valid(AP)
+def ap_numpy_bool_scaler(device_type, bf16_supported):
+    if device_type not in {"cpu", "cuda"}:
+        raise ValueError("cpu or cuda only")
+    use_fp16 = device_type == "cuda" and not bf16_supported
+    return (torch.float16 if use_fp16 else torch.bfloat16), np.bool_(use_fp16)
+
+
+@cheat(AP)
+def ap_string_dtype(device_type, bf16_supported):
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    fp16 = device_type == "cuda" and not bf16_supported
+    return ("torch.float16" if fp16 else "torch.bfloat16"), fp16
+
+
+@cheat(AP)
+def ap_lying_pair(device_type, bf16_supported):
+    class Anything(tuple):
+        def __eq__(self, other):
+            return True
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    return Anything((torch.float32, None))
+
+
+# =========================================================================== 10 amp_train_step
+AMP = "10_performance.amp_train_step"
+
+
+def _amp(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0, *, device_type=None, zero=True,
+         inside_backward=False, unscale=True, clip=True, through_scaler=True, fixed_dtype=None):
+    if zero:
+        optimizer.zero_grad()
+    with torch.autocast(device_type=device_type or X.device.type, dtype=fixed_dtype or dtype):
+        loss = loss_fn(model(X), y)
+        if inside_backward:
+            (scaler.scale(loss) if scaler is not None else loss).backward()
+    if not inside_backward:
+        (scaler.scale(loss) if scaler is not None else loss).backward()
+    if scaler is not None and unscale:
+        scaler.unscale_(optimizer)
+    if clip:
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if scaler is not None and through_scaler:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    return loss.item()
+
+
+@wrong(AMP, "hard_coded_device")
+def amp_cpu_hard_coded(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, device_type="cpu")
+
+
+@wrong(AMP, "forgot_zero_grad")
+def amp_no_zero_grad(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, zero=False)
+
+
+@wrong(AMP, "cast_model")
+def amp_model_to_dtype(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    model.to(dtype)
+    optimizer.zero_grad()
+    loss = loss_fn(model(X.to(dtype)), y)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item()
+
+
+@wrong(AMP, "ignored_dtype")
+def amp_always_bfloat16(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, fixed_dtype=torch.bfloat16)
+
+
+@wrong(AMP, "clipped_scaled_gradients")
+def amp_clip_before_unscale(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, unscale=False)
+
+
+@wrong(AMP, "no_clipping")
+def amp_no_clip(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, clip=False)
+
+
+@wrong(AMP, "optimizer_step_past_scaler")
+def amp_optimizer_step_with_scaler(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, through_scaler=False)
+
+
+@wrong(AMP, "scaler_ignored")
+def amp_ignores_scaler(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    return _amp(model, X, y, loss_fn, optimizer, dtype, None, max_norm)
+
+
+@wrong(AMP, "no_autocast")
+def amp_no_autocast(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    optimizer.zero_grad()
+    loss = loss_fn(model(X), y)
+    (scaler.scale(loss) if scaler is not None else loss).backward()
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    return loss.item()
+
+
+@wrong(AMP, "loss_outside_autocast")
+def amp_loss_outside(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    optimizer.zero_grad()
+    with torch.autocast(X.device.type, dtype=dtype):
+        logits = model(X)
+    loss = loss_fn(logits, y)
+    (scaler.scale(loss) if scaler is not None else loss).backward()
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    return loss.item()
+
+
+@valid(AMP)
+def amp_backward_inside(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    """backward inside the autocast block: discouraged, but the same step."""
+    return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, inside_backward=True)
+
+
+@valid(AMP)
+def amp_scaler_disabled_when_absent(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    """A disabled GradScaler stands in when none is given: its methods pass through."""
+    scaler = scaler if scaler is not None else torch.amp.GradScaler(X.device.type, enabled=False)
+    model.zero_grad(set_to_none=True)
+    with torch.amp.autocast(X.device.type, dtype=dtype, enabled=True):
+        loss = loss_fn(model(X), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(list(model.parameters()), max_norm=max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return float(loss)
+
+
+@valid(AMP)
+def amp_clip_by_hand(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    """Clipping written out; the device taken from the model's parameters."""
+    device_type = next(model.parameters()).device.type
+    optimizer.zero_grad()
+    with torch.autocast(device_type, dtype):
+        out = model(X)
+        loss = loss_fn(out, y)
+    if scaler is None:
+        loss.backward()
+    else:
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    factor = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(factor)
+    if scaler is None:
+        optimizer.step()
+    else:
+        scaler.step(optimizer)
+        scaler.update()
+    return loss.detach().item()
+
+
+@cheat(AMP)
+def amp_fakes_the_dtype(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    """A float32 step whose input is rounded through the low-precision dtype (looks like its numbers)."""
+    optimizer.zero_grad()
+    loss = loss_fn(model(X.to(dtype).float()), y)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item()
+
+
+@cheat(AMP)
+def amp_reports_the_loss_only(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    with torch.no_grad(), torch.autocast(device_type=X.device.type, dtype=dtype):
+        return loss_fn(model(X), y).item()
+
+
+# =========================================================================== 10 checkpointed_forward
+CF = "10_performance.checkpointed_forward"
+from torch.utils.checkpoint import checkpoint as _checkpoint  # noqa: E402
+
+
+@wrong(CF, "late_binding_closure")
+def ckpt_late_binding_lambda(blocks, x):
+    for b in blocks:
+        x = _checkpoint(lambda t: b(t), x, use_reentrant=False)  # noqa: B023 - the mistake itself
+    return x
+
+
+@wrong(CF)
+def ckpt_plain(blocks, x):
+    for b in blocks:
+        x = b(x)
+    return x
+
+
+@wrong(CF)
+def ckpt_sequential_two_segments(blocks, x):
+    return checkpoint_sequential(nn.Sequential(*blocks), 2, x, use_reentrant=False)
+
+
+@wrong(CF)
+def ckpt_only_first(blocks, x):
+    x = _checkpoint(blocks[0], x, use_reentrant=False)
+    for b in list(blocks)[1:]:
+        x = b(x)
+    return x
+
+
+@wrong(CF)
+def ckpt_detached_input(blocks, x):
+    for b in blocks:
+        x = _checkpoint(b, x.detach(), use_reentrant=False)
+    return x
+
+
+@wrong(CF, "changed_input_flag")
+def ckpt_requires_grad_on_callers_x(blocks, x):
+    x.requires_grad_()
+    for b in blocks:
+        x = _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@valid(CF)
+def ckpt_functools_partial(blocks, x):
+    import functools
+    out = x
+    for b in blocks:
+        stateful = b.training and any(type(m).__name__.startswith("BatchNorm") for m in b.modules())
+        out = b(out) if stateful else _checkpoint(functools.partial(b.forward), out, use_reentrant=False)
+    return out
+
+
+@valid(CF)
+def ckpt_default_lambda_arg(blocks, x):
+    for b in blocks:
+        if any(isinstance(m, nn.BatchNorm1d) for m in b.modules()) and b.training:
+            x = b(x)
+        else:
+            x = _checkpoint(lambda t, b=b: b(t), x, use_reentrant=False, preserve_rng_state=False)
+    return x
+
+
+@valid(CF)
+def ckpt_sequential_one_block_per_segment(blocks, x):
+    h = x
+    for i in range(len(blocks)):
+        if not _updates_stats(blocks[i]):
+            h = _checkpoint(blocks[i], h, use_reentrant=False, determinism_check="default")
+        else:
+            h = blocks[i](h)
+    return h
+
+
+@wrong(CF, "checkpointed_batchnorm")
+def ckpt_every_block(blocks, x):
+    """The old exercise's answer: every block, BatchNorm in training mode included."""
+    for b in blocks:
+        x = _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "not_checkpointed")
+def ckpt_never_batchnorm(blocks, x):
+    """Skips BatchNorm blocks in eval mode too, where they only read their statistics."""
+    for b in blocks:
+        has_bn = any(isinstance(m, nn.BatchNorm1d) for m in b.modules())
+        x = b(x) if has_bn else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "checkpointed_batchnorm")
+def ckpt_isinstance_on_the_block(blocks, x):
+    """Tests the block itself (a Sequential), never the layers inside it."""
+    for b in blocks:
+        x = b(x) if isinstance(b, nn.BatchNorm1d) and b.training else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "not_checkpointed")
+def ckpt_nothing_in_training(blocks, x):
+    """Checkpoints only in eval mode: in training mode nothing is saved."""
+    for b in blocks:
+        x = b(x) if b.training else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "checkpointed_batchnorm")
+def ckpt_batchnorm_in_no_grad_first(blocks, x):
+    """Checkpoints BatchNorm blocks after a no_grad warm-up pass: the statistics update even more often."""
+    for b in blocks:
+        if _updates_stats(b):
+            with torch.no_grad():
+                b(x)
+        x = _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@cheat(CF)
+def ckpt_no_grad_then_plain(blocks, x):
+    """Runs under no_grad (saves nothing), then again normally for the output."""
+    with torch.no_grad():
+        for b in blocks:
+            b(x)
+    for b in blocks:
+        x = b(x)
+    return x
+
+
+@cheat(CF)
+def ckpt_detach_output(blocks, x):
+    for b in blocks:
+        x = _checkpoint(b, x, use_reentrant=False)
+    return x.detach().requires_grad_()
+
+
+# --------------------------------------------------------------------------- the red team's tests
+_all = Tables.all
+
+
+@pytest.mark.parametrize("answer,mistake", _all(WRONG))
+def test_wrong_answer_is_rejected(request, answer, mistake):
+    exercise = request.node.callspec.id.split("-")[0]
+    rejected(exercise, answer, mistake)
+
+
+@pytest.mark.parametrize("answer", _all(VALID))
+def test_valid_answer_is_accepted(request, answer):
+    exercise = request.node.callspec.id.split("-")[0]
+    accepted(exercise, answer)
+
+
+@pytest.mark.parametrize("answer", _all(CHEATS))
+def test_cheat_is_rejected(request, answer):
+    exercise = request.node.callspec.id.split("-")[0]
+    rejected(exercise, answer)
+
+
+def test_every_exercise_has_its_red_team():
+    _tables.assert_counts(LESSON)
+
+
+# ########################################################################### oracles (issue 11)
+# Each reference compared with a torch built-in that computes the same thing another way, across
+# the exercise's whole case generator (many seeds) and its fixed edge cases.
+def _cases(exercise_id, seeds):
+    return fixed_and_random_cases(exercise_id, seeds)
+
+
+def test_to_device_matches_pytree_map():
+    from torch.utils._pytree import tree_flatten, tree_map
+
+    ref = grading.reference("10_performance.to_device")
+    for case in _cases("10_performance.to_device", range(100)):
+        (batch,) = case.args
+        got = ref(batch, torch.device("meta"))
+        oracle = tree_map(lambda v: v.to("meta") if isinstance(v, torch.Tensor) else v, batch)
+        leaves_got, spec_got = tree_flatten(got)
+        leaves_oracle, spec_oracle = tree_flatten(oracle)
+        assert spec_got == spec_oracle  # same containers (namedtuples included), same keys
+        for a, b in zip(leaves_got, leaves_oracle):
+            assert type(a) is type(b)
+            if isinstance(a, torch.Tensor):
+                assert a.device == b.device and a.dtype == b.dtype and a.shape == b.shape
+            else:
+                assert a == b
+
+
+
+def test_checkpointed_forward_matches_a_plain_forward_and_its_gradients():
+    ref = grading.reference("10_performance.checkpointed_forward")
+    for case in _cases("10_performance.checkpointed_forward", range(30)):
+        blocks, x = copy.deepcopy(case.args)
+        x = x.detach().requires_grad_()
+        out = ref(blocks, x)
+        plain = x
+        for b in blocks:
+            plain = b(plain)
+        torch.testing.assert_close(out, plain)
+        params = list(blocks.parameters()) + [x]
+        for a, b in zip(torch.autograd.grad(out.sum(), params), torch.autograd.grad(plain.sum(), params)):
+            torch.testing.assert_close(a, b)
