@@ -235,7 +235,8 @@ dashboard()
 # | 07 | debugging | NaNs, sanity checks, gradient norms, the profiler and TensorBoard |
 # | 08 | convolutions | convolutional layers, pooling and a small CNN |
 # | 09 | persistence | saving, resuming, and exporting models |
-# | 10 | GPU, AMP, DDP | devices, mixed precision and multi-process training |
+# | 10 | performance | devices, timing, mixed precision and `torch.compile` |
+# | 11 | distributed | training on several processes with DDP and `torchrun` |
 # | 12 | capstone | a digit classifier end to end |
 #
 # Next: **01_tensors**.

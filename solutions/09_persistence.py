@@ -864,8 +864,7 @@ print(*sorted(messages), sep="\n")
 #   dynamo=True, external_data=False)` gives one `.onnx` file that onnxruntime runs.
 #   TorchScript is deprecated.
 #
-# Next: **10_gpu_amp_ddp**, the same loop on accelerators, in mixed precision and on several
-# processes.
+# Next: **10_performance**, the same loop faster: devices, mixed precision and `torch.compile`.
 
 # %% [markdown]
 # ## Further reading
