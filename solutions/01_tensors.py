@@ -304,14 +304,16 @@ print(t[mask])                          # 1-D: the selected elements
 print(torch.where(mask, t, -1))         # same shape: choose per element
 
 # %% [markdown]
-# Index tensors pick elements by position. `gather` picks one element per row along a
-# dimension, which is exactly what a classification loss needs (the score of the true class):
+# Index tensors pick elements by position. Two index tensors of the same shape are paired up
+# element by element, and `gather(dim, index)` walks along `dim` picking, at every other
+# position, the element that `index` names. Here each **column** of a (3, 2) table of exam
+# marks chooses one **row** (the student each exam is marked for):
 
 # %%
-scores = torch.tensor([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2]])
-labels = torch.tensor([1, 0])
-print(scores[torch.arange(2), labels])
-print(scores.gather(1, labels.unsqueeze(1)))
+marks = torch.tensor([[50.0, 61.0], [72.0, 48.0], [90.0, 33.0]])   # 3 students, 2 exams
+student = torch.tensor([2, 0])                                       # exam j -> a student
+print(marks[student, torch.arange(2)])                 # pairs (2, 0) and (0, 1)
+print(marks.gather(0, student.unsqueeze(0)))           # index shaped like the output: (1, 2)
 
 # %% [markdown]
 # ### Exercise 5: a masked mean
@@ -336,13 +338,20 @@ ex.masked_mean.check(masked_mean)
 # %% [markdown]
 # ### Exercise 6: the score of each label
 #
-# Write `pick_scores(scores, labels)`: `scores` is `(N, C)`, `labels` is an int64 `(N,)`
-# tensor of class indices; return the `(N,)` tensor with `scores[i, labels[i]]` for every `i`.
+# A classification loss needs, for every prediction, the score the model gave to the **true**
+# class. Write `pick_scores(scores, labels)`: `scores` holds one score per class in its **last**
+# dimension, `(..., C)`, and `labels` (int64) has the shape of `scores` without that dimension.
+# Return, for every position, the score of its label, in the shape of `labels`.
+#
+# The check's scores come from an image classifier, `(N, C)` with `labels` of shape `(N,)`,
+# and from a language model, `(B, T, V)`: one score per vocabulary word at each of the `T`
+# positions of `B` sequences, with `labels` `(B, T)`. One function handles both: decide along
+# which dimension you pick, and how the index must be shaped for that.
 
 # %% tags=["answer:pick_scores"]
 def pick_scores(scores, labels):
     ### BEGIN SOLUTION
-    return scores.gather(1, labels.unsqueeze(1)).squeeze(1)
+    return scores.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
     ### END SOLUTION
 
 

@@ -122,9 +122,9 @@ def test_masked_mean_alternatives_pass():
 
 def test_pick_scores_wrong_gather_rejected_and_alternatives_pass():
     rejected(T + "pick_scores", lambda s, y: s.gather(1, y[None]).squeeze())
-    accepted(T + "pick_scores", lambda s, y: s[torch.arange(len(y)), y])
-    accepted(T + "pick_scores", lambda s, y: s[:, y].diagonal())
-    accepted(T + "pick_scores", lambda s, y: torch.take_along_dim(s, y[:, None], 1).squeeze(1))
+    rejected(T + "pick_scores", lambda s, y: s[torch.arange(len(y)), y], "rows_only", n_random=0)
+    accepted(T + "pick_scores", lambda s, y: s.gather(-1, y[..., None]).squeeze(-1))
+    accepted(T + "pick_scores", lambda s, y: torch.take_along_dim(s, y.unsqueeze(-1), -1).squeeze(-1))
 
 
 # =========================================================================== red team
@@ -274,20 +274,26 @@ cheat(MM, "hard-coded first case")(lambda x, m: torch.tensor([2.0, 0.0]))
 
 PS = "01_tensors.pick_scores"
 wrong(PS, "index grid", "index_grid")(lambda s, y: s[:, y])
-wrong(PS, "gather without squeeze", "forgot_squeeze")(lambda s, y: s.gather(1, y.unsqueeze(1)))
-wrong(PS, "row max", "took_max")(lambda s, y: s.max(1).values)
+wrong(PS, "gather without squeeze", "forgot_squeeze")(lambda s, y: s.gather(-1, y.unsqueeze(-1)))
+wrong(PS, "row max", "took_max")(lambda s, y: s.max(-1).values)
 wrong(PS, "gather along dim 0", "gather_dim0")(lambda s, y: s.gather(0, y.unsqueeze(0)).squeeze(0))
-wrong(PS, "view(-1, 1) then squeeze (redteam)")(lambda s, y: s.gather(1, y.view(-1, 1)).squeeze())
-wrong(PS, "squeeze without dim")(lambda s, y: s.gather(1, y[:, None]).squeeze())
+wrong(PS, "gather along dim 1, right for 2-D only", "gather_dim1")(lambda s, y: s.gather(1, y.unsqueeze(1)).squeeze(1))
+wrong(PS, "arange pairing, right for 2-D only", "rows_only")(lambda s, y: s[torch.arange(len(y)), y])
+wrong(PS, "view(-1, 1) then squeeze (redteam)")(lambda s, y: s.reshape(-1, s.shape[-1]).gather(1, y.view(-1, 1)).squeeze())
+wrong(PS, "squeeze without dim")(lambda s, y: s.gather(-1, y[..., None]).squeeze())
 wrong(PS, "rows by label")(lambda s, y: s[y])
 wrong(PS, "take on the flat tensor")(lambda s, y: s.take(y))
-wrong(PS, "one_hot without num_classes")(lambda s, y: (s * F.one_hot(y)).sum(1))
-wrong(PS, "float32 always")(lambda s, y: s.float()[torch.arange(len(y)), y])
-valid(PS, "arange indexing")(lambda s, y: s[torch.arange(len(y)), y])
-valid(PS, "diagonal of the grid")(lambda s, y: s[:, y].diagonal())
-valid(PS, "one_hot with num_classes")(lambda s, y: (s * F.one_hot(y, s.shape[1]).to(s.dtype)).sum(1))
-valid(PS, "take_along_dim")(lambda s, y: torch.take_along_dim(s, y[:, None], dim=1)[:, 0])
-cheat(PS, "first column")(lambda s, y: s[:, 0])
+wrong(PS, "one_hot without num_classes")(lambda s, y: (s * F.one_hot(y)).sum(-1))
+wrong(PS, "float32 always")(lambda s, y: s.float().gather(-1, y[..., None])[..., 0])
+wrong(PS, "flattened, not reshaped back")(lambda s, y: s.reshape(-1, s.shape[-1])[torch.arange(y.numel()), y.reshape(-1)])
+valid(PS, "flatten, arange indexing, reshape")(
+    lambda s, y: s.reshape(-1, s.shape[-1])[torch.arange(y.numel()), y.reshape(-1)].reshape(y.shape))
+valid(PS, "one_hot with num_classes")(lambda s, y: (s * F.one_hot(y, s.shape[-1]).to(s.dtype)).sum(-1))
+valid(PS, "take_along_dim")(lambda s, y: torch.take_along_dim(s, y[..., None], dim=-1)[..., 0])
+valid(PS, "meshgrid of indices")(
+    lambda s, y: s[(*torch.meshgrid(*[torch.arange(n) for n in y.shape], indexing="ij"), y)])
+valid(PS, "gather on dim ndim-1")(lambda s, y: s.gather(s.dim() - 1, y.unsqueeze(y.dim())).squeeze(y.dim()))
+cheat(PS, "first column")(lambda s, y: s[..., 0])
 cheat(PS, "hard-coded first case")(lambda s, y: torch.tensor([0.9, 0.8, 0.3]))
 
 CC = "01_tensors.count_correct"
@@ -357,7 +363,8 @@ def _oracle_masked(x, m):
 
 
 def _oracle_pick(s, y):
-    return np.array([s.double().numpy()[i, int(y[i])] for i in range(len(y))])
+    flat, lab = s.double().numpy().reshape(-1, s.shape[-1]), y.numpy().reshape(-1)
+    return np.array([flat[i, int(lab[i])] for i in range(len(lab))]).reshape(tuple(y.shape))
 
 
 def _oracle_count(z, y):

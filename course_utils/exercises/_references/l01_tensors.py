@@ -34,7 +34,7 @@ def masked_mean(x, mask):
 
 
 def pick_scores(scores, labels):
-    return scores.gather(1, labels.unsqueeze(1)).squeeze(1)
+    return scores.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
 
 
 def count_correct(logits, labels):
