@@ -392,37 +392,59 @@ for name, p in net.named_parameters():
 print("total", sum(p.numel() for p in net.parameters()))
 
 # %% [markdown]
-# **Freezing** a part (fine-tuning only the last layer of a pretrained network, say) means
-# `requires_grad = False` on its parameters: no gradient is computed for them and the
-# optimizer leaves them alone. `module.requires_grad_(False)` does it for a whole subtree.
+# **Freezing** a parameter means `requires_grad = False`: no gradient is computed for it and the
+# optimizer leaves it alone. It is set per parameter (`module.requires_grad_(flag)` sets it on
+# every parameter of a subtree). Here, the other way round from the usual fine-tuning, only the
+# **biases** keep learning (the idea of BitFit, a cheap way to adapt a large model):
 
 # %%
-net[:4].requires_grad_(False)  # slicing a Sequential gives a Sequential sharing the layers
-trainable = [p for p in net.parameters() if p.requires_grad]
-n_total = sum(p.numel() for p in net.parameters())
-print("trainable:", sum(p.numel() for p in trainable), "of", n_total)
+for name, p in net.named_parameters():
+    p.requires_grad = name.endswith("bias")
+n_trainable = sum(p.numel() for p in net.parameters() if p.requires_grad)
+print("trainable:", n_trainable, "of", sum(p.numel() for p in net.parameters()))
 net(torch.randn(3, 64)).sum().backward()
-print("grad of frozen layer 0:", net[0].weight.grad)
-print("grad of layer 4:", tuple(net[4].weight.grad.shape))
+print("grad of a frozen weight:", net[0].weight.grad)
+print("grad of a bias:", tuple(net[0].bias.grad.shape))
+
+# %% [markdown]
+# Parameters are not all a module can change, though. A BatchNorm layer whose parameters are
+# frozen, run under `no_grad`, still moves its running statistics (buffers, section 5):
+
+# %%
+bn = nn.BatchNorm1d(3).requires_grad_(False)
+with torch.no_grad():
+    bn(torch.randn(16, 3) * 5 + 2)
+print("running_mean after one batch:", bn.running_mean)
 
 # %% [markdown]
 # ### Exercise 5: freeze the backbone
 #
-# The check's models have two parts, `model.backbone` and `model.head`. Write
-# `freeze_backbone(model)`: freeze every parameter of the backbone, and return a **list** of
-# the parameters that are still trainable (the model's own `Parameter` objects), ready to pass
-# to an optimizer.
+# The check's models are pretrained networks in two parts: `model.backbone`, a feature
+# extractor with BatchNorm layers, and `model.head`, a classifier with Dropout. They arrive in
+# training mode, as right before a fine-tuning loop. Write `freeze_backbone(model)` so that
+# fine-tuning trains the head and leaves the backbone **exactly as it was**: the same weights and
+# buffers, and the same features for a given input whatever the rest of the batch holds. Return
+# what an optimizer should be given to train the model from then on.
+#
+# Decide what freezing must cover and what must keep training. The check runs a training-mode
+# forward pass after your function and looks at both parts.
 
 # %% tags=["answer:freeze_backbone"]
 def freeze_backbone(model):
     ### BEGIN SOLUTION
-    model.backbone.requires_grad_(False)
-    return [p for p in model.parameters() if p.requires_grad]
+    model.backbone.requires_grad_(False)  # no gradients, the optimizer cannot change them
+    model.backbone.eval()                 # BatchNorm: use and keep the running statistics
+    return [p for p in model.parameters() if p.requires_grad]  # a list: it can be read twice
     ### END SOLUTION
 
 
 # %% tags=["check:freeze_backbone"]
 ex.freeze_backbone.check(freeze_backbone)
+
+# %% [markdown]
+# Mind the training loop: `model.train()` at the start of each epoch switches the backbone back
+# to training mode, and its BatchNorm layers start drifting again. Call `freeze_backbone` (or at
+# least `model.backbone.eval()`) after `model.train()`, or override `train()` in the model.
 
 # %% [markdown]
 # ## 7. Looking inside: forward hooks

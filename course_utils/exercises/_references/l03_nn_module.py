@@ -63,8 +63,9 @@ class RunningMean(nn.Module):
 
 
 def freeze_backbone(model):
-    model.backbone.requires_grad_(False)
-    return [p for p in model.parameters() if p.requires_grad]
+    model.backbone.requires_grad_(False)  # no gradients, the optimizer cannot change them
+    model.backbone.eval()                 # BatchNorm: use and keep the running statistics
+    return [p for p in model.parameters() if p.requires_grad]  # a list: it can be read twice
 
 
 def init_weights(m):
