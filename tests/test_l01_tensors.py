@@ -277,15 +277,18 @@ wrong(PS, "index grid", "index_grid")(lambda s, y: s[:, y])
 wrong(PS, "gather without squeeze", "forgot_squeeze")(lambda s, y: s.gather(-1, y.unsqueeze(-1)))
 wrong(PS, "row max", "took_max")(lambda s, y: s.max(-1).values)
 wrong(PS, "gather along dim 0", "gather_dim0")(lambda s, y: s.gather(0, y.unsqueeze(0)).squeeze(0))
-wrong(PS, "gather along dim 1, right for 2-D only", "gather_dim1")(lambda s, y: s.gather(1, y.unsqueeze(1)).squeeze(1))
+wrong(PS, "gather along dim 1, right for 2-D only", "gather_dim1")(
+    lambda s, y: s.gather(1, y.unsqueeze(1)).squeeze(1))
 wrong(PS, "arange pairing, right for 2-D only", "rows_only")(lambda s, y: s[torch.arange(len(y)), y])
-wrong(PS, "view(-1, 1) then squeeze (redteam)")(lambda s, y: s.reshape(-1, s.shape[-1]).gather(1, y.view(-1, 1)).squeeze())
+wrong(PS, "view(-1, 1) then squeeze (redteam)")(
+    lambda s, y: s.reshape(-1, s.shape[-1]).gather(1, y.view(-1, 1)).squeeze())
 wrong(PS, "squeeze without dim")(lambda s, y: s.gather(-1, y[..., None]).squeeze())
 wrong(PS, "rows by label")(lambda s, y: s[y])
 wrong(PS, "take on the flat tensor")(lambda s, y: s.take(y))
 wrong(PS, "one_hot without num_classes")(lambda s, y: (s * F.one_hot(y)).sum(-1))
 wrong(PS, "float32 always")(lambda s, y: s.float().gather(-1, y[..., None])[..., 0])
-wrong(PS, "flattened, not reshaped back")(lambda s, y: s.reshape(-1, s.shape[-1])[torch.arange(y.numel()), y.reshape(-1)])
+wrong(PS, "flattened, not reshaped back")(
+    lambda s, y: s.reshape(-1, s.shape[-1])[torch.arange(y.numel()), y.reshape(-1)])
 valid(PS, "flatten, arange indexing, reshape")(
     lambda s, y: s.reshape(-1, s.shape[-1])[torch.arange(y.numel()), y.reshape(-1)].reshape(y.shape))
 valid(PS, "one_hot with num_classes")(lambda s, y: (s * F.one_hot(y, s.shape[-1]).to(s.dtype)).sum(-1))
