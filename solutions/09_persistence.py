@@ -371,7 +371,7 @@ decay = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
 for _ in range(3):
     opt.step()
     decay.step()
-print("schedule state:", decay.state_dict())            # plain values: last_epoch, _last_lr ...
+print("schedule state:", {k: v for k, v in decay.state_dict().items() if k in ("last_epoch", "_last_lr")})
 
 crops = torch.Generator().manual_seed(7)
 saved = crops.get_state()                                # a uint8 tensor
