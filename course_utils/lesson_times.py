@@ -64,7 +64,7 @@ LESSONS: dict[str, Lesson] = {
         "celsius_to_fahrenheit": 4}),
     "01_tensors": Lesson("tensors", 6.0, reading=13.3, examples=21.8, predictions=4, exercises={
         "image_to_tensor": 6, "batch_flatten": 5, "normalize_rows": 6, "pairwise_distances": 9,
-        "masked_mean": 7, "pick_scores": 6, "count_correct": 5}),
+        "masked_mean": 7, "pick_scores": 7, "count_correct": 5, "attention": 10}),
     "02_autograd": Lesson("autograd", 6.9, reading=21.0, examples=27.0, predictions=4, exercises={
         "dfdx": 5, "vjp": 7, "huber": 7, "second_derivative": 7, "finite_difference_grad": 9,
         "MySiLU": 10, "gradient_descent": 7}),

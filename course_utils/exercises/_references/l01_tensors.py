@@ -39,3 +39,10 @@ def pick_scores(scores, labels):
 
 def count_correct(logits, labels):
     return int((logits.argmax(dim=1) == labels).sum().item())
+
+
+def attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # softmax gives these exactly 0
+    return torch.softmax(scores, dim=-1) @ v
