@@ -25,7 +25,7 @@
 # 6. know what `train()` / `eval()` change, and what `no_grad` does not;
 # 7. choose between the functional and the module API, and feed logits to the loss.
 #
-# **Time: about 90 minutes** on your own, the seven checked exercises included (about 48 of those minutes). *Run All* alone takes about 7 s on a 2-core CPU.
+# **Time: about 105 minutes** on your own, the eight checked exercises included (about 61 of those minutes). *Run All* alone takes about 7 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt
@@ -303,6 +303,47 @@ class RMSNorm(nn.Module):
 ex.RMSNorm.check(RMSNorm)
 
 # %% [markdown]
+# ### Exercise 4: build `nn.Linear` yourself
+#
+# The layers of `torch.nn` are modules like the ones above. Write your own `Linear(in_features,
+# out_features, bias=True)` that can stand in for `nn.Linear` anywhere:
+#
+# - the same parameters, under the same names and shapes, so an `nn.Linear`'s `state_dict`
+#   loads into yours and back (with `bias=False` there is no bias entry, and `layer.bias` is
+#   `None`, which code such as `if m.bias is not None:` relies on);
+# - the same initial distribution: every weight and bias drawn uniformly from
+#   $[-1/\sqrt{\text{in\_features}},\ 1/\sqrt{\text{in\_features}}]$ (what `nn.Linear`'s
+#   `kaiming_uniform_(a=√5)` works out to), from the global random stream;
+# - `forward` computes $y = x W^\top + b$ for an input of shape `(*, in_features)`: one sample,
+#   a batch, a batch of sequences, any number of leading dimensions; the result has shape
+#   `(*, out_features)` and gradients reach the weight and the bias.
+#
+# Do not use `nn.Linear` or `F.linear` inside it: the check compares yours with them.
+
+# %% tags=["answer:Linear"]
+class Linear(nn.Module):
+    ### BEGIN SOLUTION
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        bound = in_features ** -0.5
+        self.weight = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound, bound))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
+        else:
+            self.register_parameter("bias", None)  # `layer.bias` is None, and no state_dict entry
+
+    def forward(self, x):
+        out = x @ self.weight.T  # (*, in) @ (in, out): matmul broadcasts over the leading dimensions
+        if self.bias is not None:
+            out = out + self.bias
+        return out
+    ### END SOLUTION
+
+
+# %% tags=["check:Linear"]
+ex.Linear.check(Linear)
+
+# %% [markdown]
 # ## 5. Buffers: state that is not trained
 #
 # Some state belongs to a module but is not learned by gradient descent: BatchNorm's running
@@ -336,7 +377,7 @@ print("state_dict:", list(wb.state_dict()))
 print("BatchNorm1d state_dict:", list(nn.BatchNorm1d(3).state_dict()))
 
 # %% [markdown]
-# ### Exercise 4: a running mean
+# ### Exercise 5: a running mean
 #
 # Write `RunningMean(num_features, momentum=0.1)`, a module with a **buffer** `running_mean`
 # (zeros, saved in the state_dict) and no parameters. In training mode, `forward(x)` (with
@@ -417,7 +458,7 @@ with torch.no_grad():
 print("running_mean after one batch:", bn.running_mean)
 
 # %% [markdown]
-# ### Exercise 5: freeze the backbone
+# ### Exercise 6: freeze the backbone
 #
 # The check's models are pretrained networks in two parts: `model.backbone`, a feature
 # extractor with BatchNorm layers, and `model.head`, a classifier with Dropout. They arrive in
@@ -519,7 +560,7 @@ net.apply(zero_biases)
 print(net[0].bias[:5])
 
 # %% [markdown]
-# ### Exercise 6: LeCun-normal initialisation
+# ### Exercise 7: LeCun-normal initialisation
 #
 # Write `init_weights(m)` for use with `model.apply(init_weights)`: for every `nn.Linear`,
 # draw the weight from a normal distribution with mean 0 and standard deviation
@@ -597,7 +638,7 @@ print(bn_model(torch.randn(1, 4)).shape)
 # So prediction code does two things: `model.eval()` (behaviour) and `torch.no_grad()` (no
 # graph). And code called from inside a training loop should put the mode back afterwards.
 #
-# ### Exercise 7: predicting probabilities
+# ### Exercise 8: predicting probabilities
 #
 # Write `predict_proba(model, X)`: return the class probabilities of the model (softmax of
 # its logits over the classes, `(N, C)` for `(N, C)` logits), computed in **eval** mode and

@@ -547,6 +547,82 @@ cheat(RM, "returns x unchanged")(_rmsn(lambda s, x, w: x * w))
 cheat(RM, "normalises a detached copy", "partial_graph_cut")(_rmsn(lambda s, x, w: x / torch.sqrt(
     x.detach().pow(2).mean(-1, keepdim=True) + s.eps) * w))
 
+LN = "03_nn_module.Linear"
+
+
+def _lin(init=None, forward=None, weight_shape=lambda i, o: (o, i), no_bias=lambda m: m.register_parameter("bias", None)):
+    """A Linear answer with one part changed."""
+    class Answer(nn.Module):
+        def __init__(self, in_features, out_features, bias=True):
+            super().__init__()
+            self.weight = nn.Parameter(torch.empty(*weight_shape(in_features, out_features)))
+            if bias:
+                self.bias = nn.Parameter(torch.empty(out_features))
+            else:
+                no_bias(self)
+            (init or _lin_uniform)(self, in_features, out_features)
+
+        def forward(self, x):
+            return (forward or _lin_forward)(self, x)
+    return Answer
+
+
+def _lin_uniform(m, i, o):
+    with torch.no_grad():
+        for p in m.parameters():
+            p.uniform_(-(i ** -0.5), i ** -0.5)
+
+
+def _lin_forward(m, x):
+    out = x @ m.weight.T
+    return out if m.bias is None else out + m.bias
+
+
+def _lin_kaiming(m, i, o):
+    nn.init.kaiming_uniform_(m.weight, a=math.sqrt(5))
+    if m.bias is not None:
+        fan_in, _ = nn.init._calculate_fan_in_and_fan_out(m.weight)
+        nn.init.uniform_(m.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
+
+
+wrong(LN, "weight stored (in, out)", "weight_transposed")(_lin(weight_shape=lambda i, o: (i, o),
+                                                               forward=lambda m, x: _lin_bias(m, x @ m.weight)))
+wrong(LN, "kaiming_uniform_ with its default a", "init_scale")(_lin(
+    init=lambda m, i, o: (nn.init.kaiming_uniform_(m.weight), m.bias is None or nn.init.zeros_(m.bias))))
+wrong(LN, "randn init", "init_scale")(_lin(init=lambda m, i, o: [nn.init.normal_(p) for p in m.parameters()]))
+wrong(LN, "bound from out_features", "init_fan_out")(_lin(init=lambda m, i, o: _lin_uniform(m, o, i)))
+wrong(LN, "zero bias", "bias_init_zero")(_lin(init=lambda m, i, o: (_lin_uniform(m, i, o),
+                                                                   m.bias is None or nn.init.zeros_(m.bias))))
+wrong(LN, "bias=False as a zero bias parameter", "bias_not_optional")(
+    _lin(no_bias=lambda m: setattr(m, "bias", nn.Parameter(torch.zeros(m.weight.shape[0])))))
+wrong(LN, "bias=False, no attribute", "no_bias_attribute")(_lin(
+    no_bias=lambda m: None, forward=lambda m, x: x @ m.weight.T + (m.bias if hasattr(m, "bias") else 0)))
+wrong(LN, "mm: 2-D only", "two_d_only")(_lin(forward=lambda m, x: _lin_bias(m, x.mm(m.weight.t()))))
+wrong(LN, "x @ W without the transpose", "forward_transposed")(_lin(forward=lambda m, x: _lin_bias(m, x @ m.weight)))
+wrong(LN, "bias detached", "parameter_not_trained")(_lin(forward=lambda m, x: x @ m.weight.T + (
+    0 if m.bias is None else m.bias.detach())))
+wrong(LN, "plain tensor weight", "unregistered")(_lin(init=lambda m, i, o: (
+    _lin_uniform(m, i, o), setattr(m, "w", m.weight.detach()), delattr(m, "weight"), setattr(m, "weight", m.w))))
+wrong(LN, "flattens the leading dims and forgets them (redteam)")(_lin(
+    forward=lambda m, x: _lin_bias(m, x.reshape(-1, x.shape[-1]) @ m.weight.T)))
+valid(LN, "nn.Linear's own init calls")(_lin(init=_lin_kaiming))
+valid(LN, "einsum, bias = None attribute")(_lin(
+    no_bias=lambda m: setattr(m, "bias", None),
+    forward=lambda m, x: torch.einsum("...i,oi->...o", x, m.weight) + (0 if m.bias is None else m.bias)))
+valid(LN, "rand scaled, addmm on a flattened view")(_lin(
+    init=lambda m, i, o: [p.data.copy_((torch.rand(p.shape) * 2 - 1) / math.sqrt(i)) for p in m.parameters()],
+    forward=lambda m, x: (torch.addmm(m.bias, x.reshape(-1, x.shape[-1]), m.weight.T) if m.bias is not None
+                          else x.reshape(-1, x.shape[-1]) @ m.weight.T).reshape(*x.shape[:-1], -1)))
+valid(LN, "matmul and broadcasting bias")(_lin(forward=lambda m, x: torch.matmul(x, m.weight.transpose(0, 1))
+                                               + (m.bias if m.bias is not None else 0.0)))
+cheat(LN, "nn.Linear subclass", "broke_rule")(type("LinearCheat", (nn.Linear,), {}))
+cheat(LN, "right parameters, zero output")(_lin(forward=lambda m, x: torch.zeros(*x.shape[:-1], m.weight.shape[0])))
+
+
+def _lin_bias(m, out):
+    return out if m.bias is None else out + m.bias
+
+
 RN = "03_nn_module.RunningMean"
 
 
