@@ -73,7 +73,7 @@ LESSONS: dict[str, Lesson] = {
         "init_weights": 7, "predict_proba": 5}),
     "04_data": Lesson("data", 7.4, reading=20.7, examples=17.2, predictions=4, exercises={
         "WindowDataset": 8, "stratified_split": 9, "balanced_sampler": 8, "pad_collate": 8,
-        "ShardedRange": 9, "reseed_worker": 7}),
+        "MiniLoader": 12, "ShardedRange": 9, "reseed_worker": 7}),
     "05_training_loop": Lesson("the training loop", 13.0, reading=20.3, examples=15.8, predictions=4, exercises={
         "train_one_epoch": 8, "evaluate": 7, "EarlyStopping": 8, "warmup_cosine": 8,
         "clip_grad_norm": 8, "accumulated_step": 8}),
