@@ -322,8 +322,8 @@ ex.RMSNorm.check(RMSNorm)
 
 # %% tags=["answer:Linear"]
 class Linear(nn.Module):
-    ### BEGIN SOLUTION
     def __init__(self, in_features, out_features, bias=True):
+        ### BEGIN SOLUTION
         super().__init__()
         bound = in_features ** -0.5
         self.weight = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound, bound))
@@ -331,13 +331,15 @@ class Linear(nn.Module):
             self.bias = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
         else:
             self.register_parameter("bias", None)  # `layer.bias` is None, and no state_dict entry
+        ### END SOLUTION
 
     def forward(self, x):
+        ### BEGIN SOLUTION
         out = x @ self.weight.T  # (*, in) @ (in, out): matmul broadcasts over the leading dimensions
         if self.bias is not None:
             out = out + self.bias
         return out
-    ### END SOLUTION
+        ### END SOLUTION
 
 
 # %% tags=["check:Linear"]

@@ -446,27 +446,31 @@ print("lengths", lengths.tolist(), "labels", labels.tolist())
 
 # %% tags=["answer:MiniLoader"]
 class MiniLoader:
-    ### BEGIN SOLUTION
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None,
                  generator=None):
+        ### BEGIN SOLUTION
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.drop_last = drop_last
         self.collate_fn = collate_fn if collate_fn is not None else torch.utils.data.default_collate
         self.generator = generator
+        ### END SOLUTION
 
     def __len__(self):
+        ### BEGIN SOLUTION
         n = len(self.dataset)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        ### END SOLUTION
 
     def __iter__(self):
+        ### BEGIN SOLUTION
         n = len(self.dataset)
         order = torch.randperm(n, generator=self.generator).tolist() if self.shuffle else range(n)
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             items = [self.dataset[i] for i in order[start:start + self.batch_size]]
             yield self.collate_fn(items)
-    ### END SOLUTION
+        ### END SOLUTION
 
 
 # %% tags=["check:MiniLoader"]

@@ -263,7 +263,7 @@ def test_the_lesson_imports_in_the_staged_course_without_its_references(tmp_path
                        timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     where, count = r.stdout.split()
-    assert where.startswith(str(tmp_path)) and count == "6"
+    assert where.startswith(str(tmp_path)) and count == "7"
 
 
 # =========================================================================== adversarial

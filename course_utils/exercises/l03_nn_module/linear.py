@@ -22,6 +22,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, answe
 from ._kit import LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, build, check_param_grads, gen
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
+from .._references import l03_nn_module as _references
 from .._references.l03_nn_module import Linear
 
 
@@ -94,8 +95,10 @@ def _run(answer: Any, case: Case) -> Any:
     g = gen(case.kwargs["seed"])
     # an nn.Linear-shaped state_dict; the reference layer is the lesson's own (the rule forbids
     # F.linear while the answer runs, and this code runs then too)
+    # looked up on the generated module at call time: in the instructor's sandbox the judge puts the
+    # real reference back there (the name imported above is the cut stub)
     with torch.random.fork_rng(devices=[]):
-        reference = Linear(n_in, n_out, bias)
+        reference = _references.Linear(n_in, n_out, bias)
     with torch.no_grad():
         for p in reference.parameters():
             p.copy_(torch.randn(p.shape, generator=g) * 0.5)

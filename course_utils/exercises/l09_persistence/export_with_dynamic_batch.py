@@ -156,8 +156,8 @@ register(Exercise(
     reference=export_with_dynamic_batch,
     cases=_cases,
     edge_cases=_EDGE_CASES,
-    n_random=2,
-    timeout=15.0,
+    n_random=1,  # the two fixed cases cover both kinds of model; each case exports once
+    timeout=30.0,  # the first export of a session compiles for seconds (15 s seen on a loaded machine)
     run=_run,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
