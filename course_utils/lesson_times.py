@@ -64,16 +64,16 @@ LESSONS: dict[str, Lesson] = {
         "celsius_to_fahrenheit": 4}),
     "01_tensors": Lesson("tensors", 6.0, reading=13.3, examples=21.8, predictions=4, exercises={
         "image_to_tensor": 6, "batch_flatten": 5, "normalize_rows": 6, "pairwise_distances": 9,
-        "masked_mean": 7, "pick_scores": 6, "count_correct": 5}),
+        "masked_mean": 7, "pick_scores": 7, "count_correct": 5, "attention": 10}),
     "02_autograd": Lesson("autograd", 6.9, reading=21.0, examples=27.0, predictions=4, exercises={
         "dfdx": 5, "vjp": 7, "huber": 7, "second_derivative": 7, "finite_difference_grad": 9,
         "MySiLU": 10, "gradient_descent": 7}),
     "03_nn_module": Lesson("nn.Module", 7.0, reading=17.8, examples=20.2, predictions=4, exercises={
-        "Tower": 7, "MLP": 7, "RMSNorm": 8, "RunningMean": 8, "freeze_backbone": 6,
+        "Tower": 7, "MLP": 7, "RMSNorm": 8, "Linear": 10, "RunningMean": 8, "freeze_backbone": 9,
         "init_weights": 7, "predict_proba": 5}),
     "04_data": Lesson("data", 7.4, reading=20.7, examples=17.2, predictions=4, exercises={
         "WindowDataset": 8, "stratified_split": 9, "balanced_sampler": 8, "pad_collate": 8,
-        "ShardedRange": 9, "reseed_worker": 7}),
+        "MiniLoader": 12, "ShardedRange": 9, "reseed_worker": 7}),
     "05_training_loop": Lesson("the training loop", 13.0, reading=20.3, examples=15.8, predictions=4, exercises={
         "train_one_epoch": 8, "evaluate": 7, "EarlyStopping": 8, "warmup_cosine": 8,
         "clip_grad_norm": 8, "accumulated_step": 8}),

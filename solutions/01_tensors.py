@@ -22,7 +22,7 @@
 # 5. tell elementwise `*` from matrix `@`, use in-place ops safely, share memory with NumPy;
 # 6. make randomness repeatable.
 #
-# **Time: about 85 minutes** on your own, the seven checked exercises included (about 44 of those minutes). *Run All* alone takes about 6 s on a 2-core CPU.
+# **Time: about 95 minutes** on your own, the eight checked exercises included (about 55 of those minutes). *Run All* alone takes about 6 s on a 2-core CPU.
 
 # %%
 import numpy as np
@@ -304,14 +304,16 @@ print(t[mask])                          # 1-D: the selected elements
 print(torch.where(mask, t, -1))         # same shape: choose per element
 
 # %% [markdown]
-# Index tensors pick elements by position. `gather` picks one element per row along a
-# dimension, which is exactly what a classification loss needs (the score of the true class):
+# Index tensors pick elements by position. Two index tensors of the same shape are paired up
+# element by element, and `gather(dim, index)` walks along `dim` picking, at every other
+# position, the element that `index` names. Here each **column** of a (3, 2) table of exam
+# marks chooses one **row** (the student each exam is marked for):
 
 # %%
-scores = torch.tensor([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2]])
-labels = torch.tensor([1, 0])
-print(scores[torch.arange(2), labels])
-print(scores.gather(1, labels.unsqueeze(1)))
+marks = torch.tensor([[50.0, 61.0], [72.0, 48.0], [90.0, 33.0]])   # 3 students, 2 exams
+student = torch.tensor([2, 0])                                       # exam j -> a student
+print(marks[student, torch.arange(2)])                 # pairs (2, 0) and (0, 1)
+print(marks.gather(0, student.unsqueeze(0)))           # index shaped like the output: (1, 2)
 
 # %% [markdown]
 # ### Exercise 5: a masked mean
@@ -336,13 +338,20 @@ ex.masked_mean.check(masked_mean)
 # %% [markdown]
 # ### Exercise 6: the score of each label
 #
-# Write `pick_scores(scores, labels)`: `scores` is `(N, C)`, `labels` is an int64 `(N,)`
-# tensor of class indices; return the `(N,)` tensor with `scores[i, labels[i]]` for every `i`.
+# A classification loss needs, for every prediction, the score the model gave to the **true**
+# class. Write `pick_scores(scores, labels)`: `scores` holds one score per class in its **last**
+# dimension, `(..., C)`, and `labels` (int64) has the shape of `scores` without that dimension.
+# Return, for every position, the score of its label, in the shape of `labels`.
+#
+# The check's scores come from an image classifier, `(N, C)` with `labels` of shape `(N,)`,
+# and from a language model, `(B, T, V)`: one score per vocabulary word at each of the `T`
+# positions of `B` sequences, with `labels` `(B, T)`. One function handles both: decide along
+# which dimension you pick, and how the index must be shaped for that.
 
 # %% tags=["answer:pick_scores"]
 def pick_scores(scores, labels):
     ### BEGIN SOLUTION
-    return scores.gather(1, labels.unsqueeze(1)).squeeze(1)
+    return scores.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
     ### END SOLUTION
 
 
@@ -425,6 +434,71 @@ print(torch.einsum("ij,jk->ik", A, B))
 
 # %% tags=["raises-exception"]
 torch.ones(3, 4) @ torch.ones(3, 4)
+
+# %% [markdown]
+# Both work on **batches**: every dimension before the last two is a batch dimension, and those
+# broadcast like elementwise operations. `einsum` names each dimension with a letter; a letter
+# that appears in the inputs but not in the output is summed over:
+
+# %%
+X = torch.randn(5, 3, 4)                  # 5 matrices of 3 rows and 4 columns
+W = torch.randn(4, 2)
+print((X @ W).shape, torch.allclose(X @ W, torch.einsum("bij,jk->bik", X, W)))
+print(torch.einsum("bij,bij->bi", X, X).shape)    # the squared length of every row
+print(X.transpose(-2, -1).shape)                  # swap the last two dimensions only
+
+# %% [markdown]
+# `masked_fill(mask, value)` writes `value` where a boolean mask is True (the mask broadcasts):
+
+# %%
+grid = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+print(grid.masked_fill(torch.tensor([False, True, False]), float("-inf")))
+
+# %% [markdown]
+# ### Exercise 8: attention, by hand
+#
+# Attention, the heart of a Transformer, is a few lines of what this lesson covered. Queries
+# `q` of shape `(..., Lq, d)` look at keys `k` `(..., Lk, d)` and mix values `v` `(..., Lk, dv)`:
+#
+# 1. a **score** for every (query, key) pair, their dot product divided by $\sqrt{d}$: shape
+#    `(..., Lq, Lk)`;
+# 2. where `mask` is False, the query may not look at that key: its weight must be exactly 0;
+# 3. the **weights**: `torch.softmax` of the scores over the keys (each query's weights sum to 1);
+# 4. the **output**: for each query, the weighted sum of the values, `(..., Lq, dv)`.
+#
+# `mask` is None (every query sees every key) or a boolean tensor that broadcasts to
+# `(..., Lq, Lk)`, True where looking is allowed; every query may look at one key at least. The
+# `...` are any batch dimensions (none, a batch, a batch and attention heads).
+# Write `attention(q, k, v, mask=None)`. Do not use `F.scaled_dot_product_attention`: the check
+# compares your function with it.
+
+# %% tags=["answer:attention"]
+def attention(q, k, v, mask=None):
+    ### BEGIN SOLUTION
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # softmax gives these exactly 0
+    return torch.softmax(scores, dim=-1) @ v
+    ### END SOLUTION
+
+
+# %% tags=["check:attention"]
+ex.attention.check(attention)
+
+# %% [markdown]
+# PyTorch's fused version, `F.scaled_dot_product_attention`, computes the same thing (faster,
+# and on a GPU without ever storing the `(Lq, Lk)` scores). A **causal** mask lets each position
+# of a sequence see only itself and the positions before it, so the first position's output is
+# its own value:
+
+# %%
+import torch.nn.functional as F  # noqa: E402
+
+q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 4, 5, 8), torch.randn(2, 4, 5, 8)  # batch, heads, L, d
+causal = torch.ones(5, 5, dtype=torch.bool).tril()
+print(causal.int())
+out = F.scaled_dot_product_attention(q, k, v, attn_mask=causal)
+print(out.shape, torch.allclose(out[..., 0, :], v[..., 0, :]))
 
 # %% [markdown]
 # ## 9. In-place operations

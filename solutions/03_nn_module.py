@@ -25,7 +25,7 @@
 # 6. know what `train()` / `eval()` change, and what `no_grad` does not;
 # 7. choose between the functional and the module API, and feed logits to the loss.
 #
-# **Time: about 90 minutes** on your own, the seven checked exercises included (about 48 of those minutes). *Run All* alone takes about 7 s on a 2-core CPU.
+# **Time: about 105 minutes** on your own, the eight checked exercises included (about 61 of those minutes). *Run All* alone takes about 7 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt
@@ -303,6 +303,49 @@ class RMSNorm(nn.Module):
 ex.RMSNorm.check(RMSNorm)
 
 # %% [markdown]
+# ### Exercise 4: build `nn.Linear` yourself
+#
+# The layers of `torch.nn` are modules like the ones above. Write your own `Linear(in_features,
+# out_features, bias=True)` that can stand in for `nn.Linear` anywhere:
+#
+# - the same parameters, under the same names and shapes, so an `nn.Linear`'s `state_dict`
+#   loads into yours and back (with `bias=False` there is no bias entry, and `layer.bias` is
+#   `None`, which code such as `if m.bias is not None:` relies on);
+# - the same initial distribution: every weight and bias drawn uniformly from
+#   $[-1/\sqrt{\text{in\_features}},\ 1/\sqrt{\text{in\_features}}]$ (what `nn.Linear`'s
+#   `kaiming_uniform_(a=√5)` works out to), from the global random stream;
+# - `forward` computes $y = x W^\top + b$ for an input of shape `(*, in_features)`: one sample,
+#   a batch, a batch of sequences, any number of leading dimensions; the result has shape
+#   `(*, out_features)` and gradients reach the weight and the bias.
+#
+# Do not use `nn.Linear` or `F.linear` inside it: the check compares yours with them.
+
+# %% tags=["answer:Linear"]
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        ### BEGIN SOLUTION
+        super().__init__()
+        bound = in_features ** -0.5
+        self.weight = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound, bound))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
+        else:
+            self.register_parameter("bias", None)  # `layer.bias` is None, and no state_dict entry
+        ### END SOLUTION
+
+    def forward(self, x):
+        ### BEGIN SOLUTION
+        out = x @ self.weight.T  # (*, in) @ (in, out): matmul broadcasts over the leading dimensions
+        if self.bias is not None:
+            out = out + self.bias
+        return out
+        ### END SOLUTION
+
+
+# %% tags=["check:Linear"]
+ex.Linear.check(Linear)
+
+# %% [markdown]
 # ## 5. Buffers: state that is not trained
 #
 # Some state belongs to a module but is not learned by gradient descent: BatchNorm's running
@@ -336,7 +379,7 @@ print("state_dict:", list(wb.state_dict()))
 print("BatchNorm1d state_dict:", list(nn.BatchNorm1d(3).state_dict()))
 
 # %% [markdown]
-# ### Exercise 4: a running mean
+# ### Exercise 5: a running mean
 #
 # Write `RunningMean(num_features, momentum=0.1)`, a module with a **buffer** `running_mean`
 # (zeros, saved in the state_dict) and no parameters. In training mode, `forward(x)` (with
@@ -392,37 +435,59 @@ for name, p in net.named_parameters():
 print("total", sum(p.numel() for p in net.parameters()))
 
 # %% [markdown]
-# **Freezing** a part (fine-tuning only the last layer of a pretrained network, say) means
-# `requires_grad = False` on its parameters: no gradient is computed for them and the
-# optimizer leaves them alone. `module.requires_grad_(False)` does it for a whole subtree.
+# **Freezing** a parameter means `requires_grad = False`: no gradient is computed for it and the
+# optimizer leaves it alone. It is set per parameter (`module.requires_grad_(flag)` sets it on
+# every parameter of a subtree). Here, the other way round from the usual fine-tuning, only the
+# **biases** keep learning (the idea of BitFit, a cheap way to adapt a large model):
 
 # %%
-net[:4].requires_grad_(False)  # slicing a Sequential gives a Sequential sharing the layers
-trainable = [p for p in net.parameters() if p.requires_grad]
-n_total = sum(p.numel() for p in net.parameters())
-print("trainable:", sum(p.numel() for p in trainable), "of", n_total)
+for name, p in net.named_parameters():
+    p.requires_grad = name.endswith("bias")
+n_trainable = sum(p.numel() for p in net.parameters() if p.requires_grad)
+print("trainable:", n_trainable, "of", sum(p.numel() for p in net.parameters()))
 net(torch.randn(3, 64)).sum().backward()
-print("grad of frozen layer 0:", net[0].weight.grad)
-print("grad of layer 4:", tuple(net[4].weight.grad.shape))
+print("grad of a frozen weight:", net[0].weight.grad)
+print("grad of a bias:", tuple(net[0].bias.grad.shape))
 
 # %% [markdown]
-# ### Exercise 5: freeze the backbone
+# Parameters are not all a module can change, though. A BatchNorm layer whose parameters are
+# frozen, run under `no_grad`, still moves its running statistics (buffers, section 5):
+
+# %%
+bn = nn.BatchNorm1d(3).requires_grad_(False)
+with torch.no_grad():
+    bn(torch.randn(16, 3) * 5 + 2)
+print("running_mean after one batch:", bn.running_mean)
+
+# %% [markdown]
+# ### Exercise 6: freeze the backbone
 #
-# The check's models have two parts, `model.backbone` and `model.head`. Write
-# `freeze_backbone(model)`: freeze every parameter of the backbone, and return a **list** of
-# the parameters that are still trainable (the model's own `Parameter` objects), ready to pass
-# to an optimizer.
+# The check's models are pretrained networks in two parts: `model.backbone`, a feature
+# extractor with BatchNorm layers, and `model.head`, a classifier with Dropout. They arrive in
+# training mode, as right before a fine-tuning loop. Write `freeze_backbone(model)` so that
+# fine-tuning trains the head and leaves the backbone **exactly as it was**: the same weights and
+# buffers, and the same features for a given input whatever the rest of the batch holds. Return
+# what an optimizer should be given to train the model from then on.
+#
+# Decide what freezing must cover and what must keep training. The check runs a training-mode
+# forward pass after your function and looks at both parts.
 
 # %% tags=["answer:freeze_backbone"]
 def freeze_backbone(model):
     ### BEGIN SOLUTION
-    model.backbone.requires_grad_(False)
-    return [p for p in model.parameters() if p.requires_grad]
+    model.backbone.requires_grad_(False)  # no gradients, the optimizer cannot change them
+    model.backbone.eval()                 # BatchNorm: use and keep the running statistics
+    return [p for p in model.parameters() if p.requires_grad]  # a list: it can be read twice
     ### END SOLUTION
 
 
 # %% tags=["check:freeze_backbone"]
 ex.freeze_backbone.check(freeze_backbone)
+
+# %% [markdown]
+# Mind the training loop: `model.train()` at the start of each epoch switches the backbone back
+# to training mode, and its BatchNorm layers start drifting again. Call `freeze_backbone` (or at
+# least `model.backbone.eval()`) after `model.train()`, or override `train()` in the model.
 
 # %% [markdown]
 # ## 7. Looking inside: forward hooks
@@ -497,7 +562,7 @@ net.apply(zero_biases)
 print(net[0].bias[:5])
 
 # %% [markdown]
-# ### Exercise 6: LeCun-normal initialisation
+# ### Exercise 7: LeCun-normal initialisation
 #
 # Write `init_weights(m)` for use with `model.apply(init_weights)`: for every `nn.Linear`,
 # draw the weight from a normal distribution with mean 0 and standard deviation
@@ -575,7 +640,7 @@ print(bn_model(torch.randn(1, 4)).shape)
 # So prediction code does two things: `model.eval()` (behaviour) and `torch.no_grad()` (no
 # graph). And code called from inside a training loop should put the mode back afterwards.
 #
-# ### Exercise 7: predicting probabilities
+# ### Exercise 8: predicting probabilities
 #
 # Write `predict_proba(model, X)`: return the class probabilities of the model (softmax of
 # its logits over the classes, `(N, C)` for `(N, C)` logits), computed in **eval** mode and

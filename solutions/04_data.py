@@ -24,7 +24,7 @@
 # 5. measure when `num_workers` helps and when it hurts;
 # 6. keep randomness reproducible in workers.
 #
-# **Time: about 90 minutes** on your own, the six checked exercises included (about 49 of those minutes). *Run All* alone takes about 7.4 s on a 2-core CPU.
+# **Time: about 105 minutes** on your own, the seven checked exercises included (about 61 of those minutes). *Run All* alone takes about 7.4 s on a 2-core CPU.
 
 # %%
 import os
@@ -425,6 +425,64 @@ print(padded)
 print("lengths", lengths.tolist(), "labels", labels.tolist())
 
 # %% [markdown]
+# ### Exercise 5: a DataLoader of your own
+#
+# Without workers, a DataLoader is a short loop. Write `MiniLoader(dataset, batch_size=1,
+# shuffle=False, drop_last=False, collate_fn=None, generator=None)` that behaves like
+# `DataLoader` with those arguments (and `num_workers=0`):
+#
+# - iterating it (`for batch in loader`) yields the epoch's batches: the items `dataset[i]`
+#   in order, or, with `shuffle=True`, in the order `torch.randperm(len(dataset),
+#   generator=generator)` gives, drawn afresh **each epoch** (the check always passes a
+#   generator when shuffling);
+# - each batch is `collate_fn(list_of_items)`; without one, `torch.utils.data.default_collate`
+#   (what `DataLoader` uses: it stacks tensors, turns numbers into a tensor, and keeps tuples
+#   as tuples);
+# - `drop_last` and `len(loader)` (the number of batches of an epoch) as in section 4;
+# - iterating the same loader again starts a new epoch.
+#
+# The check compares your batches with `DataLoader`'s, epoch after epoch. Do not use
+# `DataLoader` or `BatchSampler` inside it.
+
+# %% tags=["answer:MiniLoader"]
+class MiniLoader:
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None,
+                 generator=None):
+        ### BEGIN SOLUTION
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.collate_fn = collate_fn if collate_fn is not None else torch.utils.data.default_collate
+        self.generator = generator
+        ### END SOLUTION
+
+    def __len__(self):
+        ### BEGIN SOLUTION
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        ### END SOLUTION
+
+    def __iter__(self):
+        ### BEGIN SOLUTION
+        n = len(self.dataset)
+        order = torch.randperm(n, generator=self.generator).tolist() if self.shuffle else range(n)
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            items = [self.dataset[i] for i in order[start:start + self.batch_size]]
+            yield self.collate_fn(items)
+        ### END SOLUTION
+
+
+# %% tags=["check:MiniLoader"]
+ex.MiniLoader.check(MiniLoader)
+
+# %% [markdown]
+# One difference remains with `shuffle=True`: before shuffling, `DataLoader` draws a seed for its
+# workers from the same generator (even with `num_workers=0`), so with equal generators its
+# order differs from `MiniLoader`'s; with a `sampler` giving the same order, the batches are the
+# same.
+
+# %% [markdown]
 # ## 7. `IterableDataset`: streams, and workers that duplicate them
 #
 # Some data cannot be indexed: lines arriving from a file or a socket, records generated on
@@ -450,7 +508,7 @@ print([int(v) for v in DataLoader(dw.UnshardedRange(0, 6), batch_size=None, num_
 # (Map-style datasets do not have this problem: the main process hands each worker the
 # indices it should fetch.)
 #
-# ### Exercise 5: `ShardedRange`
+# ### Exercise 6: `ShardedRange`
 #
 # Complete `__iter__` so that the integers `start, ..., end - 1` come out exactly once in
 # total, with any number of workers, including none. The check runs your class as 0, 1, 2
@@ -584,7 +642,7 @@ print("2 workers:", noise_of(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=N
 # The fix is a `worker_init_fn`: the DataLoader calls it with the worker id at the start of
 # every worker, where `get_worker_info()` gives this worker's dataset copy and seed.
 #
-# ### Exercise 6: `reseed_worker`
+# ### Exercise 7: `reseed_worker`
 #
 # Write `reseed_worker(worker_id)` that replaces the dataset copy's `rng` with
 # `np.random.default_rng(...)` seeded from this worker's `get_worker_info().seed` (which

@@ -359,29 +359,45 @@ ex.load_state_dict_cpu.check(load_state_dict_cpu)
 # ## 4. Checkpoints that resume exactly
 #
 # A training run depends on more than the weights. To continue an interrupted run *exactly*,
-# a checkpoint needs everything that training reads:
-#
-# | piece | why |
-# |---|---|
-# | `model.state_dict()` | the weights |
-# | `optimizer.state_dict()` | momentum buffers, Adam's running averages, the current rate |
-# | `scheduler.state_dict()` | where the learning-rate schedule is |
-# | `epoch` | where to continue |
-# | `torch.get_rng_state()` | the global random stream: dropout masks, random augmentation |
-# | the DataLoader generator's `get_state()` | the shuffle order of the coming epochs |
-#
-# (With a `GradScaler`, add `scaler.state_dict()`; on a GPU, `torch.cuda.get_rng_state_all()`.)
+# a checkpoint needs everything whose state the coming steps read, and every stateful object of
+# a run has a way to hand that state over as tensors and plain values, and to take it back.
+# Two examples that are not in this lesson's training run: an exponential learning-rate
+# schedule, and a generator that draws a random crop position for augmentation:
+
+# %%
+probe = torch.nn.Parameter(torch.zeros(1))
+opt = torch.optim.SGD([probe], lr=1.0)
+decay = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+for _ in range(3):
+    opt.step()
+    decay.step()
+print("schedule state:", {k: v for k, v in decay.state_dict().items() if k in ("last_epoch", "_last_lr")})
+
+crops = torch.Generator().manual_seed(7)
+saved = crops.get_state()                                # a uint8 tensor
+print("next crops:", torch.randint(0, 32, (3,), generator=crops).tolist())
+crops.set_state(saved)
+print("replayed:  ", torch.randint(0, 32, (3,), generator=crops).tolist())
+
+# %% [markdown]
+# (A run with a `GradScaler` would save `scaler.state_dict()` too; on a GPU, the CUDA random
+# states as well.)
 #
 # ### Exercise 3: save a checkpoint
 #
-# Write `save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)`. It saves,
-# with `torch.save`, one dict with (at least) these keys: `"model"`, `"optimizer"`, `"scheduler"`
-# (their `state_dict()`s), `"epoch"` (the int given: the number of completed epochs),
-# `"rng_state"` (`torch.get_rng_state()`) and `"loader_generator"` (`loader_generator.get_state()`).
-# The check trains a small model with dropout, saves with your function halfway through, loads
-# the file in a "new process" (fresh objects, different random state), and checks that the
-# resumed run ends with **exactly** the same weights as the uninterrupted one. It writes to a
-# temporary folder.
+# Write `save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)`: it
+# writes, with `torch.save`, one dict from which training continues **bit-identically**. `epoch`
+# is the number of epochs completed; `loader_generator` is the generator the training
+# `DataLoader` shuffles with. The check trains a small model with dropout, saves with your
+# function halfway through, loads the file in a "new process" (fresh objects, a different
+# random state), trains on, and compares the final weights with the uninterrupted run's, bit
+# for bit. It writes to a temporary folder.
+#
+# **Decide what the rest of the run depends on.** The format is shared with Exercise 4's loader
+# (and the capstone's): one entry per argument under the argument's name (`"model"`,
+# `"optimizer"`, ... `"epoch"`), holding what restores that argument, plus an entry `"rng_state"`
+# for the one piece of state that none of the arguments holds. Only tensors and plain Python
+# values: the file must load with `torch.load(path, weights_only=True)`.
 
 # %% tags=["answer:save_checkpoint"]
 def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator):
@@ -735,9 +751,9 @@ print("same weights:", weights_sha256(loaded) == weights_sha256(small))
 #
 # ### `torch.export`
 #
-# Put the model in evaluation mode first. The exported graph records dropout and BatchNorm the
-# way they behave at export time, and it cannot be switched afterwards. Exporting with just an
-# example input fixes *every* shape, including the batch size:
+# The exported graph records dropout and BatchNorm the way they behave at export time, and it
+# cannot be switched afterwards. Exporting with just an example input fixes *every* shape,
+# including the batch size:
 
 # %%
 model = resumed.eval()
@@ -748,35 +764,60 @@ program = torch.export.export(model, (example,))
 program.module()(X_test[:7])
 
 # %% [markdown]
-# Declare the batch dimension dynamic with a named `Dim`:
+# `dynamic_shapes` says, for each input, which dimensions may vary: a dict from a dimension's
+# index to a named `torch.export.Dim`. Every dimension not named stays fixed. Here a model that
+# averages a sequence of feature vectors over time is exported for sequences of any **length**
+# (dimension 1):
 
 # %%
-batch = torch.export.Dim("batch")
-program = torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
-print(program.module()(X_test[:7]).shape, program.module()(X_test).shape)
+class MeanOverTime(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(64, 10)
+
+    def forward(self, x):                  # x: (N, T, 64)
+        return self.linear(x.mean(dim=1))
+
+
+steps = torch.export.Dim("steps")
+seq_program = torch.export.export(MeanOverTime().eval(), (torch.randn(2, 5, 64),),
+                                  dynamic_shapes=({1: steps},))
+print(seq_program.module()(torch.randn(2, 9, 64)).shape)
+
+# %% tags=["raises-exception"]
+seq_program.module()(torch.randn(3, 5, 64))   # dimension 0 was not named: it stays 2
 
 # %% [markdown]
-# Save it as a `.pt2` file. Loading it needs no model class:
+# Save an exported program as a `.pt2` file. Loading it needs no model class:
 
 # %%
 torch.export.save(program, path("digits.pt2"))
 reloaded = torch.export.load(path("digits.pt2"))
 with torch.no_grad():
-    print("same outputs as the model:", torch.allclose(reloaded.module()(X_test), model(X_test)))
+    print("same outputs as the model:", torch.allclose(reloaded.module()(example), model(example)))
 
 # %% [markdown]
 # ### Exercise 5: export with a dynamic batch
 #
-# Write `export_with_dynamic_batch(model, example_input)`. It returns the `ExportedProgram`
-# of `model` in evaluation mode, with dimension 0 of the input (the batch) dynamic. The models
-# in the check have dropout and BatchNorm and arrive in training mode. The check calls your
-# exported program with other batch sizes and compares with the model's evaluation-mode outputs.
+# Write `export_with_dynamic_batch(model, example_input)`: it returns an `ExportedProgram` of
+# `model` that a prediction service can call with **any number of samples**, and that computes
+# what the trained model predicts. The check's models arrive straight from training (in
+# training mode, with dropout and BatchNorm); some take a batch of feature vectors `(N, F)`,
+# others a batch of 1-D signals `(N, C, L)` whose flattened features feed a `Linear`. The
+# example input a caller hands you may hold any number of samples, a single one included. The
+# check calls your program with batches of other sizes (1 and 1000 among them) and compares
+# with the model's predictions.
+#
+# Decide which dimension may vary (and which may not), what state the model must be in, and
+# what to do with an example that cannot show torch.export that a dimension varies.
 
 # %% tags=["answer:export_with_dynamic_batch"]
 def export_with_dynamic_batch(model, example_input):
     ### BEGIN SOLUTION
-    model.eval()
-    batch = torch.export.Dim("batch")
+    model.eval()  # dropout off, BatchNorm's running statistics: the graph records the mode
+    if example_input.shape[0] < 2:  # export treats a size of 1 as a constant: show it a batch of 2
+        example_input = example_input.expand(2, *example_input.shape[1:])
+    batch = torch.export.Dim("batch")  # only the batch varies: the weights fix C, L and F
     return torch.export.export(model, (example_input,), dynamic_shapes=({0: batch},))
     ### END SOLUTION
 
@@ -802,6 +843,7 @@ ex.export_with_dynamic_batch.check(export_with_dynamic_batch)
 # Both are harmless.
 
 # %% tags=["nbval-ignore-output"]
+batch = torch.export.Dim("batch")
 onnx_program = torch.onnx.export(model, (example,), path("digits.onnx"), dynamo=True,
                                  external_data=False, dynamic_shapes=({0: batch},), verbose=False)
 

@@ -157,6 +157,17 @@ def _class_bad_answers(ex: grading.Exercise):
             while True:
                 pass
 
+    if not hasattr(ref, "forward") and hasattr(ref, "__iter__"):  # a class that is iterated (a loader)
+        def raises_iter(self):
+            raise ValueError("learner bug")
+
+        def endless_iter(self):
+            while True:
+                pass
+
+        Raises.__iter__ = raises_iter  # type: ignore[method-assign, assignment]
+        Endless.__iter__ = endless_iter  # type: ignore[method-assign, assignment]
+
     instance = None
     return {"raises": Raises, "endless": Endless, "none": None, "a_string": "a string", "instance": instance}
 

@@ -122,9 +122,9 @@ def test_masked_mean_alternatives_pass():
 
 def test_pick_scores_wrong_gather_rejected_and_alternatives_pass():
     rejected(T + "pick_scores", lambda s, y: s.gather(1, y[None]).squeeze())
-    accepted(T + "pick_scores", lambda s, y: s[torch.arange(len(y)), y])
-    accepted(T + "pick_scores", lambda s, y: s[:, y].diagonal())
-    accepted(T + "pick_scores", lambda s, y: torch.take_along_dim(s, y[:, None], 1).squeeze(1))
+    rejected(T + "pick_scores", lambda s, y: s[torch.arange(len(y)), y], "rows_only", n_random=0)
+    accepted(T + "pick_scores", lambda s, y: s.gather(-1, y[..., None]).squeeze(-1))
+    accepted(T + "pick_scores", lambda s, y: torch.take_along_dim(s, y.unsqueeze(-1), -1).squeeze(-1))
 
 
 # =========================================================================== red team
@@ -272,23 +272,78 @@ valid(MM, "loop with a guard")(lambda x, m: torch.stack(
 cheat(MM, "zeros")(lambda x, m: torch.zeros(len(x)))
 cheat(MM, "hard-coded first case")(lambda x, m: torch.tensor([2.0, 0.0]))
 
+def _at_mask(scores, m):
+    return scores if m is None else scores.masked_fill(~m, float("-inf"))
+
+
+def _at_by_hand(q, k, v, m=None):
+    scores = q @ k.mT / q.shape[-1] ** 0.5
+    if m is not None:
+        scores = torch.where(m, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+    e = (scores - scores.amax(-1, keepdim=True)).exp()
+    return (e / e.sum(-1, keepdim=True)) @ v
+
+
 PS = "01_tensors.pick_scores"
 wrong(PS, "index grid", "index_grid")(lambda s, y: s[:, y])
-wrong(PS, "gather without squeeze", "forgot_squeeze")(lambda s, y: s.gather(1, y.unsqueeze(1)))
-wrong(PS, "row max", "took_max")(lambda s, y: s.max(1).values)
+wrong(PS, "gather without squeeze", "forgot_squeeze")(lambda s, y: s.gather(-1, y.unsqueeze(-1)))
+wrong(PS, "row max", "took_max")(lambda s, y: s.max(-1).values)
 wrong(PS, "gather along dim 0", "gather_dim0")(lambda s, y: s.gather(0, y.unsqueeze(0)).squeeze(0))
-wrong(PS, "view(-1, 1) then squeeze (redteam)")(lambda s, y: s.gather(1, y.view(-1, 1)).squeeze())
-wrong(PS, "squeeze without dim")(lambda s, y: s.gather(1, y[:, None]).squeeze())
+wrong(PS, "gather along dim 1, right for 2-D only", "gather_dim1")(
+    lambda s, y: s.gather(1, y.unsqueeze(1)).squeeze(1))
+wrong(PS, "arange pairing, right for 2-D only", "rows_only")(lambda s, y: s[torch.arange(len(y)), y])
+wrong(PS, "view(-1, 1) then squeeze (redteam)")(
+    lambda s, y: s.reshape(-1, s.shape[-1]).gather(1, y.view(-1, 1)).squeeze())
+wrong(PS, "squeeze without dim")(lambda s, y: s.gather(-1, y[..., None]).squeeze())
 wrong(PS, "rows by label")(lambda s, y: s[y])
 wrong(PS, "take on the flat tensor")(lambda s, y: s.take(y))
-wrong(PS, "one_hot without num_classes")(lambda s, y: (s * F.one_hot(y)).sum(1))
-wrong(PS, "float32 always")(lambda s, y: s.float()[torch.arange(len(y)), y])
-valid(PS, "arange indexing")(lambda s, y: s[torch.arange(len(y)), y])
-valid(PS, "diagonal of the grid")(lambda s, y: s[:, y].diagonal())
-valid(PS, "one_hot with num_classes")(lambda s, y: (s * F.one_hot(y, s.shape[1]).to(s.dtype)).sum(1))
-valid(PS, "take_along_dim")(lambda s, y: torch.take_along_dim(s, y[:, None], dim=1)[:, 0])
-cheat(PS, "first column")(lambda s, y: s[:, 0])
+wrong(PS, "one_hot without num_classes")(lambda s, y: (s * F.one_hot(y)).sum(-1))
+wrong(PS, "float32 always")(lambda s, y: s.float().gather(-1, y[..., None])[..., 0])
+wrong(PS, "flattened, not reshaped back")(
+    lambda s, y: s.reshape(-1, s.shape[-1])[torch.arange(y.numel()), y.reshape(-1)])
+valid(PS, "flatten, arange indexing, reshape")(
+    lambda s, y: s.reshape(-1, s.shape[-1])[torch.arange(y.numel()), y.reshape(-1)].reshape(y.shape))
+valid(PS, "one_hot with num_classes")(lambda s, y: (s * F.one_hot(y, s.shape[-1]).to(s.dtype)).sum(-1))
+valid(PS, "take_along_dim")(lambda s, y: torch.take_along_dim(s, y[..., None], dim=-1)[..., 0])
+valid(PS, "meshgrid of indices")(
+    lambda s, y: s[(*torch.meshgrid(*[torch.arange(n) for n in y.shape], indexing="ij"), y)])
+valid(PS, "gather on dim ndim-1")(lambda s, y: s.gather(s.dim() - 1, y.unsqueeze(y.dim())).squeeze(y.dim()))
+cheat(PS, "first column")(lambda s, y: s[..., 0])
 cheat(PS, "hard-coded first case")(lambda s, y: torch.tensor([0.9, 0.8, 0.3]))
+
+AT = "01_tensors.attention"
+wrong(AT, "no scale", "no_scale")(lambda q, k, v, m=None: torch.softmax(
+    (q @ k.transpose(-2, -1)).masked_fill(~m if m is not None else torch.zeros((), dtype=torch.bool), -1e30), -1) @ v)
+wrong(AT, "scaled by d", "scaled_by_d")(lambda q, k, v, m=None: torch.softmax(
+    _at_mask(q @ k.transpose(-2, -1) / q.shape[-1], m), -1) @ v)
+wrong(AT, "softmax over the queries", "softmax_over_queries")(lambda q, k, v, m=None: torch.softmax(
+    _at_mask(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, m), -2) @ v)
+wrong(AT, "True blocks", "mask_inverted")(lambda q, k, v, m=None: torch.softmax(
+    q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5 if m is None else
+    (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).masked_fill(m, float("-inf")), -1) @ v)
+wrong(AT, "mask multiplies the scores", "masked_with_zero")(lambda q, k, v, m=None: torch.softmax(
+    q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5 * (1 if m is None else m), -1) @ v)
+wrong(AT, "mask after softmax", "masked_after_softmax")(lambda q, k, v, m=None: (torch.softmax(
+    q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, -1) * (1 if m is None else m)) @ v)
+wrong(AT, "weights, not output", "forgot_values")(lambda q, k, v, m=None: torch.softmax(
+    _at_mask(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, m), -1))
+wrong(AT, "k.mT swapped for transpose(0, 1) (redteam)")(lambda q, k, v, m=None: torch.softmax(
+    _at_mask(q @ k.transpose(0, 1) / q.shape[-1] ** 0.5, m), -1) @ v)
+wrong(AT, "mask ignored")(lambda q, k, v, m=None: torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, -1) @ v)
+wrong(AT, "scaled by sqrt(Lk)")(lambda q, k, v, m=None: torch.softmax(
+    _at_mask(q @ k.transpose(-2, -1) / k.shape[-2] ** 0.5, m), -1) @ v)
+valid(AT, "einsum and a large negative number")(lambda q, k, v, m=None: torch.einsum(
+    "...qk,...kd->...qd", torch.softmax(torch.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1])
+                                        + (0 if m is None else (~m) * -1e9), -1), v))
+valid(AT, "mT, where, exp and normalise by hand")(_at_by_hand)
+valid(AT, "scale the queries first")(lambda q, k, v, m=None: torch.softmax(
+    _at_mask((q * q.shape[-1] ** -0.5) @ k.mT, m), dim=-1) @ v)
+valid(AT, "torch's own attention math, written out")(lambda q, k, v, m=None: torch.matmul(
+    F.softmax(_at_mask(torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(k.size(-1))), m), dim=-1), v))
+cheat(AT, "scaled_dot_product_attention itself", "broke_rule")(
+    lambda q, k, v, m=None: F.scaled_dot_product_attention(q, k, v, attn_mask=m))
+cheat(AT, "the mean of the values")(lambda q, k, v, m=None: v.mean(-2, keepdim=True).expand(*q.shape[:-1], v.shape[-1]))
+
 
 CC = "01_tensors.count_correct"
 wrong(CC, "argmax without dim", "flat_argmax")(lambda z, y: int((z.argmax() == y).sum()))
@@ -357,7 +412,12 @@ def _oracle_masked(x, m):
 
 
 def _oracle_pick(s, y):
-    return np.array([s.double().numpy()[i, int(y[i])] for i in range(len(y))])
+    flat, lab = s.double().numpy().reshape(-1, s.shape[-1]), y.numpy().reshape(-1)
+    return np.array([flat[i, int(lab[i])] for i in range(len(lab))]).reshape(tuple(y.shape))
+
+
+def _oracle_attention(q, k, v, m=None):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=m).double().numpy()
 
 
 def _oracle_count(z, y):
@@ -371,6 +431,7 @@ ORACLES = {
     "01_tensors.pairwise_distances": (_oracle_dist, "float32", 1e-5),
     "01_tensors.masked_mean": (_oracle_masked, "float32", 1e-5),
     "01_tensors.pick_scores": (_oracle_pick, None, 0),
+    "01_tensors.attention": (_oracle_attention, None, 1e-5),
 }
 
 

@@ -279,12 +279,14 @@ def test_freeze_alternatives_pass():
     def loop(model):
         for p in model.backbone.parameters():
             p.requires_grad = False
+        model.backbone.eval()
         return tuple(p for p in model.head.parameters() if p.requires_grad)
 
     assert check("freeze_backbone", loop, n_random=20).passed
 
     def whole_head(model):  # wrong when a head parameter was frozen before: "still trainable"
         model.backbone.requires_grad_(False)
+        model.backbone.eval()
         return list(model.head.parameters())
 
     assert check("freeze_backbone", whole_head).mistake == "returned_frozen"
@@ -293,6 +295,7 @@ def test_freeze_alternatives_pass():
 def test_freeze_returned_copies():
     def copies(model):
         model.backbone.requires_grad_(False)
+        model.backbone.eval()
         return [p.detach().clone().requires_grad_() for p in model.head.parameters()]
 
     assert check("freeze_backbone", copies).mistake == "returned_copies"
@@ -544,6 +547,82 @@ cheat(RM, "returns x unchanged")(_rmsn(lambda s, x, w: x * w))
 cheat(RM, "normalises a detached copy", "partial_graph_cut")(_rmsn(lambda s, x, w: x / torch.sqrt(
     x.detach().pow(2).mean(-1, keepdim=True) + s.eps) * w))
 
+LN = "03_nn_module.Linear"
+
+
+def _lin(init=None, forward=None, weight_shape=lambda i, o: (o, i), no_bias=lambda m: m.register_parameter("bias", None)):
+    """A Linear answer with one part changed."""
+    class Answer(nn.Module):
+        def __init__(self, in_features, out_features, bias=True):
+            super().__init__()
+            self.weight = nn.Parameter(torch.empty(*weight_shape(in_features, out_features)))
+            if bias:
+                self.bias = nn.Parameter(torch.empty(out_features))
+            else:
+                no_bias(self)
+            (init or _lin_uniform)(self, in_features, out_features)
+
+        def forward(self, x):
+            return (forward or _lin_forward)(self, x)
+    return Answer
+
+
+def _lin_uniform(m, i, o):
+    with torch.no_grad():
+        for p in m.parameters():
+            p.uniform_(-(i ** -0.5), i ** -0.5)
+
+
+def _lin_forward(m, x):
+    out = x @ m.weight.T
+    return out if m.bias is None else out + m.bias
+
+
+def _lin_kaiming(m, i, o):
+    nn.init.kaiming_uniform_(m.weight, a=math.sqrt(5))
+    if m.bias is not None:
+        fan_in, _ = nn.init._calculate_fan_in_and_fan_out(m.weight)
+        nn.init.uniform_(m.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
+
+
+wrong(LN, "weight stored (in, out)", "weight_transposed")(_lin(weight_shape=lambda i, o: (i, o),
+                                                               forward=lambda m, x: _lin_bias(m, x @ m.weight)))
+wrong(LN, "kaiming_uniform_ with its default a", "init_scale")(_lin(
+    init=lambda m, i, o: (nn.init.kaiming_uniform_(m.weight), m.bias is None or nn.init.zeros_(m.bias))))
+wrong(LN, "randn init", "init_scale")(_lin(init=lambda m, i, o: [nn.init.normal_(p) for p in m.parameters()]))
+wrong(LN, "bound from out_features", "init_fan_out")(_lin(init=lambda m, i, o: _lin_uniform(m, o, i)))
+wrong(LN, "zero bias", "bias_init_zero")(_lin(init=lambda m, i, o: (_lin_uniform(m, i, o),
+                                                                   m.bias is None or nn.init.zeros_(m.bias))))
+wrong(LN, "bias=False as a zero bias parameter", "bias_not_optional")(
+    _lin(no_bias=lambda m: setattr(m, "bias", nn.Parameter(torch.zeros(m.weight.shape[0])))))
+wrong(LN, "bias=False, no attribute", "no_bias_attribute")(_lin(
+    no_bias=lambda m: None, forward=lambda m, x: x @ m.weight.T + (m.bias if hasattr(m, "bias") else 0)))
+wrong(LN, "mm: 2-D only", "two_d_only")(_lin(forward=lambda m, x: _lin_bias(m, x.mm(m.weight.t()))))
+wrong(LN, "x @ W without the transpose", "forward_transposed")(_lin(forward=lambda m, x: _lin_bias(m, x @ m.weight)))
+wrong(LN, "bias detached", "parameter_not_trained")(_lin(forward=lambda m, x: x @ m.weight.T + (
+    0 if m.bias is None else m.bias.detach())))
+wrong(LN, "plain tensor weight", "unregistered")(_lin(init=lambda m, i, o: (
+    _lin_uniform(m, i, o), setattr(m, "w", m.weight.detach()), delattr(m, "weight"), setattr(m, "weight", m.w))))
+wrong(LN, "flattens the leading dims and forgets them (redteam)")(_lin(
+    forward=lambda m, x: _lin_bias(m, x.reshape(-1, x.shape[-1]) @ m.weight.T)))
+valid(LN, "nn.Linear's own init calls")(_lin(init=_lin_kaiming))
+valid(LN, "einsum, bias = None attribute")(_lin(
+    no_bias=lambda m: setattr(m, "bias", None),
+    forward=lambda m, x: torch.einsum("...i,oi->...o", x, m.weight) + (0 if m.bias is None else m.bias)))
+valid(LN, "rand scaled, addmm on a flattened view")(_lin(
+    init=lambda m, i, o: [p.data.copy_((torch.rand(p.shape) * 2 - 1) / math.sqrt(i)) for p in m.parameters()],
+    forward=lambda m, x: (torch.addmm(m.bias, x.reshape(-1, x.shape[-1]), m.weight.T) if m.bias is not None
+                          else x.reshape(-1, x.shape[-1]) @ m.weight.T).reshape(*x.shape[:-1], -1)))
+valid(LN, "matmul and broadcasting bias")(_lin(forward=lambda m, x: torch.matmul(x, m.weight.transpose(0, 1))
+                                               + (m.bias if m.bias is not None else 0.0)))
+cheat(LN, "nn.Linear subclass", "broke_rule")(type("LinearCheat", (nn.Linear,), {}))
+cheat(LN, "right parameters, zero output")(_lin(forward=lambda m, x: torch.zeros(*x.shape[:-1], m.weight.shape[0])))
+
+
+def _lin_bias(m, out):
+    return out if m.bias is None else out + m.bias
+
+
 RN = "03_nn_module.RunningMean"
 
 
@@ -650,28 +729,62 @@ cheat(IW, "does nothing")(lambda m: None)
 cheat(IW, "zeros everywhere")(_iw(lambda m: nn.init.zeros_(m.weight)))
 
 FB = "03_nn_module.freeze_backbone"
-wrong(FB, "attribute, not method", "set_module_attribute")(lambda m: (setattr(m.backbone, "requires_grad", False),
-                                                                    list(m.head.parameters()))[1])
+
+
+def _fb(freeze, returns):
+    """An answer that freezes with ``freeze(model)`` and returns ``returns(model)``."""
+    return lambda m: (freeze(m), returns(m))[1]
+
+
+def _frozen(m):
+    m.backbone.requires_grad_(False)
+    m.backbone.eval()
+
+
+def _trainable(m):
+    return [p for p in m.parameters() if p.requires_grad]
+
+
+wrong(FB, "attribute, not method", "set_module_attribute")(_fb(lambda m: (setattr(m.backbone, "requires_grad", False),
+                                                                          m.backbone.eval()), _trainable))
 wrong(FB, "no_grad block", "backbone_not_frozen")(lambda m: list(m.head.parameters()))
-wrong(FB, "froze everything", "froze_head")(lambda m: (m.requires_grad_(False), list(m.head.parameters()))[1])
-wrong(FB, "returns all parameters", "returned_frozen")(lambda m: (m.backbone.requires_grad_(False), list(m.parameters()))[1])
-wrong(FB, "generator", "returned_generator")(lambda m: (m.backbone.requires_grad_(False), m.head.parameters())[1])
-wrong(FB, "named pairs", "returned_pairs")(lambda m: (m.backbone.requires_grad_(False),
-                                                      [(n, p) for n, p in m.named_parameters() if p.requires_grad])[1])
-wrong(FB, "copies", "returned_copies")(lambda m: (m.backbone.requires_grad_(False),
-                                                  [p.detach().clone().requires_grad_() for p in m.head.parameters()])[1])
+wrong(FB, "froze everything", "froze_head")(_fb(lambda m: (m.requires_grad_(False), m.eval()),
+                                                lambda m: list(m.head.parameters())))
+wrong(FB, "returns all parameters", "returned_frozen")(_fb(_frozen, lambda m: list(m.parameters())))
+wrong(FB, "generator", "returned_generator")(_fb(_frozen, lambda m: m.head.parameters()))
+wrong(FB, "named pairs", "returned_pairs")(_fb(_frozen, lambda m: [(n, p) for n, p in m.named_parameters()
+                                                                     if p.requires_grad]))
+wrong(FB, "copies", "returned_copies")(_fb(_frozen, lambda m: [p.detach().clone().requires_grad_()
+                                                                for p in m.head.parameters()]))
 wrong(FB, "whole head although a head parameter was frozen", "returned_frozen")(
-    lambda m: (m.backbone.requires_grad_(False), list(m.head.parameters()))[1])
+    _fb(_frozen, lambda m: list(m.head.parameters())))
 wrong(FB, "froze only the backbone's Linear layers (redteam)", "froze_only_some")(
-    lambda m: ([x.requires_grad_(False) for x in m.backbone.modules() if isinstance(x, nn.Linear)],
-               [p for p in m.parameters() if p.requires_grad])[1])
-valid(FB, "filter over parameters")(lambda m: (m.backbone.requires_grad_(False),
-                                               list(filter(lambda p: p.requires_grad, m.parameters())))[1])
-valid(FB, "per-parameter loop")(lambda m: ([p.requires_grad_(False) for p in m.backbone.parameters()],
-                                           [p for p in m.head.parameters() if p.requires_grad])[1])
-valid(FB, "named_parameters filter")(lambda m: (m.backbone.requires_grad_(False),
-                                                [p for n, p in m.named_parameters() if not n.startswith("backbone")
-                                                 and p.requires_grad])[1])
+    _fb(lambda m: (m.backbone.eval(), [x.requires_grad_(False) for x in m.backbone.modules()
+                                       if isinstance(x, nn.Linear)]), _trainable))
+wrong(FB, "parameters only: BatchNorm statistics drift", "bn_stats_updated")(
+    _fb(lambda m: m.backbone.requires_grad_(False), _trainable))
+wrong(FB, "whole model in eval mode: head dropout off", "head_in_eval")(
+    _fb(lambda m: (m.requires_grad_(False), m.head.requires_grad_(True), m.eval()), _trainable))
+wrong(FB, "BatchNorm momentum 0: still batch statistics", "bn_batch_stats")(
+    _fb(lambda m: (m.backbone.requires_grad_(False),
+                   [setattr(x, "momentum", 0.0) for x in m.backbone.modules() if isinstance(x, nn.BatchNorm1d)]),
+        _trainable))
+wrong(FB, "track_running_stats off: batch statistics", "bn_batch_stats")(
+    _fb(lambda m: (m.backbone.requires_grad_(False),
+                   [setattr(x, "track_running_stats", False) for x in m.backbone.modules()
+                    if isinstance(x, nn.BatchNorm1d)]), _trainable))
+wrong(FB, "eval before freezing, then model.train() (redteam)", "bn_stats_updated")(
+    _fb(lambda m: (_frozen(m), m.train()), _trainable))
+valid(FB, "filter over parameters")(_fb(_frozen, lambda m: list(filter(lambda p: p.requires_grad, m.parameters()))))
+valid(FB, "per-parameter loop, only BatchNorm layers to eval")(
+    _fb(lambda m: ([p.requires_grad_(False) for p in m.backbone.parameters()],
+                   [x.eval() for x in m.backbone.modules() if isinstance(x, nn.modules.batchnorm._BatchNorm)]),
+        lambda m: [p for p in m.head.parameters() if p.requires_grad]))
+valid(FB, "named_parameters filter, train(False)")(
+    _fb(lambda m: (m.backbone.requires_grad_(False), m.backbone.train(False)),
+        lambda m: [p for n, p in m.named_parameters() if not n.startswith("backbone") and p.requires_grad]))
+valid(FB, "whole model eval, head back to train")(
+    _fb(lambda m: (m.eval(), m.head.train(), m.backbone.requires_grad_(False)), _trainable))
 cheat(FB, "empty list")(lambda m: [])
 cheat(FB, "freezes nothing, returns trainable")(lambda m: [p for p in m.parameters() if p.requires_grad])
 
@@ -1029,6 +1142,7 @@ def test_init_weights_kaiming_linear_and_trunc_normal_pass():
 def test_freeze_backbone_named_pairs_are_named():
     def pairs(model):
         model.backbone.requires_grad_(False)
+        model.backbone.eval()
         return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
 
     rejected(M + "freeze_backbone", pairs, "returned_pairs")
@@ -1038,6 +1152,7 @@ def test_freeze_backbone_tuple_passes():
     def as_tuple(model):
         for p in model.backbone.parameters():
             p.requires_grad = False
+        model.backbone.eval()
         return tuple(p for p in model.head.parameters() if p.requires_grad)
 
     accepted(M + "freeze_backbone", as_tuple)

@@ -263,7 +263,7 @@ def test_the_lesson_imports_in_the_staged_course_without_its_references(tmp_path
                        timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     where, count = r.stdout.split()
-    assert where.startswith(str(tmp_path)) and count == "6"
+    assert where.startswith(str(tmp_path)) and count == "7"
 
 
 # =========================================================================== adversarial
@@ -932,6 +932,143 @@ def sampler_lying_weights(y, generator=None):
 
 
 # =========================================================================== 04 pad_collate
+# =========================================================================== MiniLoader
+ML = "04_data.MiniLoader"
+_Mini = grading.reference(ML)
+
+
+def _mini(order=None, starts=None, length=None, collate=None):
+    """A MiniLoader with one part changed: ``order(self)``, ``starts(self, n)``, ``length(self)``,
+    ``collate(self, items)``."""
+    class Answer(_Mini):
+        def __iter__(self):
+            n = len(self.dataset)
+            idx = order(self) if order else (torch.randperm(n, generator=self.generator).tolist() if self.shuffle
+                                             else list(range(n)))
+            for start in (starts(self, n) if starts else range(0, len(self) * self.batch_size, self.batch_size)):
+                items = [self.dataset[i] for i in idx[start:start + self.batch_size]]
+                yield collate(self, items) if collate else self.collate_fn(items)
+
+        def __len__(self):
+            return length(self) if length else _Mini.__len__(self)
+    return Answer
+
+
+wrong(ML, "kept_last")(_mini(starts=lambda s, n: range(0, n, s.batch_size),
+                             length=lambda s: -(-len(s.dataset) // s.batch_size)))
+wrong(ML, "dropped_full_batch")(_mini(starts=lambda s, n: range(0, n - s.batch_size if s.drop_last else n,
+                                                                    s.batch_size),
+                                      length=lambda s: len(range(0, len(s.dataset) - s.batch_size if s.drop_last
+                                                                 else len(s.dataset), s.batch_size))))
+wrong(ML, "len_disagrees")(_mini(length=lambda s: -(-len(s.dataset) // s.batch_size),
+                                 starts=lambda s, n: range(0, _Mini.__len__(s) * s.batch_size, s.batch_size)))
+wrong(ML, "global_rng")(_mini(order=lambda s: torch.randperm(len(s.dataset)).tolist() if s.shuffle
+                              else list(range(len(s.dataset)))))
+wrong(ML, "not_collated")(_mini(collate=lambda s, items: items if s.collate_fn is torch.utils.data.default_collate
+                                else s.collate_fn(items)))
+wrong(ML, "collated_per_item")(_mini(collate=lambda s, items: [s.collate_fn([it]) for it in items]))
+
+
+class _MiniCloned(_Mini):
+    """Shuffles with a copy of the generator made in __init__: the same order every epoch."""
+
+    def __iter__(self):
+        g = torch.Generator().set_state(self.generator.get_state()) if self.generator is not None else None
+        n = len(self.dataset)
+        idx = torch.randperm(n, generator=g).tolist() if self.shuffle else list(range(n))
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            yield self.collate_fn([self.dataset[i] for i in idx[start:start + self.batch_size]])
+
+
+wrong(ML, "same_order_every_epoch")(_MiniCloned)
+wrong(ML)(_mini(order=lambda s: list(range(len(s.dataset)))))  # shuffle ignored
+wrong(ML)(_mini(order=lambda s: torch.randperm(len(s.dataset), generator=s.generator).tolist()))  # always shuffled
+
+
+@valid(ML)
+class MiniWithBatchLists:
+    """No base class; index lists built first, default_collate imported by name."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None):
+        from torch.utils.data import default_collate
+        self.dataset, self.bs, self.shuffle, self.drop_last = dataset, batch_size, shuffle, drop_last
+        self.collate, self.generator = collate_fn or default_collate, generator
+
+    def _batches(self, order):
+        out = [order[i:i + self.bs] for i in range(0, len(order), self.bs)]
+        return out[:-1] if out and self.drop_last and len(out[-1]) < self.bs else out
+
+    def __len__(self):
+        return len(self._batches(list(range(len(self.dataset)))))
+
+    def __iter__(self):
+        order = list(range(len(self.dataset)))
+        if self.shuffle:
+            order = torch.randperm(len(order), generator=self.generator).tolist()
+        return iter([self.collate([self.dataset[i] for i in b]) for b in self._batches(order)])
+
+
+@valid(ML)
+class MiniWithItertools(_Mini):
+    def __iter__(self):
+        import itertools
+        n = len(self.dataset)
+        order = iter(torch.randperm(n, generator=self.generator).tolist() if self.shuffle else range(n))
+        while batch := list(itertools.islice(order, self.batch_size)):
+            if self.drop_last and len(batch) < self.batch_size:
+                return
+            yield self.collate_fn([self.dataset[i] for i in batch])
+
+    def __len__(self):
+        q, r = divmod(len(self.dataset), self.batch_size)
+        return q + (0 if self.drop_last or r == 0 else 1)
+
+
+@valid(ML)
+class MiniWithTensorSplit(_Mini):
+    def __iter__(self):
+        n = len(self.dataset)
+        order = torch.randperm(n, generator=self.generator) if self.shuffle else torch.arange(n)
+        for chunk in order.split(self.batch_size):
+            if len(chunk) == self.batch_size or not self.drop_last:
+                yield self.collate_fn([self.dataset[int(i)] for i in chunk])
+
+
+cheat(ML)(_mini(order=lambda s: list(range(len(s.dataset))), length=lambda s: 1,
+                starts=lambda s, n: range(0, min(n, s.batch_size), s.batch_size)))
+
+
+@cheat(ML)
+class MiniTorchDataLoader(torch.utils.data.DataLoader):
+    """torch's own DataLoader under another name."""
+
+
+def test_mini_loader_reference_equals_torch_dataloader():
+    """shuffle=False: the same batches as DataLoader; shuffle=True: the same as DataLoader given the
+    same order as a sampler (DataLoader draws a worker seed from the generator first)."""
+    from course_utils.exercises.l04_data.mini_loader import Pairs, labels_and_sizes
+    from course_utils.grading.compare import compare
+    for case in _cases(ML, range(80)):
+        where = case.label or str(case.kwargs)
+        kw = case.kwargs
+        ds = Pairs(kw["n"], kw["d"], kw["seed"])
+        collate = labels_and_sizes if kw["collate"] else None
+        opts = {"batch_size": kw["batch_size"], "drop_last": kw["drop_last"], "collate_fn": collate}
+        if kw["shuffle"]:
+            g1, g2 = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+            mine = _Mini(ds, shuffle=True, generator=g1, **opts)
+            for _ in range(2):
+                got = list(mine)
+                want = list(torch.utils.data.DataLoader(ds, sampler=torch.randperm(len(ds), generator=g2).tolist(),
+                                                        **opts))
+                assert compare(got, want) is None, where
+        else:
+            got = list(_Mini(ds, **opts))
+            want = list(torch.utils.data.DataLoader(ds, **opts))
+            assert compare(got, want) is None, where
+        assert len(_Mini(ds, **opts)) == len(torch.utils.data.DataLoader(ds, **opts)), where
+
+
 PC = "04_data.pad_collate"
 
 

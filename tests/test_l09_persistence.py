@@ -75,6 +75,11 @@ def test_harmless_payload_runs_only_without_weights_only(tmp_path, capsys):
     assert payload_runs() == 0
 
 
+def _two(x):
+    """The example with at least two samples (torch.export treats a batch of one as a constant)."""
+    return x if x.shape[0] > 1 else torch.cat([x, x])
+
+
 # --------------------------------------------------------------------------- the export reference really exports
 def test_export_reference_passes_through_the_real_export(monkeypatch):
     monkeypatch.setattr(M_EX, "_TRUST_REFERENCE", False)
@@ -85,12 +90,12 @@ def test_export_reference_passes_through_the_real_export(monkeypatch):
 def test_export_with_other_dynamic_dims_passes():
     def auto(model, example_input):
         model.eval()
-        return torch.export.export(model, (example_input,), dynamic_shapes=({0: torch.export.Dim.DYNAMIC},))
+        return torch.export.export(model, (_two(example_input),), dynamic_shapes=({0: torch.export.Dim.DYNAMIC},))
 
     def named_with_bounds(model, example_input):
         model.eval()
         batch = torch.export.Dim("batch", min=1, max=1024)
-        return torch.export.export(model, (example_input,), dynamic_shapes={"input": {0: batch}})
+        return torch.export.export(model, (_two(example_input),), dynamic_shapes={"input": {0: batch}})
 
     assert check("export_with_dynamic_batch", auto).passed
     assert check("export_with_dynamic_batch", named_with_bounds).passed
@@ -379,7 +384,7 @@ def test_load_matching_from_missing_keys_passes():
 def test_export_with_a_too_small_batch_bound_is_rejected():
     def bounded(model, example_input):
         model.eval()
-        return torch.export.export(model, (example_input,),
+        return torch.export.export(model, (_two(example_input),),
                                    dynamic_shapes=({0: torch.export.Dim("batch", max=5)},))
 
     rejected(P + "export_with_dynamic_batch", bounded, "bounded_batch", seeds=(1,))
@@ -395,11 +400,11 @@ def test_export_with_torchscript_is_rejected():
 def test_export_of_an_eval_copy_passes_and_restoring_train_mode_is_fine():
     def on_copy(model, example_input):
         frozen = copy.deepcopy(model).eval()
-        return torch.export.export(frozen, (example_input,), dynamic_shapes=({0: torch.export.Dim("batch")},))
+        return torch.export.export(frozen, (_two(example_input),), dynamic_shapes=({0: torch.export.Dim("batch")},))
 
     def restore_mode(model, example_input):
         model.eval()
-        program = torch.export.export(model, (example_input,), dynamic_shapes=({0: torch.export.Dim("n")},))
+        program = torch.export.export(model, (_two(example_input),), dynamic_shapes=({0: torch.export.Dim("n")},))
         model.train()
         return program
 
@@ -434,7 +439,24 @@ def save_model_only(path, model, optimizer, scheduler, epoch, loader_generator):
     torch.save({"model": model.state_dict(), "epoch": epoch}, path)
 
 
-@wrong(SC)
+@wrong(SC, "rng_not_torch")
+def save_python_random_state(path, model, optimizer, scheduler, epoch, loader_generator):
+    import random
+    torch.save(_ckpt(model, optimizer, scheduler, epoch, loader_generator, rng_state=random.getstate()), path)
+
+
+@wrong(SC, "rng_not_restored")
+def save_loader_state_as_rng(path, model, optimizer, scheduler, epoch, loader_generator):
+    torch.save(_ckpt(model, optimizer, scheduler, epoch, loader_generator, rng_state=loader_generator.get_state()),
+               path)
+
+
+@wrong(SC, "missing_rng_state")
+def save_arguments_only(path, model, optimizer, scheduler, epoch, loader_generator):
+    torch.save(_ckpt(model, optimizer, scheduler, epoch, loader_generator, rng_state=None), path)
+
+
+@wrong(SC, "rng_not_torch")
 def save_seed_not_state(path, model, optimizer, scheduler, epoch, loader_generator):
     torch.save(_ckpt(model, optimizer, scheduler, epoch, loader_generator, rng_state=torch.initial_seed()), path)
 
@@ -471,6 +493,12 @@ def save_with_extras(path, model, optimizer, scheduler, epoch, loader_generator)
 def save_to_file_object(path, model, optimizer, scheduler, epoch, loader_generator):
     with open(path, "wb") as f:
         torch.save(copy.deepcopy(_ckpt(model, optimizer, scheduler, int(epoch), loader_generator)), f)
+
+
+@valid(SC)
+def save_rng_of_cpu_generator_via_default(path, model, optimizer, scheduler, epoch, loader_generator):
+    torch.save(_ckpt(model, optimizer, scheduler, epoch, loader_generator,
+                     rng_state=torch.random.default_generator.get_state()), path)
 
 
 @valid(SC)
@@ -800,21 +828,61 @@ EX = "09_persistence.export_with_dynamic_batch"
 Dim = torch.export.Dim
 
 
+@wrong(EX, "example_of_one")
+def export_batch_dim_from_one_sample(model, example_input):
+    model.eval()
+    return torch.export.export(model, (example_input,), dynamic_shapes=({0: Dim("batch")},))
+
+
+@wrong(EX, "example_of_one")
+def export_auto_from_one_sample(model, example_input):
+    model.eval()
+    return torch.export.export(model, (example_input,), dynamic_shapes=({0: Dim.AUTO},))
+
+
+@wrong(EX, "wrong_dynamic_dim")
+def export_last_dim_dynamic(model, example_input):
+    model.eval()
+    return torch.export.export(model, (_two(example_input),),
+                               dynamic_shapes=({example_input.dim() - 1: Dim("batch")},))
+
+
+@wrong(EX, "wrong_dynamic_dim")
+def export_every_dim_dynamic(model, example_input):
+    model.eval()
+    return torch.export.export(model, (_two(example_input),),
+                               dynamic_shapes=({d: Dim(f"d{d}") for d in range(example_input.dim())},))
+
+
+@valid(EX)
+def export_auto_everywhere_on_a_repeated_example(model, example_input):
+    model.eval()
+    x = example_input.repeat(2, *[1] * (example_input.dim() - 1))
+    return torch.export.export(model, (x,), dynamic_shapes=({d: Dim.AUTO for d in range(x.dim())},))
+
+
+@valid(EX)
+def export_on_a_fresh_random_batch(model, example_input):
+    model.eval()
+    x = torch.randn(8, *example_input.shape[1:], generator=torch.Generator().manual_seed(0))
+    return torch.export.export(model, (x,), dynamic_shapes=({0: Dim("batch")},))
+
+
 @wrong(EX, "bounded_batch")
 def export_capped_at_8(model, example_input):
     model.eval()
-    return torch.export.export(model, (example_input,), dynamic_shapes=({0: Dim("batch", max=8)},))
+    return torch.export.export(model, (_two(example_input),), dynamic_shapes=({0: Dim("batch", max=8)},))
 
 
 @wrong(EX, "bounded_batch")
 def export_capped_at_64(model, example_input):
     model.eval()
-    return torch.export.export(model, (example_input,), dynamic_shapes=({0: Dim("batch", max=64)},))
+    return torch.export.export(model, (_two(example_input),), dynamic_shapes=({0: Dim("batch", max=64)},))
 
 
 @wrong(EX, "static_batch")
 def export_no_dynamic_shapes(model, example_input):
-    return torch.export.export(model.eval(), (example_input,))
+    return torch.export.export(model.eval(), (_two(example_input),))
 
 
 @wrong(EX)
@@ -824,24 +892,24 @@ def export_jit_trace(model, example_input):
 
 @wrong(EX, "exported_in_train_mode")
 def export_train_mode(model, example_input):
-    return torch.export.export(model, (example_input,), dynamic_shapes=({0: Dim("batch")},))
+    return torch.export.export(model, (_two(example_input),), dynamic_shapes=({0: Dim("batch")},))
 
 
 @wrong(EX)
 def export_module_returned(model, example_input):
     model.eval()
-    return torch.export.export(model, (example_input,), dynamic_shapes=({0: Dim("batch")},)).module()
+    return torch.export.export(model, (_two(example_input),), dynamic_shapes=({0: Dim("batch")},)).module()
 
 
 @valid(EX)
 def export_dim_dynamic_named(model, example_input):
     model.eval()
-    return torch.export.export(model, args=(example_input,), dynamic_shapes={"input": {0: Dim.DYNAMIC}})
+    return torch.export.export(model, args=(_two(example_input),), dynamic_shapes={"input": {0: Dim.DYNAMIC}})
 
 
 @valid(EX)
 def export_eval_copy(model, example_input):
-    return torch.export.export(copy.deepcopy(model).eval(), (example_input.clone(),),
+    return torch.export.export(copy.deepcopy(model).eval(), (_two(example_input).clone(),),
                                dynamic_shapes=[{0: Dim("n")}])
 
 
@@ -850,7 +918,7 @@ def export_restores_train_mode(model, example_input):
     was = model.training
     model.train(False)
     try:
-        return torch.export.export(model, (example_input,), dynamic_shapes=({0: Dim("batch", min=2)},))
+        return torch.export.export(model, (_two(example_input),), dynamic_shapes=({0: Dim("batch", min=2)},))
     finally:
         model.train(was)
 

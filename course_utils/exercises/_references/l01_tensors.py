@@ -34,8 +34,15 @@ def masked_mean(x, mask):
 
 
 def pick_scores(scores, labels):
-    return scores.gather(1, labels.unsqueeze(1)).squeeze(1)
+    return scores.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
 
 
 def count_correct(logits, labels):
     return int((logits.argmax(dim=1) == labels).sum().item())
+
+
+def attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # softmax gives these exactly 0
+    return torch.softmax(scores, dim=-1) @ v

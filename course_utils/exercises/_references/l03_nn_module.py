@@ -48,6 +48,23 @@ class RMSNorm(nn.Module):
         return x / rms * self.weight
 
 
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        bound = in_features ** -0.5
+        self.weight = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound, bound))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
+        else:
+            self.register_parameter("bias", None)  # `layer.bias` is None, and no state_dict entry
+
+    def forward(self, x):
+        out = x @ self.weight.T  # (*, in) @ (in, out): matmul broadcasts over the leading dimensions
+        if self.bias is not None:
+            out = out + self.bias
+        return out
+
+
 class RunningMean(nn.Module):
     def __init__(self, num_features, momentum=0.1):
         super().__init__()
@@ -63,8 +80,9 @@ class RunningMean(nn.Module):
 
 
 def freeze_backbone(model):
-    model.backbone.requires_grad_(False)
-    return [p for p in model.parameters() if p.requires_grad]
+    model.backbone.requires_grad_(False)  # no gradients, the optimizer cannot change them
+    model.backbone.eval()                 # BatchNorm: use and keep the running statistics
+    return [p for p in model.parameters() if p.requires_grad]  # a list: it can be read twice
 
 
 def init_weights(m):

@@ -54,6 +54,28 @@ def pad_collate(batch):
     return padded, lengths, labels
 
 
+class MiniLoader:
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None,
+                 generator=None):
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.collate_fn = collate_fn if collate_fn is not None else torch.utils.data.default_collate
+        self.generator = generator
+
+    def __len__(self):
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self):
+        n = len(self.dataset)
+        order = torch.randperm(n, generator=self.generator).tolist() if self.shuffle else range(n)
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            items = [self.dataset[i] for i in order[start:start + self.batch_size]]
+            yield self.collate_fn(items)
+
+
 class ShardedRange(IterableDataset):
     def __init__(self, start, end):
         self.start = start

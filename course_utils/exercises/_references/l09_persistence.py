@@ -44,6 +44,8 @@ def load_checkpoint(path, model, optimizer, scheduler, loader_generator):
 
 
 def export_with_dynamic_batch(model, example_input):
-    model.eval()
-    batch = torch.export.Dim("batch")
+    model.eval()  # dropout off, BatchNorm's running statistics: the graph records the mode
+    if example_input.shape[0] < 2:  # export treats a size of 1 as a constant: show it a batch of 2
+        example_input = example_input.expand(2, *example_input.shape[1:])
+    batch = torch.export.Dim("batch")  # only the batch varies: the weights fix C, L and F
     return torch.export.export(model, (example_input,), dynamic_shapes=({0: batch},))

@@ -54,26 +54,27 @@ register(Exercise(
         # first: `view(len(x), -1)` raises the same error on an empty batch, and the
         # permuted case (run first) names it view_non_contiguous before that
         Mistake("reshape_minus_one_empty", "With an empty batch (N = 0), `-1` in `reshape(0, -1)` "
-                "cannot be worked out (0 times anything is 0), so PyTorch raises. Name the size "
-                "instead: `x.flatten(1)`, or `x.reshape(len(x), C * H * W)`.",
+                                           "cannot be worked out (0 times anything is 0), so PyTorch "
+                                           "raises. Say which dimensions to merge, or spell the sizes"
+                                           " out, instead of asking PyTorch to infer one.",
                 lambda x: x.reshape(x.shape[0], -1)),
-        Mistake("view_non_contiguous", "`.view` only works when the memory layout allows it; "
-                "after `permute`/`transpose` it does not. Use `.reshape` (or `.flatten(1)`).",
+        Mistake("view_non_contiguous", "`.view` only works when the memory layout allows it; after "
+                                       "`permute`/`transpose` it does not. Pick a way of reshaping "
+                                       "that copies when it must.",
                 # the size is spelled out so that, on the empty batch, this example does not
                 # raise reshape's "-1 is ambiguous" error too (an ambiguous error is not named)
                 lambda x: x.view(x.shape[0], int(np.prod(x.shape[1:])))),
-        Mistake("flatten_all", "`.flatten()` flattens the batch dimension too; keep dimension 0: "
-                "`.flatten(1)` or `.reshape(len(x), -1)`.", lambda x: x.flatten()),
+        Mistake("flatten_all", "You flattened the batch dimension too. Keep dimension 0 as it is and "
+                               "merge only the dimensions after it.", lambda x: x.flatten()),
         Mistake("wrong_order", "The batch dimension comes first: the result is (N, C*H*W), "
                 "not (C*H*W, N).", lambda x: x.reshape(-1, x.shape[0])),
         Mistake("kept_channels", "Flatten everything after the batch dimension, channels included.",
                 lambda x: x.flatten(2)),
     ],
     hints=[
-        "You want to keep dimension 0 and merge all the others: `flatten` takes the first "
-        "dimension to merge.",
-        "`x.view(...)` fails on non-contiguous tensors (after `permute`); `x.reshape(...)` copies "
-        "when it must. With an empty batch, `reshape(0, -1)` cannot guess the -1.",
-        "`x.flatten(start_dim=1)` (or `x.reshape(len(x), C * H * W)` with the sizes spelled out).",
+        "Keep the batch dimension as it is and merge everything after it into one.",
+        "Some ways of reshaping need a contiguous tensor (the check's batches include a permuted one); "
+        "spelling a size as -1 cannot be worked out when the batch is empty. Find a way that names which "
+        "dimensions to merge instead of the sizes.",
     ],
 ))

@@ -67,26 +67,27 @@ register(Exercise(
     title="Count the predictions (argmax of logits (N, C)) that equal labels (N,): a Python int",
     reference=count_correct, cases=_cases, edge_cases=_EDGE_CASES, run=_run,
     mistakes=[
-        Mistake("wrong_type", "Return a Python int: `.item()` turns a one-element tensor into a "
-                "number.", lambda z, y: (z.argmax(dim=1) == y).sum(), match_output=False),
-        Mistake("wrong_dim", "`argmax(dim=0)` picks a row per class; predictions are per row: "
-                "`argmax(dim=1)`.", lambda z, y: int((z.argmax(dim=0) == y).sum())),
+        Mistake("wrong_type", "Return a Python int, not a tensor: a one-element tensor can be turned "
+                              "into a Python number.", lambda z, y: (z.argmax(dim=1) == y).sum(), match_output=False),
+        Mistake("wrong_dim", "Your argmax runs down the columns and picks a row per class; a "
+                             "prediction belongs to each row, over its classes.",
+                lambda z, y: int((z.argmax(dim=0) == y).sum())),
         Mistake("accuracy_not_count", "That is the fraction correct; the exercise asks for the count.",
                 lambda z, y: (z.argmax(dim=1) == y).float().mean().item()),
-        Mistake("float_not_int", "You returned a float (such as `3.0`); the exercise asks for a Python `int`. "
-                "A `.float()` before `.sum()` makes the sum a float: sum the booleans directly, then `int(...)` "
-                "or `.item()`.",
+        Mistake("float_not_int", "You returned a float (such as `3.0`); the exercise asks for a "
+                                 "Python `int`. Converting to float before summing makes the sum a "
+                                 "float: count the booleans themselves.",
                 lambda z, y: (z.argmax(dim=1) == y).float().sum().item(), match_output=False),
         # named only on the case designed for it (see _run): any other wrong count (an answer
         # with no argmax at all, say) can equal it by chance
-        Mistake("flat_argmax", "`argmax()` without `dim` returns one index into the flattened tensor (here "
-                "the position of the largest logit of the whole batch), and you counted the labels equal to "
-                "it; pass `dim=1` to get one prediction per row.",
+        Mistake("flat_argmax", "`argmax()` without `dim` returns one index into the flattened tensor "
+                               "(the position of the largest logit of the whole batch), and you "
+                               "counted the labels equal to it. You need one prediction per row.",
                 lambda z, y: int((z.argmax() == y).sum()), match_output=False),
     ],
     hints=[
-        "The prediction of a row is the index of its largest logit.",
-        "`logits.argmax(dim=1)` gives (N,) predictions; `==` with labels gives booleans; sum them.",
-        "`int((logits.argmax(dim=1) == labels).sum())` (or `.sum().item()`).",
+        "The prediction of a row is the class with the largest logit.",
+        "Compare predictions with labels element by element and count the matches. Name the dimension the"
+        " classes live in, and hand back a Python number, not a tensor.",
     ],
 ))

@@ -71,27 +71,32 @@ register(Exercise(
         Mistake("divided_by_max", "You divided by the image's own maximum; pixel values are scaled by "
                 "the fixed 255 (an image with no white pixel must not become brighter).",
                 lambda a: torch.from_numpy(a).float().div(float(a.max())).unsqueeze(0)),
-        Mistake("numpy_float64", "Your values are right but float64 (NumPy's default after `image / 255.0`, "
-                "or a `.double()`); the exercise asks for float32: convert with `.float()`, then divide.",
+        Mistake("numpy_float64", "Your values are right but float64 (NumPy's default after dividing "
+                                 "the array by a Python float, or a `.double()`); the exercise asks "
+                                 "for float32. At which step does the number type get decided in your"
+                                 " code?",
                 lambda a: torch.from_numpy(a / 255.0).unsqueeze(0)),
         Mistake("not_scaled", "The values should be in [0, 1]: divide by 255.",
                 lambda a: torch.from_numpy(a).float().unsqueeze(0)),
-        Mistake("no_channel_dim", "The result needs a leading channel dimension of size 1: "
-                "`.unsqueeze(0)` turns (H, W) into (1, H, W).",
+        Mistake("no_channel_dim", "The result needs a leading channel dimension of size 1: (1, H, W),"
+                                  " not (H, W).",
                 lambda a: torch.from_numpy(a).float() / 255),
-        Mistake("integer_division", "`// 255` is integer division: almost every pixel becomes 0. "
-                "Convert to float first, then use `/`.",
+        Mistake("integer_division", "`//` is integer division: almost every pixel becomes 0. The "
+                                    "values must become fractions, so the division has to happen on "
+                                    "floating-point numbers.",
                 lambda a: (torch.from_numpy(a) // 255).float().unsqueeze(0)),
         Mistake("mutated_input", "Your code changed the NumPy image it was given (an assignment into "
-                "`image[...]` or an in-place op on `torch.from_numpy(image)`, which shares its memory). Leave "
-                "the caller's image as it was: `.float()` makes a copy to work on.",
+                                 "`image[...]` or an in-place op on a tensor that shares the array's "
+                                 "memory). Leave the caller's image as it was: work on a copy.",
                 _zeroes_the_image, match_output=False),
         Mistake("requires_grad", "Your tensor requires grad; an image converted from NumPy is data, not a "
                 "parameter. Drop the `requires_grad_()`.", _requires_grad, match_output=False),
     ],
     hints=[
-        "Three steps: NumPy to tensor, to float32, divide by 255, and add a dimension in front.",
-        "`torch.from_numpy(image)` shares memory with the array; `.float()` makes a float32 copy.",
-        "`torch.from_numpy(image).float() / 255` then `.unsqueeze(0)`.",
+        "Three things change: the container (NumPy to torch), the numbers (0-255 integers to fractions of"
+        " 1, as float32) and the shape (a channel dimension in front).",
+        "Order matters for the dtype: arithmetic on the NumPy array or on the uint8 tensor picks a result"
+        " type for you (float64, or an integer overflow). Decide when the conversion to float32 happens. "
+        "The shape change adds a dimension of size 1 without touching the data.",
     ],
 ))

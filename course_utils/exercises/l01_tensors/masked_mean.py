@@ -51,23 +51,25 @@ register(Exercise(
     reference=masked_mean, cases=_cases, edge_cases=_EDGE_CASES,
     mistakes=[
         Mistake("flattened_mask", "`x[mask]` collects the selected values of *all* rows into one 1-D "
-                "tensor, so its mean is a single number for the whole matrix. Average each row on its "
-                "own: sum `torch.where(mask, x, 0.0)` along `dim=1` and divide by `mask.sum(dim=1)`.",
+                                  "tensor, so its mean is a single number for the whole matrix. "
+                                  "Average each row on its own: keep the (R, C) shape and neutralise "
+                                  "the positions the mask leaves out.",
                 lambda x, m: x[m].mean()),
         Mistake("ignored_mask", "You averaged every element; only positions where `mask` is True count.",
                 lambda x, m: x.mean(dim=1)),
         Mistake("divided_by_all", "You zeroed the masked-out values but divided by the full row "
                 "length; divide by the number of True positions.", lambda x, m: (x * m).mean(dim=1)),
-        Mistake("nan_on_empty_rows", "A row with no True position gives 0/0 = NaN. Use "
-                "`torch.where` (or `clamp(min=1)` on the counts) so such rows give 0.",
+        Mistake("nan_on_empty_rows", "A row with no True position gives 0/0 = NaN. Such rows must "
+                                     "give 0: make sure no row divides by a zero count (or choose the"
+                                     " result row by row).",
                 lambda x, m: (x * m).sum(dim=1) / m.sum(dim=1)),
-        Mistake("wrong_dim", "Average along each row (`dim=1`), not down the columns.",
+        Mistake("wrong_dim", "Average along each row, not down the columns.",
                 lambda x, m: (x * m).sum(dim=0) / m.sum(dim=0).clamp(min=1)),
     ],
     hints=[
-        "Sum the selected values per row, count the selected positions per row, divide.",
-        "`torch.where(mask, x, 0.0)` keeps selected values; `mask.sum(dim=1)` counts them. "
-        "Watch rows whose count is 0.",
-        "`sums / counts.clamp(min=1)` avoids dividing by zero; for an empty row the sum is 0 anyway.",
+        "A mean is a sum divided by a count; here both are taken only over the selected positions of each"
+        " row.",
+        "Zero out what the mask does not select before summing; count the selected positions per row. A "
+        "row with no selected position must not divide by zero: what is its sum anyway?",
     ],
 ))

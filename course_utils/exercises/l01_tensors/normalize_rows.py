@@ -45,29 +45,31 @@ register(Exercise(
     reference=normalize_rows, cases=_cases, edge_cases=_EDGE_CASES,
     compare=Compare(views=True),
     mistakes=[
-        Mistake("divided_by_max", "You divided each row by its largest value; divide by the row's "
-                "sum (`x.sum(dim=1, keepdim=True)`) so that it sums to 1.",
+        Mistake("divided_by_max", "You divided each row by its largest value; a row sums to 1 only "
+                                  "when it is divided by its sum.",
                 lambda x: x / x.max(dim=1, keepdim=True).values),
         Mistake("l2_norm", "You divided by the Euclidean length of each row (L2 norm); rows must "
                 "*sum* to 1, so divide by the plain row sums.",
                 lambda x: x / x.norm(dim=1, keepdim=True)),
-        Mistake("wrong_dim", "You normalised the columns (`dim=0`); rows are summed over `dim=1`.",
+        Mistake("wrong_dim", "You normalised the columns; each row must sum to 1. Which dimension "
+                             "does a row's sum run along?",
                 lambda x: x / x.sum(dim=0, keepdim=True)),
-        Mistake("no_keepdim", "`x.sum(dim=1)` has shape (rows,), which broadcasts against the "
-                "*columns*. Keep the summed dimension: `x.sum(dim=1, keepdim=True)` has shape (rows, 1).",
+        Mistake("no_keepdim", "Your row sums have shape (rows,), which broadcasts against the "
+                              "*columns* (shapes line up from the right). The sums must keep a size-1"
+                              " dimension where the summing happened.",
                 lambda x: x / x.sum(dim=1)),
         Mistake("total_sum", "You divided by the sum of the whole matrix; each row needs its own sum.",
                 lambda x: x / x.sum()),
         Mistake("softmax", "Softmax also makes rows sum to one, but it exponentiates first: "
                 "divide by the plain row sums.", lambda x: x.softmax(dim=1)),
-        Mistake("mutated_input", "`x /= ...` (or `x.div_`) changed the caller's tensor. Return "
-                "`x / ...`, a new tensor.", lambda x: x.div_(x.sum(dim=1, keepdim=True)),
+        Mistake("mutated_input", "An in-place division (`/=`, `div_`) changed the caller's tensor. "
+                                 "Return a new tensor.", lambda x: x.div_(x.sum(dim=1, keepdim=True)),
                 match_output=False),
     ],
     hints=[
-        "Sum along the columns of each row (`dim=1`), then divide; broadcasting does the rest "
-        "if the shapes line up.",
-        "A (rows, cols) tensor divided by a (rows, 1) tensor divides each row by its own number.",
-        "`x / x.sum(dim=1, keepdim=True)`.",
+        "Each row needs its own total, and every element of the row is divided by that total.",
+        "A reduction makes the dimension it sums over disappear; for the division to pair each row with "
+        "its own total, the totals must keep a size-1 dimension in its place (broadcasting lines shapes "
+        "up from the right).",
     ],
 ))

@@ -78,15 +78,16 @@ register(Exercise(
         Mistake("manhattan", "You summed absolute differences (Manhattan distance); Euclidean is "
                 "the square root of the sum of squares.",
                 lambda a, b: (a[:, None, :] - b[None, :, :]).abs().sum(-1)),
-        Mistake("wrong_sum_dim", "After `a[:, None, :] - b[None, :, :]` the shape is (N, M, D): sum "
-                "over the last dimension (the coordinates).",
+        Mistake("wrong_sum_dim", "Your differences form an (N, M, D) tensor: the distance sums over "
+                                 "the coordinates (the last dimension), not over the points.",
                 lambda a, b: (a[:, None, :] - b[None, :, :]).pow(2).sum(0).sqrt()),
         Mistake("python_loop", f"The exercise says: “{_RULE}” Your `pairwise_distances` uses a Python "
                 "{kind} loop. Let broadcasting do the pairing instead.", _loops, match_output=False),
     ],
     hints=[
-        "Give `a` shape (N, 1, D) and `b` shape (1, M, D): their difference broadcasts to (N, M, D).",
-        "`a[:, None, :] - b[None, :, :]`, square, sum over the last dim, square root.",
-        "`((a[:, None, :] - b[None, :, :]) ** 2).sum(dim=-1).sqrt()` (`torch.cdist(a, b)` does it too).",
+        "You need every row of `a` against every row of `b`: a difference for each (i, j) pair, as an (N,"
+        " M, D) tensor, before reducing over D.",
+        "Insert a size-1 dimension into each input in a different place so that broadcasting pairs every "
+        "i with every j; then the Euclidean distance over the last dimension.",
     ],
 ))

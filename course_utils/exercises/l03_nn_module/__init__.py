@@ -1,6 +1,6 @@
 """Exercises of 03_nn_module: modules to a spec (Tower, MLP), a custom layer with its own
-parameter (RMSNorm), a buffer (RunningMean), freezing a sub-network, an init function for
-``model.apply``, and predicting in eval mode without a graph.
+parameter (RMSNorm), nn.Linear rebuilt from nn.Parameter, a buffer (RunningMean), freezing a
+sub-network, an init function for ``model.apply``, and predicting in eval mode without a graph.
 
 Class exercises (``kind="class"``) get a custom ``run``: it builds the learner's class from the
 case's constructor arguments (turning "cannot assign ... before Module.__init__() call" into a
@@ -12,4 +12,6 @@ constructors that draw their default initialisation from the global RNG run insi
 whose RNG state the framework restores.
 """
 
-from . import tower, mlp, rms_norm, running_mean, freeze_backbone, init_weights, predict_proba  # noqa: F401 (in the notebook's order)
+from . import (  # noqa: F401 (in the notebook's order)
+    tower, mlp, rms_norm, linear, running_mean, freeze_backbone, init_weights, predict_proba,
+)

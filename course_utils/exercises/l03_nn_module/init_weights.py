@@ -245,9 +245,10 @@ register(Exercise(
                 _reseeds, match_output=False),
     ],
     hints=[
-        "`model.apply(fn)` calls `fn(m)` once for every module, containers and activations "
-        "included, so begin with `if isinstance(m, nn.Linear):`.",
-        "`nn.init.normal_(m.weight, mean=0.0, std=1 / math.sqrt(m.in_features))`, and "
-        "`nn.init.zeros_(m.bias)` when `m.bias is not None`.",
+        "`model.apply(fn)` calls `fn(m)` once for every module, containers and activations included, so "
+        "the function must decide which modules it touches.",
+        "`torch.nn.init` has in-place initialisers for a normal distribution and for zeros; LeCun "
+        "normal's standard deviation is one over the square root of the layer's number of inputs. Some "
+        "layers have no bias.",
     ],
 ))

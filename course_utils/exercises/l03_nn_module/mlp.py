@@ -248,9 +248,11 @@ register(Exercise(
                 _ReluOnOutput),
     ],
     hints=[
-        "Build a list: for each hidden size append `nn.Linear(width, hidden)` and `nn.ReLU()`, "
-        "then a final `nn.Linear(width, num_classes)`; wrap it as `self.net = nn.Sequential(*layers)`.",
-        "Call `super().__init__()` first. `forward(self, x)` returns `self.net(x)`: logits, with "
-        "no softmax (the loss does that).",
+        "The number of hidden layers comes from the spec, so build the layers in a loop and keep track of"
+        " the width going into each one.",
+        "Each hidden layer is a linear map followed by the activation; the last layer maps to the classes"
+        " with no activation after it (the loss applies softmax itself). A container that runs modules in"
+        " order saves writing the loop again in `forward`. Initialise the parent class before assigning "
+        "any layer.",
     ],
 ))

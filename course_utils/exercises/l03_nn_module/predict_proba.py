@@ -185,10 +185,9 @@ register(Exercise(
                 _logits),
     ],
     hints=[
-        "Three things: `model.eval()` (Dropout off, BatchNorm uses running statistics), "
-        "`with torch.no_grad():` around the forward, `torch.softmax(logits, dim=1)`.",
-        "Save every submodule's mode first, `modes = [(m, m.training) for m in model.modules()]`, "
-        "and restore them at the end (`for m, t in modes: m.training = t`): `model.train(was)` "
-        "would overwrite a Dropout that was deliberately in eval mode.",
+        "Three concerns: behaviour (Dropout and BatchNorm act differently when predicting), memory (no "
+        "graph is needed), and the output (probabilities over the classes, not logits).",
+        "The modes belong to every submodule and the caller may have set them individually: remember each"
+        " one and put it back at the end, not just the top-level flag.",
     ],
 ))

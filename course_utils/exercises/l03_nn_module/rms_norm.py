@@ -262,10 +262,9 @@ register(Exercise(
         Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
     ],
     hints=[
-        "In `__init__`: `super().__init__()`, keep `self.eps = eps`, and register "
-        "`self.weight = nn.Parameter(torch.ones(dim))`.",
-        "In `forward`: `rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)`, return "
-        "`x / rms * self.weight`. `keepdim=True` keeps a size-1 last dimension so the division "
-        "broadcasts over the features.",
+        "Two parts: in `__init__`, a learnable per-feature gain registered as a parameter (starting at "
+        "ones) and `eps`; in `forward`, the formula over the last dimension.",
+        "The root mean square is taken over the features of each vector (the last dimension) and must "
+        "keep a size-1 dimension so the division broadcasts; `eps` goes inside the square root.",
     ],
 ))

@@ -231,10 +231,9 @@ register(Exercise(
         Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
     ],
     hints=[
-        "`self.register_buffer(\"running_mean\", torch.zeros(num_features))` in `__init__`. In "
-        "`forward`, update it only `if self.training:`.",
-        "Update in place without tracking: `with torch.no_grad(): "
-        "self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(dim=0))`; then "
-        "return `x - self.running_mean`.",
+        "The running mean belongs to the module and moves with it (`.to()`, `state_dict`), but it is not "
+        "learned by gradient descent: which kind of module state is that (section 5)?",
+        "Update it only while the module is training, in place, and without recording the update in the "
+        "autograd graph; the output subtracts the running mean (updated first) in either mode.",
     ],
 ))

@@ -214,8 +214,9 @@ register(Exercise(
     ],
     hints=[
         "Two attributes are invisible to PyTorch: a Python list of layers and a plain tensor. "
-        "`model.parameters()` only finds submodules and `nn.Parameter`s assigned as attributes.",
-        "`self.blocks = nn.ModuleList([...])` registers every layer (names `blocks.0.weight`...); "
-        "`self.scale = nn.Parameter(torch.ones(width))` registers the scale. forward stays as it was.",
+        "`model.parameters()` only finds submodules and parameters registered as attributes.",
+        "PyTorch has a list-like container that registers the modules it holds, and a tensor subclass "
+        "that registers itself as a learnable parameter when assigned to a module. `forward` stays as it "
+        "was.",
     ],
 ))

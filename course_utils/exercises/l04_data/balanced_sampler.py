@@ -96,8 +96,9 @@ register(Exercise(
         Mistake("proportional_weights", "Your weights grow with the class size, which makes the imbalance "
                 "worse. Each item's weight is 1 / (size of its class).",
                 lambda y, generator=None: _sampler_with(y, generator, weights=lambda c, y: c[y].double())),
-        Mistake("per_class_weights", "You gave one weight per *class*; the sampler needs one weight per *item* "
-                "(it draws item indices): `weights = 1 / class_counts[y]`.",
+        Mistake("per_class_weights", "You gave one weight per *class*; the sampler draws item "
+                                     "indices, so it needs one weight per *item*: each item carries "
+                                     "its own class's weight.",
                 lambda y, generator=None: _sampler_with(y, generator, weights=lambda c, y: 1.0 / c.double()),
                 match_output=False),
         Mistake("no_replacement", "With `replacement=False` every item is drawn exactly once per epoch, so "
@@ -114,18 +115,19 @@ register(Exercise(
         Mistake("wrong_weights_shape", "The sampler needs one weight per item ({n}), yours has {got}.",
                 lambda y, generator=None: _sampler_with(y, generator, weights=lambda c, y: torch.ones(len(y) + 1)),
                 match_output=False),
-        Mistake("invalid_weights", "Sampling weights must be finite and not negative (the sampler draws item "
-                "`i` with probability `weights[i] / weights.sum()`): `weights = 1.0 / class_counts[y]`.",
+        Mistake("invalid_weights", "Sampling weights must be finite and not negative (the sampler "
+                                   "draws item `i` with probability `weights[i] / weights.sum()`).",
                 lambda y, generator=None: _sampler_with(y, generator, weights=lambda c, y: -1.0 / c[y].double()),
                 match_output=False),
-        Mistake("draws_differ", "Iterating your sampler does not give the draws of a `WeightedRandomSampler` "
-                "with its weights: return a plain `WeightedRandomSampler(weights, num_samples=len(y), "
-                "replacement=True, generator=generator)`.", _sampler_reversed, match_output=False),
+        Mistake("draws_differ", "Iterating your sampler does not give the draws of a "
+                                "`WeightedRandomSampler` with its weights: return the sampler itself,"
+                                " built with the weights, the number of draws, replacement and the "
+                                "generator.", _sampler_reversed, match_output=False),
     ],
     hints=[
-        "`class_counts = torch.bincount(y)` counts the items of each class; `class_counts[y]` gives every "
-        "item the size of its own class.",
-        "Weights `1.0 / class_counts[y]` make each class's weights sum to 1, so every class is equally "
-        "likely. Draw `len(y)` items with replacement.",
+        "A weighted sampler draws item i with probability proportional to its weight. For every class to "
+        "be equally likely, what must each class's weights add up to?",
+        "Count the items of each class and give every item a weight inversely proportional to its own "
+        "class's count. Draw as many items as the dataset has, with replacement.",
     ],
 ))

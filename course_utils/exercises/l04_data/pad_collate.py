@@ -91,8 +91,9 @@ register(Exercise(
                 _pops_the_batch),
     ],
     hints=[
-        "`batch` is a list of `(tokens, label)` pairs: split it with two list comprehensions.",
-        "`torch.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=PAD)` pads to the longest.",
-        "`lengths = torch.tensor([len(s) for s in seqs])`; `labels = torch.stack(labels)`.",
+        "`batch` is a list of `(tokens, label)` pairs: separate the sequences from the labels first.",
+        "Pad the sequences to the longest one with the padding value, batch dimension first "
+        "(`torch.nn.utils.rnn` has a helper); record each sequence's length before padding; stack the "
+        "labels.",
     ],
 ))

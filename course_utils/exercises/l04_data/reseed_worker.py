@@ -110,36 +110,44 @@ def _rng_to_list(worker_id):
 
 
 # --- declaration
-_USE_SEED = "seeded from `get_worker_info().seed`"
 
 register(Exercise(
     lesson=LESSON, name="reseed_worker", title="A worker_init_fn that gives every worker its own NumPy generator",
     reference=reseed_worker, kind="function", run=_run, cases=_cases, n_random=4, timeout=6.0,
     mistakes=[
         Mistake("not_reseeded", "Every worker still draws the same numbers: the dataset's `rng` is the copy "
-                f"made in `__init__`. Give `get_worker_info().dataset.rng` a new generator {_USE_SEED}.",
+                "made in `__init__`, identical in every worker. Each worker's copy of the dataset needs a "
+                "generator of its own.",
                 lambda worker_id: None, match_output=False),
         Mistake("same_every_epoch", "A worker draws the same numbers every epoch: a seed built from "
-                "`worker_id` alone never changes. `get_worker_info().seed` differs per worker *and* per epoch.",
+                                    "`worker_id` alone never changes. The worker information carries "
+                                    "a seed that differs per worker *and* per epoch.",
                 _reseed_dataset(lambda worker_id, info: worker_id), match_output=False),
-        Mistake("seeded_global_rng", "You reseeded NumPy's *global* RNG (torch already does that in every "
-                "worker); the dataset draws from its own `self.rng`, which is still the identical copy in every "
-                "worker. Replace `get_worker_info().dataset.rng`.", _reseed_global_numpy, match_output=False),
-        Mistake("not_reproducible", "The same torch seed gave different numbers: seed the new generator from "
-                "`get_worker_info().seed` (reproducible), not from the operating system.",
+        Mistake("seeded_global_rng", "You reseeded NumPy's *global* RNG (torch already does that in "
+                                     "every worker); the dataset draws from its own `rng`, which is "
+                                     "still the identical copy in every worker.",
+                _reseed_global_numpy, match_output=False),
+        Mistake("not_reproducible", "The same torch seed gave different numbers: your new generator's"
+                                    " seed came from the operating system. Seed it from what torch "
+                                    "chose for this worker, which is reproducible.",
                 _reseed_dataset(lambda worker_id, info: None), match_output=False),
-        Mistake("same_in_every_worker", "Both workers got generators with the same seed: use the per-worker "
-                "seed `get_worker_info().seed`.", _reseed_dataset(lambda worker_id, info: 0), match_output=False),
-        Mistake("reseeded_torch_or_random", "Your function reseeded torch's or Python's `random` global "
-                "generator in the worker. The DataLoader already seeds both with a per-worker, per-epoch seed; "
-                "reseeding them (e.g. from `worker_id`) makes torch/`random` augmentations repeat every epoch. "
-                "Only replace `get_worker_info().dataset.rng`.", _reseed_torch_too, match_output=False),
-        Mistake("not_a_generator", "After your function, `dataset.rng` must still be a NumPy Generator "
-                "(`np.random.default_rng(...)`).", _rng_to_list, match_output=False),
+        Mistake("same_in_every_worker", "Both workers got generators with the same seed: the seed "
+                                        "must differ from worker to worker.",
+                _reseed_dataset(lambda worker_id, info: 0), match_output=False),
+        Mistake("reseeded_torch_or_random", "Your function reseeded torch's or Python's `random` "
+                                            "global generator in the worker. The DataLoader already "
+                                            "seeds both with a per-worker, per-epoch seed; reseeding "
+                                            "them (e.g. from `worker_id`) makes torch/`random` "
+                                            "augmentations repeat every epoch. Only the dataset's own"
+                                            " generator needs replacing.", _reseed_torch_too, match_output=False),
+        Mistake("not_a_generator", "After your function, `dataset.rng` must still be a NumPy "
+                                   "`Generator`.", _rng_to_list, match_output=False),
     ],
     hints=[
-        "Inside a worker, `info = torch.utils.data.get_worker_info()` has `info.dataset` (this worker's copy "
-        "of the dataset) and `info.seed` (a seed torch chose for this worker and this epoch).",
-        "`info.dataset.rng = np.random.default_rng(info.seed)`.",
+        "Each worker holds its own copy of the dataset, and all copies start with the same NumPy "
+        "generator: they draw the same numbers.",
+        "Inside a worker, `torch.utils.data.get_worker_info()` gives this worker's copy of the dataset "
+        "and a seed torch chose for this worker and this epoch: give the copy a new generator built from "
+        "that seed.",
     ],
 ))

@@ -243,9 +243,10 @@ register(Exercise(
         Mistake("wrong_type", _kit.WRONG_TYPE, ShardedRange(0, 3), match_output=False),
     ],
     hints=[
-        "Inside `__iter__`, `info = torch.utils.data.get_worker_info()` is None in the main process and "
-        "describes the current worker inside a worker (`info.id`, `info.num_workers`).",
-        "If `info is None`, return `iter(range(self.start, self.end))`; otherwise give worker `info.id` the "
-        "items `self.start + info.id`, `self.start + info.id + info.num_workers`, ...",
+        "Inside `__iter__`, `torch.utils.data.get_worker_info()` says whether the code runs in a worker "
+        "process and, if so, which one and out of how many.",
+        "In the main process yield every item; in a worker, yield a share of the items such that the "
+        "workers' shares are disjoint and together cover the range (every k-th item, starting at a "
+        "worker's own offset).",
     ],
 ))

@@ -219,9 +219,9 @@ register(Exercise(
                 lambda y, f, g: (torch.rand(1), stratified_split(y, f, g))[1], match_output=False),
     ],
     hints=[
-        "Handle one class at a time: `for c in torch.unique(y): idx = (y == c).nonzero().flatten()`.",
-        "Shuffle each class's indices with `idx[torch.randperm(len(idx), generator=generator)]`, put the "
-        "first `round(len(idx) * test_fraction)` into test and the rest into train.",
-        "Collect the pieces in two lists and `torch.cat` each at the end.",
+        "Handle one class at a time: find its items, then split them in the requested proportion.",
+        "Shuffle each class's indices with the generator you are given (so the split is reproducible), "
+        "send the rounded fraction to test and the rest to train, and join the classes' pieces at the "
+        "end.",
     ],
 ))

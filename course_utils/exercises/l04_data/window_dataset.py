@@ -195,9 +195,7 @@ register(Exercise(
     hints=[
         "Draw a series of 8 values, window 3, horizon 1 on paper: which indices go into x for item 0, "
         "which one is y, and which is the last item?",
-        "`x = self.series[i : i + self.window]`; the target comes `horizon` steps after index "
-        "`i + window - 1`.",
-        "`__len__` is `len(series) - window - horizon + 1`, or 0 if that is negative (a series too short "
-        "for one window).",
+        "Item i's window starts at i; the target is `horizon` steps after the window's last value. The "
+        "number of items is how many start positions leave room for both, and never negative.",
     ],
 ))

@@ -139,8 +139,28 @@ RESUME_EDGES = [_resume_edge(81, True, 2, "Adam, saved after 2 of 3 epochs"),
                 _resume_edge(82, False, 1, "SGD with momentum, saved after 1 of 3 epochs")]
 
 
+RNG_NOT_TORCH = ("Your checkpoint's 'rng_state' is not the state of the generator that training draws from "
+                 "(you saved {got}). Dropout draws its masks from torch's own global random stream, not from "
+                 "Python's `random` or NumPy's, and its state is a tensor.")
+
+
+def _rng_entry_kind(path: str) -> str | None:
+    """What the file's "rng_state" holds when that is not a torch generator state (None: it is one,
+    or the file does not load; the loader reports that)."""
+    try:
+        entry = torch.load(path, weights_only=True).get("rng_state", torch.get_rng_state())
+    except Exception:  # noqa: BLE001 - the loader names what is wrong with the file
+        return None
+    if isinstance(entry, torch.Tensor) and entry.dtype == torch.uint8 and entry.shape == torch.get_rng_state().shape:
+        return None
+    return f"a {type(entry).__name__}" + (f" of dtype {entry.dtype}" if isinstance(entry, torch.Tensor) else "")
+
+
 def _load_saved(load, path, objects):
     """The reference loader reading the learner's file: what goes wrong is the file's fault."""
+    kind = _rng_entry_kind(path)
+    if kind is not None:
+        raise Incorrect("rng_not_torch", got=kind)
     try:
         return load(path, *objects)
     except KeyError as exc:

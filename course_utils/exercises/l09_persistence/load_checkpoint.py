@@ -98,8 +98,8 @@ register(Exercise(
         Mistake("not_bit_identical", NOT_BIT_IDENTICAL, _load_assigning, match_output=False),
     ],
     hints=[
-        "`checkpoint = torch.load(path, weights_only=True)`, then put every piece back where it came from.",
-        "`model.load_state_dict(...)`, `optimizer.load_state_dict(...)`, `scheduler.load_state_dict(...)`, "
-        "`torch.set_rng_state(...)`, `loader_generator.set_state(...)`; return `checkpoint['epoch']`.",
+        "Load the file safely, then put every piece back into the object it came from.",
+        "Each object has a method that takes back the state it handed over; the global random state has a"
+        " setter too. Return the number training continues from.",
     ],
 ))

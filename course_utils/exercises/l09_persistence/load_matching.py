@@ -142,9 +142,9 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "`own = model.state_dict()` lists every parameter and buffer of the model with its shape.",
-        "Keep `{k: v for k, v in state_dict.items() if k in own and own[k].shape == v.shape}` and load it "
-        "with `model.load_state_dict(matching, strict=False)`.",
-        "Return `sorted(k for k in own if k not in matching)`.",
+        "The model's own `state_dict()` tells you which entries it has and what shape each one must be.",
+        "Keep only the checkpoint's entries whose name exists in the model with the same shape, and load "
+        "them without insisting on a complete match; report (sorted) the model's entries that got "
+        "nothing.",
     ],
 ))

@@ -106,30 +106,29 @@ register(Exercise(
     compare=EXACT,
     probes=[_probe_unsafe],
     mistakes=[
-        Mistake("no_map_location", "This checkpoint was saved on a GPU, and loading it without `map_location` "
-                "puts its tensors back on CUDA (on a machine without one, loading fails). Load with "
-                "`torch.load(path, map_location='cpu', weights_only=True)`.",
+        Mistake("no_map_location", "This checkpoint was saved on a GPU, and loading it as it is puts "
+                                   "its tensors back on CUDA (on a machine without one, loading "
+                                   "fails). `torch.load` can move every storage to another device "
+                                   "while loading.",
                 functools.partial(_loaded_renamed, map_location=None), match_output=False),
-        Mistake("replaced_everywhere", "`key.replace('module.', '')` also changes keys that merely contain "
-                "'module.', like 'submodule.weight' (it becomes 'subweight'). Remove the prefix only at the "
-                "start of the key: `key[len('module.'):]` when `key.startswith('module.')`.",
+        Mistake("replaced_everywhere", "`key.replace('module.', '')` also changes keys that merely "
+                                       "contain 'module.', like 'submodule.weight' (it becomes "
+                                       "'subweight'). Remove the prefix only at the start of the key.",
                 functools.partial(_loaded_renamed, rename=lambda k: k.replace("module.", ""))),
-        Mistake("stripped_unconditionally", "Not every checkpoint comes from a DDP model: you cut the first "
-                "7 characters of keys that did not start with 'module.'. Check `key.startswith('module.')` "
-                "first.", functools.partial(_loaded_renamed, rename=lambda k: k[len("module."):])),
-        Mistake("lstrip_characters", "`key.lstrip('module.')` removes any of the characters m, o, d, u, l, e "
-                "and '.' from the start ('encoder.weight' becomes 'ncoder.weight'), not the prefix. Use "
-                "`key[len('module.'):]` when `key.startswith('module.')` (or `key.removeprefix('module.')`).",
+        Mistake("stripped_unconditionally", "Not every checkpoint comes from a DDP model: you cut the"
+                                            " first 7 characters of keys that did not start with "
+                                            "'module.'.",
+                functools.partial(_loaded_renamed, rename=lambda k: k[len("module."):])),
+        Mistake("lstrip_characters", "`key.lstrip('module.')` removes any of the characters m, o, d, "
+                                     "u, l, e and '.' from the start ('encoder.weight' becomes "
+                                     "'ncoder.weight'), not the prefix.",
                 functools.partial(_loaded_renamed, rename=lambda k: k.lstrip("module."))),
         Mistake("unsafe_load", UNSAFE_MESSAGE, functools.partial(_loaded_renamed, weights_only=False),
                 match_output=False),
     ],
     hints=[
-        "`torch.load(path, map_location='cpu', weights_only=True)` loads every tensor into CPU memory, "
-        "wherever it was saved.",
-        "Build a new dict: for each key, drop a leading 'module.' (`key.startswith('module.')`) and keep "
-        "every other key as it is.",
-        "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, 'module.')` does the "
-        "same in place, if you prefer PyTorch's helper.",
+        "Two problems: tensors saved on a GPU must land in CPU memory, and DDP prefixed every key.",
+        "`torch.load` can remap storage locations while loading (and must load safely). Then build a new "
+        "dict whose keys lose the prefix where they have it, and only there.",
     ],
 ))

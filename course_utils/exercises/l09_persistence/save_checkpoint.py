@@ -1,6 +1,10 @@
 """save_checkpoint: write everything a resumed run needs (model, optimizer, scheduler, epoch, the
 global RNG state, the DataLoader generator's state) so that resuming is bit-identical.
 
+The learner decides what each entry holds (an object's state, not the object) and which state
+none of the arguments holds ("rng_state": torch's global generator, which dropout draws from,
+not Python's or NumPy's, not the loader's).
+
 Subtle: a missing piece shows up only as a resumed run that drifts, so the check trains, saves,
 trains on; then loads the file (with the reference loader) into a fresh process and compares the
 final weights bit for bit, naming the first piece of state that did not come back.
@@ -13,8 +17,8 @@ import torch
 from course_utils.grading import Exercise, Mistake, register
 
 from ._kit import LESSON
-from ._kit import (CHANGED_MODE, EXACT, KEYS, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, not_restored_id,
-                   resume_case, run_resume)
+from ._kit import (CHANGED_MODE, EXACT, KEYS, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, RNG_NOT_TORCH,
+                   not_restored_id, resume_case, run_resume)
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py
@@ -58,9 +62,16 @@ _OTHER_STATE = {  # the wrong value of each entry: saved, it loads, but the stat
     "rng_state": lambda state, model: torch.Generator().manual_seed(0).get_state(),
     "loader_generator": lambda state, model: torch.Generator().get_state(),
 }
-_MISSING = ("Your checkpoint has no {key!r} entry. A checkpoint for resuming needs all of "
-            + ", ".join(repr(k) for k in KEYS) + "; without {key!r} the resumed run cannot continue exactly "
-            "where the original stopped.")
+_MISSING = ("Your checkpoint has no {key!r} entry, which the loader needs: without it the resumed run cannot "
+            "continue exactly where the original stopped.")
+_MISSING_RNG = ("Your checkpoint has no 'rng_state' entry, which the loader needs. It holds the one piece of "
+                "state none of the arguments holds: what else in the training run draws random numbers, "
+                "besides the DataLoader's shuffle?")
+
+
+def _rng_of_python(state, model):
+    import random
+    return random.getstate()
 
 
 # --- declaration
@@ -74,24 +85,24 @@ register(Exercise(
     run=_run,
     compare=EXACT,
     mistakes=[
-        *[Mistake(f"missing_{key}", _MISSING.format(key=key), _saved_with(**{key: lambda v, m: None}),
-                  match_output=False) for key in KEYS],
-        Mistake("missing_entry", "Your checkpoint has no {key} entry where loading it needs one. Save each piece "
-                "as the exercise describes: `model.state_dict()`, `optimizer.state_dict()`, "
-                "`scheduler.state_dict()`.", _saved_with(optimizer=lambda sd, m: {"state": sd["state"]}),
+        *[Mistake(f"missing_{key}", _MISSING_RNG if key == "rng_state" else _MISSING.format(key=key),
+                  _saved_with(**{key: lambda v, m: None}), match_output=False) for key in KEYS],
+        Mistake("missing_entry", "Your checkpoint has no {key} entry where loading it needs one: an entry holds "
+                "only part of an object's state. Save the whole state the object hands over, which is what "
+                "its loading method expects back.", _saved_with(optimizer=lambda sd, m: {"state": sd["state"]}),
                 match_output=False),
+        Mistake("rng_not_torch", RNG_NOT_TORCH, _saved_with(rng_state=_rng_of_python), match_output=False),
         Mistake("wrong_epoch", "Your checkpoint's 'epoch' is {got} ({type}), but `save_checkpoint` was called "
                 "with epoch={epoch}, the number of completed epochs. Save that int unchanged: the loader returns "
                 "it, and training resumes with `range(epoch, num_epochs)`.",
                 _saved_with(epoch=lambda epoch, m: epoch + 1), match_output=False),
         Mistake("pickled_objects", "Your checkpoint cannot be loaded with `torch.load(path, weights_only=True)`: "
-                "it contains pickled Python objects (a model or optimizer object itself?). Save "
-                "`model.state_dict()`, `optimizer.state_dict()` and `scheduler.state_dict()`, which hold only "
-                "tensors and plain Python values.", _saved_with(model=lambda sd, model: model),
-                match_output=False),
+                "it contains pickled Python objects (a model or optimizer object itself?). Save each object's "
+                "state instead, which every one of them hands over as tensors and plain Python values.",
+                _saved_with(model=lambda sd, model: model), match_output=False),
         Mistake("unloadable_checkpoint", "Loading your checkpoint failed ({error}). Check that each entry holds "
-                "what the exercise describes (e.g. `torch.get_rng_state()` and `loader_generator.get_state()`, "
-                "which are tensors).", _saved_with(loader_generator=lambda state, m: 7), match_output=False),
+                "what restores its object: the state that object hands over, in the form its own restoring "
+                "method takes back.", _saved_with(loader_generator=lambda state, m: 7), match_output=False),
         Mistake("no_file", "`save_checkpoint` wrote no file at `path`. Call `torch.save(checkpoint_dict, path)`.",
                 lambda *args: None, match_output=False),
         Mistake("changed_mode", CHANGED_MODE.format(fn="save_checkpoint"), _save_then_eval, match_output=False),
@@ -101,8 +112,10 @@ register(Exercise(
         Mistake("not_bit_identical", NOT_BIT_IDENTICAL, match_output=False),
     ],
     hints=[
-        "Build one dict with the six keys and `torch.save` it to `path`.",
-        "Objects have `state_dict()`: the model, the optimizer and the scheduler. The random states are "
-        "tensors: `torch.get_rng_state()` and `loader_generator.get_state()`. `epoch` is the int you are given.",
+        "Go through the arguments one by one: does the next training step read anything inside it that a "
+        "freshly built one would not have? Then ask what else in the process changes as training runs.",
+        "Every stateful object of the run hands over its state as tensors and plain values (modules, "
+        "optimizers and schedulers in one way, generators in another; the cell above shows both). Dropout "
+        "draws its masks from a random stream that is not the DataLoader's: which one?",
     ],
 ))

@@ -1,0 +1,144 @@
+"""attention: scaled dot-product attention by hand, softmax(q k^T / sqrt(d), masked) @ v, for any
+batch dimensions, checked like F.scaled_dot_product_attention (bool mask: True = may look).
+
+Subtle: ``k.T`` or ``transpose(0, 1)`` swaps batch dimensions, not the last two; the scale is
+sqrt(d) (d = the query/key size, not dv, not Lk); a masked score set to 0 (not -inf) still gets
+weight; a mask applied after the softmax leaves weights that no longer sum to 1; softmax over the
+queries (dim=-2) instead of the keys. Lq != Lk and d != dv in every random case, so each of these
+gives a wrong shape or wrong values.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.grading import Case, Exercise, Mistake, Rand, register
+
+from .._references.l01_tensors import attention
+from ._kit import LESSON
+
+
+# --- reference: imported above from _references/l01_tensors.py, which `python -m course_utils build`
+# generates from the solution notebook's answer cell
+
+
+# --- cases
+def _mask(r: Rand, lq: int, lk: int, batch: tuple[int, ...]) -> torch.Tensor | None:
+    kind = r.choice(["none", "shared", "per_batch", "causal"])
+    if kind == "none":
+        return None
+    if kind == "causal":
+        return torch.ones(lq, lk, dtype=torch.bool).tril(diagonal=max(0, lk - lq))
+    shape = (lq, lk) if kind == "shared" or not batch else (*batch, lq, lk)
+    mask = r.rand(*shape) < 0.6
+    first = torch.nn.functional.one_hot(r.randint(0, lk, shape[:-1]), lk).bool()
+    return mask | first  # every query may look at one key at least
+
+
+def _cases(r: Rand) -> Case:
+    batch = r.choice([(), (r.integer(1, 3),), (r.integer(1, 2), r.integer(2, 3))])
+    lq, lk = r.integer(1, 5), r.integer(2, 6)
+    lk = lk if lk != lq else lk + 1
+    d, dv = r.integer(2, 8), r.integer(2, 6)
+    dv = dv if dv != d else dv + 1
+    q, k, v = r.randn(*batch, lq, d), r.randn(*batch, lk, d), r.randn(*batch, lk, dv)
+    mask = _mask(r, lq, lk, batch)
+    return Case((q, k, v) if mask is None else (q, k, v, mask))
+
+
+def _fixed(seed: int, batch: tuple[int, ...], lq: int, lk: int, d: int, dv: int, mask, label: str,
+           dtype: torch.dtype = torch.float32) -> Case:
+    r = Rand(seed)
+    args = (r.randn(*batch, lq, d, dtype=dtype) * 2, r.randn(*batch, lk, d, dtype=dtype) * 2,
+            r.randn(*batch, lk, dv, dtype=dtype))
+    return Case(args if mask is None else (*args, mask), label=label)
+
+
+_EDGE_CASES = [
+    _fixed(1, (), 3, 4, 5, 2, None, "one sequence, no mask: q (3, 5), k (4, 5), v (4, 2)"),
+    _fixed(2, (2, 3), 4, 4, 6, 6, torch.ones(4, 4, dtype=torch.bool).tril(),
+           "a batch of 2 with 3 heads, a causal mask (4, 4)"),
+    _fixed(3, (2,), 2, 5, 4, 3, torch.tensor([[True, False, False, True, False], [False, False, True, False, False]]),
+           "a mask that leaves one query a single key"),
+    _fixed(4, (), 1, 3, 16, 2, None, "a single query, d = 16", dtype=torch.float64),
+]
+
+
+# --- wrong answers
+def _scores(q, k, scale):
+    return q @ k.transpose(-2, -1) / scale
+
+
+def _masked(scores, mask, value=float("-inf")):
+    return scores if mask is None else scores.masked_fill(~mask, value)
+
+
+def _unscaled(q, k, v, mask=None):
+    return torch.softmax(_masked(_scores(q, k, 1.0), mask), dim=-1) @ v
+
+
+def _scaled_by_d(q, k, v, mask=None):
+    return torch.softmax(_masked(_scores(q, k, q.shape[-1]), mask), dim=-1) @ v
+
+
+def _scaled_by_dv(q, k, v, mask=None):
+    return torch.softmax(_masked(_scores(q, k, v.shape[-1] ** 0.5), mask), dim=-1) @ v
+
+
+def _softmax_over_queries(q, k, v, mask=None):
+    return torch.softmax(_masked(_scores(q, k, q.shape[-1] ** 0.5), mask), dim=-2) @ v
+
+
+def _mask_inverted(q, k, v, mask=None):
+    scores = _scores(q, k, q.shape[-1] ** 0.5)
+    return torch.softmax(scores if mask is None else scores.masked_fill(mask, float("-inf")), dim=-1) @ v
+
+
+def _mask_with_zero(q, k, v, mask=None):
+    return torch.softmax(_masked(_scores(q, k, q.shape[-1] ** 0.5), mask, 0.0), dim=-1) @ v
+
+
+def _mask_after_softmax(q, k, v, mask=None):
+    weights = torch.softmax(_scores(q, k, q.shape[-1] ** 0.5), dim=-1)
+    return (weights if mask is None else weights * mask) @ v
+
+
+def _weights_only(q, k, v, mask=None):
+    return torch.softmax(_masked(_scores(q, k, q.shape[-1] ** 0.5), mask), dim=-1)
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="attention",
+    title="Scaled dot-product attention by hand: softmax(q k^T / sqrt(d), masked) @ v",
+    reference=attention, cases=_cases, edge_cases=_EDGE_CASES,
+    forbid=("torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
+            "torch.nn.functional.multi_head_attention_forward"),
+    rule_text="Do not use `F.scaled_dot_product_attention`",
+    mistakes=[
+        Mistake("no_scale", "Your scores are not divided by anything: with d features per query, dot products "
+                "grow like sqrt(d), the softmax saturates and the weights become almost one-hot.", _unscaled),
+        Mistake("scaled_by_d", "You divided the scores by d; the scale is the square root of d.", _scaled_by_d),
+        Mistake("scaled_by_dv", "You scaled by the size of the *values*; the scores are dot products of queries "
+                "and keys, so the scale comes from their size d.", _scaled_by_dv),
+        Mistake("softmax_over_queries", "Your weights sum to 1 over the queries (down each column of the "
+                "(Lq, Lk) scores). Each query distributes its attention over the keys.", _softmax_over_queries),
+        Mistake("mask_inverted", "You blocked the positions where `mask` is True; True means the query *may* "
+                "look at that key (the convention of `F.scaled_dot_product_attention`'s boolean mask).",
+                _mask_inverted),
+        Mistake("masked_with_zero", "A masked score of 0 still gets weight after the softmax (e^0 = 1). What "
+                "score does the softmax turn into a weight of exactly 0?", _mask_with_zero),
+        Mistake("masked_after_softmax", "You zeroed masked weights after the softmax, so each query's weights no "
+                "longer sum to 1. The mask must act before the softmax normalises.", _mask_after_softmax),
+        Mistake("forgot_values", "You returned the attention weights (..., Lq, Lk); the output mixes the values "
+                "with them: (..., Lq, dv).", _weights_only),
+    ],
+    hints=[
+        "Follow the shapes: the scores need one number per (query, key) pair, so the keys' feature dimension "
+        "must meet the queries' in a matrix product. Which two dimensions of `k` have to trade places, and "
+        "which must stay where they are, batch dimensions included?",
+        "The softmax turns each query's row of scores into weights; a score of minus infinity becomes a "
+        "weight of exactly 0, so the mask acts on the scores, before the softmax. The output is again a "
+        "matrix product, of the weights with the values.",
+    ],
+))

@@ -1,0 +1,281 @@
+"""Linear: ``nn.Linear`` rebuilt from ``nn.Parameter`` (build the library): the same state_dict
+(``weight`` (out, in), ``bias`` (out,) or no entry and ``layer.bias is None``), the same initial
+distribution (uniform on +-1/sqrt(in_features), from the global RNG), and ``x W^T + b`` for any
+number of leading dimensions.
+
+Subtle: a weight stored (in, out) computes right with ``x @ W`` but will not load an nn.Linear
+checkpoint; ``bias=False`` answered with a zero Parameter adds a key; ``kaiming_uniform_``
+without ``a=sqrt(5)`` is sqrt(6) times too wide, a bound from ``out_features`` is another layer's;
+``x.mm``/``addmm`` work on 2-D inputs only. The initial distribution is checked on a large
+layer (a probe); the forward runs with weights loaded from an nn.Linear-shaped state_dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
+
+from ._kit import LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, build, check_param_grads, gen
+
+# --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
+from .._references import l03_nn_module as _references
+from .._references.l03_nn_module import Linear
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    n_in, n_out = r.integer(2, 9), r.integer(2, 9)
+    n_out = n_out if n_out != n_in else n_out + 1
+    lead = r.choice([(), (r.integer(1, 6),), (r.integer(1, 3), r.integer(2, 4)), (2, 2, r.integer(1, 3))])
+    return Case((n_in, n_out), {"bias": r.choice([True, True, False]), "lead": lead,
+                                "seed": r.integer(0, 2**31)}, show_inputs=True)
+
+
+EDGE_CASES = [
+    # first: the shapes of a forward without the transpose fit only here, so it is named here
+    Case((3, 3), {"bias": True, "lead": (2,), "seed": 2}, label="Linear(3, 3): as many inputs as outputs"),
+    Case((4, 3), {"bias": True, "lead": (5,), "seed": 1}, label="Linear(4, 3) on a batch of 5"),
+    Case((5, 2), {"bias": False, "lead": (2, 7), "seed": 3}, label="Linear(5, 2, bias=False) on (2, 7, 5)"),
+    Case((6, 4), {"bias": True, "lead": (), "seed": 4}, label="Linear(6, 4) on one sample of shape (6,)"),
+    Case((1, 1), {"bias": True, "lead": (3, 1), "seed": 5}, label="Linear(1, 1) on (3, 1, 1)"),
+]
+
+
+# --- run and probes
+def _make(answer: Any, case: Case) -> nn.Module:
+    n_in, n_out = case.args
+    bias = case.kwargs["bias"]
+    return build(answer, n_in, n_out) if bias else build(answer, n_in, n_out, False)
+
+
+def _check_parameters(model: nn.Module, n_in: int, n_out: int, bias: bool) -> None:
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    want = {"weight": (n_out, n_in), **({"bias": (n_out,)} if bias else {})}
+    if shapes == want:
+        if not bias and getattr(model, "bias", "absent") is not None:
+            raise Incorrect("no_bias_attribute")
+        if not all(p.requires_grad and p.dtype == torch.float32 for p in model.parameters()):
+            raise Incorrect("wrong_parameters", got=shapes)
+        return
+    if "weight" not in shapes:
+        raise Incorrect("unregistered")
+    if shapes["weight"] == (n_in, n_out) and n_in != n_out:
+        raise Incorrect("weight_transposed")
+    if bias and "bias" not in shapes:
+        raise Incorrect("unregistered")
+    if not bias and "bias" in shapes:
+        raise Incorrect("bias_not_optional")
+    raise Incorrect("wrong_parameters", got=shapes)
+
+
+def _check_init(model: nn.Module, n_in: int, n_out: int) -> None:
+    """Every initial value within the bound (the spread is a probe's job, on a large layer)."""
+    bound = n_in ** -0.5
+    for p in model.parameters():
+        if p.detach().abs().max() > bound * (1 + 1e-6):
+            wider = (n_out ** -0.5) if n_out < n_in else None
+            if wider is not None and p.detach().abs().max() <= wider * (1 + 1e-6):
+                raise Incorrect("init_fan_out")
+            raise Incorrect("init_scale")
+
+
+def _run(answer: Any, case: Case) -> Any:
+    n_in, n_out = case.args
+    bias = case.kwargs["bias"]
+    model = _make(answer, case)
+    _check_parameters(model, n_in, n_out, bias)
+    if n_in == n_out:  # a square layer hides a weight stored (in, out): look at a rectangular one too
+        with torch.random.fork_rng(devices=[]):
+            _check_parameters(build(answer, n_in, n_out + 1, bias), n_in, n_out + 1, bias)
+    _check_init(model, n_in, n_out)
+    g = gen(case.kwargs["seed"])
+    # an nn.Linear-shaped state_dict; the reference layer is the lesson's own (the rule forbids
+    # F.linear while the answer runs, and this code runs then too)
+    # looked up on the generated module at call time: in the instructor's sandbox the judge puts the
+    # real reference back there (the name imported above is the cut stub)
+    with torch.random.fork_rng(devices=[]):
+        reference = _references.Linear(n_in, n_out, bias)
+    with torch.no_grad():
+        for p in reference.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    model.load_state_dict(reference.state_dict())  # an nn.Linear checkpoint loads into yours
+    x = torch.randn(*case.kwargs["lead"], n_in, generator=g).requires_grad_(True)
+    with answer_grad_mode():
+        out = model(x)
+    if isinstance(out, torch.Tensor) and out.shape == x.shape[:-1] + (n_out,) and n_in == n_out:
+        w = reference.weight.detach()
+        b = reference.bias.detach() if bias else torch.zeros(n_out)
+        if torch.allclose(out.detach(), x.detach() @ w + b, atol=1e-5) and not torch.allclose(
+                out.detach(), x.detach() @ w.T + b, atol=1e-5):
+            raise Incorrect("forward_transposed")
+    pairs = [(n, p, dict(reference.named_parameters())[n]) for n, p in model.named_parameters()]
+    check_param_grads(model, out, reference, x, pairs, g)
+    return out
+
+
+def _probe_distribution(answer: Any, r: Rand) -> None:
+    """The initial distribution on a large layer: uniform on +-1/sqrt(in_features), like nn.Linear."""
+    n_in, n_out = 300, 200
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(r.integer(0, 2**31))
+        model = build(answer, n_in, n_out)
+    bound = n_in ** -0.5
+    for name, p in model.named_parameters():
+        values = p.detach().double().flatten()
+        if name.endswith("bias") and bool((values == 0).all()):
+            raise Incorrect("bias_init_zero")
+        if values.abs().max() > bound * (1 + 1e-6):
+            raise Incorrect("init_scale")
+        std, expected = float(values.std()), bound / 3 ** 0.5
+        tolerance = 0.05 if values.numel() > 1000 else 0.3
+        if abs(std / expected - 1) > tolerance or abs(float(values.mean())) > 0.2 * bound:
+            raise Incorrect("init_not_uniform", name=name.rsplit(".", 1)[-1])
+
+
+# --- wrong answers
+class _NotAModule:
+    def __init__(self, in_features, out_features, bias=True):
+        self.args = (in_features, out_features)
+
+
+class _NoSuper(Linear):
+    def __init__(self, in_features, out_features, bias=True):  # no super().__init__()
+        self.weight = nn.Parameter(torch.zeros(out_features, in_features))
+
+
+class _TensorWeight(Linear):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__(in_features, out_features, bias)
+        w = self.weight.detach()
+        del self.weight
+        self.weight = w
+
+
+class _Transposed(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        bound = in_features ** -0.5
+        self.weight = nn.Parameter(torch.empty(in_features, out_features).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound)) if bias else None
+
+    def forward(self, x):
+        return x @ self.weight + (0 if self.bias is None else self.bias)
+
+
+class _ZeroBiasParameter(Linear):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__(in_features, out_features, True)
+        if not bias:
+            with torch.no_grad():
+                self.bias.zero_()
+
+
+class _NoBiasAttribute(Linear):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__(in_features, out_features, bias)
+        if not bias:
+            del self.bias
+
+
+class _KaimingDefault(Linear):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__(in_features, out_features, bias)
+        nn.init.kaiming_uniform_(self.weight)  # a=0: sqrt(6) times too wide
+
+
+class _FanOut(Linear):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__(in_features, out_features, bias)
+        bound = out_features ** -0.5
+        with torch.no_grad():
+            for p in self.parameters():
+                p.uniform_(-bound, bound)
+
+
+class _ZeroBias(Linear):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__(in_features, out_features, bias)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+
+class _Normal(Linear):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__(in_features, out_features, bias)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.normal_(0.0, in_features ** -0.5 / 3 ** 0.5).clamp_(-(in_features ** -0.5), in_features ** -0.5)
+
+
+class _TwoDOnly(Linear):
+    def forward(self, x):
+        out = x.mm(self.weight.t())
+        return out if self.bias is None else out + self.bias
+
+
+class _NoTranspose(Linear):
+    def forward(self, x):  # the weight is (out, in): right only if it were stored (in, out)
+        return x @ self.weight + (0 if self.bias is None else self.bias)
+
+
+class _DetachedBias(Linear):
+    def forward(self, x):
+        out = x @ self.weight.T
+        return out if self.bias is None else out + self.bias.detach()
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="Linear", title="nn.Linear from nn.Parameter: state_dict, init and any leading shape",
+    reference=Linear, kind="class", cases=_cases, edge_cases=EDGE_CASES, run=_run,
+    probes=[_probe_distribution], uses_global_rng=True,
+    forbid=("torch.nn.functional.linear", "torch.nn.Linear", "torch.nn.LazyLinear"),
+    rule_text="Do not use `nn.Linear` or `F.linear` inside it",
+    mistakes=[
+        Mistake("missing_super_init", MISSING_SUPER_INIT, _NoSuper, match_output=False),
+        Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
+        Mistake("unregistered", "Your layer's `state_dict()` lacks a weight or a bias: a plain tensor attribute "
+                "is not registered, so it is never trained, saved or moved with `.to()`.", _TensorWeight,
+                match_output=False),
+        Mistake("weight_transposed", "Your weight has shape (in_features, out_features). Yours computes, but an "
+                "`nn.Linear` checkpoint (weight of shape (out_features, in_features)) will not load into it, "
+                "nor yours into an `nn.Linear`.", _Transposed, match_output=False),
+        Mistake("bias_not_optional", "With `bias=False` your layer still has a bias entry in its `state_dict` "
+                "(a bias of zeros is still a parameter the optimizer updates); an `nn.Linear(..., bias=False)` "
+                "checkpoint has none.", _ZeroBiasParameter, match_output=False),
+        Mistake("no_bias_attribute", "With `bias=False` your layer has no `bias` attribute at all. `nn.Linear` "
+                "has one that is `None`, and code such as `if m.bias is not None:` (the init of this lesson) "
+                "relies on it; an attribute can be registered as an absent parameter.", _NoBiasAttribute,
+                match_output=False),
+        Mistake("wrong_parameters", "Your layer's parameters are not those of `nn.Linear` (float32, requiring "
+                "grad, in the state_dict as {got} against `weight` (out, in) and `bias` (out,)).",
+                match_output=False),
+        Mistake("init_scale", "Some initial values lie outside ±1/√in_features, the range `nn.Linear` draws "
+                "from (`kaiming_uniform_` with its default `a=0` is √6 times wider; `nn.Linear` passes "
+                "`a=√5`).", _KaimingDefault, match_output=False),
+        Mistake("init_fan_out", "Your initial values are spread by `out_features`; the range depends on the "
+                "number of *inputs* each output sums over.", _FanOut, match_output=False),
+        Mistake("bias_init_zero", "Your bias starts at zero; `nn.Linear` draws it from the same range as the "
+                "weight.", _ZeroBias, match_output=False),
+        Mistake("init_not_uniform", "Your initial {name} stays in the range but is not spread like a uniform "
+                "draw over all of it (its standard deviation or mean is off).", _Normal, match_output=False),
+        Mistake("two_d_only", "Your forward only works for a 2-D input (N, in_features): `mm`/`addmm` take "
+                "matrices. `nn.Linear` accepts one sample or any number of leading dimensions.", _TwoDOnly),
+        Mistake("forward_transposed", "Your forward multiplies by the weight as stored, (out, in), instead of "
+                "its transpose: with as many inputs as outputs the shapes fit and the numbers are wrong.",
+                _NoTranspose, match_output=False),
+        Mistake("parameter_not_trained", PARAMETER_NOT_TRAINED, _DetachedBias, match_output=False),
+    ],
+    hints=[
+        "Three parts to match: what `state_dict()` holds (names, shapes, and nothing else when there is no "
+        "bias), how the values start, and what `forward` computes for inputs of any number of dimensions. "
+        "Print an `nn.Linear`'s `state_dict()` shapes to see the first.",
+        "Create empty parameters and fill them in place with a uniform draw of the right width. A matrix "
+        "product with the weight's transpose works on any leading dimensions (unlike the 2-D-only "
+        "functions); the bias broadcasts along them. A module can register a parameter as absent.",
+    ],
+))

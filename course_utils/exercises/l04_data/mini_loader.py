@@ -1,0 +1,234 @@
+"""MiniLoader: a DataLoader without workers (build the library): batches of ``dataset[i]`` in order
+or, with ``shuffle=True``, in the order of ``torch.randperm(len(dataset), generator=generator)``
+drawn afresh each epoch; ``collate_fn`` (default ``default_collate``) on each list of items;
+``drop_last`` and ``len``. Two epochs are compared with the reference, and with shuffle=False the
+reference equals torch's DataLoader (tests/test_l04_data.py holds both against DataLoader).
+
+Subtle: an order drawn once in ``__init__`` (or from a generator cloned or reseeded each epoch)
+repeats every epoch; ``len`` and the loop must agree about ``drop_last`` when n divides evenly and
+when n < batch_size; a custom ``collate_fn`` gets the list of items, not the items one by one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils.data import Dataset
+
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+
+from ._kit import LESSON, WRONG_TYPE
+
+# --- reference: the solution notebook's answer (generated from solutions/04_data.py)
+from .._references import l04_data as _references
+from .._references.l04_data import MiniLoader
+
+
+# --- cases
+class Pairs(Dataset):
+    """``(features (d,), label int)`` items, like most supervised datasets."""
+
+    def __init__(self, n: int, d: int, seed: int):
+        r = Rand(seed)
+        # distinct labels: a collate_fn that keeps only the labels still shows the order
+        self.X, self.y = r.randn(n, d), (torch.randperm(n, generator=r.torch) + 10).tolist()
+
+    def __len__(self) -> int:
+        return len(self.X)
+
+    def __getitem__(self, i: int):
+        return self.X[i], self.y[i]
+
+
+def labels_and_sizes(items: list) -> tuple[list[int], int]:
+    """A custom collate_fn: the labels as a list, and how many items the batch holds."""
+    return [y for _, y in items], len(items)
+
+
+def _case(n: int, d: int, seed: int, **kw: Any) -> dict:
+    return {"n": n, "d": d, "seed": seed, **kw}
+
+
+def _cases(r: Rand) -> Case:
+    n, bs = r.integer(0, 13), r.integer(1, 5)
+    kw = _case(n, r.integer(1, 3), r.integer(0, 2**31), batch_size=bs, drop_last=r.choice([True, False]),
+               shuffle=r.choice([True, True, False]), collate=r.choice([False, False, True]))
+    return Case((), kw, show_inputs=True)
+
+
+EDGE_CASES = [
+    Case((), _case(10, 2, 1, batch_size=4, drop_last=False, shuffle=False, collate=False),
+         label="10 items, batches of 4: the last batch has 2", show_inputs=True),
+    Case((), _case(10, 2, 2, batch_size=4, drop_last=True, shuffle=False, collate=False),
+         label="10 items, batches of 4, drop_last=True", show_inputs=True),
+    Case((), _case(8, 1, 3, batch_size=4, drop_last=True, shuffle=True, collate=False),
+         label="8 items, batches of 4 (no remainder), drop_last=True, shuffled", show_inputs=True),
+    Case((), _case(3, 2, 4, batch_size=5, drop_last=True, shuffle=False, collate=False),
+         label="3 items, batches of 5, drop_last=True: no batch at all", show_inputs=True),
+    Case((), _case(7, 3, 5, batch_size=3, drop_last=False, shuffle=True, collate=True),
+         label="7 items shuffled, a custom collate_fn", show_inputs=True),
+    Case((), _case(5, 1, 6, batch_size=1, drop_last=False, shuffle=True, collate=False),
+         label="batch_size=1, shuffled", show_inputs=True),
+]
+
+
+# --- run and probes
+def _run(answer: Any, case: Case) -> Any:
+    kw = case.kwargs
+    dataset = Pairs(kw["n"], kw["d"], kw["seed"])
+    generator = torch.Generator().manual_seed(kw["seed"] % 1000) if kw["shuffle"] else None
+    options: dict[str, Any] = {"batch_size": kw["batch_size"], "shuffle": kw["shuffle"], "drop_last": kw["drop_last"]}
+    if kw["collate"]:
+        options["collate_fn"] = labels_and_sizes
+    if generator is not None:
+        options["generator"] = generator
+    if not callable(answer):
+        raise Incorrect("wrong_type", given=f"a {type(answer).__name__}", what="class")
+    loader = answer(dataset, **options)
+    if not hasattr(loader, "__iter__"):
+        raise Incorrect("not_iterable", got=type(loader).__name__)
+    before = torch.get_rng_state()
+    epochs = [list(loader) for _ in range(2)]
+    if kw["shuffle"] and not torch.equal(before, torch.get_rng_state()):
+        raise Incorrect("global_rng")
+    try:
+        n_batches = len(loader)
+    except TypeError:
+        raise Incorrect("no_len") from None
+    if n_batches != len(epochs[0]):
+        raise Incorrect("len_disagrees", got=n_batches, batches=len(epochs[0]))
+    if kw["shuffle"] and _same(epochs[0], epochs[1]):
+        # the reference's two epochs, from a generator seeded alike: do they differ here?
+        # (looked up at call time: in the instructor's sandbox the real reference is put back there)
+        again = torch.Generator().manual_seed(kw["seed"] % 1000)
+        expected = _references.MiniLoader(dataset, **dict(options, generator=again))
+        if not _same(list(expected), list(expected)):
+            raise Incorrect("same_order_every_epoch")
+    return epochs
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(torch.equal(a, b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+# --- wrong answers
+class _KeepsLast(MiniLoader):
+    def __iter__(self):
+        n = len(self.dataset)
+        order = torch.randperm(n, generator=self.generator).tolist() if self.shuffle else list(range(n))
+        for start in range(0, n, self.batch_size):
+            yield self.collate_fn([self.dataset[i] for i in order[start:start + self.batch_size]])
+
+    def __len__(self):
+        return -(-len(self.dataset) // self.batch_size)
+
+
+class _DropsAFullBatch(MiniLoader):
+    """``range(0, n - batch_size, batch_size)`` with drop_last: one batch short when n divides evenly."""
+
+    def _starts(self):
+        n = len(self.dataset)
+        return range(0, n - self.batch_size, self.batch_size) if self.drop_last else range(0, n, self.batch_size)
+
+    def __iter__(self):
+        n = len(self.dataset)
+        order = torch.randperm(n, generator=self.generator).tolist() if self.shuffle else list(range(n))
+        for start in self._starts():
+            yield self.collate_fn([self.dataset[i] for i in order[start:start + self.batch_size]])
+
+    def __len__(self):
+        return len(self._starts())
+
+
+class _OrderOnce(MiniLoader):
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None):
+        super().__init__(dataset, batch_size, shuffle, drop_last, collate_fn, generator)
+        n = len(dataset)
+        self.order = torch.randperm(n, generator=generator).tolist() if shuffle else list(range(n))
+
+    def __iter__(self):
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            yield self.collate_fn([self.dataset[i] for i in self.order[start:start + self.batch_size]])
+
+
+class _GlobalShuffle(MiniLoader):
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None):
+        super().__init__(dataset, batch_size, shuffle, drop_last, collate_fn, None)
+
+
+class _NotCollated(MiniLoader):
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None):
+        super().__init__(dataset, batch_size, shuffle, drop_last, collate_fn or list, generator)
+
+
+class _CollatePerItem(MiniLoader):
+    def __iter__(self):
+        for batch in MiniLoader.__iter__(MiniLoader(self.dataset, self.batch_size, self.shuffle, self.drop_last,
+                                                    list, self.generator)):
+            yield [self.collate_fn([item]) for item in batch]
+
+
+class _LenIgnoresDropLast(MiniLoader):
+    def __len__(self):
+        return -(-len(self.dataset) // self.batch_size)
+
+    def __iter__(self):
+        return MiniLoader.__iter__(MiniLoader(self.dataset, self.batch_size, self.shuffle, self.drop_last,
+                                              self.collate_fn, self.generator))
+
+
+class _NoIter:
+    """Batches behind a method of its own: `for batch in loader` does not work."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None):
+        self.inner = MiniLoader(dataset, batch_size, shuffle, drop_last, collate_fn, generator)
+
+    def batches(self):
+        return list(self.inner)
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="MiniLoader", title="A DataLoader of your own: batches, shuffle, drop_last, collate",
+    reference=MiniLoader, kind="class", cases=_cases, edge_cases=EDGE_CASES, run=_run, n_random=12,
+    preload=("torch.utils.data",),
+    forbid=("torch.utils.data.DataLoader", "torch.utils.data.BatchSampler"),
+    rule_text="Do not use `DataLoader` or `BatchSampler` inside it",
+    mistakes=[
+        Mistake("wrong_type", WRONG_TYPE, match_output=False),
+        Mistake("kept_last", "With `drop_last=True` the last, incomplete batch must be left out.", _KeepsLast),
+        Mistake("dropped_full_batch", "You dropped a complete batch: `drop_last` only leaves out a batch that "
+                "has fewer than `batch_size` items (when the items divide evenly there is none).",
+                _DropsAFullBatch),
+        Mistake("same_order_every_epoch", "Your two epochs came out in the same order. A shuffling loader draws "
+                "a new order each time an epoch starts, from the generator as it is then (so a seeded "
+                "generator still gives a reproducible *sequence* of epochs).", _OrderOnce,
+                match_output=False),
+        Mistake("global_rng", "Your loader shuffled with the global random stream instead of the `generator` it "
+                "was given, so the order cannot be reproduced from that generator (and it disturbs everybody "
+                "else's random numbers).", _GlobalShuffle, match_output=False),
+        Mistake("not_collated", "Your batches are lists of items; each list goes through the collate function "
+                "(without one, `default_collate`), which turns it into batched tensors.", _NotCollated),
+        Mistake("collated_per_item", "You collated the items one at a time; the collate function receives "
+                "the whole list of a batch's items.", _CollatePerItem),
+        Mistake("len_disagrees", "`len(loader)` is {got}, but an epoch yielded {batches} batches. The length "
+                "is the number of batches, so it follows `drop_last` too.", _LenIgnoresDropLast,
+                match_output=False),
+        Mistake("not_iterable", "Your {got} object cannot be iterated: `for batch in loader` calls the "
+                "loader's `__iter__`, once per epoch.", _NoIter, match_output=False),
+        Mistake("no_len", "`len(loader)` failed: define `__len__` (the number of batches of an epoch).",
+                match_output=False),
+    ],
+    hints=[
+        "Two separate concerns: the order of the indices (fixed, or a new random order each time an epoch "
+        "starts) and cutting that order into batches. Where does an epoch start in a class you iterate?",
+        "`__iter__` runs at the start of every `for` loop: draw the order there, from the generator as it is "
+        "then. Walk the order in steps of `batch_size`; how many steps, with and without `drop_last`, is "
+        "also what `__len__` returns. Each slice of items goes to the collate function as one list.",
+    ],
+))
