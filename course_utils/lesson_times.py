@@ -87,7 +87,8 @@ LESSONS: dict[str, Lesson] = {
         "to_device": 6, "amp_train_step": 8, "checkpointed_forward": 7, "shard_indices": 7,
         "data_parallel_grads": 9}),
     "12_capstone": Lesson("capstone", 9.6, reading=12.4, examples=11.2, predictions=4, exercises={
-        "confusion_matrix": 8, "DigitClassifier": 45}),
+        "split_loaders": 10, "fit_with_early_stopping": 12, "confusion_matrix": 8, "resume_training": 12,
+        "onnx_parity": 8, "train_and_score": 10, "DigitClassifier": 45}),
 }
 
 _NUMBERS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",

@@ -11,8 +11,6 @@ triggers within ``max_epochs`` on the fixed cases (tests/test_l12_capstone.py ho
 
 from __future__ import annotations
 
-import copy
-
 import torch
 from torch import nn
 
@@ -76,11 +74,6 @@ def _variant(**change):
 
 def _on_train_data(model, train_loader, val_loader, *rest):
     return _loop(model, train_loader, val_loader, *rest, eval_loader=train_loader)
-
-
-def _copy_best(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs, warmup_epochs, patience):
-    return _loop(model, train_loader, val_loader, loss_fn, copy.copy(optimizer), pieces, max_epochs, warmup_epochs,
-                 patience)
 
 
 # --- declaration

@@ -13,7 +13,6 @@ with the reference's to a relative 1e-3.
 from __future__ import annotations
 
 import atexit
-import copy
 import functools
 import numbers
 import os
