@@ -35,7 +35,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-import onnxruntime as ort
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -406,6 +405,8 @@ print("bit-identical after resuming:", all(torch.equal(a, b) for a, b in
 # %% tags=["answer:onnx_parity"]
 def onnx_parity(onnx_path, model, X):
     ### BEGIN SOLUTION
+    import onnxruntime as ort
+
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
     onnx_out = session.run(None, {name: X.numpy()})[0]

@@ -7,7 +7,6 @@ notebook-level names they use; the exercises of 12_capstone take their reference
 
 import os
 import numpy as np
-import onnxruntime as ort
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -54,6 +53,8 @@ def resume_training(path, model, optimizer, scheduler, loader, loader_generator,
 
 
 def onnx_parity(onnx_path, model, X):
+    import onnxruntime as ort
+
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
     onnx_out = session.run(None, {name: X.numpy()})[0]
