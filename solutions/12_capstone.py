@@ -41,7 +41,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.datasets import digits_split
 from course_utils.exercises.l12_capstone.yours import your_pieces, yours_or_course
-from course_utils.grading import exercises_for, predictions_for, reference
+from course_utils.grading import exercises_for, predictions_for
 from course_utils.plotting import image_grid, plot_curves
 
 ex = exercises_for("12_capstone")
@@ -568,14 +568,16 @@ class DigitClassifier:
 ex.DigitClassifier.check(DigitClassifier)
 
 # %% [markdown]
-# The course's reference classifier, trained on the training split and measured once on the
-# test set, with its confusion matrix and remaining mistakes (about 2 seconds):
+# Your classifier (the course's while yours is the stub), trained on the training split and
+# measured once on the test set, with its confusion matrix and remaining mistakes (about 2
+# seconds):
 
 # %% tags=["nbval-ignore-output"]
-clf = reference("12_capstone.DigitClassifier")().fit(split.X_train, split.y_train)
+clf = yours_or_course(DigitClassifier, "12_capstone.DigitClassifier")().fit(split.X_train, split.y_train)
 test_preds = clf.predict(X_test)
 print(f"test accuracy: {(test_preds == y_test).float().mean().item():.1%}")
-show_confusion(reference("12_capstone.confusion_matrix")(test_preds, y_test, 10), "reference CNN, test set")
+show_confusion(yours_or_course(confusion_matrix, "12_capstone.confusion_matrix")(test_preds, y_test, 10),
+               "the CNN, test set")
 wrong = (test_preds != y_test).nonzero().flatten()
 image_grid(X_test[wrong], y_test[wrong], test_preds[wrong], ncols=10)
 plt.show()
@@ -611,7 +613,18 @@ for package in ["lightning", "wandb", "torchvision", "torchdata", "torchserve", 
 # ## Recap
 #
 # - A project is a pipeline: data and splits (train for fitting, validation for choosing,
-#   test once at the end), a model, the training loop, evaluation, saving.
+#   test once at the end), a model, the training loop, evaluation, saving. You built it from
+#   your own pieces of lessons 04, 05 and 09: small functions with clear inputs compose.
+# - A stratified split keeps every class's share in validation; seeded generators make the split
+#   and the batch order reproducible.
+# - Early stopping watches the *validation* loss and gives back the *best* weights; a schedule
+#   counted in epochs steps once per epoch.
+# - Resuming exactly needs everything that changes while training (weights, optimizer,
+#   scheduler, epoch, RNG and loader generator), saved after the epoch's last step.
+# - An export is only done when its outputs match PyTorch's (in `eval()` mode) on other batch
+#   sizes than the example's.
+# - Bugs that do not crash (no `zero_grad`, no `eval()`, a mean of batch means) show up only as
+#   wrong numbers: test against a run you trust.
 # - A confusion matrix and a grid of mistakes show *what* a model gets wrong; a better
 #   architecture (convolutions) fixes what more epochs cannot.
 # - Save `state_dict`s; reload into the same architecture with `torch.load` (tensors only by
@@ -626,9 +639,13 @@ for package in ["lightning", "wandb", "torchvision", "torchdata", "torchserve", 
 # ## Further reading
 #
 # PyTorch documentation: [`torch.utils.data`](https://docs.pytorch.org/docs/stable/data.html),
-# [`torch.optim`](https://docs.pytorch.org/docs/stable/optim.html) and [Serialization
-# semantics](https://docs.pytorch.org/docs/stable/notes/serialization.html), the three pages this
-# project leans on.
+# [`torch.optim`](https://docs.pytorch.org/docs/stable/optim.html) (its "How to adjust learning
+# rate" section for `LambdaLR`), [Serialization
+# semantics](https://docs.pytorch.org/docs/stable/notes/serialization.html),
+# [Reproducibility](https://docs.pytorch.org/docs/stable/notes/randomness.html) (generators,
+# seeds, what stays nondeterministic) and [`torch.onnx`](https://docs.pytorch.org/docs/stable/onnx.html),
+# the pages this project leans on; the [ONNX Runtime Python
+# API](https://onnxruntime.ai/docs/api/python/api_summary.html) for `InferenceSession`.
 #
 # The best external material:
 #

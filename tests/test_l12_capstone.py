@@ -1185,3 +1185,141 @@ def test_confusion_matrix_matches_sklearn():
             continue
         oracle = sk_confusion_matrix(targets.numpy(), preds.numpy(), labels=list(range(k)))
         np.testing.assert_array_equal(cm.numpy(), oracle)
+
+
+# =========================================================================== the pipeline's protocols
+def test_resume_protocol_gives_the_uninterrupted_run():
+    """What the resume check expects (the reference through a power cut and a restart with other
+    weights and RNG states) is, to the bit, the run that never stopped."""
+    from course_utils.exercises.l12_capstone import resume_training as rt
+
+    ref = grading.reference(RT)
+    for case in _cases(RT, range(4)):
+        seed, epochs = case.kwargs["seed"], case.kwargs["epochs"]
+        interrupted = rt._run(ref, case)
+        model, optimizer, scheduler, train, generator = rt._objects(seed, seed, epochs)
+        torch.manual_seed(seed)
+        with __import__("tempfile").TemporaryDirectory() as folder:
+            ref(os.path.join(folder, "x.pt"), model, optimizer, scheduler, train, generator, nn.CrossEntropyLoss(),
+                epochs, rt.pieces())
+        assert torch.equal(interrupted[0], rt.flat(model))
+
+
+def test_early_stopping_triggers_on_the_fixed_cases():
+    from course_utils.exercises.l12_capstone import fit_with_early_stopping as fe
+
+    case = grading.exercise(FE).edge_cases[0]
+    history, _ = fe._run(grading.reference(FE), case)
+    assert len(history) < case.kwargs["max_epochs"]
+
+
+def test_graders_use_the_course_pieces_never_the_learners():
+    """The parts are checked with the course's lesson 04/05/09 answers (generated references),
+    whatever the learner's own pieces are."""
+    from course_utils.exercises._references import l04_data, l05_training_loop, l09_persistence
+    from course_utils.exercises.l12_capstone import _kit
+
+    p = _kit.pieces()
+    assert p.stratified_split is l04_data.stratified_split
+    assert p.EarlyStopping is l05_training_loop.EarlyStopping and p.warmup_cosine is l05_training_loop.warmup_cosine
+    assert p.save_checkpoint is l09_persistence.save_checkpoint
+    assert p.export_with_dynamic_batch is l09_persistence.export_with_dynamic_batch
+
+
+# =========================================================================== your_pieces
+from course_utils.exercises.l12_capstone import yours  # noqa: E402
+from course_utils.lesson_props.l12_capstone import PIECES  # noqa: E402
+
+
+def _copy_notebooks(src, dest, stems=("04_data", "05_training_loop", "09_persistence")):
+    for stem in stems:
+        (dest / f"{stem}.ipynb").write_text((src / f"{stem}.ipynb").read_text())
+
+
+def test_solved_notebooks_bring_every_piece_in(tmp_path):
+    from course_utils import build
+
+    _copy_notebooks(build.SOLUTIONS, tmp_path)
+    rng = torch.get_rng_state()
+    mine = yours.your_pieces(tmp_path)
+    assert torch.equal(rng, torch.get_rng_state())
+    assert mine.mine() == list(PIECES)
+    for name in PIECES:  # the learner's own objects, not the course's
+        assert getattr(mine, name).__module__.startswith("your_"), name
+    assert "8 of 8 pieces are yours" in mine.table()
+
+
+def test_unsolved_notebooks_fall_back_and_say_not_attempted(tmp_path):
+    from course_utils import build
+
+    _copy_notebooks(build.NOTEBOOKS, tmp_path)
+    mine = yours.your_pieces(tmp_path)
+    assert mine.mine() == []
+    assert all(r.whose == yours.COURSE and "not attempted" in r.why for r in mine.rows)
+    assert mine.train_one_epoch is grading.reference("05_training_loop.train_one_epoch")
+
+
+def test_a_capstone_alone_gets_the_course_pieces_and_says_why(tmp_path):
+    mine = yours.your_pieces(tmp_path)
+    assert mine.mine() == [] and all("not next to this notebook" in r.why for r in mine.rows)
+    assert "0 of 8 pieces are yours" in repr(mine) and "| `stratified_split` |" in mine._repr_markdown_()
+
+
+def test_wrong_broken_or_missing_pieces_fall_back_with_the_reason(tmp_path):
+    import nbformat
+
+    from course_utils import build, cells
+
+    _copy_notebooks(build.SOLUTIONS, tmp_path)
+    path = tmp_path / "05_training_loop.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    [i] = cells.cells_of(nb, cells.ANSWER, "EarlyStopping")
+    nb.cells[i].source = nb.cells[i].source.replace("val_loss < self.best_loss", "val_loss > self.best_loss")
+    [i] = cells.cells_of(nb, cells.ANSWER, "warmup_cosine")
+    nb.cells[i].source = "1 / 0\n" + nb.cells[i].source
+    [i] = cells.cells_of(nb, cells.ANSWER, "evaluate")
+    nb.cells[i].metadata["tags"] = []
+    nbformat.write(nb, path)
+    (tmp_path / "09_persistence.ipynb").write_text("{ not a notebook")
+    rows = {r.piece: r for r in yours.your_pieces(tmp_path).rows}
+    assert rows["EarlyStopping"].whose == yours.COURSE and "fails its check" in rows["EarlyStopping"].why
+    assert rows["warmup_cosine"].whose == yours.COURSE and "ZeroDivisionError" in rows["warmup_cosine"].why
+    assert rows["evaluate"].whose == yours.COURSE and "no cell tagged answer:evaluate" in rows["evaluate"].why
+    assert rows["save_checkpoint"].whose == yours.COURSE and "could not read" in rows["save_checkpoint"].why
+    assert rows["train_one_epoch"].whose == yours.YOURS and rows["stratified_split"].whose == yours.YOURS
+
+
+def test_demos_use_the_learners_part_unless_it_is_the_stub(capsys):
+    def stub(preds, targets, num_classes):
+        raise NotImplementedError("Replace this line with your code")
+
+    assert yours.yours_or_course(stub, CM) is grading.reference(CM)
+    assert "the course's" in capsys.readouterr().out
+    mine = grading.reference(CM)
+    assert yours.yours_or_course(mine, CM) is mine and "yours" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_capstone_graded_alone_in_the_sandbox_uses_the_course_pieces(tmp_path):
+    """The instructor's grader runs a submitted capstone without the learner's other notebooks
+    (they are not in the sandbox even when they sit next to it): the pipeline falls back to the
+    course's pieces, says so, runs without an error, and every part is judged."""
+    import nbformat
+
+    from course_utils import build
+    from course_utils.instructor import grade
+
+    (tmp_path / "alice").mkdir()
+    nb = nbformat.read(build.SOLUTIONS / "12_capstone.ipynb", as_version=4)
+    probe = ("assert mine.mine() == [] and all('not next to this notebook' in r.why for r in mine.rows), "
+             "mine.table()")
+    nb.cells.append(nbformat.v4.new_code_cell(probe))
+    nbformat.write(nb, tmp_path / "alice" / "12_capstone.ipynb")
+    _copy_notebooks(build.SOLUTIONS, tmp_path / "alice")  # next to it, but never staged with it
+    reports = grade.grade([tmp_path / "alice" / "12_capstone.ipynb"], workers=1, timeout=120)
+    [report] = reports
+    assert not report.error, report.error
+    assert not report.problems, report.problems  # the probe cell passed, the pipeline ran
+    assert {r.exercise.rpartition(".")[2]: r.status for r in report.rows} == {
+        name: "correct" for name in ("split_loaders", "fit_with_early_stopping", "confusion_matrix",
+                                     "resume_training", "onnx_parity", "train_and_score", "DigitClassifier")}
