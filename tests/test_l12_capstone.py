@@ -1318,8 +1318,25 @@ def test_a_capstone_graded_alone_in_the_sandbox_uses_the_course_pieces(tmp_path)
     _copy_notebooks(build.SOLUTIONS, tmp_path / "alice")  # next to it, but never staged with it
     reports = grade.grade([tmp_path / "alice" / "12_capstone.ipynb"], workers=1, timeout=120)
     [report] = reports
+    from course_utils.instructor.grade_report import summary_text
+
+    assert "12_capstone: graded on its own" in summary_text(reports)  # the instructor is told
     assert not report.error, report.error
     assert not report.problems, report.problems  # the probe cell passed, the pipeline ran
     assert {r.exercise.rpartition(".")[2]: r.status for r in report.rows} == {
         name: "correct" for name in ("split_loaders", "fit_with_early_stopping", "confusion_matrix",
                                      "resume_training", "onnx_parity", "train_and_score", "DigitClassifier")}
+
+
+def test_the_graders_onnx_file_is_its_model_with_a_dynamic_batch():
+    import onnxruntime as ort
+
+    from course_utils.exercises.l12_capstone import onnx_parity as op
+
+    session = ort.InferenceSession(op._onnx_file(), providers=["CPUExecutionProvider"])
+    assert session.get_inputs()[0].shape == ["batch", 6]
+    model = op._model()
+    for n in (1, 2, 7, 33):
+        X = torch.randn(n, 6)
+        with torch.no_grad():
+            np.testing.assert_allclose(session.run(None, {"x": X.numpy()})[0], model(X).numpy(), rtol=1e-5, atol=1e-6)

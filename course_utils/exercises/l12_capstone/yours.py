@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from course_utils import cells
@@ -135,7 +136,7 @@ def your_pieces(folder: str | Path | None = None) -> Pieces:
     notebook's own in Jupyter)."""
     folder = Path.cwd() if folder is None else Path(folder)
     course = vars(course_pieces())
-    rng = (torch.get_rng_state(), random.getstate())
+    rng = (torch.get_rng_state(), random.getstate(), np.random.get_state())
     objects: dict[str, Any] = {}
     rows: list[Row] = []
     try:
@@ -162,6 +163,7 @@ def your_pieces(folder: str | Path | None = None) -> Pieces:
     finally:
         torch.set_rng_state(rng[0])
         random.setstate(rng[1])
+        np.random.set_state(rng[2])
     return Pieces(objects, rows)
 
 
