@@ -9,6 +9,7 @@ tools), not machinery. Each module is named for the lesson it serves:
 - ``l05_training_lab``: the training loop's helpers (also reused by lesson 12).
 - ``l10_devices``: device-agnostic timing; ``l10_distributed``: how a sampler shards data.
 - ``l09_persistence``: checkpoint helpers and the harmless unsafe-load payload.
+- ``l12_capstone``: the course's lesson 04/05/09 answers the capstone's pipeline and graders use.
 
 Props import nothing of the course except the shared lesson material (``course_utils.datasets``,
 ``course_utils.plotting``); the grading core never imports them (tests/test_architecture.py).
