@@ -86,7 +86,7 @@ LESSONS: dict[str, Lesson] = {
     "10_gpu_amp_ddp": Lesson("GPU, AMP and DDP", 15.0, reading=30.9, examples=28.5, predictions=4, exercises={
         "to_device": 6, "amp_train_step": 8, "checkpointed_forward": 7, "shard_indices": 7,
         "data_parallel_grads": 9}),
-    "12_capstone": Lesson("capstone", 19.0, reading=20.5, examples=15.0, predictions=4, exercises={
+    "12_capstone": Lesson("capstone", 17.0, reading=20.5, examples=15.0, predictions=4, exercises={
         "split_loaders": 10, "fit_with_early_stopping": 12, "confusion_matrix": 8, "resume_training": 12,
         "onnx_parity": 8, "train_and_score": 10, "DigitClassifier": 45}),
 }
