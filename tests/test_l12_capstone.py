@@ -1236,13 +1236,15 @@ def _copy_notebooks(src, dest, stems=("04_data", "05_training_loop", "09_persist
         (dest / f"{stem}.ipynb").write_text((src / f"{stem}.ipynb").read_text())
 
 
-def test_solved_notebooks_bring_every_piece_in(tmp_path):
+def test_solved_notebooks_bring_every_piece_in(tmp_path, monkeypatch):
     from course_utils import build
 
     _copy_notebooks(build.SOLUTIONS, tmp_path)
+    monkeypatch.setenv("COURSE_PROGRESS_LOG", str(tmp_path / "log.jsonl"))
     rng = torch.get_rng_state()
     mine = yours.your_pieces(tmp_path)
     assert torch.equal(rng, torch.get_rng_state())
+    assert not (tmp_path / "log.jsonl").exists()  # re-checking old answers logs no progress
     assert mine.mine() == list(PIECES)
     for name in PIECES:  # the learner's own objects, not the course's
         assert getattr(mine, name).__module__.startswith("your_"), name
