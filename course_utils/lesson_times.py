@@ -93,8 +93,9 @@ LESSONS: dict[str, Lesson] = {
     "11_distributed": Lesson("distributed training", 32.5, reading=20.0, examples=16.0, predictions=3, exercises={
         "shard_indices": 7, "data_parallel_grads": 9, "rank_loss_scale": 7, "accumulate_grads": 8,
         "merge_batch_stats": 8}),
-    "12_capstone": Lesson("capstone", 9.6, reading=12.4, examples=11.2, predictions=4, exercises={
-        "confusion_matrix": 8, "DigitClassifier": 45}),
+    "12_capstone": Lesson("capstone", 17.0, reading=20.5, examples=15.0, predictions=4, exercises={
+        "split_loaders": 10, "fit_with_early_stopping": 12, "confusion_matrix": 8, "resume_training": 12,
+        "onnx_parity": 8, "train_and_score": 10, "DigitClassifier": 45}),
 }
 
 _NUMBERS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",

@@ -7,37 +7,62 @@
 # ---
 
 # %% [markdown]
-# # 12 · Capstone: a digit classifier, end to end
+# # 12 · Capstone: your own pipeline, end to end
 #
-# This project puts the course together on the handwritten digits: a data pipeline, a model,
-# a training loop, an evaluation that goes beyond one accuracy number, saving and reloading,
-# and finally **your own classifier**, graded on images your code never sees.
+# This project assembles **the code you wrote** in lessons 04, 05 and 09 into one pipeline on
+# the handwritten digits, then grades what you add on top of it, on data your notebook never
+# sees. Seven checked parts:
 #
-# 1. The data pipeline: images, a validation split, loaders.
-# 2. A baseline, end to end: a small model and the training loop from lesson 05.
-# 3. Evaluation: a confusion matrix and the images the model gets wrong.
-# 4. Save and reload the trained model.
-# 5. **The graded task**: write `DigitClassifier` that reaches **≥ 97 % accuracy on held-out
-#    images within 20 seconds of CPU time for training**.
+# 1. `split_loaders`: a stratified validation split and the loaders, with *your*
+#    `stratified_split` (lesson 04).
+# 2. `fit_with_early_stopping`: *your* `train_one_epoch`, `evaluate`, `EarlyStopping` and
+#    `warmup_cosine` (lesson 05) as one training run.
+# 3. `confusion_matrix`: evaluation beyond accuracy.
+# 4. `resume_training`: a run that survives a power cut and resumes **bit-identically** with
+#    *your* `save_checkpoint` / `load_checkpoint` (lesson 09).
+# 5. `onnx_parity`: the model exported with *your* `export_with_dynamic_batch` (lesson 09), run
+#    in onnxruntime, compared with PyTorch.
+# 6. `train_and_score`: find the three bugs in a pipeline.
+# 7. `DigitClassifier`: your own classifier, **≥ 97 % on held-out images**.
 #
-# **Time: about 80 minutes** on your own, the two checked exercises included (about 53 of those minutes). *Run All* alone takes about 9.6 s on a 2-core CPU.
+# **Time: about 145 minutes** on your own, the seven checked exercises included (about 105 of those minutes). *Run All* alone takes about 17 s on a 2-core CPU.
 
 # %%
+import copy
+import os
 import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from course_utils.lesson_props import l05_training_lab as lab
 from course_utils.datasets import digits_split
-from course_utils.grading import exercises_for, predictions_for, reference
+from course_utils.exercises.l12_capstone.yours import your_pieces, yours_or_course
+from course_utils.grading import exercises_for, predictions_for
 from course_utils.plotting import image_grid, plot_curves
 
 ex = exercises_for("12_capstone")
 quiz = predictions_for("12_capstone")  # predict-the-output questions
+
+# %% [markdown]
+# ## 0. Your pieces
+#
+# `your_pieces()` opens your notebooks of lessons 04, 05 and 09 (next to this one), runs the
+# cells holding your answers, and checks each answer again with its lesson's grader. An answer
+# that passes is used below; one that is missing, unfinished or failing is replaced by the
+# course's version, and the table says which and why. Solve an earlier exercise, save that
+# notebook, and run this cell again to bring it in.
+#
+# Your pieces run the pipeline of this notebook. The capstone's checks never use them: each
+# part is checked with the course's pieces on the grader's own data, so a mistake in an earlier
+# lesson cannot fail (or pass) a part here.
+
+# %% tags=["nbval-ignore-output"]
+mine = your_pieces()
+mine
 
 # %% [markdown]
 # ## 1. The data pipeline
@@ -46,6 +71,19 @@ quiz = predictions_for("12_capstone")  # predict-the-output questions
 # `y` int64 labels 0–9. `digits_split` holds out 360 test images. From the 1437 training
 # images we hold out another 20 % for **validation**, to watch training and choose settings,
 # so that the test set is used once, at the end.
+#
+# ### Part 1: `split_loaders`
+#
+# Write `split_loaders(X, y, val_fraction, seed, split)` returning `(train_loader, val_loader)`:
+#
+# - `split(y, val_fraction, generator)` is lesson 04's `stratified_split` (you get yours as
+#   `mine.stratified_split`): it returns `(train_indices, val_indices)` with every class in the
+#   same proportion in both parts.
+# - The training loader shuffles, the validation loader does not.
+# - The same `seed` gives the same split and the same order of training batches, every time
+#   (no global RNG: give each random step a `torch.Generator` seeded from `seed`).
+#
+# Batch sizes are yours to choose (64 for training is a good start).
 
 # %% [markdown]
 # **Predict the output** (shape): Holding out `round(0.2 * 1437)` training images for validation: what is `X_val.shape`?
@@ -57,16 +95,34 @@ quiz.val_shape(
     ### END PREDICTION
 )
 
+# %% tags=["answer:split_loaders"]
+def split_loaders(X, y, val_fraction, seed, split):
+    ### BEGIN SOLUTION
+    train_idx, val_idx = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    train_loader = DataLoader(TensorDataset(X[train_idx], y[train_idx]), batch_size=64, shuffle=True,
+                              generator=torch.Generator().manual_seed(seed))
+    val_loader = DataLoader(TensorDataset(X[val_idx], y[val_idx]), batch_size=512)
+    return train_loader, val_loader
+    ### END SOLUTION
+
+
+# %% tags=["check:split_loaders"]
+ex.split_loaders.check(split_loaders)
+
+# %% [markdown]
+# From here on the notebook runs *your* parts (each cell says so), or the course's while yours is
+# still the stub, on *your* pieces (`mine`).
+
 # %%
 split = digits_split(images=True)
 X_test, y_test = split.X_test, split.y_test
-generator = torch.Generator().manual_seed(0)
-perm = torch.randperm(len(split.y_train), generator=generator)
-n_val = round(0.2 * len(perm))
-X_val, y_val = split.X_train[perm[:n_val]], split.y_train[perm[:n_val]]
-X_train, y_train = split.X_train[perm[n_val:]], split.y_train[perm[n_val:]]
+make_loaders = yours_or_course(split_loaders, "12_capstone.split_loaders")
+train_loader, val_loader = make_loaders(split.X_train, split.y_train, 0.2, seed=0, split=mine.stratified_split)
+X_train, y_train = (torch.cat(t) for t in zip(*train_loader))
+X_val, y_val = (torch.cat(t) for t in zip(*val_loader))
+test_loader = DataLoader(TensorDataset(X_test, y_test), batch_size=512)
 print(f"train {tuple(X_train.shape)}, validation {tuple(X_val.shape)}, test {tuple(X_test.shape)}")
-print("training images per class:", torch.bincount(y_train).tolist())
+print("validation images per class:", torch.bincount(y_val).tolist())
 
 # %%
 image_grid(X_train[:20], y_train[:20], ncols=10)
@@ -83,33 +139,64 @@ quiz.train_batches(
 )
 
 # %%
-train_loader = DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True,
-                          generator=torch.Generator().manual_seed(0))
-val_loader = DataLoader(TensorDataset(X_val, y_val), batch_size=512)
-test_loader = DataLoader(TensorDataset(X_test, y_test), batch_size=512)
-
-# %%
 print(len(train_loader), "training batches")
 
 # %% [markdown]
-# ## 2. A baseline, end to end
+# ## 2. Training: a baseline with early stopping and warm-up
 #
-# Start with the simplest thing that works: flatten each image and use a linear layer, i.e.
-# multinomial logistic regression, trained with plain SGD for a few epochs. `lab.fit` is the
-# loop of lesson 05: `train_one_epoch` and `evaluate` for every epoch.
+# ### Part 2: `fit_with_early_stopping`
+#
+# Write `fit_with_early_stopping(model, train_loader, val_loader, loss_fn, optimizer, pieces,
+# max_epochs, warmup_epochs, patience)` from lesson 05's pieces (`pieces.train_one_epoch`,
+# `pieces.evaluate`, `pieces.EarlyStopping`, `pieces.warmup_cosine`):
+#
+# - the schedule is `pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)`, counted in
+#   **epochs**: one scheduler step after each epoch's training;
+# - each epoch: train one epoch, evaluate on the **validation** loader, and stop when
+#   `pieces.EarlyStopping(patience)` says so (at most `max_epochs` epochs);
+# - at the end the model holds the **best** weights seen (the stopper keeps them), not the last;
+# - return the list of validation losses, one per epoch run.
+
+# %% tags=["answer:fit_with_early_stopping"]
+def fit_with_early_stopping(model, train_loader, val_loader, loss_fn, optimizer, pieces,
+                            max_epochs, warmup_epochs, patience):
+    ### BEGIN SOLUTION
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    stopper = pieces.EarlyStopping(patience)
+    history = []
+    for _ in range(max_epochs):
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
+        val_loss, _ = pieces.evaluate(model, val_loader, loss_fn)
+        history.append(val_loss)
+        scheduler.step()
+        if stopper.step(val_loss, model):
+            break
+    model.load_state_dict(stopper.best_state)
+    return history
+    ### END SOLUTION
+
+
+# %% tags=["check:fit_with_early_stopping"]
+ex.fit_with_early_stopping.check(fit_with_early_stopping)
+
+# %% [markdown]
+# The baseline: flatten each image and use one linear layer (multinomial logistic
+# regression), trained with *your* pieces:
 
 # %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
 baseline = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
 loss_fn = nn.CrossEntropyLoss()
-optimizer = torch.optim.SGD(baseline.parameters(), lr=0.1)
-history = lab.fit(baseline, train_loader, val_loader, loss_fn, optimizer, num_epochs=5)
-plot_curves(history, title="baseline: logistic regression")
+optimizer = torch.optim.SGD(baseline.parameters(), lr=0.2)
+fit = yours_or_course(fit_with_early_stopping, "12_capstone.fit_with_early_stopping")
+history = fit(baseline, train_loader, val_loader, loss_fn, optimizer, mine,
+              max_epochs=12, warmup_epochs=2, patience=3)
+plot_curves({"validation loss": history}, title="baseline: logistic regression")
 plt.show()
 
 # %% tags=["nbval-ignore-output"]
-val_loss, val_acc = lab.evaluate(baseline, val_loader, loss_fn)
-print(f"baseline validation accuracy: {val_acc:.0%}")
+val_loss, val_acc = mine.evaluate(baseline, val_loader, loss_fn)
+print(f"{len(history)} epochs; baseline validation accuracy: {val_acc:.0%}")
 
 # %% [markdown]
 # A start, far from 97 %. Before improving it, look at *what* it gets wrong.
@@ -121,7 +208,7 @@ print(f"baseline validation accuracy: {val_acc:.0%}")
 # predicted (column). The diagonal holds the correct predictions; large off-diagonal entries
 # name the confusions.
 #
-# ### Exercise 1: `confusion_matrix`
+# ### Part 3: `confusion_matrix`
 #
 # Write `confusion_matrix(preds, targets, num_classes)`: `preds` and `targets` are int64
 # tensors of shape `(N,)`. Return an int64 tensor of shape `(num_classes, num_classes)` whose
@@ -140,8 +227,8 @@ def confusion_matrix(preds, targets, num_classes):
 ex.confusion_matrix.check(confusion_matrix)
 
 # %% [markdown]
-# The baseline's confusion matrix on the validation images (computed with the course's
-# answer), and the images it got wrong, titled `predicted/true`:
+# The baseline's confusion matrix on the validation images, and the images it got wrong,
+# titled `predicted/true`:
 
 # %% [markdown]
 # **Predict the output** (dtype): `predict(model, X)` returns `model(X).argmax(dim=1)`. What is its dtype?
@@ -176,7 +263,7 @@ def show_confusion(cm, title):
 
 
 val_preds = predict(baseline, X_val)
-cm = reference("12_capstone.confusion_matrix")(val_preds, y_val, 10)
+cm = yours_or_course(confusion_matrix, "12_capstone.confusion_matrix")(val_preds, y_val, 10)
 show_confusion(cm, "baseline, validation set")
 plt.show()
 
@@ -194,12 +281,11 @@ plt.show()
 # cannot see shapes, only where ink tends to be. A convolutional network can.
 
 # %% [markdown]
-# ## 4. Save and reload
+# ## 4. Save, reload, and resume after a power cut
 #
 # Save the **`state_dict`** (the tensors), not the model object; to reload, build the same
 # architecture and load the tensors into it. `torch.load` only unpickles tensors and plain
 # containers by default (`weights_only=True`), which makes loading files from elsewhere safe.
-# Lesson 09 covers checkpoints, resuming and export in depth.
 
 # %% [markdown]
 # **Predict the output** (value): What is `list(baseline.state_dict())` for `nn.Sequential(nn.Flatten(), nn.Linear(64, 10))`?
@@ -224,7 +310,195 @@ print("same predictions after reloading:", torch.equal(predict(restored, X_val),
 print("file size:", (folder / "baseline.pt").stat().st_size, "bytes")
 
 # %% [markdown]
-# ## 5. Your turn: a classifier that reaches 97 %
+# A long run must survive an interruption. Lesson 09's `save_checkpoint` writes everything a
+# run needs to go on exactly as if nothing happened (weights, optimizer, scheduler, epoch,
+# the RNG and the loader's generator), and `load_checkpoint` puts it all back.
+#
+# ### Part 4: `resume_training`
+#
+# Write `resume_training(path, model, optimizer, scheduler, loader, loader_generator, loss_fn,
+# num_epochs, pieces)`, a training run of `num_epochs` epochs that can be stopped at any
+# moment and started again by calling it again with the same arguments:
+#
+# - if a checkpoint exists at `path`, continue from it (`pieces.load_checkpoint` returns the
+#   epoch it saved); otherwise start at epoch 0;
+# - each epoch: `pieces.train_one_epoch`, then `scheduler.step()`, then save a checkpoint with
+#   `pieces.save_checkpoint` (so a power cut loses at most the epoch under way).
+#
+# The check cuts the power in the middle of a run, builds fresh objects (other initial
+# weights, another RNG state), calls your function again, and compares every weight with an
+# uninterrupted run's: they must be **bit-identical**.
+
+# %% tags=["answer:resume_training"]
+def resume_training(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces):
+    ### BEGIN SOLUTION
+    start = 0
+    if os.path.exists(path):
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator) + 1
+    for epoch in range(start, num_epochs):
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        scheduler.step()
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
+    ### END SOLUTION
+
+
+# %% tags=["check:resume_training"]
+ex.resume_training.check(resume_training)
+
+# %% [markdown]
+# The same test with *your* checkpoint functions, on the digits: a CNN with dropout trained
+# for 4 epochs without a break, and again with a power cut after epoch 2.
+
+# %% tags=["nbval-ignore-output"]
+class PowerCut(Exception):
+    pass
+
+
+def digits_run(path, cut_after=None, init_seed=0):
+    torch.manual_seed(init_seed)
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Dropout(0.2),
+                          nn.Linear(8 * 64, 10))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    scheduler = mine.warmup_cosine(optimizer, 1, 4)
+    generator = torch.Generator().manual_seed(0)
+    loader = DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True, generator=generator)
+    pieces = copy.copy(mine)  # your pieces, one of them replaced below
+    if cut_after is not None:
+        done = []
+
+        def train_then_cut(*args):
+            if len(done) == cut_after:
+                raise PowerCut
+            done.append(1)
+            return mine.train_one_epoch(*args)
+        pieces.train_one_epoch = train_then_cut
+    try:
+        resume(path, model, optimizer, scheduler, loader, generator, loss_fn, 4, pieces)
+    except PowerCut:
+        print("power cut!")
+    return model
+
+
+resume = yours_or_course(resume_training, "12_capstone.resume_training")
+torch.manual_seed(0)
+straight = digits_run(folder / "straight.pt")
+digits_run(folder / "cut.pt", cut_after=2)
+resumed = digits_run(folder / "cut.pt", init_seed=123)  # fresh objects, as after a restart
+print("bit-identical after resuming:", all(torch.equal(a, b) for a, b in
+                                           zip(straight.state_dict().values(), resumed.state_dict().values())))
+
+# %% [markdown]
+# ## 5. Export, and parity with onnxruntime
+#
+# Lesson 09's `export_with_dynamic_batch` gives a `torch.export` program whose batch size is
+# free; `torch.onnx.export` turns it into one `.onnx` file that onnxruntime runs. An exported
+# model is only useful if it computes what the PyTorch model computes, for *any* batch size:
+# that is a **parity** test.
+#
+# ### Part 5: `onnx_parity`
+#
+# Write `onnx_parity(onnx_path, model, X)`: run the ONNX file at `onnx_path` in onnxruntime
+# (CPU) on the batch `X`, run `model` on `X` as it runs in production, and return the largest
+# absolute difference between the two outputs as a Python `float`. Take the input's name from
+# the file.
+
+# %% tags=["answer:onnx_parity"]
+def onnx_parity(onnx_path, model, X):
+    ### BEGIN SOLUTION
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    onnx_out = session.run(None, {name: X.numpy()})[0]
+    model.eval()
+    with torch.inference_mode():
+        torch_out = model(X).numpy()
+    return float(np.abs(onnx_out - torch_out).max())
+    ### END SOLUTION
+
+
+# %% tags=["check:onnx_parity"]
+ex.onnx_parity.check(onnx_parity)
+
+# %% [markdown]
+# The resumed CNN, exported with *your* `export_with_dynamic_batch` from a batch of 2, then
+# checked on the 287 validation images (the exporter is chatty: see lesson 09):
+
+# %% tags=["nbval-ignore-output"]
+program = mine.export_with_dynamic_batch(resumed, X_val[:2])
+torch.onnx.export(program, (X_val[:2],), folder / "digits.onnx", dynamo=True, external_data=False, verbose=False)
+error = yours_or_course(onnx_parity, "12_capstone.onnx_parity")(folder / "digits.onnx", resumed, X_val)
+print(f"largest difference, batch of {len(X_val)}: {error:.2e}", "(parity)" if error < 1e-4 else "(NO parity)")
+
+# %% [markdown]
+# ## 6. Find the three bugs
+#
+# This training-and-scoring function runs without an error and prints a plausible number, but
+# it has **three bugs**. Each one changes the result: one in the training loop, two in the
+# scoring.
+
+# %%
+def buggy_train_and_score(model, train_loader, val_loader, loss_fn, optimizer, epochs):
+    for _ in range(epochs):
+        model.train()
+        for X, y in train_loader:
+            loss = loss_fn(model(X), y)
+            loss.backward()
+            optimizer.step()
+    accuracies = []
+    with torch.no_grad():
+        for X, y in val_loader:
+            accuracies.append((model(X).argmax(dim=1) == y).float().mean().item())
+    return sum(accuracies) / len(accuracies)
+
+
+# %% tags=["nbval-ignore-output"]
+def bug_hunt(train_and_score_fn):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Dropout(0.5), nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    return train_and_score_fn(model, train_loader, val_loader, loss_fn, optimizer, 2)
+
+
+print(f"the buggy version's validation accuracy: {bug_hunt(buggy_train_and_score):.1%}")
+
+# %% [markdown]
+# ### Part 6: `train_and_score`
+#
+# Write `train_and_score(model, train_loader, val_loader, loss_fn, optimizer, epochs)`: the
+# function above with its three bugs fixed. It returns the validation accuracy (the fraction of
+# validation items predicted right) as a Python `float`. The check names each bug it still
+# finds.
+
+# %% tags=["answer:train_and_score"]
+def train_and_score(model, train_loader, val_loader, loss_fn, optimizer, epochs):
+    ### BEGIN SOLUTION
+    for _ in range(epochs):
+        model.train()
+        for X, y in train_loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(X), y)
+            loss.backward()
+            optimizer.step()
+    model.eval()
+    correct, n = 0, 0
+    with torch.no_grad():
+        for X, y in val_loader:
+            correct += (model(X).argmax(dim=1) == y).sum().item()
+            n += len(y)
+    return correct / n
+    ### END SOLUTION
+
+
+# %% tags=["check:train_and_score"]
+ex.train_and_score.check(train_and_score)
+
+# %% tags=["nbval-ignore-output"]
+fixed = yours_or_course(train_and_score, "12_capstone.train_and_score")
+print(f"the same run, bugs fixed: {bug_hunt(fixed):.1%}")
+
+# %% [markdown]
+# ## 7. Your turn: a classifier that reaches 97 %
 #
 # Write the class `DigitClassifier` with two methods, in the style of scikit-learn:
 #
@@ -294,20 +568,22 @@ class DigitClassifier:
 ex.DigitClassifier.check(DigitClassifier)
 
 # %% [markdown]
-# The course's reference classifier, trained on the training split and measured once on the
-# test set, with its confusion matrix and remaining mistakes (about 2 seconds):
+# Your classifier (the course's while yours is the stub), trained on the training split and
+# measured once on the test set, with its confusion matrix and remaining mistakes (about 2
+# seconds):
 
 # %% tags=["nbval-ignore-output"]
-clf = reference("12_capstone.DigitClassifier")().fit(split.X_train, split.y_train)
+clf = yours_or_course(DigitClassifier, "12_capstone.DigitClassifier")().fit(split.X_train, split.y_train)
 test_preds = clf.predict(X_test)
 print(f"test accuracy: {(test_preds == y_test).float().mean().item():.1%}")
-show_confusion(reference("12_capstone.confusion_matrix")(test_preds, y_test, 10), "reference CNN, test set")
+show_confusion(yours_or_course(confusion_matrix, "12_capstone.confusion_matrix")(test_preds, y_test, 10),
+               "the CNN, test set")
 wrong = (test_preds != y_test).nonzero().flatten()
 image_grid(X_test[wrong], y_test[wrong], test_preds[wrong], ncols=10)
 plt.show()
 
 # %% [markdown]
-# ## 6. Beyond this course: the libraries around PyTorch
+# ## 8. Beyond this course: the libraries around PyTorch
 #
 # Everything here was written with PyTorch alone, so that you see each piece. In real projects
 # some of these pieces come from libraries. What each does, which code of this course it
@@ -337,7 +613,18 @@ for package in ["lightning", "wandb", "torchvision", "torchdata", "torchserve", 
 # ## Recap
 #
 # - A project is a pipeline: data and splits (train for fitting, validation for choosing,
-#   test once at the end), a model, the training loop, evaluation, saving.
+#   test once at the end), a model, the training loop, evaluation, saving. You built it from
+#   your own pieces of lessons 04, 05 and 09: small functions with clear inputs compose.
+# - A stratified split keeps every class's share in validation; seeded generators make the split
+#   and the batch order reproducible.
+# - Early stopping watches the *validation* loss and gives back the *best* weights; a schedule
+#   counted in epochs steps once per epoch.
+# - Resuming exactly needs everything that changes while training (weights, optimizer,
+#   scheduler, epoch, RNG and loader generator), saved after the epoch's last step.
+# - An export is only done when its outputs match PyTorch's (in `eval()` mode) on other batch
+#   sizes than the example's.
+# - Bugs that do not crash (no `zero_grad`, no `eval()`, a mean of batch means) show up only as
+#   wrong numbers: test against a run you trust.
 # - A confusion matrix and a grid of mistakes show *what* a model gets wrong; a better
 #   architecture (convolutions) fixes what more epochs cannot.
 # - Save `state_dict`s; reload into the same architecture with `torch.load` (tensors only by
@@ -352,9 +639,13 @@ for package in ["lightning", "wandb", "torchvision", "torchdata", "torchserve", 
 # ## Further reading
 #
 # PyTorch documentation: [`torch.utils.data`](https://docs.pytorch.org/docs/stable/data.html),
-# [`torch.optim`](https://docs.pytorch.org/docs/stable/optim.html) and [Serialization
-# semantics](https://docs.pytorch.org/docs/stable/notes/serialization.html), the three pages this
-# project leans on.
+# [`torch.optim`](https://docs.pytorch.org/docs/stable/optim.html) (its "How to adjust learning
+# rate" section for `LambdaLR`), [Serialization
+# semantics](https://docs.pytorch.org/docs/stable/notes/serialization.html),
+# [Reproducibility](https://docs.pytorch.org/docs/stable/notes/randomness.html) (generators,
+# seeds, what stays nondeterministic) and [`torch.onnx`](https://docs.pytorch.org/docs/stable/onnx.html),
+# the pages this project leans on; the [ONNX Runtime Python
+# API](https://onnxruntime.ai/docs/api/python/api_summary.html) for `InferenceSession`.
 #
 # The best external material:
 #

@@ -701,6 +701,437 @@ class DCNearestNeighbourBehindTrainedNet(_Clf):
             self.model(X)
             return self.y[torch.cdist(X.flatten(1), self.X).argmin(1)]
 
+# =========================================================================== the pipeline parts
+# (each is graded with the course's pieces, passed in as ``pieces``; the rows below use them too)
+import os  # noqa: E402
+from torch.utils.data import RandomSampler, Subset  # noqa: E402
+
+SL, FE, RT, OP, TS = (C + n for n in ("split_loaders", "fit_with_early_stopping", "resume_training", "onnx_parity",
+                                      "train_and_score"))
+_sl_ref = grading.reference(SL)
+
+
+@wrong(SL, "not_stratified")
+def sl_random_split(X, y, val_fraction, seed, split):
+    n_val = round(len(y) * val_fraction)
+    train, val = torch.utils.data.random_split(TensorDataset(X, y), [len(y) - n_val, n_val],
+                                               generator=torch.Generator().manual_seed(seed))
+    return (DataLoader(train, batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(seed)),
+            DataLoader(val, batch_size=64))
+
+
+@wrong(SL, "not_reproducible")
+def sl_split_on_the_global_rng(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, None)
+    return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=64, shuffle=True,
+                       generator=torch.Generator().manual_seed(seed)), DataLoader(TensorDataset(X[va], y[va])))
+
+
+@wrong(SL, "not_reproducible")
+def sl_shuffle_without_generator(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return DataLoader(TensorDataset(X[tr], y[tr]), batch_size=64, shuffle=True), DataLoader(TensorDataset(X[va], y[va]))
+
+
+@wrong(SL, "lost_items")
+def sl_drop_last(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=8, shuffle=True, drop_last=True,
+                       generator=torch.Generator().manual_seed(seed)), DataLoader(TensorDataset(X[va], y[va])))
+
+
+@wrong(SL, "not_stratified")
+def sl_returns_val_first(X, y, val_fraction, seed, split):
+    return _sl_ref(X, y, val_fraction, seed, split)[::-1]
+
+
+@wrong(SL, "labels_mixed")
+def sl_labels_of_the_other_part(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return (DataLoader(TensorDataset(X[tr], y[tr].flip(0)), batch_size=64, shuffle=True,
+                       generator=torch.Generator().manual_seed(seed)), DataLoader(TensorDataset(X[va], y[va])))
+
+
+@valid(SL)
+def sl_subsets(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    data = TensorDataset(X, y)
+    return (DataLoader(Subset(data, tr.tolist()), batch_size=16, shuffle=True,
+                       generator=torch.Generator().manual_seed(seed + 1)), DataLoader(Subset(data, va.tolist()), 100))
+
+
+@valid(SL)
+def sl_one_generator_for_both(X, y, val_fraction, seed, split):
+    g = torch.Generator().manual_seed(seed)
+    tr, va = split(y, val_fraction, g)
+    return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=32, shuffle=True, generator=g),
+            DataLoader(TensorDataset(X[va], y[va]), batch_size=32))
+
+
+@valid(SL)
+def sl_random_sampler(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    train = TensorDataset(X[tr], y[tr])
+    sampler = RandomSampler(train, generator=torch.Generator().manual_seed(seed))
+    return (DataLoader(train, batch_size=64, sampler=sampler),
+            DataLoader(TensorDataset(X[va], y[va]), batch_size=512))
+
+
+@cheat(SL)
+def sl_everything_twice(X, y, val_fraction, seed, split):
+    data = TensorDataset(X, y)
+    everything = DataLoader(data, batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(seed))
+    return everything, DataLoader(data)
+
+
+@cheat(SL)
+def sl_lists_of_batches(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return [(X[tr], y[tr])], [(X[va], y[va])]
+
+
+def _fe_loop(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs, warmup_epochs, patience,
+             **change):
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    best, best_state, bad, history = float("inf"), None, 0, []
+    epoch = 0
+    while epoch < max_epochs:
+        if change.get("eval_first"):
+            history.append(pieces.evaluate(model, val_loader, loss_fn)[0])
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
+        val_loss = pieces.evaluate(model, val_loader, loss_fn)[0]
+        if not change.get("eval_first"):
+            history.append(val_loss)
+        epoch += 1
+        if val_loss < best or (change.get("ties") and val_loss <= best):
+            best, best_state, bad = val_loss, copy.deepcopy(model.state_dict()), 0
+        else:
+            bad += 1
+        if bad >= patience + change.get("patience_shift", 0):
+            break
+        scheduler.step()
+    if not change.get("restore_only_when_stopped") or bad >= patience:
+        model.load_state_dict(best_state)
+    return history
+
+
+@wrong(FE, "last_weights")
+def fe_no_restore(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs, warmup_epochs, patience):
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    stopper = pieces.EarlyStopping(patience)
+    history = []
+    for _ in range(max_epochs):
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
+        history.append(pieces.evaluate(model, val_loader, loss_fn)[0])
+        scheduler.step()
+        if stopper.step(history[-1], model):
+            break
+    return history
+
+
+@wrong(FE)
+def fe_patience_off_by_one(*args):
+    return _fe_loop(*args, patience_shift=1)
+
+
+@wrong(FE)
+def fe_evaluates_before_training(*args):
+    return _fe_loop(*args, eval_first=True)
+
+
+@wrong(FE)
+def fe_restores_only_when_stopped_early(*args):
+    return _fe_loop(*args, restore_only_when_stopped=True)
+
+
+@wrong(FE, "no_schedule")
+def fe_no_schedule(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs, warmup_epochs, patience):
+    stopper = pieces.EarlyStopping(patience)
+    history = []
+    for _ in range(max_epochs):
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
+        history.append(pieces.evaluate(model, val_loader, loss_fn)[0])
+        if stopper.step(history[-1], model):
+            break
+    model.load_state_dict(stopper.best_state)
+    return history
+
+
+@valid(FE)
+def fe_own_stopper_in_a_while_loop(*args):
+    return _fe_loop(*args)
+
+
+@valid(FE)
+def fe_break_before_stepping(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs, warmup_epochs,
+                             patience):
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    stopper = pieces.EarlyStopping(patience=patience)
+    losses = []
+    for _epoch in range(max_epochs):
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
+        loss, _accuracy = pieces.evaluate(model, val_loader, loss_fn)
+        losses.append(loss)
+        if stopper.step(loss, model):
+            break
+        scheduler.step()
+    model.load_state_dict(stopper.best_state)
+    return losses
+
+
+@valid(FE)
+def fe_returns_a_tuple(*args):
+    return tuple(grading.reference(FE)(*args))
+
+
+@cheat(FE)
+def fe_no_training(model, train_loader, val_loader, loss_fn, optimizer, pieces, *rest):
+    return [pieces.evaluate(model, val_loader, loss_fn)[0]]
+
+
+@cheat(FE)
+def fe_own_optimizer(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs, warmup_epochs, patience):
+    return grading.reference(FE)(model, train_loader, val_loader, loss_fn, torch.optim.Adam(model.parameters()),
+                                 pieces, max_epochs, warmup_epochs, patience)
+
+
+def _rt(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces, offset=1, stop=0, save_next=False,
+        save_initial=False):
+    start = 0
+    if os.path.isfile(path):
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, gen) + (0 if save_next else offset)
+    elif save_initial:
+        pieces.save_checkpoint(path, model, optimizer, scheduler, -1, gen)
+    epoch = start
+    while epoch < num_epochs - stop:
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        scheduler.step()
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1 if save_next else epoch, gen)
+        epoch += 1
+
+
+@wrong(RT, "restarted")
+def rt_never_loads(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces):
+    for epoch in range(num_epochs):
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        scheduler.step()
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, gen)
+
+
+@wrong(RT, "repeated_epoch")
+def rt_repeats(*args):
+    return _rt(*args, offset=0)
+
+
+@wrong(RT)
+def rt_one_epoch_short(*args):
+    return _rt(*args, stop=1)
+
+
+@wrong(RT, "too_few_epochs")
+def rt_does_nothing(*args):
+    return None
+
+
+@wrong(RT, "rng_not_restored")
+def rt_model_and_optimizer_only(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces):
+    start = 0
+    if os.path.exists(path):
+        ckpt = torch.load(path, weights_only=True)
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        scheduler.load_state_dict(ckpt["scheduler"])
+        start = ckpt["epoch"] + 1
+    for epoch in range(start, num_epochs):
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        scheduler.step()
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, gen)
+
+
+@valid(RT)
+def rt_saves_the_next_epoch(*args):
+    return _rt(*args, save_next=True)
+
+
+@valid(RT)
+def rt_saves_before_the_first_epoch_too(*args):
+    return _rt(*args, save_initial=True)
+
+
+@valid(RT)
+def rt_while_loop(*args):
+    return _rt(*args)
+
+
+@cheat(RT)
+def rt_reseeds_everything(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces):
+    torch.manual_seed(0)
+    gen.manual_seed(0)
+    return rt_never_loads(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces)
+
+
+@cheat(RT)
+def rt_swallows_the_power_cut(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces):
+    try:
+        _rt(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _op_outputs(onnx_path, model, X):
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    out = session.run(None, {session.get_inputs()[0].name: X.numpy()})[0]
+    model.eval()
+    with torch.no_grad():
+        return torch.from_numpy(out), model(X)
+
+
+@wrong(OP, "forgot_eval")
+def op_train_mode(onnx_path, model, X):
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(onnx_path))
+    out = session.run(None, {session.get_inputs()[0].name: X.numpy()})[0]
+    return float((torch.from_numpy(out) - model(X).detach()).abs().max())
+
+
+@wrong(OP, "mean_not_max")
+def op_mean(onnx_path, model, X):
+    a, b = _op_outputs(onnx_path, model, X)
+    return (a - b).abs().mean().item()
+
+
+@wrong(OP)
+def op_relative(onnx_path, model, X):
+    a, b = _op_outputs(onnx_path, model, X)
+    return ((a - b).abs() / b.abs().clamp(min=1e-6)).max().item()
+
+
+@wrong(OP, "not_a_float")
+def op_tensor(onnx_path, model, X):
+    a, b = _op_outputs(onnx_path, model, X)
+    return (a - b).abs().max()
+
+
+@wrong(OP)
+def op_signed(onnx_path, model, X):
+    a, b = _op_outputs(onnx_path, model, X)
+    return (a - b).max().item()
+
+
+@valid(OP)
+def op_torch_side(onnx_path, model, X):
+    a, b = _op_outputs(onnx_path, model, X)
+    return (a - b).abs().max().item()
+
+
+@valid(OP)
+def op_numpy_float32(onnx_path, model, X):
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(onnx_path)
+    model = model.eval()
+    out = session.run([session.get_outputs()[0].name], {session.get_inputs()[0].name: X.detach().cpu().numpy()})[0]
+    with torch.inference_mode():
+        return np.max(np.abs(out - model(X).numpy()))
+
+
+@valid(OP)
+def op_in_two_halves(onnx_path, model, X):
+    h = len(X) // 2
+    return max(op_torch_side(onnx_path, model, X[:h]), op_torch_side(onnx_path, model, X[h:]))
+
+
+@cheat(OP)
+def op_always_zero(onnx_path, model, X):
+    return 0.0
+
+
+@cheat(OP)
+def op_float_noise(onnx_path, model, X):
+    return 1e-7
+
+
+def _ts(model, train_loader, val_loader, loss_fn, optimizer, epochs, zero_after_backward=False, train_in_eval=False,
+        by_batches=False, inference=False):
+    for _ in range(epochs):
+        model.eval() if train_in_eval else model.train()
+        for X, y in train_loader:
+            if not zero_after_backward:
+                optimizer.zero_grad()
+            loss = loss_fn(model(X), y)
+            loss.backward()
+            if zero_after_backward:
+                optimizer.zero_grad()
+            optimizer.step()
+    model.eval()
+    correct = 0
+    with (torch.inference_mode() if inference else torch.no_grad()):
+        for X, y in val_loader:
+            correct += (model(X).argmax(dim=1) == y).sum().item()
+    return correct / (len(val_loader) if by_batches else len(val_loader.dataset))
+
+
+@wrong(TS)
+def ts_zero_grad_after_backward(*args):
+    return _ts(*args, zero_after_backward=True)
+
+
+@wrong(TS)
+def ts_trains_in_eval_mode(*args):
+    return _ts(*args, train_in_eval=True)
+
+
+@wrong(TS)
+def ts_divides_by_batches(*args):
+    return _ts(*args, by_batches=True)
+
+
+@wrong(TS, "percent")
+def ts_percent(*args):
+    return 100 * _ts(*args)
+
+
+@wrong(TS, "not_a_float")
+def ts_tensor(*args):
+    return torch.tensor(_ts(*args))
+
+
+@valid(TS)
+def ts_inference_mode(*args):
+    return _ts(*args, inference=True)
+
+
+@valid(TS)
+def ts_model_zero_grad(model, train_loader, val_loader, loss_fn, optimizer, epochs):
+    for _ in range(epochs):
+        model.train()
+        for X, y in train_loader:
+            model.zero_grad()
+            loss_fn(model(X), y).backward()
+            optimizer.step()
+    model.eval()
+    right = [(model(X).argmax(1) == y) for X, y in val_loader]
+    return torch.cat(right).float().mean().item()
+
+
+@valid(TS)
+def ts_counts_items(*args):
+    return _ts(*args)
+
+
+@cheat(TS)
+def ts_perfect(*args):
+    return 1.0
+
+
+@cheat(TS)
+def ts_no_training(model, train_loader, val_loader, loss_fn, optimizer, epochs):
+    return _ts(model, train_loader, val_loader, loss_fn, optimizer, 0)
+
+
 def _all(table):
     return [p for ps in table.values() for p in ps]
 
@@ -754,3 +1185,160 @@ def test_confusion_matrix_matches_sklearn():
             continue
         oracle = sk_confusion_matrix(targets.numpy(), preds.numpy(), labels=list(range(k)))
         np.testing.assert_array_equal(cm.numpy(), oracle)
+
+
+# =========================================================================== the pipeline's protocols
+def test_resume_protocol_gives_the_uninterrupted_run():
+    """What the resume check expects (the reference through a power cut and a restart with other
+    weights and RNG states) is, to the bit, the run that never stopped."""
+    from course_utils.exercises.l12_capstone import resume_training as rt
+
+    ref = grading.reference(RT)
+    for case in _cases(RT, range(4)):
+        seed, epochs = case.kwargs["seed"], case.kwargs["epochs"]
+        interrupted = rt._run(ref, case)
+        model, optimizer, scheduler, train, generator = rt._objects(seed, seed, epochs)
+        torch.manual_seed(seed)
+        with __import__("tempfile").TemporaryDirectory() as folder:
+            ref(os.path.join(folder, "x.pt"), model, optimizer, scheduler, train, generator, nn.CrossEntropyLoss(),
+                epochs, rt.pieces())
+        assert torch.equal(interrupted[0], rt.flat(model))
+
+
+def test_early_stopping_triggers_on_the_fixed_cases():
+    from course_utils.exercises.l12_capstone import fit_with_early_stopping as fe
+
+    case = grading.exercise(FE).edge_cases[0]
+    history, _ = fe._run(grading.reference(FE), case)
+    assert len(history) < case.kwargs["max_epochs"]
+
+
+def test_graders_use_the_course_pieces_never_the_learners():
+    """The parts are checked with the course's lesson 04/05/09 answers (generated references),
+    whatever the learner's own pieces are."""
+    from course_utils.exercises._references import l04_data, l05_training_loop, l09_persistence
+    from course_utils.exercises.l12_capstone import _kit
+
+    p = _kit.pieces()
+    assert p.stratified_split is l04_data.stratified_split
+    assert p.EarlyStopping is l05_training_loop.EarlyStopping and p.warmup_cosine is l05_training_loop.warmup_cosine
+    assert p.save_checkpoint is l09_persistence.save_checkpoint
+    assert p.export_with_dynamic_batch is l09_persistence.export_with_dynamic_batch
+
+
+# =========================================================================== your_pieces
+from course_utils.exercises.l12_capstone import yours  # noqa: E402
+from course_utils.lesson_props.l12_capstone import PIECES  # noqa: E402
+
+
+def _copy_notebooks(src, dest, stems=("04_data", "05_training_loop", "09_persistence")):
+    for stem in stems:
+        (dest / f"{stem}.ipynb").write_text((src / f"{stem}.ipynb").read_text())
+
+
+def test_solved_notebooks_bring_every_piece_in(tmp_path, monkeypatch):
+    from course_utils import build
+
+    _copy_notebooks(build.SOLUTIONS, tmp_path)
+    monkeypatch.setenv("COURSE_PROGRESS_LOG", str(tmp_path / "log.jsonl"))
+    rng = torch.get_rng_state()
+    mine = yours.your_pieces(tmp_path)
+    assert torch.equal(rng, torch.get_rng_state())
+    assert not (tmp_path / "log.jsonl").exists()  # re-checking old answers logs no progress
+    assert mine.mine() == list(PIECES)
+    for name in PIECES:  # the learner's own objects, not the course's
+        assert getattr(mine, name).__module__.startswith("your_"), name
+    assert "8 of 8 pieces are yours" in mine.table()
+
+
+def test_unsolved_notebooks_fall_back_and_say_not_attempted(tmp_path):
+    from course_utils import build
+
+    _copy_notebooks(build.NOTEBOOKS, tmp_path)
+    mine = yours.your_pieces(tmp_path)
+    assert mine.mine() == []
+    assert all(r.whose == yours.COURSE and "not attempted" in r.why for r in mine.rows)
+    assert mine.train_one_epoch is grading.reference("05_training_loop.train_one_epoch")
+
+
+def test_a_capstone_alone_gets_the_course_pieces_and_says_why(tmp_path):
+    mine = yours.your_pieces(tmp_path)
+    assert mine.mine() == [] and all("not next to this notebook" in r.why for r in mine.rows)
+    assert "0 of 8 pieces are yours" in repr(mine) and "| `stratified_split` |" in mine._repr_markdown_()
+
+
+def test_wrong_broken_or_missing_pieces_fall_back_with_the_reason(tmp_path):
+    import nbformat
+
+    from course_utils import build, cells
+
+    _copy_notebooks(build.SOLUTIONS, tmp_path)
+    path = tmp_path / "05_training_loop.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    [i] = cells.cells_of(nb, cells.ANSWER, "EarlyStopping")
+    nb.cells[i].source = nb.cells[i].source.replace("val_loss < self.best_loss", "val_loss > self.best_loss")
+    [i] = cells.cells_of(nb, cells.ANSWER, "warmup_cosine")
+    nb.cells[i].source = "1 / 0\n" + nb.cells[i].source
+    [i] = cells.cells_of(nb, cells.ANSWER, "evaluate")
+    nb.cells[i].metadata["tags"] = []
+    nbformat.write(nb, path)
+    (tmp_path / "09_persistence.ipynb").write_text("{ not a notebook")
+    rows = {r.piece: r for r in yours.your_pieces(tmp_path).rows}
+    assert rows["EarlyStopping"].whose == yours.COURSE and "fails its check" in rows["EarlyStopping"].why
+    assert rows["warmup_cosine"].whose == yours.COURSE and "ZeroDivisionError" in rows["warmup_cosine"].why
+    assert rows["evaluate"].whose == yours.COURSE and "no cell tagged answer:evaluate" in rows["evaluate"].why
+    assert rows["save_checkpoint"].whose == yours.COURSE and "could not read" in rows["save_checkpoint"].why
+    assert rows["train_one_epoch"].whose == yours.YOURS and rows["stratified_split"].whose == yours.YOURS
+
+
+def test_demos_use_the_learners_part_unless_it_is_the_stub(capsys):
+    def stub(preds, targets, num_classes):
+        raise NotImplementedError("Replace this line with your code")
+
+    assert yours.yours_or_course(stub, CM) is grading.reference(CM)
+    assert "the course's" in capsys.readouterr().out
+    mine = grading.reference(CM)
+    assert yours.yours_or_course(mine, CM) is mine and "yours" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_capstone_graded_alone_in_the_sandbox_uses_the_course_pieces(tmp_path):
+    """The instructor's grader runs a submitted capstone without the learner's other notebooks
+    (they are not in the sandbox even when they sit next to it): the pipeline falls back to the
+    course's pieces, says so, runs without an error, and every part is judged."""
+    import nbformat
+
+    from course_utils import build
+    from course_utils.instructor import grade
+
+    (tmp_path / "alice").mkdir()
+    nb = nbformat.read(build.SOLUTIONS / "12_capstone.ipynb", as_version=4)
+    probe = ("assert mine.mine() == [] and all('not next to this notebook' in r.why for r in mine.rows), "
+             "mine.table()")
+    nb.cells.append(nbformat.v4.new_code_cell(probe))
+    nbformat.write(nb, tmp_path / "alice" / "12_capstone.ipynb")
+    _copy_notebooks(build.SOLUTIONS, tmp_path / "alice")  # next to it, but never staged with it
+    reports = grade.grade([tmp_path / "alice" / "12_capstone.ipynb"], workers=1, timeout=120)
+    [report] = reports
+    from course_utils.instructor.grade_report import summary_text
+
+    assert "12_capstone: graded on its own" in summary_text(reports)  # the instructor is told
+    assert not report.error, report.error
+    assert not report.problems, report.problems  # the probe cell passed, the pipeline ran
+    assert {r.exercise.rpartition(".")[2]: r.status for r in report.rows} == {
+        name: "correct" for name in ("split_loaders", "fit_with_early_stopping", "confusion_matrix",
+                                     "resume_training", "onnx_parity", "train_and_score", "DigitClassifier")}
+
+
+def test_the_graders_onnx_file_is_its_model_with_a_dynamic_batch():
+    import onnxruntime as ort
+
+    from course_utils.exercises.l12_capstone import onnx_parity as op
+
+    session = ort.InferenceSession(op._onnx_file(), providers=["CPUExecutionProvider"])
+    assert session.get_inputs()[0].shape == ["batch", 6]
+    model = op._model()
+    for n in (1, 2, 7, 33):
+        X = torch.randn(n, 6)
+        with torch.no_grad():
+            np.testing.assert_allclose(session.run(None, {"x": X.numpy()})[0], model(X).numpy(), rtol=1e-5, atol=1e-6)

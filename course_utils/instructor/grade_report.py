@@ -108,6 +108,7 @@ def summary_text(reports: list[NotebookReport], seconds: float | None = None, wo
         return head + "."
     lines = [head + ".", ""]
     lines += _notebook_lines(reports) + _exercise_lines(reports) + _problem_lines(reports) + _duplicate_lines(reports)
+    lines += _graded_alone_lines(reports)
     return "\n".join(lines)
 
 
@@ -174,3 +175,20 @@ def _duplicate_lines(reports: list[NotebookReport]) -> list[str]:
     for (student, lesson), paths in sorted(dups.items()):
         lines.append(f"  {student} / {lesson}: " + ", ".join(shown(p) for p in paths))
     return lines
+
+
+GRADED_ALONE = {
+    "12_capstone": "graded on its own, as every submission is: the learner's notebooks of lessons 04, 05 and 09 "
+                   "are not in the sandbox, so its pipeline ran on the course's pieces (its table says so in "
+                   "the notebook). The seven parts are graded with the course's pieces in any case: this "
+                   "changes no grade.",
+}
+"""Lessons whose notebook brings in the learner's other notebooks, and what grading one alone
+means (``exercises.l12_capstone.yours``)."""
+
+
+def _graded_alone_lines(reports: list[NotebookReport]) -> list[str]:
+    lessons = sorted({rep.lesson for rep in reports if rep.lesson in GRADED_ALONE})
+    if not lessons:
+        return []
+    return ["", "Notes:"] + [f"  {lesson}: {GRADED_ALONE[lesson]}" for lesson in lessons]

@@ -10,6 +10,7 @@ tools), not machinery. Each module is named for the lesson it serves:
 - ``l10_devices``: device-agnostic timing; ``l11_distributed``: how a sampler shards data, and a
   stand-in for DDP that counts all-reduces.
 - ``l09_persistence``: checkpoint helpers and the harmless unsafe-load payload.
+- ``l12_capstone``: the course's lesson 04/05/09 answers the capstone's pipeline and graders use.
 
 Props import nothing of the course except the shared lesson material (``course_utils.datasets``,
 ``course_utils.plotting``); the grading core never imports them (tests/test_architecture.py).

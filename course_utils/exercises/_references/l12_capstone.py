@@ -5,15 +5,80 @@ notebook-level names they use; the exercises of 12_capstone take their reference
 
 # ruff: noqa
 
+import os
+import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
+
+
+def split_loaders(X, y, val_fraction, seed, split):
+    train_idx, val_idx = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    train_loader = DataLoader(TensorDataset(X[train_idx], y[train_idx]), batch_size=64, shuffle=True,
+                              generator=torch.Generator().manual_seed(seed))
+    val_loader = DataLoader(TensorDataset(X[val_idx], y[val_idx]), batch_size=512)
+    return train_loader, val_loader
+
+
+def fit_with_early_stopping(model, train_loader, val_loader, loss_fn, optimizer, pieces,
+                            max_epochs, warmup_epochs, patience):
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    stopper = pieces.EarlyStopping(patience)
+    history = []
+    for _ in range(max_epochs):
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
+        val_loss, _ = pieces.evaluate(model, val_loader, loss_fn)
+        history.append(val_loss)
+        scheduler.step()
+        if stopper.step(val_loss, model):
+            break
+    model.load_state_dict(stopper.best_state)
+    return history
 
 
 def confusion_matrix(preds, targets, num_classes):
     cm = torch.zeros(num_classes, num_classes, dtype=torch.int64)
     cm.index_put_((targets, preds), torch.ones_like(targets), accumulate=True)
     return cm
+
+
+def resume_training(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces):
+    start = 0
+    if os.path.exists(path):
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator) + 1
+    for epoch in range(start, num_epochs):
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        scheduler.step()
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
+
+
+def onnx_parity(onnx_path, model, X):
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    onnx_out = session.run(None, {name: X.numpy()})[0]
+    model.eval()
+    with torch.inference_mode():
+        torch_out = model(X).numpy()
+    return float(np.abs(onnx_out - torch_out).max())
+
+
+def train_and_score(model, train_loader, val_loader, loss_fn, optimizer, epochs):
+    for _ in range(epochs):
+        model.train()
+        for X, y in train_loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(X), y)
+            loss.backward()
+            optimizer.step()
+    model.eval()
+    correct, n = 0, 0
+    with torch.no_grad():
+        for X, y in val_loader:
+            correct += (model(X).argmax(dim=1) == y).sum().item()
+            n += len(y)
+    return correct / n
 
 
 class DigitClassifier:
