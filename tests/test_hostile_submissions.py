@@ -538,6 +538,30 @@ def test_the_staged_course_has_no_generated_reference(tmp_path):
         exec(compile(text, real.name, "exec"), ns)  # still importable
 
 
+@pytest.mark.parametrize("lesson, stem, name", [
+    ("09_persistence", "l09_persistence", "save_checkpoint"),
+    ("05_training_loop", "l05_training_loop", "train_one_epoch"),
+    ("04_data", "l04_data", "stratified_split"),
+])
+def test_a_lessons_own_shared_answers_are_cut_where_it_is_graded(tmp_path, lesson, stem, name):
+    """Later lessons train with some answers (the capstone with save_checkpoint, ...), so the
+    course staged for them keeps those whole. A submission of the answer's OWN lesson could wrap
+    that copy in a function of its own and hand it in (the judge only spots the course's object
+    itself): in the course staged for that lesson, the answer is cut like every other."""
+    def body(course: Path) -> str:
+        import ast
+        text = (course / "course_utils" / "exercises" / "_references" / f"{stem}.py").read_text()
+        node = next(n for n in ast.parse(text).body if getattr(n, "name", None) == name)
+        first = node.body[0] if isinstance(node, ast.FunctionDef) else next(
+            m for m in node.body if isinstance(m, ast.FunctionDef)).body[0]
+        return ast.unparse(first)
+
+    assert name in sandbox.shared_answers()[stem]
+    assert not body(sandbox.stage_course(tmp_path / "later", "12_capstone")).startswith("raise RuntimeError(")
+    assert not body(sandbox.stage_course(tmp_path / "any")).startswith("raise RuntimeError(")
+    assert body(sandbox.stage_course(tmp_path / "own", lesson)).startswith("raise RuntimeError(")
+
+
 @pytest.fixture(scope="module")
 def staged_course(tmp_path_factory):
     return sandbox.stage_course(tmp_path_factory.mktemp("staged"))

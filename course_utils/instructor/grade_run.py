@@ -65,10 +65,19 @@ class Grader:
         self.uids = sandbox.UidPool(2 * self.workers) if sandboxed else sandbox.UidPool(0)
         self.tmp = Path(tempfile.mkdtemp(prefix="course-grade-"))
         self.tmp.chmod(0o711)
-        self.course = sandbox.stage_course(self.tmp / "course")
+        self._courses: dict[str, Path] = {}  # lesson -> the staged course its submissions run against
+        self._courses_lock = threading.Lock()  # not self.lock: stop() takes that one from a signal handler
         self.stems = lesson_stems()
         self._expected: dict[str, dict[str, str]] = {}
         self.graded = 0
+
+    def course(self, lesson: str) -> Path:
+        """The staged course for ``lesson`` (made once per lesson and run): every reference cut,
+        and of the answers later lessons share, the lesson's own too."""
+        with self._courses_lock:
+            if lesson not in self._courses:
+                self._courses[lesson] = sandbox.stage_course(self.tmp / f"course-{lesson}", lesson)
+            return self._courses[lesson]
 
     # ------------------------------------------------------------------ processes
 
@@ -101,10 +110,10 @@ class Grader:
     def _notebook_proc(self, inputs: Path, job: dict, uid: int | None) -> subprocess.Popen:
         argv = [sys.executable, "-m", "course_utils.instructor.nbrun", json.dumps(job)]
         if self.sandboxed:
-            return sandbox.popen(argv, course=self.course, inputs=inputs, limits=self.limits, uid=uid,
+            return sandbox.popen(argv, course=self.course(job["lesson"]), inputs=inputs, limits=self.limits, uid=uid,
                                  threads=self.threads)
         work = Path(tempfile.mkdtemp(dir=self.tmp))
-        env = dict(os.environ, PYTHONPATH=str(self.course), COURSE_PROGRESS_LOG="", MPLBACKEND="Agg",
+        env = dict(os.environ, PYTHONPATH=str(self.course(job["lesson"])), COURSE_PROGRESS_LOG="", MPLBACKEND="Agg",
                    OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads))
         job_local = dict(job, notebook=str(inputs / "notebook.ipynb"))
         argv[-1] = json.dumps(job_local)
@@ -262,7 +271,7 @@ class Grader:
             timer = threading.Timer(deadline, lambda: sandbox.kill(proc))
             timer.start()
             write_frame(_pipe(proc.stdin), {"op": "judge", "lesson": lesson, "n": len(answers), "uid": uid,
-                                     "course": str(self.course), "limits": asdict(self.limits),
+                                     "course": str(self.course(lesson)), "limits": asdict(self.limits),
                                      "no_sandbox": not self.sandboxed})
             for ex_id, (data, err) in answers.items():
                 write_frame(_pipe(proc.stdin), {"exercise": ex_id, "error": err}, data or b"")

@@ -182,30 +182,44 @@ def shared_answers(package: Path = PACKAGE) -> dict[str, set[str]]:
     return shared
 
 
-def cut_generated_references(staged_package: Path) -> None:
+def _spared(shared: dict[str, set[str]], stem: str, lesson: str | None) -> set[str]:
+    """The shared answers of generated module ``stem`` left whole in a course staged for
+    ``lesson``: none of the lesson's own (a submission of lesson 09 must not reach
+    ``save_checkpoint`` through the capstone's props, wrapped in a function of its own, and
+    hand that in), all of the others' (the lesson trains with them)."""
+    if lesson is not None and stem == f"l{lesson}":
+        return set()
+    return shared.get(stem, set())
+
+
+def cut_generated_references(staged_package: Path, lesson: str | None = None) -> None:
     """Cut every definition out of the staged ``exercises/_references/`` modules (the answers
     build extracts from the solution notebooks, course_utils/references.py), whether or not an
-    exercise takes its reference from there yet: a submission must not import a solution."""
+    exercise takes its reference from there yet: a submission must not import a solution.
+    Shared answers (:func:`shared_answers`) stay, except the graded ``lesson``'s own."""
+    shared = shared_answers(staged_package)
     for path in sorted((staged_package / "exercises" / "_references").glob("*.py")):
         text = path.read_text(encoding="utf-8")
         names = {n.name for n in ast.parse(text).body
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        names -= shared_answers(staged_package).get(path.stem, set())
+        names -= _spared(shared, path.stem, lesson)
         if names:
             module = f"course_utils.exercises._references.{path.stem}"
             path.write_text(cut_references(text, names, module), encoding="utf-8")
 
 
-def stage_course(dest: Path) -> Path:
+def stage_course(dest: Path, lesson: str | None = None) -> Path:
     """Copy ``course_utils`` to ``dest/course_utils`` with every reference solution cut out
-    (see :class:`_CutReferences`); returns ``dest``. Readable by any user, writable by none."""
+    (see :class:`_CutReferences`); returns ``dest``. Readable by any user, writable by none.
+    ``lesson``: the course a submission of that lesson runs against, where its own exercises'
+    answers are cut even when a lesson prop shares them with later lessons."""
     target = dest / "course_utils"
     shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
     cuts = reference_names("course_utils.grading")
     shared = shared_answers()
     for file, names in cuts.items():
         if "/_references/" in Path(file).as_posix():
-            names = names - shared.get(Path(file).stem, set())
+            names = names - _spared(shared, Path(file).stem, lesson)
         try:
             rel = Path(file).resolve().relative_to(PACKAGE)
         except ValueError:
@@ -213,7 +227,7 @@ def stage_course(dest: Path) -> Path:
         staged = target / rel
         module = "course_utils." + ".".join(rel.with_suffix("").parts)
         staged.write_text(cut_references(Path(file).read_text(encoding="utf-8"), names, module), encoding="utf-8")
-    cut_generated_references(target)
+    cut_generated_references(target, lesson)
     for path in [dest, *dest.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return dest
