@@ -562,18 +562,14 @@ def test_a_lessons_own_shared_answers_are_cut_where_it_is_graded(tmp_path, lesso
     assert body(sandbox.stage_course(tmp_path / "own", lesson)).startswith("raise RuntimeError(")
 
 
-@pytest.fixture(scope="module")
-def staged_course(tmp_path_factory):
-    return sandbox.stage_course(tmp_path_factory.mktemp("staged"))
-
-
 @pytest.mark.parametrize("lesson", sorted(registry.lesson_modules()))
-def test_every_lesson_imports_in_the_staged_course(staged_course, lesson, tmp_path):
+def test_every_lesson_imports_in_the_staged_course(lesson, tmp_path):
     """A graded notebook imports its lesson's exercises (and the dashboard every lesson's) from
     the staged copy, whose references are cut: an exercise module that calls or instantiates a
     reference at import time (a Mistake example built eagerly, say) breaks grading there."""
     code = ("import importlib\nfrom course_utils.grading import registry\n"
             f"importlib.import_module(registry.lesson_modules()[{lesson!r}])\n")
+    staged_course = sandbox.stage_course(tmp_path / "staged", lesson)  # as grade stages it for this lesson
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(staged_course),
            "OMP_NUM_THREADS": "1", "COURSE_PROGRESS_LOG": str(tmp_path / "log.jsonl")}
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,

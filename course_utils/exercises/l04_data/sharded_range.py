@@ -240,7 +240,8 @@ register(Exercise(
         Mistake("not_iterable_dataset", "Subclass `torch.utils.data.IterableDataset`: a DataLoader only "
                 "treats those as streams (anything else is indexed with `dataset[i]`).", _NotIterable,
                 match_output=False),
-        Mistake("wrong_type", _kit.WRONG_TYPE, ShardedRange(0, 3), match_output=False),
+        Mistake("wrong_type", _kit.WRONG_TYPE, object.__new__(ShardedRange),  # an instance, built without
+                match_output=False),  # calling the reference (cut where lesson 04 is graded)
     ],
     hints=[
         "Inside `__iter__`, `torch.utils.data.get_worker_info()` says whether the code runs in a worker "
