@@ -778,6 +778,29 @@ def amp_cpu_hard_coded(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_
     return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, device_type="cpu")
 
 
+from torch import autocast  # noqa: E402 - at module level, as in many tutorials: the next row calls this name
+
+
+@wrong(AMP, "hard_coded_device")
+def amp_cpu_hard_coded_with_autocast_imported_by_name(model, X, y, loss_fn, optimizer, dtype, scaler=None,
+                                                      max_norm=1.0):
+    """red team: `from torch import autocast` escaped a probe that swapped only `torch.autocast`."""
+    optimizer.zero_grad()
+    with autocast("cpu", dtype=dtype):
+        loss = loss_fn(model(X), y)
+    if scaler is None:
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        optimizer.step()
+    else:
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+    return loss.item()
+
+
 @wrong(AMP, "forgot_zero_grad")
 def amp_no_zero_grad(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
     return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, zero=False)
