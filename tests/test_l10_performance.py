@@ -193,6 +193,12 @@ def test_median_time_check_restores_the_clocks():
     assert abs(time.time() - __import__("datetime").datetime.now().timestamp()) < 5
 
 
+def test_median_time_feedback_describes_warmup_and_repeats():
+    """red team: the case was described as `fn: list of length 7, synchronize: int`."""
+    message = grading.check("10_performance.median_time", lambda *a, **k: None, seed=1).text()
+    assert "warmup=2, repeats=5" in message and "list of length" not in message, message
+
+
 def test_grader_threads_are_restored():
     before = torch.get_num_threads()
     check("amp_train_step", M_AMP.amp_train_step)
@@ -559,6 +565,33 @@ def mt_mean(fn, synchronize, warmup=2, repeats=5):
     return _mt(fn, synchronize, warmup, repeats, pick="mean")
 
 
+@wrong(MT, "even_median")
+def mt_upper_middle(fn, synchronize, warmup=2, repeats=5):
+    """red team: the middle element of the sorted list, which for an even count is not the median."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        synchronize()
+        start = time.perf_counter()
+        fn()
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+@wrong(MT, "even_median")
+def mt_torch_median(fn, synchronize, warmup=2, repeats=5):
+    """red team: `torch.median` returns the lower of the two middle values."""
+    return _mt(fn, synchronize, warmup, repeats, pick="lower")
+
+
+@wrong(MT, "call_count")
+def mt_always_one_warmup(fn, synchronize, warmup=2, repeats=5):
+    """red team: always warms up at least once, also for warmup=0."""
+    return _mt(fn, synchronize, max(warmup, 1), repeats)
+
+
 @wrong(MT)
 def mt_warmup_timed_too(fn, synchronize, warmup=2, repeats=5):
     times = []
@@ -595,7 +628,7 @@ def mt_sync_once_after_warmup(fn, synchronize, warmup=2, repeats=5):
         fn()
         synchronize()
         times.append(time.perf_counter() - start)
-    return float(torch.tensor(times, dtype=torch.float64).median())
+    return float(torch.tensor(times, dtype=torch.float64).quantile(0.5))  # not .median(): the lower middle
 
 
 @valid(MT)
