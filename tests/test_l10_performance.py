@@ -1095,6 +1095,57 @@ def ckpt_batchnorm_in_no_grad_first(blocks, x):
     return x
 
 
+@wrong(CF, "not_checkpointed")
+def ckpt_by_block_layout(blocks, x):
+    """red team: "3 layers = BatchNorm" held while every grader block was [Linear, BatchNorm1d, Tanh]."""
+    for b in blocks:
+        x = b(x) if len(b) == 3 and b.training else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "not_checkpointed")
+def ckpt_by_the_stacks_flag(blocks, x):
+    """red team: the ModuleList's own training flag stood in for each BatchNorm's."""
+    for b in blocks:
+        has_bn = any(isinstance(m, nn.BatchNorm1d) for m in b.modules())
+        x = b(x) if has_bn and blocks.training else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "not_checkpointed")
+def ckpt_any_norm_layer(blocks, x):
+    """red team: a LayerNorm keeps no running statistics: its block can be checkpointed."""
+    for b in blocks:
+        norm = any("Norm" in type(m).__name__ and m.training for m in b.modules())
+        x = b(x) if norm else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "grad_left_off")
+def ckpt_grad_left_off(blocks, x):
+    """red team: was told "kept 960 bytes of activations": the reference was measured with grad off."""
+    for b in blocks:
+        stateful = any(isinstance(m, nn.BatchNorm1d) and m.training for m in b.modules())
+        x = b(x) if stateful else _checkpoint(b, x, use_reentrant=False)
+    torch.set_grad_enabled(False)
+    return x
+
+
+@wrong(CF, "not_the_output")
+def ckpt_no_return(blocks, x):
+    """red team: was told "Your result has 2 items; it should have 3"."""
+    for b in blocks:
+        x = _checkpoint(b, x, use_reentrant=False)
+
+
+@wrong(CF, "not_the_output")
+def ckpt_flattened(blocks, x):
+    for b in blocks:
+        stateful = any(isinstance(m, nn.BatchNorm1d) and m.training for m in b.modules())
+        x = b(x) if stateful else _checkpoint(b, x, use_reentrant=False)
+    return x.flatten()
+
+
 @cheat(CF)
 def ckpt_no_grad_then_plain(blocks, x):
     """Runs under no_grad (saves nothing), then again normally for the output."""
