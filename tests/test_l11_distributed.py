@@ -625,6 +625,20 @@ def ag_backward_outside_no_sync_for_all(ddp_model, micro_batches, loss_fn):
     _ag(ddp_model, micro_batches, loss_fn, sync="none", grad_inside=False)
 
 
+@wrong(AG, "no_backward")
+def ag_runs_nothing(ddp_model, micro_batches, loss_fn):
+    """red team: was told "every forward ran inside no_sync()" although nothing ran."""
+    return None
+
+
+@wrong(AG, "no_backward")
+def ag_through_the_module(ddp_model, micro_batches, loss_fn):
+    """red team: the wrapped module, never the wrapper: DDP takes no part."""
+    ddp_model.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(ddp_model.module(X), y) / len(micro_batches)).backward()
+
+
 @wrong(AG, "not_divided")
 def ag_sum_of_means(ddp_model, micro_batches, loss_fn):
     _ag(ddp_model, micro_batches, loss_fn, divide=False)
