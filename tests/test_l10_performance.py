@@ -199,6 +199,17 @@ def test_median_time_feedback_describes_warmup_and_repeats():
     assert "warmup=2, repeats=5" in message and "list of length" not in message, message
 
 
+def test_hints_give_ideas_and_leave_the_code_to_the_solution():
+    """red team: the last hints of to_device, shard_indices and data_parallel_grads were code. Hints go
+    nudge -> idea; only `solution()` shows code. Code here: a backticked span with a call that has
+    arguments, an index, an assignment or a loop (a bare method name such as `.modules()` is not)."""
+    code = __import__("re").compile(r"`[^`]*(\([^)`]|\[|=| for )[^`]*`")
+    for exercise_id in grading.exercises():
+        if exercise_id.startswith(LESSON + "."):
+            for hint in grading.exercise(exercise_id).hints:
+                assert not code.search(hint), (exercise_id, hint)
+
+
 def test_grader_threads_are_restored():
     before = torch.get_num_threads()
     check("amp_train_step", M_AMP.amp_train_step)

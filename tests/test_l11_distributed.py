@@ -49,6 +49,17 @@ def test_shard_assignment_is_distributed_sampler(n, world_size, epoch, shuffle):
         assert shard == list(sampler)
 
 
+def test_hints_give_ideas_and_leave_the_code_to_the_solution():
+    """red team: the last hints of to_device, shard_indices and data_parallel_grads were code. Hints go
+    nudge -> idea; only `solution()` shows code. Code here: a backticked span with a call that has
+    arguments, an index, an assignment or a loop (a bare method name such as `.modules()` is not)."""
+    code = __import__("re").compile(r"`[^`]*(\([^)`]|\[|=| for )[^`]*`")
+    for exercise_id in grading.exercises():
+        if exercise_id.startswith(LESSON + "."):
+            for hint in grading.exercise(exercise_id).hints:
+                assert not code.search(hint), (exercise_id, hint)
+
+
 def test_shard_assignment_changes_with_epoch_only_when_shuffling():
     assert shard_assignment(12, 2, 0) != shard_assignment(12, 2, 1)
     assert shard_assignment(12, 2, 0, shuffle=False) == shard_assignment(12, 2, 4, shuffle=False)
