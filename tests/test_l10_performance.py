@@ -845,6 +845,24 @@ def amp_cpu_hard_coded_with_autocast_imported_by_name(model, X, y, loss_fn, opti
     return loss.item()
 
 
+@valid(AMP)
+def amp_autocast_imported_by_name(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    """The module-level `autocast` name with the batch's device type: the probe patches the class, not names."""
+    optimizer.zero_grad()
+    with autocast(X.device.type, dtype=dtype):
+        loss = loss_fn(model(X), y)
+    (scaler.scale(loss) if scaler is not None else loss).backward()
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    return loss.item()
+
+
 @wrong(AMP, "forgot_zero_grad")
 def amp_no_zero_grad(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
     return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, zero=False)
