@@ -193,6 +193,23 @@ def test_median_time_check_restores_the_clocks():
     assert abs(time.time() - __import__("datetime").datetime.now().timestamp()) < 5
 
 
+def test_median_time_feedback_describes_warmup_and_repeats():
+    """red team: the case was described as `fn: list of length 7, synchronize: int`."""
+    message = grading.check("10_performance.median_time", lambda *a, **k: None, seed=1).text()
+    assert "warmup=2, repeats=5" in message and "list of length" not in message, message
+
+
+def test_hints_give_ideas_and_leave_the_code_to_the_solution():
+    """red team: the last hints of to_device, shard_indices and data_parallel_grads were code. Hints go
+    nudge -> idea; only `solution()` shows code. Code here: a backticked span with a call that has
+    arguments, an index, an assignment or a loop (a bare method name such as `.modules()` is not)."""
+    code = __import__("re").compile(r"`[^`]*(\([^)`]|\[|=| for )[^`]*`")
+    for exercise_id in grading.exercises():
+        if exercise_id.startswith(LESSON + "."):
+            for hint in grading.exercise(exercise_id).hints:
+                assert not code.search(hint), (exercise_id, hint)
+
+
 def test_grader_threads_are_restored():
     before = torch.get_num_threads()
     check("amp_train_step", M_AMP.amp_train_step)
@@ -559,6 +576,33 @@ def mt_mean(fn, synchronize, warmup=2, repeats=5):
     return _mt(fn, synchronize, warmup, repeats, pick="mean")
 
 
+@wrong(MT, "even_median")
+def mt_upper_middle(fn, synchronize, warmup=2, repeats=5):
+    """red team: the middle element of the sorted list, which for an even count is not the median."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        synchronize()
+        start = time.perf_counter()
+        fn()
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+@wrong(MT, "even_median")
+def mt_torch_median(fn, synchronize, warmup=2, repeats=5):
+    """red team: `torch.median` returns the lower of the two middle values."""
+    return _mt(fn, synchronize, warmup, repeats, pick="lower")
+
+
+@wrong(MT, "call_count")
+def mt_always_one_warmup(fn, synchronize, warmup=2, repeats=5):
+    """red team: always warms up at least once, also for warmup=0."""
+    return _mt(fn, synchronize, max(warmup, 1), repeats)
+
+
 @wrong(MT)
 def mt_warmup_timed_too(fn, synchronize, warmup=2, repeats=5):
     times = []
@@ -595,7 +639,7 @@ def mt_sync_once_after_warmup(fn, synchronize, warmup=2, repeats=5):
         fn()
         synchronize()
         times.append(time.perf_counter() - start)
-    return float(torch.tensor(times, dtype=torch.float64).median())
+    return float(torch.tensor(times, dtype=torch.float64).quantile(0.5))  # not .median(): the lower middle
 
 
 @valid(MT)
@@ -776,6 +820,47 @@ def _amp(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0, *, d
 @wrong(AMP, "hard_coded_device")
 def amp_cpu_hard_coded(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
     return _amp(model, X, y, loss_fn, optimizer, dtype, scaler, max_norm, device_type="cpu")
+
+
+from torch import autocast  # noqa: E402 - at module level, as in many tutorials: the next row calls this name
+
+
+@wrong(AMP, "hard_coded_device")
+def amp_cpu_hard_coded_with_autocast_imported_by_name(model, X, y, loss_fn, optimizer, dtype, scaler=None,
+                                                      max_norm=1.0):
+    """red team: `from torch import autocast` escaped a probe that swapped only `torch.autocast`."""
+    optimizer.zero_grad()
+    with autocast("cpu", dtype=dtype):
+        loss = loss_fn(model(X), y)
+    if scaler is None:
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        optimizer.step()
+    else:
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+    return loss.item()
+
+
+@valid(AMP)
+def amp_autocast_imported_by_name(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+    """The module-level `autocast` name with the batch's device type: the probe patches the class, not names."""
+    optimizer.zero_grad()
+    with autocast(X.device.type, dtype=dtype):
+        loss = loss_fn(model(X), y)
+    (scaler.scale(loss) if scaler is not None else loss).backward()
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    return loss.item()
 
 
 @wrong(AMP, "forgot_zero_grad")
@@ -1037,6 +1122,57 @@ def ckpt_batchnorm_in_no_grad_first(blocks, x):
                 b(x)
         x = _checkpoint(b, x, use_reentrant=False)
     return x
+
+
+@wrong(CF, "not_checkpointed")
+def ckpt_by_block_layout(blocks, x):
+    """red team: "3 layers = BatchNorm" held while every grader block was [Linear, BatchNorm1d, Tanh]."""
+    for b in blocks:
+        x = b(x) if len(b) == 3 and b.training else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "not_checkpointed")
+def ckpt_by_the_stacks_flag(blocks, x):
+    """red team: the ModuleList's own training flag stood in for each BatchNorm's."""
+    for b in blocks:
+        has_bn = any(isinstance(m, nn.BatchNorm1d) for m in b.modules())
+        x = b(x) if has_bn and blocks.training else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "not_checkpointed")
+def ckpt_any_norm_layer(blocks, x):
+    """red team: a LayerNorm keeps no running statistics: its block can be checkpointed."""
+    for b in blocks:
+        norm = any("Norm" in type(m).__name__ and m.training for m in b.modules())
+        x = b(x) if norm else _checkpoint(b, x, use_reentrant=False)
+    return x
+
+
+@wrong(CF, "grad_left_off")
+def ckpt_grad_left_off(blocks, x):
+    """red team: was told "kept 960 bytes of activations": the reference was measured with grad off."""
+    for b in blocks:
+        stateful = any(isinstance(m, nn.BatchNorm1d) and m.training for m in b.modules())
+        x = b(x) if stateful else _checkpoint(b, x, use_reentrant=False)
+    torch.set_grad_enabled(False)
+    return x
+
+
+@wrong(CF, "not_the_output")
+def ckpt_no_return(blocks, x):
+    """red team: was told "Your result has 2 items; it should have 3"."""
+    for b in blocks:
+        x = _checkpoint(b, x, use_reentrant=False)
+
+
+@wrong(CF, "not_the_output")
+def ckpt_flattened(blocks, x):
+    for b in blocks:
+        stateful = any(isinstance(m, nn.BatchNorm1d) and m.training for m in b.modules())
+        x = b(x) if stateful else _checkpoint(b, x, use_reentrant=False)
+    return x.flatten()
 
 
 @cheat(CF)

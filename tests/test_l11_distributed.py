@@ -49,6 +49,17 @@ def test_shard_assignment_is_distributed_sampler(n, world_size, epoch, shuffle):
         assert shard == list(sampler)
 
 
+def test_hints_give_ideas_and_leave_the_code_to_the_solution():
+    """red team: the last hints of to_device, shard_indices and data_parallel_grads were code. Hints go
+    nudge -> idea; only `solution()` shows code. Code here: a backticked span with a call that has
+    arguments, an index, an assignment or a loop (a bare method name such as `.modules()` is not)."""
+    code = __import__("re").compile(r"`[^`]*(\([^)`]|\[|=| for )[^`]*`")
+    for exercise_id in grading.exercises():
+        if exercise_id.startswith(LESSON + "."):
+            for hint in grading.exercise(exercise_id).hints:
+                assert not code.search(hint), (exercise_id, hint)
+
+
 def test_shard_assignment_changes_with_epoch_only_when_shuffling():
     assert shard_assignment(12, 2, 0) != shard_assignment(12, 2, 1)
     assert shard_assignment(12, 2, 0, shuffle=False) == shard_assignment(12, 2, 4, shuffle=False)
@@ -623,6 +634,20 @@ def ag_all_in_no_sync(ddp_model, micro_batches, loss_fn):
 def ag_backward_outside_no_sync_for_all(ddp_model, micro_batches, loss_fn):
     """Forward in no_sync, backward outside: DDP decided at the forward, so nothing syncs."""
     _ag(ddp_model, micro_batches, loss_fn, sync="none", grad_inside=False)
+
+
+@wrong(AG, "no_backward")
+def ag_runs_nothing(ddp_model, micro_batches, loss_fn):
+    """red team: was told "every forward ran inside no_sync()" although nothing ran."""
+    return None
+
+
+@wrong(AG, "no_backward")
+def ag_through_the_module(ddp_model, micro_batches, loss_fn):
+    """red team: the wrapped module, never the wrapper: DDP takes no part."""
+    ddp_model.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(ddp_model.module(X), y) / len(micro_batches)).backward()
 
 
 @wrong(AG, "not_divided")

@@ -24,3 +24,30 @@ def fill(module: nn.Module, r: Rand, scale: float = 0.5) -> nn.Module:
 
 def mlp(r: Rand, d_in: int, hidden: int, d_out: int) -> nn.Sequential:
     return fill(nn.Sequential(skip_init(nn.Linear, d_in, hidden), nn.ReLU(), skip_init(nn.Linear, hidden, d_out)), r)
+
+
+def saved_bytes(fn):
+    """``(bytes autograd saved for backward while running fn, fn's result)``."""
+    total = [0]
+
+    def pack(t):
+        total[0] += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    return total[0], out
+
+
+def uses_reentrant(out: torch.Tensor) -> bool:
+    """Whether the graph behind ``out`` holds a reentrant checkpoint node."""
+    seen, todo = set(), [out.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        if type(fn).__name__ == "CheckpointFunctionBackward":
+            return True
+        todo.extend(next_fn for next_fn, _ in fn.next_functions)
+    return False

@@ -9,7 +9,6 @@ step and the update go through the scaler. The check runs float16 with a GradSca
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import warnings
 
@@ -103,20 +102,23 @@ def _run(answer, case: Case):
 
 
 def _probe_device_type(answer, r: Rand) -> None:
-    """Run the step on `meta` tensors with `torch.autocast` replaced by a recorder: the
-    `device_type` the answer asks for must be the batch's (`X.device.type`), not a constant."""
+    """Run the step on `meta` tensors with autocast turned into a recorder: the `device_type` the
+    answer asks for must be the batch's (`X.device.type`), not a constant. The class itself is
+    patched, so every name bound to it (`torch.autocast`, `from torch import autocast`,
+    `from torch.amp import autocast`) records."""
     seen: list[str] = []
-    real = torch.autocast
+    cls = torch.amp.autocast_mode.autocast
+    saved = {n: cls.__dict__[n] for n in ("__init__", "__enter__", "__exit__")}
 
-    class Recorder(contextlib.nullcontext):
-        def __init__(self, device_type=None, *args, **kwargs):
-            seen.append(str(device_type))
-            super().__init__()
+    def record(self, device_type=None, *args, **kwargs):
+        seen.append(str(device_type))
 
     model = mlp(r, 3, 4, 2).to(META)
     X, y = torch.zeros(4, 3, device=META), torch.zeros(4, dtype=torch.long, device=META)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    torch.autocast = torch.amp.autocast = Recorder  # type: ignore[misc]
+    cls.__init__ = record  # type: ignore[method-assign]
+    cls.__enter__ = lambda self: self  # type: ignore[method-assign]
+    cls.__exit__ = lambda self, *exc: False  # type: ignore[method-assign]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -124,7 +126,8 @@ def _probe_device_type(answer, r: Rand) -> None:
     except Exception:  # noqa: BLE001 - `.item()` of a meta tensor fails: we only want the device_type
         pass
     finally:
-        torch.autocast = torch.amp.autocast = real  # type: ignore[misc]
+        for n, f in saved.items():
+            setattr(cls, n, f)
     if seen and seen[0] != META.type:
         raise Incorrect("hard_coded_device", got=repr(seen[0]), device=META.type)
 

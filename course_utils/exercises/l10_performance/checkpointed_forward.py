@@ -12,6 +12,7 @@ require grad).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 import functools
 import warnings
 
@@ -20,10 +21,11 @@ from torch import nn
 from torch.nn.utils import skip_init
 from torch.utils.checkpoint import checkpoint
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
+from course_utils.grading.compare import describe
 
 from ._kit import LESSON
-from ._kit import fill
+from ._kit import fill, saved_bytes as _saved_bytes, uses_reentrant as _uses_reentrant
 
 
 # --- reference: the solution notebook's answer, generated from solutions/10_performance.py
@@ -31,8 +33,18 @@ from .._references.l10_performance import checkpointed_forward
 
 
 # --- cases
-def _block(r: Rand, width: int, bn: bool) -> nn.Sequential:
-    layers = [skip_init(nn.Linear, width, width)] + ([nn.BatchNorm1d(width)] if bn else []) + [nn.Tanh()]
+_LAYOUTS: dict[str, Callable[[int], list[nn.Module]]] = {  # the layers after the block's first Linear
+    "plain": lambda w: [nn.Tanh()],
+    "bn": lambda w: [nn.BatchNorm1d(w), nn.Tanh()],
+    "bn_last": lambda w: [nn.Tanh(), nn.BatchNorm1d(w)],
+    "ln": lambda w: [nn.LayerNorm(w), nn.Tanh()],
+    "two_linear": lambda w: [nn.Tanh(), skip_init(nn.Linear, w, w)],
+}
+
+
+def _block(r: Rand, width: int, bn: bool | str) -> nn.Sequential:
+    layout = bn if isinstance(bn, str) else ("bn" if bn else "plain")
+    layers = [skip_init(nn.Linear, width, width)] + _LAYOUTS[layout](width)
     block = fill(nn.Sequential(*layers), r, 0.4)
     for m in block.modules():
         if isinstance(m, nn.BatchNorm1d):
@@ -42,7 +54,8 @@ def _block(r: Rand, width: int, bn: bool) -> nn.Sequential:
     return block
 
 
-def _blocks(r: Rand, n: int, width: int, bn: list[bool] | None = None, train: bool = True) -> nn.ModuleList:
+def _blocks(r: Rand, n: int, width: int, bn: list[bool] | list[str] | None = None,
+            train: bool = True) -> nn.ModuleList:
     bn = bn if bn is not None else [r.integer(0, 2) == 0 for _ in range(n)]
     return nn.ModuleList(_block(r, width, b) for b in bn).train(train)
 
@@ -68,42 +81,26 @@ def _bn_case(train: bool) -> Case:
                 label=f"5 blocks, blocks 1 and 3 with BatchNorm1d, {'training' if train else 'eval'} mode")
 
 
+def _mixed_case(train: bool) -> Case:
+    """Blocks of several layouts, and one block whose mode differs from the stack's: only each
+    block's own BatchNorm layers tell whether its forward changes state."""
+    r = Rand(808)
+    blocks = _blocks(r, 5, 10, bn=["bn", "ln", "bn_last", "two_linear", "bn"], train=train)
+    blocks[0].train(not train)
+    label = (f"5 blocks of several layouts, the stack in {'training' if train else 'eval'} mode, block 0 "
+             f"(BatchNorm) in {'eval' if train else 'training'} mode")
+    return Case((blocks, r.randn(7, 10)), label=label)
+
+
 def _state_changing(block: nn.Module) -> bool:
     return any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training for m in block.modules())
 
 
 # --- run and probes
-def _saved_bytes(fn):
-    """``(bytes autograd saved for backward while running fn, fn's result)``."""
-    total = [0]
-
-    def pack(t):
-        total[0] += t.numel() * t.element_size()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn()
-    return total[0], out
-
-
 def _plain_forward(blocks, x):
     for block in blocks:
         x = block(x)
     return x
-
-
-def _uses_reentrant(out: torch.Tensor) -> bool:
-    """Whether the graph behind ``out`` holds a reentrant checkpoint node."""
-    seen, todo = set(), [out.grad_fn]
-    while todo:
-        fn = todo.pop()
-        if fn is None or fn in seen:
-            continue
-        seen.add(fn)
-        if type(fn).__name__ == "CheckpointFunctionBackward":
-            return True
-        todo.extend(next_fn for next_fn, _ in fn.next_functions)
-    return False
 
 
 def _run(answer, case: Case):
@@ -126,11 +123,15 @@ def _forward(answer, blocks, x):
     x_flag = x.requires_grad
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        used, out = _saved_bytes(lambda: answer(blocks, x))
+        with answer_grad_mode():
+            used, out = _saved_bytes(lambda: answer(blocks, x))
     if x.requires_grad != x_flag:
         raise Incorrect("changed_input_flag", before=x_flag, after=x.requires_grad)
-    if not isinstance(out, torch.Tensor) or out.shape != x.shape or out.device != x.device:
-        return used, out
+    if not isinstance(out, torch.Tensor):
+        raise Incorrect("not_the_output", got=describe(out), shape=tuple(x.shape))
+    if out.shape != x.shape or out.device != x.device:
+        raise Incorrect("not_the_output", got=f"a tensor of shape {tuple(out.shape)} on {out.device.type}",
+                        shape=tuple(x.shape))
     if not out.requires_grad:
         if any("None of the inputs have requires_grad" in str(w.message) for w in caught):
             raise Incorrect("reentrant_checkpoint")
@@ -142,8 +143,6 @@ def _forward(answer, blocks, x):
 
 def _run_watched(answer, blocks, x, calls: list[int]):
     used, out = _forward(answer, blocks, x)
-    if not isinstance(out, torch.Tensor) or out.shape != x.shape or out.device != x.device:
-        return out, []
     upstream = torch.ones_like(out) / out.numel() + out.detach() * 0.01
     inputs = list(blocks.parameters()) + ([x] if x.requires_grad else [])
     n_forward = len(calls)
@@ -158,9 +157,11 @@ def _run_watched(answer, blocks, x, calls: list[int]):
     wanted = [i for i in range(n - 1, -1, -1) if i not in stateful]  # recomputed, the last first
     missing = sorted(i for i in wanted if i not in recomputed)
     # What a plain forward would keep, and what the reference keeps (each checkpointed block's input).
-    plain, _ = _saved_bytes(lambda: _plain_forward(copy.deepcopy(blocks), x.detach().requires_grad_(x.requires_grad)))
-    ckpt, _ = _saved_bytes(lambda: checkpointed_forward(copy.deepcopy(blocks),
-                                                        x.detach().requires_grad_(x.requires_grad)))
+    with torch.enable_grad():  # the mode the case intends, whatever mode the answer left
+        plain, _ = _saved_bytes(lambda: _plain_forward(copy.deepcopy(blocks),
+                                                       x.detach().requires_grad_(x.requires_grad)))
+        ckpt, _ = _saved_bytes(lambda: checkpointed_forward(copy.deepcopy(blocks),
+                                                            x.detach().requires_grad_(x.requires_grad)))
     if used > (plain + ckpt) / 2:
         if missing:
             raise Incorrect("not_checkpointed", missing=missing, n=n)
@@ -216,6 +217,11 @@ _keeps_more = functools.partial(  # checkpointed, then an extra op that saves it
 _cut_between = functools.partial(_variant, detach=True)
 
 
+def _no_return(blocks, x):
+    for block in blocks:
+        x = checkpoint(block, x, use_reentrant=False)  # ... and no `return x`
+
+
 def _one_segment(blocks, x):
     return checkpoint(_plain_forward, blocks, x, use_reentrant=False)  # one checkpoint for all blocks
 
@@ -227,7 +233,8 @@ register(Exercise(
     lesson=LESSON, name="checkpointed_forward", title="Gradient checkpointing: recompute instead of store",
     reference=checkpointed_forward,
     cases=_cases,
-    edge_cases=[_fixed_case(False), _fixed_case(True), _bn_case(True), _bn_case(False)],
+    edge_cases=[_fixed_case(False), _fixed_case(True), _bn_case(True), _bn_case(False), _mixed_case(True),
+                _mixed_case(False)],
     n_random=4,
     timeout=10.0,
     run=_run,
@@ -264,6 +271,8 @@ register(Exercise(
         Mistake("changed_input_flag", "Your function changed `x.requires_grad` of the caller's tensor (from "
                 "{before} to {after}), e.g. with `x.requires_grad_()`. With `use_reentrant=False` checkpointing "
                 "needs no such trick: leave the input as it is.", _flips_input_flag, match_output=False),
+        Mistake("not_the_output", "Your function returned {got}. Return the last block's output: a tensor of "
+                "shape {shape} like `x` (did the loop end without `return x`?).", _no_return, match_output=False),
         Mistake("kept_activations", "Your forward pass kept {used} bytes of activations for backward; "
                 "checkpointing every block keeps only each block's input ({ckpt} bytes here). Every block was "
                 "recomputed, so another operation in your loop keeps activations: the loop body is "

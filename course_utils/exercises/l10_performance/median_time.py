@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import statistics
 import time
 import timeit
@@ -25,14 +26,20 @@ from .._references.l10_performance import median_time
 
 # --- cases
 def _cases(r: Rand) -> Case:
-    warmup, repeats = r.integer(1, 3), r.choice([3, 5, 7])
+    warmup, repeats = r.integer(1, 3), r.choice([3, 4, 5, 6, 7])
     # the warm-up calls are slow (allocation, kernel selection); the timed ones vary
     work = [r.uniform(0.05, 0.2) for _ in range(warmup)] + [r.uniform(0.001, 0.01) for _ in range(repeats + 2)]
-    return Case((work, warmup, repeats))
+    return Case((warmup, repeats), {"work": work}, show_inputs=True)
 
 
-_EDGE = [Case(([0.5, 0.3, 0.004, 0.002, 0.009, 0.003, 0.007], 2, 5), label="2 slow warm-up calls, then 5 timed"),
-         Case(([0.2, 0.01], 1, 1), label="1 warm-up call, 1 timed call")]
+def _case(work: list[float], warmup: int, repeats: int, label: str) -> Case:
+    return Case((warmup, repeats), {"work": work}, label=label, show_inputs=True)
+
+
+_EDGE = [_case([0.5, 0.3, 0.004, 0.002, 0.009, 0.003, 0.007], 2, 5, "2 slow warm-up calls, then 5 timed"),
+         _case([0.2, 0.01], 1, 1, "1 warm-up call, 1 timed call"),
+         _case([0.4, 0.006, 0.002, 0.009, 0.003, 0.1], 1, 4, "1 warm-up call, then 4 timed (an even number)"),
+         _case([0.004, 0.008, 0.002, 0.1], 0, 3, "no warm-up, 3 timed calls")]
 
 
 # --- run and probes
@@ -96,17 +103,31 @@ def _is_clock(value, fakes: dict) -> bool:
 
 
 def _run(answer, case: Case):
-    work, warmup, repeats = case.args
+    warmup, repeats = case.args
+    work = case.kwargs["work"]
     device = _Device(list(work))
     with _clocks(device, answer):
         got = answer(device.fn, device.synchronize, warmup=warmup, repeats=repeats)
     if device.unsynced_reads:
         raise Incorrect("clock_not_synchronized", reads=device.unsynced_reads)
-    if device.calls == repeats:
+    if warmup and device.calls == repeats:
         raise Incorrect("no_warmup", warmup=warmup)
     if device.calls != warmup + repeats:
         raise Incorrect("call_count", calls=device.calls, warmup=warmup, repeats=repeats)
+    if repeats % 2 == 0 and _one_of_the_middle_two(got, work[warmup:warmup + repeats]):
+        raise Incorrect("even_median", repeats=repeats)
     return got
+
+
+def _one_of_the_middle_two(got, work: list[float]) -> bool:
+    """Whether ``got`` is one of the two middle durations instead of their mean."""
+    try:
+        value = float(got)
+    except Exception:  # noqa: BLE001 - not a number: the comparison reports it
+        return False
+    durations = sorted(_Device.LAUNCH + w for w in work)
+    middle = durations[len(durations) // 2 - 1:len(durations) // 2 + 1]
+    return any(math.isclose(value, m, rel_tol=1e-6) for m in middle)
 
 
 # --- wrong answers
@@ -149,7 +170,7 @@ register(Exercise(
     edge_cases=_EDGE,
     n_random=6,
     run=_run,
-    arg_names=["seconds of work per call (simulated)", "warmup", "repeats"],
+    arg_names=["warmup", "repeats"],
     compare=Compare(rtol=1e-6, atol=1e-9),
     mistakes=[
         Mistake("clock_not_synchronized", "{reads} of your clock readings were taken while the device still had "
@@ -164,6 +185,10 @@ register(Exercise(
         Mistake("mean_not_median", "You returned the mean of the timed calls. The task asks for the median, "
                 "which one slow call (another program, a garbage collection) cannot drag up.",
                 functools.partial(_variant, reduce=statistics.fmean)),
+        Mistake("even_median", "With {repeats} timed calls (an even number) there is no single middle value: the "
+                "median is the mean of the two middle ones, and you returned one of them (`sorted(times)[n // 2]`, "
+                "or `torch.median`, which returns the lower one).",
+                functools.partial(_variant, reduce=lambda t: sorted(t)[len(t) // 2]), match_output=False),
         Mistake("total_time", "You returned the time of all timed calls together. Return the median time of ONE "
                 "call.", _total),
         Mistake("min_not_median", "You returned the fastest timed call. The task asks for the median (a typical "

@@ -238,12 +238,11 @@ register(Exercise(
                 lambda batch, device: None, match_output=False),
     ],
     hints=[
-        "Handle the cases one by one: a tensor (move it), a dict (a new dict with every value moved), a list "
-        "or tuple (a new one with every item moved), anything else (return it as it is).",
-        "For containers, call `to_device` itself on each element: that is what moves tensors nested at any depth.",
-        f"{_REBUILD} rebuilds a tuple as a tuple and a list as a "
-        "list; `{key: to_device(value, device) for key, value in batch.items()}` does dicts.",
-        "A namedtuple (`hasattr(batch, '_fields')`) is built from its fields: "
-        "`type(batch)(*(to_device(item, device) for item in batch))`.",
+        "What kinds of things can a batch be? For each kind decide: move it, rebuild it from moved parts, or hand "
+        "it back as it is.",
+        "A container's elements can be containers themselves: let the function handle each element by calling "
+        "itself, and any depth works.",
+        "Rebuild every container as the type it came in. A namedtuple is a tuple too, but it is built from its "
+        "fields as separate arguments, not from one iterable; its `_fields` attribute gives it away.",
     ],
 ))

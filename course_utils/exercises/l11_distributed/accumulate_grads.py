@@ -69,6 +69,8 @@ def _run(answer, case: Case):
     synced = list(dict.fromkeys(task for task, s in log if s))
     if log and len(passes) < min(len(log), len(micro_batches)):
         raise Incorrect("one_backward", forwards=len(log), passes=len(passes))
+    if not log:
+        raise Incorrect("no_backward")
     if not synced:
         raise Incorrect("never_synced")
     if len(synced) > 1:
@@ -107,6 +109,12 @@ def _backward_outside(ddp_model, micro_batches, loss_fn):
         loss.backward()
 
 
+def _around_the_wrapper(ddp_model, micro_batches, loss_fn):
+    ddp_model.zero_grad()  # the wrapped module itself: DDP never sees these passes
+    for X, y in micro_batches:
+        (loss_fn(ddp_model.module(X), y) / len(micro_batches)).backward()
+
+
 # --- declaration
 def _v(**kw):
     return lambda ddp_model, micro_batches, loss_fn: _variant(ddp_model, micro_batches, loss_fn, **kw)
@@ -126,6 +134,10 @@ register(Exercise(
                 "is right, but every all-reduce before the last sends gradients over the network only to add more "
                 "to them afterwards. Only the last backward before the step needs to synchronise.",
                 _v(sync="all"), match_output=False),
+        Mistake("no_backward", "No backward pass went through `ddp_model`: none of its forward outputs reached "
+                "a `.backward()`, so DDP never took part (or nothing ran at all). Run each micro-batch through "
+                "`ddp_model` itself (not `ddp_model.module`) and call backward on its loss.", _around_the_wrapper,
+                match_output=False),
         Mistake("never_synced", "No backward pass all-reduced: every forward ran inside `no_sync()`, so each rank "
                 "would step with its own gradients and the replicas would drift apart. DDP decides at the forward "
                 "pass whether the backward synchronises.", _v(sync="none"), match_output=False),

@@ -159,11 +159,9 @@ register(Exercise(
                 _with_graph, match_output=False),
     ],
     hints=[
-        "`X.chunk(world_size)` and `y.chunk(world_size)` give each rank's shard (X has a multiple of "
-        "world_size rows).",
-        "For each shard: a replica `copy.deepcopy(model)`, its loss, and `torch.autograd.grad(loss, "
-        "list(replica.parameters()))`.",
-        "Add the shards' gradients parameter by parameter, then divide by world_size: that is all_reduce "
-        "with SUM followed by the division DDP does.",
+        "What does each rank see of the batch, and what does it compute on its own before any communication?",
+        "Each rank holds its own copy of the model and an equal slice of the batch, and computes the gradient of "
+        "its slice's mean loss without touching the original model. The all-reduce sums these gradients "
+        "parameter by parameter, and DDP then divides by the number of ranks.",
     ],
 ))

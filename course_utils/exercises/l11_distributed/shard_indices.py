@@ -123,10 +123,10 @@ register(Exercise(
                 functools.partial(_variant, global_rng=True), match_output=False),
     ],
     hints=[
-        "Three steps: (1) the order: `torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))` "
-        "when shuffling, else `range(n)`; (2) pad it to a multiple of world_size; (3) deal it out.",
-        "Padding: `total = math.ceil(n / world_size) * world_size`, then repeat the order from its start until "
-        "it has `total` items: `(order * math.ceil(total / n))[:total]` (when `n` is 0 there is nothing to pad).",
-        "Dealing out round-robin: `order[rank:total:world_size]`. Return a list of ints (`.tolist()`).",
+        "Three steps: put all n indices in an order, make the list long enough that every rank gets the same "
+        "number, then deal it out like cards.",
+        "The order must be the same on every rank and change with the epoch: shuffle with a generator of your own "
+        "seeded from the seed and the epoch together. Padding repeats the order from its start; dealing gives "
+        "each rank every world_size-th item, starting at its rank.",
     ],
 ))
