@@ -75,6 +75,19 @@ def lsm_f_log_softmax(logits):
     return F.log_softmax(logits, dim=-1)
 
 
+@wrong(LSM, "graph_cut")
+def lsm_under_no_grad(logits):  # red team: right numbers, no gradient back to the logits
+    with torch.no_grad():
+        m = logits.amax(dim=-1, keepdim=True)
+        return logits - m - torch.log(torch.exp(logits - m).sum(dim=-1, keepdim=True))
+
+
+@wrong(LSM)
+def lsm_through_scipy(logits):  # red team: the forbidden log_softmax reached outside torch
+    import scipy.special
+    return torch.from_numpy(scipy.special.log_softmax(logits.detach().numpy(), axis=-1))
+
+
 @valid(LSM)
 def lsm_logsumexp_bracket(logits):
     m = logits.max(dim=-1, keepdim=True).values
@@ -147,6 +160,11 @@ for _name, _kw, _mistake in [("ce_plain_mean", {"plain_mean": True}, "plain_mean
 @wrong(CE)
 def ce_sum_not_mean(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
     return cross_entropy_by_hand(logits, target, weight, ignore_index, label_smoothing) * len(target)
+
+
+@wrong(CE, "graph_cut")
+def ce_detached_item(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):  # red team
+    return torch.tensor(cross_entropy_by_hand(logits, target, weight, ignore_index, label_smoothing).item())
 
 
 @valid(CE)
@@ -634,7 +652,7 @@ def test_the_rules_are_named():
 # =========================================================================== oracles: the references against torch
 def test_stable_log_softmax_matches_torch_across_the_domain():
     for where, case in oracle_cases(LSM):
-        (x,) = case.args
+        x = case.args[0].detach()
         want = torch.log_softmax(x, dim=-1)
         got = stable_log_softmax(x)
         assert got.dtype == x.dtype and torch.isfinite(got).eq(torch.isfinite(want)).all(), where
