@@ -421,7 +421,8 @@ class SGDLrAttribute(_SGDBase):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
@@ -438,7 +439,8 @@ class SGDLrAttribute(_SGDBase):
 class SGDEma(_SGDBase):
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
@@ -457,7 +459,8 @@ class SGDZeroStartScaled(_SGDBase):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
@@ -473,7 +476,8 @@ class SGDZeroStartScaled(_SGDBase):
 class SGDOwnBuffers(_SGDBase):
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         bufs = self.__dict__.setdefault("bufs", {})
         for g in self.param_groups:
             for p in g["params"]:
@@ -489,7 +493,8 @@ class SGDOwnBuffers(_SGDBase):
 class SGDDecayAfter(_SGDBase):
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
@@ -512,7 +517,8 @@ class SGDNoReturn(SGDMomentum):
 class SGDNoneGrad(_SGDBase):
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         for g in self.param_groups:
             for p in g["params"]:
                 d = p.grad + g["weight_decay"] * p
@@ -552,7 +558,8 @@ class SGDForeach(_SGDBase):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure is not None else None
+        with torch.enable_grad():
+            loss = closure() if closure is not None else None
         for g in self.param_groups:
             ps = [p for p in g["params"] if p.grad is not None]
             if not ps:
@@ -567,6 +574,70 @@ class SGDForeach(_SGDBase):
                     st["momentum_buffer"] = torch.clone(d).detach()
                 bufs.append(st["momentum_buffer"])
             torch._foreach_add_(ps, bufs, alpha=-g["lr"])
+        return loss
+
+
+class _SGDRedTeam(_SGDBase):
+    """Red team (06 items 2-4, 12): a correct update, with one ``kind`` of flaw."""
+
+    kind = ""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None and self.kind != "closure_after":
+            if self.kind == "closure_no_grad":
+                loss = closure()
+            else:
+                with torch.enable_grad():
+                    loss = closure()
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is None:
+                    continue
+                if self.kind == "decay_in_place":
+                    d = p.grad.add_(p, alpha=g["weight_decay"])
+                else:
+                    d = p.grad.add(p, alpha=g["weight_decay"]) if g["weight_decay"] else p.grad
+                st = self.state[p]
+                if "momentum_buffer" not in st:
+                    st["momentum_buffer"] = d if self.kind == "alias" else (
+                        torch.zeros(p.shape).add_(d) if self.kind == "zeros_float32" else d.clone())
+                else:
+                    st["momentum_buffer"].mul_(g["momentum"]).add_(d)
+                p.sub_(g["lr"] * st["momentum_buffer"])
+        if closure is not None and self.kind == "closure_after":
+            with torch.enable_grad():
+                loss = closure()
+        return loss
+
+
+for _kind, _mistake in [("closure_no_grad", "closure_without_grad"), ("closure_after", "closure_after_update"),
+                        ("alias", "buffer_aliases_grad"), ("decay_in_place", "grad_modified"),
+                        ("zeros_float32", "buffer_wrong_dtype")]:
+    wrong(SGD, _mistake)(type(f"SGDRedTeam_{_kind}", (_SGDRedTeam,), {"kind": _kind}))
+
+
+@wrong(SGD)
+class SGDWrongDefaults(_SGDRedTeam):
+    def __init__(self, params, lr, momentum=0.0, weight_decay=0.01):  # the task says 0.9 and 0.0
+        super().__init__(params, lr, momentum, weight_decay)
+
+
+@cheat(SGD)
+class SGDFunctionalTorch(_SGDBase):
+    @torch.no_grad()
+    def step(self, closure=None):
+        from torch.optim.sgd import sgd
+        with torch.enable_grad():
+            loss = closure() if closure is not None else None
+        for g in self.param_groups:
+            ps = [p for p in g["params"] if p.grad is not None]
+            bufs = [self.state[p].get("momentum_buffer") for p in ps]
+            sgd(ps, [p.grad for p in ps], bufs, weight_decay=g["weight_decay"], momentum=g["momentum"],
+                lr=g["lr"], dampening=0.0, nesterov=False, maximize=False)
+            for p, b in zip(ps, bufs):
+                self.state[p]["momentum_buffer"] = b
         return loss
 
 
@@ -646,6 +717,7 @@ def test_the_rules_are_named():
     assert rejected(LSM, lsm_hides_the_builtin).mistake == "used_builtin"
     assert rejected(SGD, SGDSubclassOfTorch).mistake == "used_torch_sgd"
     assert rejected(SGD, SGDWrapsTorch).mistake == "used_torch_sgd"
+    assert rejected(SGD, SGDFunctionalTorch).mistake == "used_torch_sgd"
     assert rejected(PG, pg_copies).mistake == "not_the_models"
 
 
@@ -701,7 +773,15 @@ def test_sgd_momentum_reference_matches_torch_sgd_step_for_step(monkeypatch):
     def make(answer, params, k, settings):
         return answer(sgd_mod._groups(params, k["split"], k["override"]), **settings)
     monkeypatch.setattr(sgd_mod, "_make", make)
-    monkeypatch.setattr(sgd_mod, "_sgd_used", lambda: ([], torch.optim.SGD.__init__))
+    class NoWatch:
+        calls: list = []
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+    monkeypatch.setattr(sgd_mod, "_WatchTorchSGD", NoWatch)
     for where, case in oracle_cases(SGD, n_seeds=60):
         mine, theirs = sgd_mod._run(SGDMomentum, copy.deepcopy(case)), sgd_mod._run(_torch_sgd, copy.deepcopy(case))
         assert list(mine) == list(theirs), where

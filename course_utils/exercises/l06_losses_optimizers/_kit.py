@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import torch
 from torch.overrides import TorchFunctionMode
 
 from course_utils.grading import Case, Incorrect
@@ -54,3 +55,31 @@ def run_forbidding(pattern: str, rule_id: str) -> Callable[[Any, Case], Any]:
     def run(answer: Any, case: Case) -> Any:
         return call_forbidding(pattern, rule_id, answer, *case.args, **case.kwargs)
     return run
+
+
+_FUNCTIONAL = ("sgd", "_single_tensor_sgd", "_multi_tensor_sgd", "_fused_sgd")
+
+
+class WatchTorchSGD:
+    """For the run: record any use of ``torch.optim.SGD`` or its functional form (``torch.optim.sgd.sgd``,
+    ``torch.optim._functional.sgd``; ``sgd`` looks up its ``_*_sgd`` workers at call time, so an ``sgd``
+    imported earlier is seen too)."""
+
+    def __init__(self):
+        self.calls: list[str] = []
+        import torch.optim._functional as functional
+        import torch.optim.sgd as sgd_module
+        self.saved = [(torch.optim.SGD, "__init__", torch.optim.SGD.__init__)]
+        self.saved += [(m, n, getattr(m, n)) for m in (sgd_module, functional) for n in _FUNCTIONAL if hasattr(m, n)]
+
+    def __enter__(self):
+        for owner, name, original in self.saved:
+            def recording(*a, _o=original, _n=name, **k):
+                self.calls.append(_n)
+                return _o(*a, **k)
+            setattr(owner, name, recording)
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, original in self.saved:
+            setattr(owner, name, original)
