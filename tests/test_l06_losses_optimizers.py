@@ -368,6 +368,13 @@ def pg_only_linear_and_conv_weights(model, weight_decay):  # forgets Embedding: 
     return _groups(decay, no_decay, weight_decay)
 
 
+@wrong(PG, "params_in_a_set")
+def pg_sets(model, weight_decay):  # red team 10: torch.optim.AdamW raises TypeError on sets
+    dec = {p for p in model.parameters() if p.requires_grad and p.ndim >= 2}
+    nod = {p for p in model.parameters() if p.requires_grad and p.ndim < 2}
+    return [{"params": dec, "weight_decay": weight_decay}, {"params": nod, "weight_decay": 0.0}]
+
+
 @valid(PG)
 def pg_by_module_type(model, weight_decay):
     decay, no_decay, seen = [], [], set()

@@ -114,8 +114,10 @@ def _read_groups(groups, model: nn.Module) -> dict[int, tuple[float, bool]]:
     if not isinstance(groups, (list, tuple)) or not groups or not all(
             isinstance(g, dict) and "params" in g for g in groups):
         raise Incorrect("not_groups", got=type(groups).__name__)
+    if any(isinstance(g["params"], (set, frozenset)) for g in groups):  # torch.optim refuses them (TypeError)
+        raise Incorrect("params_in_a_set")
     groups = [dict(g, params=[g["params"]] if isinstance(g["params"], torch.Tensor) else list(g["params"]))
-              for g in groups]  # generators are read once
+              for g in groups]  # generators are read once (AdamW itself lists any other iterable)
     said = ["weight_decay" in g for g in groups]  # before AdamW fills in its defaults
     if not any(g["params"] for g in groups):
         raise Incorrect("missing", name=next((n for n, p in model.named_parameters() if p.requires_grad), "?"))
@@ -183,6 +185,10 @@ def _per_layer(model, weight_decay):
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def _in_sets(model, weight_decay):
+    return [dict(g, params=set(g["params"])) for g in param_groups_no_decay(model, weight_decay)]
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="param_groups_no_decay",
@@ -209,6 +215,9 @@ register(Exercise(
         Mistake("missing", "`{name}` requires grad but is in none of your groups: every trainable parameter "
                 "appears exactly once.", lambda model, wd: [{"params": [], "weight_decay": wd}],
                 match_output=False),
+        Mistake("params_in_a_set", "A group's \"params\" is a set: `torch.optim.AdamW(groups)` refuses it "
+                "(TypeError: a set's order changes between runs, so a saved optimizer state would load into the "
+                "wrong tensors). Collect the parameters in lists.", _in_sets, match_output=False),
         Mistake("not_groups", "Return a list of dicts, each with a \"params\" list (and its \"weight_decay\"); "
                 "you returned a {got}.", lambda model, wd: list(model.parameters()), match_output=False),
         Mistake("not_the_models", "Your groups hold tensors that are not the model's parameters (copies?): the "
