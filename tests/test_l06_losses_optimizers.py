@@ -88,6 +88,17 @@ def lsm_through_scipy(logits):  # red team: the forbidden log_softmax reached ou
     return torch.from_numpy(scipy.special.log_softmax(logits.detach().numpy(), axis=-1))
 
 
+@cheat(LSM)
+def lsm_logcumsumexp(logits):  # red team 11: the last running log-sum-exp is the log-sum-exp
+    return logits - torch.logcumsumexp(logits, -1)[..., -1:]
+
+
+@cheat(LSM)
+def lsm_torch_function_disabled(logits):  # red team 11: hides the call from a TorchFunctionMode
+    with torch._C.DisableTorchFunction():
+        return torch.log_softmax(logits, -1)
+
+
 @valid(LSM)
 def lsm_logsumexp_bracket(logits):
     m = logits.max(dim=-1, keepdim=True).values
@@ -722,6 +733,8 @@ def test_the_rules_are_named():
     assert rejected(CE, ce_builtin).mistake == "used_builtin"
     assert rejected(CE, ce_module).mistake == "used_builtin"
     assert rejected(LSM, lsm_hides_the_builtin).mistake == "used_builtin"
+    assert rejected(LSM, lsm_logcumsumexp).mistake == "used_builtin"
+    assert rejected(LSM, lsm_torch_function_disabled).mistake == "used_builtin"
     assert rejected(SGD, SGDSubclassOfTorch).mistake == "used_torch_sgd"
     assert rejected(SGD, SGDWrapsTorch).mistake == "used_torch_sgd"
     assert rejected(SGD, SGDFunctionalTorch).mistake == "used_torch_sgd"

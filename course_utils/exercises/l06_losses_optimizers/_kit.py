@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from course_utils.grading import Case, Incorrect
 
@@ -36,18 +37,34 @@ class Forbid(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+class ForbidDispatch(TorchDispatchMode):
+    """The same at the ATen level, which ``torch._C.DisableTorchFunction()`` does not turn off."""
+
+    def __init__(self, pattern: str):
+        super().__init__()
+        self.pattern = re.compile(pattern)
+        self.hit: str | None = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = str(getattr(func, "name", lambda: "")()).removeprefix("aten::")
+        if self.pattern.search(name):
+            self.hit = self.hit or name
+            raise RuntimeError(f"forbidden call: {name}")
+        return func(*args, **(kwargs or {}))
+
+
 def call_forbidding(pattern: str, rule_id: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` under :class:`Forbid`; raises ``rule_id`` (fact ``op``) on a hit."""
-    mode = Forbid(pattern)
+    mode, low = Forbid(pattern), ForbidDispatch(pattern)
     try:
-        with mode:
+        with mode, low:
             out = fn(*args, **kwargs)
     except Exception:
-        if mode.hit:
-            raise Incorrect(rule_id, op=mode.hit) from None
+        if mode.hit or low.hit:
+            raise Incorrect(rule_id, op=mode.hit or low.hit) from None
         raise
-    if mode.hit:  # the learner caught our error and carried on
-        raise Incorrect(rule_id, op=mode.hit)
+    if mode.hit or low.hit:  # the learner caught our error and carried on
+        raise Incorrect(rule_id, op=mode.hit or low.hit)
     return out
 
 

@@ -16,7 +16,7 @@ from ._kit import LESSON, run_forbidding
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
 from .._references.l06_losses_optimizers import stable_log_softmax
 
-_BUILTINS = r"softmax|logsumexp|cross_entropy|nll_loss"
+_BUILTINS = r"softmax|logsumexp|logcumsumexp|cross_entropy|nll_loss"
 
 
 # --- cases
