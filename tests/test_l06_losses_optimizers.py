@@ -729,6 +729,17 @@ def test_every_exercise_has_its_red_team():
     _tables.assert_counts(LESSON)
 
 
+def test_bad_answers_are_named_in_plain_words():
+    """Red team 17: no "Pass your any itself", no "a int", no raw "'int' object is not callable"."""
+    for exercise in (PG, SGD):
+        message = grading.check(exercise, None, seed=1).message
+        assert "your answer itself" in message and "any" not in message, message
+    res = grading.check(PG, 3, seed=1)
+    assert res.mistake == "not_a_function" and "an `int`" in res.message, res.message
+    assert "an `int`" in grading.check(SGD, 3, seed=1).message
+    assert "a `list`" in grading.check(PG, lambda model, wd: list(model.parameters()), seed=1).message
+
+
 def test_the_rules_are_named():
     assert rejected(CE, ce_builtin).mistake == "used_builtin"
     assert rejected(CE, ce_module).mistake == "used_builtin"

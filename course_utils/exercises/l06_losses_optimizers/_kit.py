@@ -68,6 +68,12 @@ def call_forbidding(pattern: str, rule_id: str, fn: Callable[..., Any], *args: A
     return out
 
 
+def a_type(x: Any) -> str:
+    """``"an `int`"``, ``"a `list`"``: for messages that say what the learner passed or returned."""
+    name = type(x).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} `{name}`"
+
+
 def run_forbidding(pattern: str, rule_id: str) -> Callable[[Any, Case], Any]:
     def run(answer: Any, case: Case) -> Any:
         return call_forbidding(pattern, rule_id, answer, *case.args, **case.kwargs)

@@ -18,7 +18,7 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON
+from ._kit import LESSON, a_type
 from ._kit import WatchTorchSGD as _WatchTorchSGD
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
@@ -83,7 +83,7 @@ def _make(answer, params, k, settings):
     if isinstance(opt, torch.optim.SGD):
         raise Incorrect("used_torch_sgd")
     if not isinstance(opt, torch.optim.Optimizer):
-        raise Incorrect("not_an_optimizer", got=type(opt).__name__)
+        raise Incorrect("not_an_optimizer", got=a_type(opt))
     return opt
 
 
@@ -127,7 +127,7 @@ def _check_grads_kept(opt, params, grads):
 def _run(answer, case: Case):
     k = case.kwargs
     if not callable(answer) or isinstance(answer, torch.optim.Optimizer):
-        raise Incorrect("not_a_class", got=type(answer).__name__)
+        raise Incorrect("not_a_class", got=a_type(answer))
     params = [nn.Parameter(x.clone()) for x in k["init"]]
     settings = dict(lr=k["lr"]) if k.get("defaults") else dict(lr=k["lr"], momentum=k["momentum"],
                                                                weight_decay=k["weight_decay"])
@@ -284,8 +284,8 @@ register(Exercise(
                 "functional form `torch.optim.sgd.sgd`.",
                 type("WrapsSGD", (torch.optim.SGD,), {}), match_output=False),
         Mistake("not_a_class", "Pass your class `SGDMomentum` itself (not an instance of it); you passed "
-                "a {got}.", match_output=False),
-        Mistake("not_an_optimizer", "Calling your class gave a {got}: make `SGDMomentum` a subclass of "
+                "{got}.", match_output=False),
+        Mistake("not_an_optimizer", "Calling your class gave {got}: make `SGDMomentum` a subclass of "
                 "`torch.optim.Optimizer` (schedulers and `state_dict` need it).", match_output=False),
     ],
     hints=[
