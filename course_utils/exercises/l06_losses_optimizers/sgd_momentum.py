@@ -227,8 +227,8 @@ def _variant(kind):
                             store[key] = g
                     elif kind == "decay_in_place" and key not in store:
                         store[key] = p.grad.add_(p, alpha=wd).clone()
-                    elif key not in store:
-                        store[key] = g.clone() if kind != "ema" else (1 - mu) * g
+                    elif key not in store:  # ("zeros32": float32 zeros on the CPU, whatever p is)
+                        store[key] = {"ema": (1 - mu) * g, "zeros32": torch.zeros(p.shape).add_(g)}.get(kind, g.clone())
                     else:
                         store[key] = mu * store[key] + ((1 - mu) * g if kind == "ema" else g)
                     step = store[key] + (wd * p if kind == "decay_after" else 0)
@@ -275,7 +275,7 @@ register(Exercise(
                 match_output=False),
         Mistake("buffer_wrong_dtype", "Your momentum buffer's dtype or device differs from its parameter's "
                 "({dtype}): build it from the parameter or gradient, `g.clone()` or `torch.zeros_like(p)`, not "
-                "`torch.zeros(p.shape)`.", match_output=False),
+                "`torch.zeros(p.shape)`.", _variant("zeros32"), match_output=False),
         Mistake("grad_modified", "Your `step` changed `p.grad` (e.g. `p.grad.add_(p, alpha=weight_decay)`): torch's "
                 "optimizers leave the gradients as backward wrote them (logging, clipping and accumulation read "
                 "them). Build the decayed gradient out of place: `g = p.grad.add(p, alpha=weight_decay)`.",
