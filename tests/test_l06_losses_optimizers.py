@@ -75,6 +75,30 @@ def lsm_f_log_softmax(logits):
     return F.log_softmax(logits, dim=-1)
 
 
+@wrong(LSM, "graph_cut")
+def lsm_under_no_grad(logits):  # red team: right numbers, no gradient back to the logits
+    with torch.no_grad():
+        m = logits.amax(dim=-1, keepdim=True)
+        return logits - m - torch.log(torch.exp(logits - m).sum(dim=-1, keepdim=True))
+
+
+@wrong(LSM)
+def lsm_through_scipy(logits):  # red team: the forbidden log_softmax reached outside torch
+    import scipy.special
+    return torch.from_numpy(scipy.special.log_softmax(logits.detach().numpy(), axis=-1))
+
+
+@cheat(LSM)
+def lsm_logcumsumexp(logits):  # red team 11: the last running log-sum-exp is the log-sum-exp
+    return logits - torch.logcumsumexp(logits, -1)[..., -1:]
+
+
+@cheat(LSM)
+def lsm_torch_function_disabled(logits):  # red team 11: hides the call from a TorchFunctionMode
+    with torch._C.DisableTorchFunction():
+        return torch.log_softmax(logits, -1)
+
+
 @valid(LSM)
 def lsm_logsumexp_bracket(logits):
     m = logits.max(dim=-1, keepdim=True).values
@@ -147,6 +171,11 @@ for _name, _kw, _mistake in [("ce_plain_mean", {"plain_mean": True}, "plain_mean
 @wrong(CE)
 def ce_sum_not_mean(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
     return cross_entropy_by_hand(logits, target, weight, ignore_index, label_smoothing) * len(target)
+
+
+@wrong(CE, "graph_cut")
+def ce_detached_item(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):  # red team
+    return torch.tensor(cross_entropy_by_hand(logits, target, weight, ignore_index, label_smoothing).item())
 
 
 @valid(CE)
@@ -350,6 +379,13 @@ def pg_only_linear_and_conv_weights(model, weight_decay):  # forgets Embedding: 
     return _groups(decay, no_decay, weight_decay)
 
 
+@wrong(PG, "params_in_a_set")
+def pg_sets(model, weight_decay):  # red team 10: torch.optim.AdamW raises TypeError on sets
+    dec = {p for p in model.parameters() if p.requires_grad and p.ndim >= 2}
+    nod = {p for p in model.parameters() if p.requires_grad and p.ndim < 2}
+    return [{"params": dec, "weight_decay": weight_decay}, {"params": nod, "weight_decay": 0.0}]
+
+
 @valid(PG)
 def pg_by_module_type(model, weight_decay):
     decay, no_decay, seen = [], [], set()
@@ -403,7 +439,8 @@ class SGDLrAttribute(_SGDBase):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
@@ -420,7 +457,8 @@ class SGDLrAttribute(_SGDBase):
 class SGDEma(_SGDBase):
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
@@ -439,7 +477,8 @@ class SGDZeroStartScaled(_SGDBase):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
@@ -455,7 +494,8 @@ class SGDZeroStartScaled(_SGDBase):
 class SGDOwnBuffers(_SGDBase):
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         bufs = self.__dict__.setdefault("bufs", {})
         for g in self.param_groups:
             for p in g["params"]:
@@ -471,7 +511,8 @@ class SGDOwnBuffers(_SGDBase):
 class SGDDecayAfter(_SGDBase):
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
@@ -494,7 +535,8 @@ class SGDNoReturn(SGDMomentum):
 class SGDNoneGrad(_SGDBase):
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure else None
+        with torch.enable_grad():
+            loss = closure() if closure else None
         for g in self.param_groups:
             for p in g["params"]:
                 d = p.grad + g["weight_decay"] * p
@@ -534,7 +576,8 @@ class SGDForeach(_SGDBase):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure is not None else None
+        with torch.enable_grad():
+            loss = closure() if closure is not None else None
         for g in self.param_groups:
             ps = [p for p in g["params"] if p.grad is not None]
             if not ps:
@@ -549,6 +592,70 @@ class SGDForeach(_SGDBase):
                     st["momentum_buffer"] = torch.clone(d).detach()
                 bufs.append(st["momentum_buffer"])
             torch._foreach_add_(ps, bufs, alpha=-g["lr"])
+        return loss
+
+
+class _SGDRedTeam(_SGDBase):
+    """Red team (06 items 2-4, 12): a correct update, with one ``kind`` of flaw."""
+
+    kind = ""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None and self.kind != "closure_after":
+            if self.kind == "closure_no_grad":
+                loss = closure()
+            else:
+                with torch.enable_grad():
+                    loss = closure()
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is None:
+                    continue
+                if self.kind == "decay_in_place":
+                    d = p.grad.add_(p, alpha=g["weight_decay"])
+                else:
+                    d = p.grad.add(p, alpha=g["weight_decay"]) if g["weight_decay"] else p.grad
+                st = self.state[p]
+                if "momentum_buffer" not in st:
+                    st["momentum_buffer"] = d if self.kind == "alias" else (
+                        torch.zeros(p.shape).add_(d) if self.kind == "zeros_float32" else d.clone())
+                else:
+                    st["momentum_buffer"].mul_(g["momentum"]).add_(d)
+                p.sub_(g["lr"] * st["momentum_buffer"])
+        if closure is not None and self.kind == "closure_after":
+            with torch.enable_grad():
+                loss = closure()
+        return loss
+
+
+for _kind, _mistake in [("closure_no_grad", "closure_without_grad"), ("closure_after", "closure_after_update"),
+                        ("alias", "buffer_aliases_grad"), ("decay_in_place", "grad_modified"),
+                        ("zeros_float32", "buffer_wrong_dtype")]:
+    wrong(SGD, _mistake)(type(f"SGDRedTeam_{_kind}", (_SGDRedTeam,), {"kind": _kind}))
+
+
+@wrong(SGD)
+class SGDWrongDefaults(_SGDRedTeam):
+    def __init__(self, params, lr, momentum=0.0, weight_decay=0.01):  # the task says 0.9 and 0.0
+        super().__init__(params, lr, momentum, weight_decay)
+
+
+@cheat(SGD)
+class SGDFunctionalTorch(_SGDBase):
+    @torch.no_grad()
+    def step(self, closure=None):
+        from torch.optim.sgd import sgd
+        with torch.enable_grad():
+            loss = closure() if closure is not None else None
+        for g in self.param_groups:
+            ps = [p for p in g["params"] if p.grad is not None]
+            bufs = [self.state[p].get("momentum_buffer") for p in ps]
+            sgd(ps, [p.grad for p in ps], bufs, weight_decay=g["weight_decay"], momentum=g["momentum"],
+                lr=g["lr"], dampening=0.0, nesterov=False, maximize=False)
+            for p, b in zip(ps, bufs):
+                self.state[p]["momentum_buffer"] = b
         return loss
 
 
@@ -622,19 +729,33 @@ def test_every_exercise_has_its_red_team():
     _tables.assert_counts(LESSON)
 
 
+def test_bad_answers_are_named_in_plain_words():
+    """Red team 17: no "Pass your any itself", no "a int", no raw "'int' object is not callable"."""
+    for exercise in (PG, SGD):
+        message = grading.check(exercise, None, seed=1).message
+        assert "your answer itself" in message and "any" not in message, message
+    res = grading.check(PG, 3, seed=1)
+    assert res.mistake == "not_a_function" and "an `int`" in res.message, res.message
+    assert "an `int`" in grading.check(SGD, 3, seed=1).message
+    assert "a `list`" in grading.check(PG, lambda model, wd: list(model.parameters()), seed=1).message
+
+
 def test_the_rules_are_named():
     assert rejected(CE, ce_builtin).mistake == "used_builtin"
     assert rejected(CE, ce_module).mistake == "used_builtin"
     assert rejected(LSM, lsm_hides_the_builtin).mistake == "used_builtin"
+    assert rejected(LSM, lsm_logcumsumexp).mistake == "used_builtin"
+    assert rejected(LSM, lsm_torch_function_disabled).mistake == "used_builtin"
     assert rejected(SGD, SGDSubclassOfTorch).mistake == "used_torch_sgd"
     assert rejected(SGD, SGDWrapsTorch).mistake == "used_torch_sgd"
+    assert rejected(SGD, SGDFunctionalTorch).mistake == "used_torch_sgd"
     assert rejected(PG, pg_copies).mistake == "not_the_models"
 
 
 # =========================================================================== oracles: the references against torch
 def test_stable_log_softmax_matches_torch_across_the_domain():
     for where, case in oracle_cases(LSM):
-        (x,) = case.args
+        x = case.args[0].detach()
         want = torch.log_softmax(x, dim=-1)
         got = stable_log_softmax(x)
         assert got.dtype == x.dtype and torch.isfinite(got).eq(torch.isfinite(want)).all(), where
@@ -683,7 +804,15 @@ def test_sgd_momentum_reference_matches_torch_sgd_step_for_step(monkeypatch):
     def make(answer, params, k, settings):
         return answer(sgd_mod._groups(params, k["split"], k["override"]), **settings)
     monkeypatch.setattr(sgd_mod, "_make", make)
-    monkeypatch.setattr(sgd_mod, "_sgd_used", lambda: ([], torch.optim.SGD.__init__))
+    class NoWatch:
+        calls: list = []
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+    monkeypatch.setattr(sgd_mod, "_WatchTorchSGD", NoWatch)
     for where, case in oracle_cases(SGD, n_seeds=60):
         mine, theirs = sgd_mod._run(SGDMomentum, copy.deepcopy(case)), sgd_mod._run(_torch_sgd, copy.deepcopy(case))
         assert list(mine) == list(theirs), where

@@ -329,12 +329,19 @@ def _describe_case(ex: Exercise, case: Case, seed: int | None) -> str:
     return f"{label}{' with ' + shown if shown else ''}."
 
 
+def _a(answer: Any) -> str:
+    """``"a float"``, ``"an int"``: the article that goes with the type's name."""
+    name = type(answer).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def _kind_problem(ex: Exercise, answer: Any) -> Result | None:
     def bad(mistake: str, msg: str) -> Result:
         return Result(ex.id, "incorrect", msg, mistake)
 
     if answer is None:
-        return bad("answer_none", f"You passed `None` to check. Pass your {ex.kind} itself, e.g. `check({ex.name})`.")
+        return bad("answer_none", f"You passed `None` to check. Pass your {'answer' if ex.kind == 'any' else ex.kind} "
+                   f"itself, e.g. `check({ex.name})`.")
     if answer is Ellipsis:
         return Result(ex.id, "not_attempted", "Replace the `...` with your answer, then check again.")
     if ex.kind == "function":
@@ -343,16 +350,16 @@ def _kind_problem(ex: Exercise, answer: Any) -> Result | None:
         if not callable(answer):
             return bad(
                 "not_callable",
-                f"You passed a {type(answer).__name__}, not a function. Pass the function itself "
+                f"You passed {_a(answer)}, not a function. Pass the function itself "
                 f"(`check({ex.name})`), not the result of calling it (`check({ex.name}(...))`).",
             )
     elif ex.kind == "class":
         if isinstance(answer, torch.nn.Module):
             return bad("wrong_type", "You passed an instance; pass the class itself (without calling it).")
         if not isinstance(answer, type):
-            return bad("wrong_type", f"You passed a {type(answer).__name__}; this exercise wants a class.")
+            return bad("wrong_type", f"You passed {_a(answer)}; this exercise wants a class.")
     elif ex.kind == "module" and not isinstance(answer, torch.nn.Module):
-        return bad("wrong_type", f"You passed a {type(answer).__name__}; this exercise wants an `nn.Module` instance.")
+        return bad("wrong_type", f"You passed {_a(answer)}; this exercise wants an `nn.Module` instance.")
     return None
 
 

@@ -36,12 +36,14 @@ def _cases(r: Rand) -> Case:
         kwargs["weight"] = r.rand(c) * 3 + 0.1
     if r.integer(0, 2):
         kwargs["label_smoothing"] = r.choice([0.1, 0.2, round(r.uniform(0.01, 0.5), 3)])
+    if r.integer(0, 1):  # a loss must stay differentiable: the gradients are compared too
+        logits.requires_grad_()
     return Case((logits, target), kwargs)
 
 
-def _fixed(seed, n, c, target, **kwargs):
+def _fixed(seed, n, c, target, grad=False, **kwargs):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(n, c, generator=g), torch.tensor(target)), kwargs
+    return (torch.randn(n, c, generator=g).requires_grad_(grad), torch.tensor(target)), kwargs
 
 
 def _edge(label, *a, **k):
@@ -59,6 +61,8 @@ EDGE_CASES = [
           weight=torch.tensor([0.5, 2.0, 1.0, 4.0]), label_smoothing=0.2),
     _edge("ignore_index=1 (a class) with weight and smoothing", 7, 5, 3, [1, 0, 2, 1, 2],
           ignore_index=1, weight=torch.tensor([1.0, 3.0, 0.5]), label_smoothing=0.3),
+    _edge("logits that require grad (the loss must backpropagate), weight and smoothing", 8, 5, 3,
+          [2, 0, -100, 1, 2], grad=True, weight=torch.tensor([1.0, 2.0, 0.5]), label_smoothing=0.1),
 ]
 
 
@@ -94,16 +98,24 @@ def _builtin(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0
                                              label_smoothing=label_smoothing)
 
 
+def _detached(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
+    return torch.tensor(cross_entropy_by_hand(logits, target, weight, ignore_index, label_smoothing).item())
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="cross_entropy_by_hand",
     title="Cross-entropy by hand with weight, ignore_index and label_smoothing (mean reduction)",
     reference=cross_entropy_by_hand, cases=_cases, edge_cases=EDGE_CASES, n_random=15,
     run=run_forbidding(_BUILTINS, "used_builtin"),
-    compare=Compare(rtol=1e-5, atol=1e-6),
+    compare=Compare(rtol=1e-5, atol=1e-6, grad=True),
     mistakes=[
         Mistake("used_builtin", "The task says: without `cross_entropy`, `nll_loss` or their `nn` modules. Your "
                 "code called `{op}`.", _builtin, match_output=False),
+        Mistake("graph_cut", "Your loss does not carry a gradient back to the logits (built through `.item()` or "
+                "`torch.tensor(...)`, under `torch.no_grad()`, or `.detach()`ed): a loss that autograd cannot "
+                "backpropagate trains nothing. Keep every step a torch operation on `logits`.", _detached,
+                match_output=False),
         Mistake("plain_mean", "With class weights the mean is a weighted mean: divide the sum of `w[y_i] * loss_i` "
                 "by the sum of the weights used, `w[y_i]` summed over the kept samples, not by their count.",
                 _variant("plain_mean")),

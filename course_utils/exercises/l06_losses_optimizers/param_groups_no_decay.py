@@ -16,7 +16,7 @@ from torch import nn
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON
+from ._kit import LESSON, a_type
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
 from .._references.l06_losses_optimizers import param_groups_no_decay
@@ -113,9 +113,11 @@ def _read_groups(groups, model: nn.Module) -> dict[int, tuple[float, bool]]:
     """id(parameter) -> (the weight decay AdamW gives it, whether its group said so)."""
     if not isinstance(groups, (list, tuple)) or not groups or not all(
             isinstance(g, dict) and "params" in g for g in groups):
-        raise Incorrect("not_groups", got=type(groups).__name__)
+        raise Incorrect("not_groups", got=a_type(groups))
+    if any(isinstance(g["params"], (set, frozenset)) for g in groups):  # torch.optim refuses them (TypeError)
+        raise Incorrect("params_in_a_set")
     groups = [dict(g, params=[g["params"]] if isinstance(g["params"], torch.Tensor) else list(g["params"]))
-              for g in groups]  # generators are read once
+              for g in groups]  # generators are read once (AdamW itself lists any other iterable)
     said = ["weight_decay" in g for g in groups]  # before AdamW fills in its defaults
     if not any(g["params"] for g in groups):
         raise Incorrect("missing", name=next((n for n, p in model.named_parameters() if p.requires_grad), "?"))
@@ -138,6 +140,8 @@ def _read_groups(groups, model: nn.Module) -> dict[int, tuple[float, bool]]:
 
 def _run(answer, case: Case):
     model, wd = case.args
+    if not callable(answer):
+        raise Incorrect("not_a_function", got=a_type(answer))
     seen = _read_groups(answer(model, wd), model)
     names = {id(p): n for n, p in model.named_parameters()}
     if any(i not in names for i in seen):
@@ -183,6 +187,10 @@ def _per_layer(model, weight_decay):
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def _in_sets(model, weight_decay):
+    return [dict(g, params=set(g["params"])) for g in param_groups_no_decay(model, weight_decay)]
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="param_groups_no_decay",
@@ -209,8 +217,13 @@ register(Exercise(
         Mistake("missing", "`{name}` requires grad but is in none of your groups: every trainable parameter "
                 "appears exactly once.", lambda model, wd: [{"params": [], "weight_decay": wd}],
                 match_output=False),
+        Mistake("params_in_a_set", "A group's \"params\" is a set: `torch.optim.AdamW(groups)` refuses it "
+                "(TypeError: a set's order changes between runs, so a saved optimizer state would load into the "
+                "wrong tensors). Collect the parameters in lists.", _in_sets, match_output=False),
+        Mistake("not_a_function", "Pass your function `param_groups_no_decay` itself (not what it returned); "
+                "you passed {got}.", match_output=False),
         Mistake("not_groups", "Return a list of dicts, each with a \"params\" list (and its \"weight_decay\"); "
-                "you returned a {got}.", lambda model, wd: list(model.parameters()), match_output=False),
+                "you returned {got}.", lambda model, wd: list(model.parameters()), match_output=False),
         Mistake("not_the_models", "Your groups hold tensors that are not the model's parameters (copies?): the "
                 "optimizer must get `model`'s own parameters.", match_output=False),
     ],

@@ -18,7 +18,8 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON
+from ._kit import LESSON, a_type
+from ._kit import WatchTorchSGD as _WatchTorchSGD
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
 from .._references.l06_losses_optimizers import SGDMomentum
@@ -36,7 +37,8 @@ def _cases(r: Rand) -> Case:
         init=[r.randn(*s) for s in shapes], grads=grads, split=split, override=override,
         lr=round(r.uniform(0.01, 0.3), 3), momentum=r.choice([0.5, 0.8, 0.9, 0.99]),
         weight_decay=r.choice([0.0, 0.0, 0.01, 0.3]), gamma=r.choice([None, 0.5, 0.1]),
-        resume_at=r.integer(1, n_steps - 2), closure_at=r.integer(0, n_steps - 1)))
+        resume_at=r.integer(1, n_steps - 2), closure_at=r.integer(0, n_steps - 1),
+        in_place=bool(r.integer(0, 1))))
 
 
 def _edge(label, seed, shapes, n_steps, **kw):
@@ -45,8 +47,12 @@ def _edge(label, seed, shapes, n_steps, **kw):
     for t, i in kw.pop("no_grad_at", []):
         grads[t][i] = None
     base = dict(init=[torch.randn(*s, generator=g) for s in shapes], grads=grads, split=0, override={}, lr=0.1,
-                momentum=0.9, weight_decay=0.0, gamma=None, resume_at=n_steps // 2, closure_at=0)
-    return Case(kwargs={**base, **kw}, label=label)
+                momentum=0.9, weight_decay=0.0, gamma=None, resume_at=n_steps // 2, closure_at=0, in_place=False)
+    case = {**base, **kw}
+    if kw.get("dtype") is not None:
+        case["init"] = [x.to(kw["dtype"]) for x in case["init"]]
+        case["grads"] = [[None if x is None else x.to(kw["dtype"]) for x in gs] for gs in grads]
+    return Case(kwargs=case, label=label)
 
 
 EDGE_CASES = [
@@ -57,20 +63,15 @@ EDGE_CASES = [
     _edge("StepLR halves lr every 2 steps", 4, [(4,)], 6, gamma=0.5),
     _edge("a parameter without gradient at step 2", 5, [(2,), (3,)], 5, no_grad_at=[(2, 1)]),
     _edge("state_dict saved after step 1, loaded into a fresh optimizer", 6, [(2,)], 5, resume_at=1, momentum=0.8),
+    _edge("gradients written into p.grad in place (`zero_grad(set_to_none=False)`, then backward)", 7, [(3,)], 5,
+          in_place=True, closure_at=2),
+    _edge("only lr given: the defaults momentum=0.9, weight_decay=0.0", 8, [(2, 2)], 4, defaults=True),
+    _edge("float64 parameters, weight_decay 0.1, gradients written in place", 9, [(3,), (2,)], 4,
+          dtype=torch.float64, weight_decay=0.1, in_place=True),
 ]
 
 
 # --- run
-def _sgd_used() -> tuple[list, object]:
-    calls: list[int] = []
-    original = torch.optim.SGD.__init__
-
-    def recording(self, *a, **k):
-        calls.append(1)
-        original(self, *a, **k)
-    return calls, recording
-
-
 def _groups(params, split, override):
     if 0 < split < len(params):
         return [{"params": params[:split], **override}, {"params": params[split:]}]
@@ -82,55 +83,98 @@ def _make(answer, params, k, settings):
     if isinstance(opt, torch.optim.SGD):
         raise Incorrect("used_torch_sgd")
     if not isinstance(opt, torch.optim.Optimizer):
-        raise Incorrect("not_an_optimizer", got=type(opt).__name__)
+        raise Incorrect("not_an_optimizer", got=a_type(opt))
     return opt
+
+
+def _set_grads(params, grads, in_place):
+    """Give each parameter its gradient: a new tensor, or (``in_place``) written into the old ``p.grad``,
+    as ``zero_grad(set_to_none=False)`` and ``backward`` do."""
+    for p, g in zip(params, grads):
+        if g is None:
+            p.grad = None
+        elif in_place and p.grad is not None:
+            p.grad.zero_().add_(g)
+        else:
+            p.grad = g.clone()
+
+
+def _closure(params, grads, in_place, loss_value, seen):
+    """A closure as in real use: it computes the gradients itself (in a backward, so with grad on), and
+    records the grad mode and whether the parameters had already moved."""
+    def closure():
+        seen["grad_mode"] = torch.is_grad_enabled()
+        seen["moved"] = any(not torch.equal(p.detach(), x) for p, x in zip(params, seen["before"]))
+        _set_grads(params, grads, in_place)
+        seen["loss"] = torch.tensor(loss_value, requires_grad=seen["grad_mode"])
+        return seen["loss"]
+    return closure
+
+
+def _check_grads_kept(opt, params, grads):
+    for p, g in zip(params, grads):
+        if p.grad is None or g is None:
+            continue
+        buffers = [v for v in opt.state.get(p, {}).values() if isinstance(v, torch.Tensor)]
+        if any(v.untyped_storage().data_ptr() == p.grad.untyped_storage().data_ptr() for v in buffers):
+            raise Incorrect("buffer_aliases_grad")
+        if any(v.shape == p.shape and (v.dtype, v.device) != (p.dtype, p.device) for v in buffers):
+            raise Incorrect("buffer_wrong_dtype", dtype=p.dtype)
+        if not torch.equal(p.grad, g):
+            raise Incorrect("grad_modified")
 
 
 def _run(answer, case: Case):
     k = case.kwargs
     if not callable(answer) or isinstance(answer, torch.optim.Optimizer):
-        raise Incorrect("not_a_class", got=type(answer).__name__)
+        raise Incorrect("not_a_class", got=a_type(answer))
     params = [nn.Parameter(x.clone()) for x in k["init"]]
-    settings = dict(lr=k["lr"], momentum=k["momentum"], weight_decay=k["weight_decay"])
-    calls, recording = _sgd_used()
-    original = torch.optim.SGD.__init__
-    torch.optim.SGD.__init__ = recording  # type: ignore[method-assign]
+    settings = dict(lr=k["lr"]) if k.get("defaults") else dict(lr=k["lr"], momentum=k["momentum"],
+                                                               weight_decay=k["weight_decay"])
+    in_place = k.get("in_place", False)
+    watch = _WatchTorchSGD()
     try:
-        opt = _make(answer, params, k, settings)
-        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"]) if k["gamma"] else None
-        trajectory = []
-        for t, grads in enumerate(k["grads"]):
-            for p, g in zip(params, grads):
-                p.grad = None if g is None else g.clone()
-            if t == k["closure_at"]:
-                loss = torch.tensor(float(t) + 0.5)
-                got = opt.step(lambda loss=loss: loss)
-                if got is not loss:
-                    raise Incorrect("closure_loss_not_returned")
-            else:
-                opt.step()
-            trajectory.append(torch.cat([p.detach().reshape(-1) for p in params]).clone())
-            if sched is not None:
-                sched.step()
-            if t == k["resume_at"]:  # a checkpoint: a fresh optimizer (and scheduler) from the saved states
-                saved = copy.deepcopy(opt.state_dict())
-                opt = _make(answer, params, k, settings)
-                opt.load_state_dict(saved)
+        with watch:
+            opt = _make(answer, params, k, settings)
+            sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"]) if k["gamma"] else None
+            trajectory = []
+            for t, grads in enumerate(k["grads"]):
+                if t == k["closure_at"]:
+                    # stale gradients: the closure computes this step's own
+                    _set_grads(params, [None if g is None else -g for g in grads], in_place)
+                    seen = {"before": [p.detach().clone() for p in params]}
+                    got = opt.step(_closure(params, grads, in_place, float(t) + 0.5, seen))
+                    if "loss" not in seen or got is not seen["loss"]:
+                        raise Incorrect("closure_loss_not_returned")
+                    if not seen["grad_mode"]:
+                        raise Incorrect("closure_without_grad")
+                    if seen["moved"]:
+                        raise Incorrect("closure_after_update")
+                else:
+                    _set_grads(params, grads, in_place)
+                    opt.step()
+                _check_grads_kept(opt, params, grads)
+                trajectory.append(torch.cat([p.detach().reshape(-1) for p in params]).clone())
                 if sched is not None:
-                    state = sched.state_dict()
-                    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"])
-                    sched.load_state_dict(state)
-    except RuntimeError as exc:
-        if "leaf Variable that requires grad" in str(exc):
+                    sched.step()
+                if t == k["resume_at"]:  # a checkpoint: a fresh optimizer (and scheduler) from the saved states
+                    saved = copy.deepcopy(opt.state_dict())
+                    opt = _make(answer, params, k, settings)
+                    opt.load_state_dict(saved)
+                    if sched is not None:
+                        state = sched.state_dict()
+                        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"])
+                        sched.load_state_dict(state)
+    except Exception as exc:
+        if watch.calls:
+            raise Incorrect("used_torch_sgd") from None
+        if isinstance(exc, RuntimeError) and "leaf Variable that requires grad" in str(exc):
             raise Incorrect("no_grad_missing") from None
-        raise
-    except (TypeError, AttributeError) as exc:
-        if "NoneType" in str(exc) and any(g is None for gs in k["grads"] for g in gs):
+        if isinstance(exc, (TypeError, AttributeError)) and "NoneType" in str(exc) and any(
+                g is None for gs in k["grads"] for g in gs):
             raise Incorrect("none_grad_not_skipped") from None
         raise
-    finally:
-        torch.optim.SGD.__init__ = original  # type: ignore[method-assign]
-    if calls:
+    if watch.calls:
         raise Incorrect("used_torch_sgd")
     # named parts, so that feedback says which step first differs
     return {f"parameters after step {t + 1}" + (" (the first after the state_dict was loaded)"
@@ -163,7 +207,10 @@ def _variant(kind):
     class Variant(SGDMomentum):
         @torch.no_grad()
         def step(self, closure=None):
-            loss = closure() if closure is not None and kind != "no_closure" else None
+            if kind == "closure_after":
+                self.__dict__["_closure"], closure = closure, None
+            with torch.set_grad_enabled(kind != "closure_without_grad"):
+                loss = closure() if closure is not None and kind != "no_closure" else None
             for group in self.param_groups:
                 lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
                 for p in group["params"]:
@@ -172,12 +219,23 @@ def _variant(kind):
                     g = p.grad if kind == "decay_after" else p.grad + wd * p
                     store = self.__dict__.setdefault("buffers", {}) if kind == "own_dict" else self.state[p]
                     key = p if kind == "own_dict" else "momentum_buffer"
-                    if key not in store:
-                        store[key] = g.clone() if kind != "ema" else (1 - mu) * g
+                    if kind == "alias":  # the buffer is p.grad itself (no copy) when there is no decay
+                        g = p.grad if not wd else g
+                        if key in store:
+                            store[key].mul_(mu).add_(g)
+                        else:
+                            store[key] = g
+                    elif kind == "decay_in_place" and key not in store:
+                        store[key] = p.grad.add_(p, alpha=wd).clone()
+                    elif key not in store:  # ("zeros32": float32 zeros on the CPU, whatever p is)
+                        store[key] = {"ema": (1 - mu) * g, "zeros32": torch.zeros(p.shape).add_(g)}.get(kind, g.clone())
                     else:
                         store[key] = mu * store[key] + ((1 - mu) * g if kind == "ema" else g)
                     step = store[key] + (wd * p if kind == "decay_after" else 0)
                     p.sub_(lr * step)
+            if kind == "closure_after" and self.__dict__["_closure"] is not None:
+                with torch.enable_grad():
+                    loss = self.__dict__["_closure"]()
             return loss
     return Variant
 
@@ -205,11 +263,29 @@ register(Exercise(
                 _variant("none_grad"), match_output=False),
         Mistake("closure_loss_not_returned", "`step(closure)` must call the closure (with grad enabled) and "
                 "return what it returned.", _variant("no_closure"), match_output=False),
-        Mistake("used_torch_sgd", "The task is to write the update yourself: without `torch.optim.SGD`.",
+        Mistake("closure_without_grad", "Your `step` called the closure with grad off (inside its `@torch.no_grad()`): "
+                "a real closure runs `loss.backward()`, which then fails. Call it inside `with torch.enable_grad():`.",
+                _variant("closure_without_grad"), match_output=False),
+        Mistake("closure_after_update", "Your `step` moved the parameters before it called the closure: the closure "
+                "computes this step's gradients, so call it first, then update from `p.grad`.",
+                _variant("closure_after"), match_output=False),
+        Mistake("buffer_aliases_grad", "Your momentum buffer is `p.grad` itself, not a copy: the next "
+                "`zero_grad(set_to_none=False)` and `backward` write into `p.grad` in place and wipe the momentum. "
+                "Start the buffer with `g.clone()` (or `torch.zeros_like(p)`).", _variant("alias"),
+                match_output=False),
+        Mistake("buffer_wrong_dtype", "Your momentum buffer's dtype or device differs from its parameter's "
+                "({dtype}): build it from the parameter or gradient, `g.clone()` or `torch.zeros_like(p)`, not "
+                "`torch.zeros(p.shape)`.", _variant("zeros32"), match_output=False),
+        Mistake("grad_modified", "Your `step` changed `p.grad` (e.g. `p.grad.add_(p, alpha=weight_decay)`): torch's "
+                "optimizers leave the gradients as backward wrote them (logging, clipping and accumulation read "
+                "them). Build the decayed gradient out of place: `g = p.grad.add(p, alpha=weight_decay)`.",
+                _variant("decay_in_place"), match_output=False),
+        Mistake("used_torch_sgd", "The task is to write the update yourself: without `torch.optim.SGD` or its "
+                "functional form `torch.optim.sgd.sgd`.",
                 type("WrapsSGD", (torch.optim.SGD,), {}), match_output=False),
         Mistake("not_a_class", "Pass your class `SGDMomentum` itself (not an instance of it); you passed "
-                "a {got}.", match_output=False),
-        Mistake("not_an_optimizer", "Calling your class gave a {got}: make `SGDMomentum` a subclass of "
+                "{got}.", match_output=False),
+        Mistake("not_an_optimizer", "Calling your class gave {got}: make `SGDMomentum` a subclass of "
                 "`torch.optim.Optimizer` (schedulers and `state_dict` need it).", match_output=False),
     ],
     hints=[

@@ -16,7 +16,7 @@ from ._kit import LESSON, run_forbidding
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
 from .._references.l06_losses_optimizers import stable_log_softmax
 
-_BUILTINS = r"softmax|logsumexp|cross_entropy|nll_loss"
+_BUILTINS = r"softmax|logsumexp|logcumsumexp|cross_entropy|nll_loss"
 
 
 # --- cases
@@ -31,11 +31,15 @@ def _cases(r: Rand) -> Case:
         x = x * 10 ** (4 * r.rand(*shape[:-1], 1))
     elif kind == 2:  # one dominant logit per row
         x[..., r.integer(0, shape[-1] - 1)] += r.uniform(100.0, 3000.0)
+    if r.integer(0, 1):  # a loss must stay differentiable: the gradients are compared too
+        x.requires_grad_()
     return Case((x,))
 
 
 EDGE_CASES = [
     Case((torch.tensor([[1000.0, 0.0]]),), label="logits [[1000, 0]] (a naive exp overflows)", show_inputs=True),
+    Case((torch.tensor([[2.0, -1.0, 0.5], [0.0, 3.0, 1.0]], requires_grad=True),),
+         label="logits that require grad (the gradient must flow back to them)", show_inputs=True),
     Case((torch.tensor([0.0, -200.0, 3.0]),), label="a 1-D input [0, -200, 3]", show_inputs=True),
     Case((torch.tensor([[1.0, 2.0, 3.0], [5000.0, -3000.0, 4000.0]]),),
          label="two rows of very different sizes: [[1, 2, 3], [5000, -3000, 4000]]", show_inputs=True),
@@ -93,13 +97,18 @@ def _builtin(logits):
     return torch.log_softmax(logits, dim=-1)
 
 
+def _detached(logits):
+    with torch.no_grad():
+        return stable_log_softmax(logits)
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="stable_log_softmax",
     title="Log-softmax along the last dimension, stable for huge logits (log-sum-exp by hand)",
     reference=stable_log_softmax, cases=_cases, edge_cases=EDGE_CASES, n_random=15,
     run=_run,
-    compare=Compare(rtol=1e-5, atol=1e-5),
+    compare=Compare(rtol=1e-5, atol=1e-5, grad=True),
     mistakes=[
         Mistake("used_builtin", "The task says: build it without `softmax`, `log_softmax` or `logsumexp`. Your "
                 "code called `{op}`. Use `max`, `exp`, `sum` and `log`.", _builtin, match_output=False),
@@ -113,6 +122,9 @@ register(Exercise(
                 "`amax(dim=-1, keepdim=True)`.", _global_max),
         Mistake("max_not_added_back", "Your log-sum-exp is off by the maximum: `log(sum(exp(z - m)))` is "
                 "`logsumexp(z) - m`. Add `m` back (or subtract it from `z` too).", _max_not_added_back),
+        Mistake("graph_cut", "Your result does not carry a gradient back to the logits (computed under "
+                "`torch.no_grad()`, through `.item()`/`.numpy()`, or `.detach()`ed): a log-softmax feeds a loss, "
+                "so build it from torch operations on `logits` itself.", _detached, match_output=False),
         Mistake("returned_probabilities", "You returned probabilities (softmax), not their log: every value of "
                 "a log-softmax is at most 0.", _returned_probabilities),
         Mistake("wrong_dim", "Reduce along the last dimension (`dim=-1`), the classes: you reduced along the "
