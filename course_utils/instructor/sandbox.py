@@ -167,6 +167,19 @@ def reference_names(module_name: str) -> dict[str, set[str]]:
     return found
 
 
+def shared_answers_by_prop(package: Path = PACKAGE) -> dict[str, dict[str, set[str]]]:
+    """``{lesson prop stem: {generated module stem: names}}``: the answers each lesson prop
+    re-exports from ``exercises/_references/`` (``l05_training_lab`` re-exports lesson 05's
+    ``train_one_epoch``, which later lessons train with)."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for path in sorted((package / "lesson_props").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and "_references." in node.module:
+                stem = node.module.rpartition(".")[2]
+                out.setdefault(path.stem, {}).setdefault(stem, set()).update(a.name for a in node.names)
+    return out
+
+
 def shared_answers(package: Path = PACKAGE) -> dict[str, set[str]]:
     """``{generated module stem: names}`` that a lesson prop re-exports from ``exercises/_references/``
     (``lesson_props.l05_training_lab.train_one_epoch`` is the notebook's answer, which later
@@ -174,22 +187,27 @@ def shared_answers(package: Path = PACKAGE) -> dict[str, set[str]]:
     still the course's own object to the judge (``reference_answer``), as before the props
     shared it."""
     shared: dict[str, set[str]] = {}
-    for path in sorted((package / "lesson_props").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and "_references." in node.module:
-                stem = node.module.rpartition(".")[2]
-                shared.setdefault(stem, set()).update(a.name for a in node.names)
+    for by_module in shared_answers_by_prop(package).values():
+        for stem, names in by_module.items():
+            shared.setdefault(stem, set()).update(names)
     return shared
 
 
-def _spared(shared: dict[str, set[str]], stem: str, lesson: str | None) -> set[str]:
+def _spared(package: Path, stem: str, lesson: str | None) -> set[str]:
     """The shared answers of generated module ``stem`` left whole in a course staged for
-    ``lesson``: none of the lesson's own (a submission of lesson 09 must not reach
-    ``save_checkpoint`` through the capstone's props, wrapped in a function of its own, and
-    hand that in), all of the others' (the lesson trains with them)."""
-    if lesson is not None and stem == f"l{lesson}":
-        return set()
-    return shared.get(stem, set())
+    ``lesson``. Another lesson's: all (the lesson trains with them). The lesson's own: only those
+    its own props need (lesson 05's demos train with ``lab.train_one_epoch``); the rest, shared
+    only with later lessons (the capstone's ``save_checkpoint``, ...), is cut, so a submission of
+    lesson 09 cannot wrap the course's ``save_checkpoint`` in a function of its own and hand it in
+    (the judge spots only the course's object itself)."""
+    if lesson is None or stem != f"l{lesson}":
+        return shared_answers(package).get(stem, set())
+    own_props = f"l{lesson[:2]}_"
+    spared: set[str] = set()
+    for prop, by_module in shared_answers_by_prop(package).items():
+        if prop.startswith(own_props):
+            spared |= by_module.get(stem, set())
+    return spared
 
 
 def cut_generated_references(staged_package: Path, lesson: str | None = None) -> None:
@@ -197,12 +215,11 @@ def cut_generated_references(staged_package: Path, lesson: str | None = None) ->
     build extracts from the solution notebooks, course_utils/references.py), whether or not an
     exercise takes its reference from there yet: a submission must not import a solution.
     Shared answers (:func:`shared_answers`) stay, except the graded ``lesson``'s own."""
-    shared = shared_answers(staged_package)
     for path in sorted((staged_package / "exercises" / "_references").glob("*.py")):
         text = path.read_text(encoding="utf-8")
         names = {n.name for n in ast.parse(text).body
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        names -= _spared(shared, path.stem, lesson)
+        names -= _spared(staged_package, path.stem, lesson)
         if names:
             module = f"course_utils.exercises._references.{path.stem}"
             path.write_text(cut_references(text, names, module), encoding="utf-8")
@@ -216,10 +233,9 @@ def stage_course(dest: Path, lesson: str | None = None) -> Path:
     target = dest / "course_utils"
     shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
     cuts = reference_names("course_utils.grading")
-    shared = shared_answers()
     for file, names in cuts.items():
         if "/_references/" in Path(file).as_posix():
-            names = names - _spared(shared, Path(file).stem, lesson)
+            names = names - _spared(PACKAGE, Path(file).stem, lesson)
         try:
             rel = Path(file).resolve().relative_to(PACKAGE)
         except ValueError:
