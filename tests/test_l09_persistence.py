@@ -472,6 +472,13 @@ def save_next_epoch(path, model, optimizer, scheduler, epoch, loader_generator):
     torch.save(_ckpt(model, optimizer, scheduler, epoch + 1, loader_generator), path)
 
 
+@wrong(SC, "grad_left_off")
+def save_with_grad_left_off(path, model, optimizer, scheduler, epoch, loader_generator):
+    """redteam_10_12: grad mode switched off "to save memory" and never back; was "Your code raised"."""
+    torch.set_grad_enabled(False)
+    torch.save(_ckpt(model, optimizer, scheduler, epoch, loader_generator), path)
+
+
 @wrong(SC, "changed_mode")
 def save_then_eval(path, model, optimizer, scheduler, epoch, loader_generator):
     torch.save(_ckpt(model, optimizer, scheduler, epoch, loader_generator), path)
