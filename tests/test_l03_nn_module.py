@@ -605,6 +605,9 @@ wrong(LN, "plain tensor weight", "unregistered")(_lin(init=lambda m, i, o: (
     _lin_uniform(m, i, o), setattr(m, "w", m.weight.detach()), delattr(m, "weight"), setattr(m, "weight", m.w))))
 wrong(LN, "flattens the leading dims and forgets them (redteam)")(_lin(
     forward=lambda m, x: _lin_bias(m, x.reshape(-1, x.shape[-1]) @ m.weight.T)))
+wrong(LN, "private generator seeded with a constant (redteam_10_12)", "init_not_global_rng")(_lin(
+    init=lambda m, i, o: [p.data.uniform_(-(i ** -0.5), i ** -0.5, generator=g)
+                          for g in [torch.Generator().manual_seed(0)] for p in m.parameters()]))
 valid(LN, "nn.Linear's own init calls")(_lin(init=_lin_kaiming))
 valid(LN, "einsum, bias = None attribute")(_lin(
     no_bias=lambda m: setattr(m, "bias", None),

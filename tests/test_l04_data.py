@@ -1438,6 +1438,27 @@ def reseed_constant_zero(worker_id):
     get_worker_info().dataset.rng = np.random.default_rng(0)
 
 
+@wrong(ML, "len_before_iter")
+class MiniLenAfterAnEpoch(_Mini):
+    """redteam_10_12: the length remembered from the last epoch; len() before training fails."""
+
+    def __iter__(self):
+        self.batches = list(_Mini.__iter__(self))
+        return iter(self.batches)
+
+    def __len__(self):
+        return len(self.batches)
+
+
+@wrong(ML, "collate_only_pairs")
+class MiniPairsOnlyCollate(_Mini):
+    """redteam_10_12: a hand-written stand-in for default_collate that handles (tensor, int) pairs only."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None):
+        super().__init__(dataset, batch_size, shuffle, drop_last, collate_fn or (
+            lambda items: (torch.stack([x for x, _ in items]), torch.tensor([y for _, y in items]))), generator)
+
+
 # --------------------------------------------------------------------------- the red-team tests
 _all = Tables.all
 

@@ -94,7 +94,7 @@ def test_export_with_other_dynamic_dims_passes():
 
     def named_with_bounds(model, example_input):
         model.eval()
-        batch = torch.export.Dim("batch", min=1, max=1024)
+        batch = torch.export.Dim("batch", min=1)
         return torch.export.export(model, (_two(example_input),), dynamic_shapes={"input": {0: batch}})
 
     assert check("export_with_dynamic_batch", auto).passed
@@ -470,6 +470,13 @@ def save_generator_seed(path, model, optimizer, scheduler, epoch, loader_generat
 @wrong(SC)
 def save_next_epoch(path, model, optimizer, scheduler, epoch, loader_generator):
     torch.save(_ckpt(model, optimizer, scheduler, epoch + 1, loader_generator), path)
+
+
+@wrong(SC, "grad_left_off")
+def save_with_grad_left_off(path, model, optimizer, scheduler, epoch, loader_generator):
+    """redteam_10_12: grad mode switched off "to save memory" and never back; was "Your code raised"."""
+    torch.set_grad_enabled(False)
+    torch.save(_ckpt(model, optimizer, scheduler, epoch, loader_generator), path)
 
 
 @wrong(SC, "changed_mode")
@@ -878,6 +885,14 @@ def export_capped_at_8(model, example_input):
 def export_capped_at_64(model, example_input):
     model.eval()
     return torch.export.export(model, (_two(example_input),), dynamic_shapes=({0: Dim("batch", max=64)},))
+
+
+@wrong(EX, "bounded_batch")
+def export_capped_at_1024_like_the_tutorials(model, example_input):
+    """redteam_10_12: the bound in torch.export's own tutorials; the largest batch tried was 1000."""
+    model.eval()
+    return torch.export.export(model, (_two(example_input),),
+                               dynamic_shapes=({0: Dim("batch", min=1, max=1024)},))
 
 
 @wrong(EX, "static_batch")

@@ -7,7 +7,9 @@ Subtle: a weight stored (in, out) computes right with ``x @ W`` but will not loa
 checkpoint; ``bias=False`` answered with a zero Parameter adds a key; ``kaiming_uniform_``
 without ``a=sqrt(5)`` is sqrt(6) times too wide, a bound from ``out_features`` is another layer's;
 ``x.mm``/``addmm`` work on 2-D inputs only. The initial distribution is checked on a large
-layer (a probe); the forward runs with weights loaded from an nn.Linear-shaped state_dict.
+layer (a probe), and that it follows the global RNG (same seed, same layer; another seed, another;
+a private generator seeded with a constant fails); the forward runs with weights loaded from an
+nn.Linear-shaped state_dict.
 """
 
 from __future__ import annotations
@@ -134,6 +136,19 @@ def _probe_distribution(answer: Any, r: Rand) -> None:
         tolerance = 0.05 if values.numel() > 1000 else 0.3
         if abs(std / expected - 1) > tolerance or abs(float(values.mean())) > 0.2 * bound:
             raise Incorrect("init_not_uniform", name=name.rsplit(".", 1)[-1])
+    # drawn from the global stream: the same seed gives the same layer, another seed another one
+    seed = r.integer(0, 2**31)
+    layers = []
+    for s in (seed, seed, seed + 1):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(s)
+            layers.append(build(answer, 7, 5).state_dict())
+    same = [all(torch.equal(a[k], b[k]) for k in a) for a, b in ((layers[0], layers[1]), (layers[0], layers[2]))]
+    if same[1]:
+        raise Incorrect("init_not_global_rng", what="after two different `torch.manual_seed` the weights were "
+                        "the same")
+    if not same[0]:
+        raise Incorrect("init_not_global_rng", what="after the same `torch.manual_seed` the weights differed")
 
 
 # --- wrong answers
@@ -211,6 +226,20 @@ class _Normal(Linear):
                 p.normal_(0.0, in_features ** -0.5 / 3 ** 0.5).clamp_(-(in_features ** -0.5), in_features ** -0.5)
 
 
+class _OwnGenerator(nn.Module):
+    """Weights from a private generator seeded with a constant: every layer of a shape starts alike."""
+
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        g, bound = torch.Generator().manual_seed(0), in_features ** -0.5
+        self.weight = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound, bound, generator=g))
+        self.bias = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound, generator=g)) if bias else None
+
+    def forward(self, x):
+        y = x @ self.weight.T
+        return y if self.bias is None else y + self.bias
+
+
 class _TwoDOnly(Linear):
     def forward(self, x):
         out = x.mm(self.weight.t())
@@ -263,6 +292,11 @@ register(Exercise(
                 "weight.", _ZeroBias, match_output=False),
         Mistake("init_not_uniform", "Your initial {name} stays in the range but is not spread like a uniform "
                 "draw over all of it (its standard deviation or mean is off).", _Normal, match_output=False),
+        Mistake("init_not_global_rng", "Your initial values do not follow the global random stream: {what}. "
+                "`nn.Linear` draws from it, so `torch.manual_seed(s)` before building makes the init "
+                "reproducible, and layers built one after another start differently; a generator of your own "
+                "seeded with a constant gives every layer of a shape the same weights.", _OwnGenerator,
+                match_output=False),
         Mistake("two_d_only", "Your forward only works for a 2-D input (N, in_features): `mm`/`addmm` take "
                 "matrices. `nn.Linear` accepts one sample or any number of leading dimensions.", _TwoDOnly),
         Mistake("forward_transposed", "Your forward multiplies by the weight as stored, (out, in), instead of "

@@ -6,7 +6,8 @@ reference equals torch's DataLoader (tests/test_l04_data.py holds both against D
 
 Subtle: an order drawn once in ``__init__`` (or from a generator cloned or reseeded each epoch)
 repeats every epoch; ``len`` and the loop must agree about ``drop_last`` when n divides evenly and
-when n < batch_size; a custom ``collate_fn`` gets the list of items, not the items one by one.
+when n < batch_size; a custom ``collate_fn`` gets the list of items, not the items one by one;
+``len`` must work before the first epoch; some datasets yield dicts or triples (default_collate).
 """
 
 from __future__ import annotations
@@ -27,23 +28,30 @@ from .._references.l04_data import MiniLoader
 
 # --- cases
 class Pairs(Dataset):
-    """``(features (d,), label int)`` items, like most supervised datasets."""
+    """``(features (d,), label int)`` items, like most supervised datasets; with ``items="dict"``
+    ``{"x": features, "y": label}`` items, with ``items="triple"`` ``(features, label, index)``:
+    ``default_collate`` batches any of them, a collate written for pairs only does not."""
 
-    def __init__(self, n: int, d: int, seed: int):
+    def __init__(self, n: int, d: int, seed: int, items: str = "pair"):
         r = Rand(seed)
         # distinct labels: a collate_fn that keeps only the labels still shows the order
         self.X, self.y = r.randn(n, d), (torch.randperm(n, generator=r.torch) + 10).tolist()
+        self.items = items
 
     def __len__(self) -> int:
         return len(self.X)
 
     def __getitem__(self, i: int):
+        if self.items == "dict":
+            return {"x": self.X[i], "y": self.y[i]}
+        if self.items == "triple":
+            return self.X[i], self.y[i], i
         return self.X[i], self.y[i]
 
 
 def labels_and_sizes(items: list) -> tuple[list[int], int]:
     """A custom collate_fn: the labels as a list, and how many items the batch holds."""
-    return [y for _, y in items], len(items)
+    return [it["y"] if isinstance(it, dict) else it[1] for it in items], len(items)
 
 
 def _case(n: int, d: int, seed: int, **kw: Any) -> dict:
@@ -53,7 +61,8 @@ def _case(n: int, d: int, seed: int, **kw: Any) -> dict:
 def _cases(r: Rand) -> Case:
     n, bs = r.integer(0, 13), r.integer(1, 5)
     kw = _case(n, r.integer(1, 3), r.integer(0, 2**31), batch_size=bs, drop_last=r.choice([True, False]),
-               shuffle=r.choice([True, True, False]), collate=r.choice([False, False, True]))
+               shuffle=r.choice([True, True, False]), collate=r.choice([False, False, True]),
+               items=r.choice(["pair", "pair", "dict", "triple"]))
     return Case((), kw, show_inputs=True)
 
 
@@ -70,13 +79,18 @@ EDGE_CASES = [
          label="7 items shuffled, a custom collate_fn", show_inputs=True),
     Case((), _case(5, 1, 6, batch_size=1, drop_last=False, shuffle=True, collate=False),
          label="batch_size=1, shuffled", show_inputs=True),
+    Case((), _case(6, 2, 7, batch_size=4, drop_last=False, shuffle=False, collate=False, items="dict"),
+         label='items are dicts {"x": tensor, "y": int}, no collate_fn', show_inputs=True),
+    Case((), _case(5, 2, 8, batch_size=2, drop_last=False, shuffle=True, collate=False, items="triple"),
+         label="items are (tensor, int, int) triples, no collate_fn", show_inputs=True),
 ]
 
 
 # --- run and probes
 def _run(answer: Any, case: Case) -> Any:
     kw = case.kwargs
-    dataset = Pairs(kw["n"], kw["d"], kw["seed"])
+    items = kw.get("items", "pair")
+    dataset = Pairs(kw["n"], kw["d"], kw["seed"], items)
     generator = torch.Generator().manual_seed(kw["seed"] % 1000) if kw["shuffle"] else None
     options: dict[str, Any] = {"batch_size": kw["batch_size"], "shuffle": kw["shuffle"], "drop_last": kw["drop_last"]}
     if kw["collate"]:
@@ -88,14 +102,30 @@ def _run(answer: Any, case: Case) -> Any:
     loader = answer(dataset, **options)
     if not hasattr(loader, "__iter__"):
         raise Incorrect("not_iterable", got=type(loader).__name__)
+    if not hasattr(type(loader), "__len__"):
+        raise Incorrect("no_len")
+    # len(loader) is needed before training (a schedule's total_steps, a progress bar)
+    try:
+        n_before = len(loader)
+    except Exception as e:  # noqa: BLE001 - reported as the mistake it is
+        raise Incorrect("len_before_iter", error=f"{type(e).__name__}: {e}") from None
     before = torch.get_rng_state()
-    epochs = [list(loader) for _ in range(2)]
+    try:
+        epochs = [list(loader) for _ in range(2)]
+    except Exception as e:  # noqa: BLE001
+        if items == "pair" or kw["collate"]:
+            raise
+        # the same loader on (tensor, int) pairs is checked by the other cases
+        raise Incorrect("collate_only_pairs", error=f"{type(e).__name__}: {e}",
+                        items=_ITEMS[items]) from None
     if kw["shuffle"] and not torch.equal(before, torch.get_rng_state()):
         raise Incorrect("global_rng")
     try:
         n_batches = len(loader)
     except TypeError:
         raise Incorrect("no_len") from None
+    if n_before != n_batches:
+        raise Incorrect("len_before_iter", error=f"it returned {n_before} then, {n_batches} after an epoch")
     if n_batches != len(epochs[0]):
         raise Incorrect("len_disagrees", got=n_batches, batches=len(epochs[0]))
     if kw["shuffle"] and _same(epochs[0], epochs[1]):
@@ -108,7 +138,12 @@ def _run(answer: Any, case: Case) -> Any:
     return epochs
 
 
+_ITEMS = {"dict": 'dicts `{"x": tensor, "y": int}`', "triple": "triples `(tensor, int, int)`"}
+
+
 def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return a.shape == b.shape and bool(torch.equal(a, b))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
@@ -182,6 +217,25 @@ class _LenIgnoresDropLast(MiniLoader):
                                               self.collate_fn, self.generator))
 
 
+class _LenAfterEpoch(MiniLoader):
+    """Remembers the number of batches of the last epoch: no length before the first one."""
+
+    def __iter__(self):
+        self.batches = list(MiniLoader.__iter__(self))
+        return iter(self.batches)
+
+    def __len__(self):
+        return len(self.batches)
+
+
+class _PairsOnlyCollate(MiniLoader):
+    """A stand-in for default_collate that handles ``(tensor, int)`` pairs only."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None):
+        super().__init__(dataset, batch_size, shuffle, drop_last, collate_fn or (
+            lambda items: (torch.stack([x for x, _ in items]), torch.tensor([y for _, y in items]))), generator)
+
+
 class _NoIter:
     """Batches behind a method of its own: `for batch in loader` does not work."""
 
@@ -223,6 +277,14 @@ register(Exercise(
                 "loader's `__iter__`, once per epoch.", _NoIter, match_output=False),
         Mistake("no_len", "`len(loader)` failed: define `__len__` (the number of batches of an epoch).",
                 match_output=False),
+        Mistake("len_before_iter", "`len(loader)` right after the loader was made, before any epoch, failed "
+                "or was wrong ({error}). The length is needed before training starts (a progress bar, a "
+                "schedule's `total_steps=epochs * len(loader)`): compute it from `len(dataset)`, `batch_size` "
+                "and `drop_last`, not from an epoch that ran.", _LenAfterEpoch, match_output=False),
+        Mistake("collate_only_pairs", "Your loader failed on a dataset whose items are {items} ({error}). "
+                "Without a `collate_fn` use `default_collate`: it batches any structure of items (pairs, "
+                "triples, dicts, plain tensors); a stand-in written for `(tensor, int)` pairs does not.",
+                _PairsOnlyCollate, match_output=False),
     ],
     hints=[
         "Two separate concerns: the order of the indices (fixed, or a new random order each time an epoch "

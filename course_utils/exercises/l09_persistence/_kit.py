@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn.utils import skip_init
 from torch.utils.data import DataLoader, TensorDataset
 
-from course_utils.grading import Case, Compare, Incorrect, Rand
+from course_utils.grading import Case, Compare, Incorrect, Rand, answer_grad_mode
 from course_utils.lesson_props.l09_persistence import payload_runs, reset_payload_runs
 
 from .._references import l09_persistence as _references
@@ -189,7 +189,8 @@ def _original_run(kw: dict, save, path: str, role: str) -> tuple[dict, list[torc
     snapshot = copy.deepcopy(_state(model, optimizer, scheduler, generator))
     model[2].eval()  # a model whose submodules are in mixed modes: both must come back as they were
     modes = _modes(model)
-    save(path, model, optimizer, scheduler, k, generator)
+    with answer_grad_mode():  # grad mode left off by the save: named, not an error of the training below
+        save(path, model, optimizer, scheduler, k, generator)
     if role == "save" and _modes(model) != modes:
         raise Incorrect("changed_mode")
     if role == "save" and not os.path.exists(path):
@@ -248,7 +249,8 @@ def _run_resume(answer, case: Case, role: str):
         else:
             model2[2].eval()
             modes2 = _modes(model2)
-            start = load(path, *objects)
+            with answer_grad_mode():
+                start = load(path, *objects)
             if _modes(model2) != modes2:
                 raise Incorrect("changed_mode")
         _diagnose(snapshot, _state(model2, optimizer2, scheduler2, generator2), start, k, role)

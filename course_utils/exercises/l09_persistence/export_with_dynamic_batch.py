@@ -6,7 +6,8 @@ others), the mode (the models arrive in training mode) and what to do with an ex
 sample (export treats a size of 1 as a constant: show it a batch of 2 or more).
 Subtle: an export without `dynamic_shapes` works for the example's batch size only; one exported
 in training mode bakes dropout and BatchNorm's batch statistics in; a bounded `Dim` refuses real
-batches. The check runs the program on batches of 1, 64, 1000 and random sizes.
+batches (the tutorials' `max=1024` too). The check runs the program on batches of 1, 64, 1000, 10001
+(above any round bound: 1024 ... 8192, 10000) and random sizes.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def _run(answer, case: Case):
     model, example = case.args
     reference_model = copy.deepcopy(model).eval()
     # fixed sizes on top of the random ones, so no seed can skip a batch of one or a large batch
-    sizes = list(case.kwargs["other"]) + [1, 64, 1000]
+    # (10001: above every round bound a learner might copy, 1024 in torch.export's tutorials ... 10000)
+    sizes = list(case.kwargs["other"]) + [1, 64, 1000, 10001]
     sample = tuple(example.shape[1:])
     with torch.no_grad():
         expected = [reference_model(Rand(n).randn(n, *sample)) for n in sizes]
