@@ -1044,6 +1044,23 @@ def op_in_two_halves(onnx_path, model, X):
     return max(op_torch_side(onnx_path, model, X[:h]), op_torch_side(onnx_path, model, X[h:]))
 
 
+def _op_fed_as(name):
+    def answer(onnx_path, model, X):  # red team: ignores the file's input name
+        import onnxruntime as ort
+
+        o = ort.InferenceSession(str(onnx_path)).run(None, {name: X.numpy()})[0]
+        model.eval()
+        with torch.no_grad():
+            return float(np.abs(o - model(X).numpy()).max())
+    return answer
+
+
+@pytest.mark.parametrize("name", ["x", "input", "features"])
+def test_onnx_parity_a_hard_coded_input_name_is_named(name):
+    res = grading.check(OP, _op_fed_as(name), seed=1)
+    assert not res.passed and res.mistake == "hardcoded_input_name", res
+
+
 @cheat(OP)
 def op_always_zero(onnx_path, model, X):
     return 0.0
@@ -1335,10 +1352,11 @@ def test_the_graders_onnx_file_is_its_model_with_a_dynamic_batch():
 
     from course_utils.exercises.l12_capstone import onnx_parity as op
 
-    session = ort.InferenceSession(op._onnx_file(), providers=["CPUExecutionProvider"])
-    assert session.get_inputs()[0].shape == ["batch", 6]
+    name = op._input_name(123)
+    session = ort.InferenceSession(op._onnx_file(name), providers=["CPUExecutionProvider"])
+    assert session.get_inputs()[0].shape == ["batch", 6] and session.get_inputs()[0].name == name
     model = op._model()
     for n in (1, 2, 7, 33):
         X = torch.randn(n, 6)
         with torch.no_grad():
-            np.testing.assert_allclose(session.run(None, {"x": X.numpy()})[0], model(X).numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(session.run(None, {name: X.numpy()})[0], model(X).numpy(), rtol=1e-5, atol=1e-6)
