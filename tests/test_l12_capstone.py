@@ -720,7 +720,7 @@ def sl_random_split(X, y, val_fraction, seed, split):
             DataLoader(val, batch_size=64))
 
 
-@wrong(SL, "not_reproducible")
+@wrong(SL, "global_rng")
 def sl_split_on_the_global_rng(X, y, val_fraction, seed, split):
     tr, va = split(y, val_fraction, None)
     return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=64, shuffle=True,
@@ -733,11 +733,44 @@ def sl_shuffle_without_generator(X, y, val_fraction, seed, split):
     return DataLoader(TensorDataset(X[tr], y[tr]), batch_size=64, shuffle=True), DataLoader(TensorDataset(X[va], y[va]))
 
 
-@wrong(SL, "lost_items")
-def sl_drop_last(X, y, val_fraction, seed, split):
+@valid(SL)
+def sl_drop_last(X, y, val_fraction, seed, split):  # red team: a partial training batch dropped is no lost item
     tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
     return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=8, shuffle=True, drop_last=True,
                        generator=torch.Generator().manual_seed(seed)), DataLoader(TensorDataset(X[va], y[va])))
+
+
+@wrong(SL, "global_rng")
+def sl_reseeds_the_global_rng(X, y, val_fraction, seed, split):  # red team
+    torch.manual_seed(seed)
+    train_idx, val_idx = split(y, val_fraction, torch.default_generator)
+    train_loader = DataLoader(TensorDataset(X[train_idx], y[train_idx]), batch_size=64, shuffle=True,
+                              generator=torch.Generator().manual_seed(seed))
+    return train_loader, DataLoader(TensorDataset(X[val_idx], y[val_idx]), batch_size=512)
+
+
+@wrong(SL, "global_rng")
+def sl_draws_from_torch_rng(X, y, val_fraction, seed, split):  # red team
+    out = _sl_ref(X, y, val_fraction, seed, split)
+    torch.rand(1)
+    return out
+
+
+@wrong(SL, "global_rng")
+def sl_draws_from_python_random(X, y, val_fraction, seed, split):  # red team
+    import random
+
+    out = _sl_ref(X, y, val_fraction, seed, split)
+    random.random()
+    return out
+
+
+@wrong(SL, "lost_items")
+def sl_val_drops_last(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=8, shuffle=True,
+                       generator=torch.Generator().manual_seed(seed)),
+            DataLoader(TensorDataset(X[va], y[va]), batch_size=4, drop_last=True))
 
 
 @wrong(SL, "not_stratified")
