@@ -516,6 +516,14 @@ class _Clf:
             return self.model(X).argmax(dim=1)
 
 
+@wrong(DC, "squeezed_one_image")
+class DCSqueezes(_Clf):  # red team: shape () for one image
+    def predict(self, X):
+        self.model.eval()
+        with torch.inference_mode():
+            return self.model(X).argmax(dim=1, keepdim=True).squeeze()
+
+
 @wrong(DC, "predictions_shape")
 class DCReturnsProbabilities(_Clf):
     def predict(self, X):
