@@ -964,6 +964,13 @@ def rt_repeats(*args):
     return _rt(*args, offset=0)
 
 
+def test_resume_training_repeated_epoch_speaks_lesson_09s_convention():  # red team
+    res = grading.check(RT, rt_repeats, seed=1)
+    assert res.mistake == "repeated_epoch" and "`epoch + 1`" in res.message and "*after*" not in res.message, res
+    src = open(os.path.join(os.path.dirname(__file__), "..", "solutions", "12_capstone.py")).read()
+    assert "loader_generator) + 1" not in src and "scheduler, epoch + 1, loader_generator)" in src
+
+
 @wrong(RT)
 def rt_one_epoch_short(*args):
     return _rt(*args, stop=1)
