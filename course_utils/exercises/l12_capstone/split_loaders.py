@@ -62,7 +62,7 @@ def _sampled_ids(loader) -> list[int]:
         state = g.get_state() if isinstance(g, torch.Generator) else None
         with torch.random.fork_rng(devices=[]):
             indices = list(iter(loader.sampler))
-        if state is not None:
+        if isinstance(g, torch.Generator) and state is not None:
             g.set_state(state)
         return [int(loader.dataset[i][0][0]) for i in indices]
     except Exception as exc:  # noqa: BLE001 - not a loader of (X, y) items
