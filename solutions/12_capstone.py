@@ -86,7 +86,7 @@ mine
 # Batch sizes are yours to choose (64 for training is a good start).
 
 # %% [markdown]
-# **Predict the output** (shape): Holding out `round(0.2 * 1437)` training images for validation: what is `X_val.shape`?
+# **Predict the output** (shape): The stratified split holds out `round(0.2 * count)` images of each digit of the 1437 training images (287 in all): what is `X_val.shape`?
 
 # %% tags=["predict:val_shape"]
 quiz.val_shape(
@@ -320,10 +320,11 @@ print("file size:", (folder / "baseline.pt").stat().st_size, "bytes")
 # num_epochs, pieces)`, a training run of `num_epochs` epochs that can be stopped at any
 # moment and started again by calling it again with the same arguments:
 #
-# - if a checkpoint exists at `path`, continue from it (`pieces.load_checkpoint` returns the
-#   epoch it saved); otherwise start at epoch 0;
+# - if a checkpoint exists at `path`, continue from it: as in lesson 09, the checkpoint's
+#   `epoch` is the number of epochs completed, and `pieces.load_checkpoint` returns it, the
+#   epoch to continue from (`range(start, num_epochs)`); otherwise start at epoch 0;
 # - each epoch: `pieces.train_one_epoch`, then `scheduler.step()`, then save a checkpoint with
-#   `pieces.save_checkpoint` (so a power cut loses at most the epoch under way).
+#   `pieces.save_checkpoint` (epoch `epoch + 1`: so a power cut loses at most the epoch under way).
 #
 # The check cuts the power in the middle of a run, builds fresh objects (other initial
 # weights, another RNG state), calls your function again, and compares every weight with an
@@ -334,11 +335,11 @@ def resume_training(path, model, optimizer, scheduler, loader, loader_generator,
     ### BEGIN SOLUTION
     start = 0
     if os.path.exists(path):
-        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator) + 1
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)
     for epoch in range(start, num_epochs):
         pieces.train_one_epoch(model, loader, loss_fn, optimizer)
         scheduler.step()
-        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1, loader_generator)
     ### END SOLUTION
 
 
@@ -591,7 +592,7 @@ plt.show()
 #
 # | library | what it does | replaces in this course | status |
 # |---|---|---|---|
-# | **Lightning** (`lightning`) | `LightningModule` + `Trainer`: the training loop, validation, early stopping, checkpoints, AMP and multi-GPU/DDP launch from flags; **Fabric** keeps your own loop and takes over devices, precision and launching | lesson 05's loop, 06's AMP and `torchrun` script, 07's checkpoint code | active (2.6, September 2026) |
+# | **Lightning** (`lightning`) | `LightningModule` + `Trainer`: the training loop, validation, early stopping, checkpoints, AMP and multi-GPU/DDP launch from flags; **Fabric** keeps your own loop and takes over devices, precision and launching | lesson 05's loop, 10's AMP, 11's `torchrun` script, 09's checkpoint code | active (2.6, September 2026) |
 # | **Weights & Biases** (`wandb`) | experiment tracking: metrics, configs, artifacts, in a hosted dashboard (`WANDB_MODE=offline` logs locally) | printing losses, `LiveLossPlot`, a TensorBoard `SummaryWriter` | active (0.31, October 2026); needs an account to view online |
 # | **torchvision** | image datasets (MNIST, CIFAR, ImageNet folders), `transforms.v2`, and models with pretrained weights (`resnet18(weights=ResNet18_Weights.DEFAULT)`) | `course_utils.datasets`, hand-written CNNs trained from scratch | active (0.29, October 2026); each release matches one torch release, so install it together with torch |
 # | **torchdata** | `StatefulDataLoader` (a `DataLoader` with `state_dict()`, so training can resume *mid-epoch*) and `torchdata.nodes`; its DataPipes and DataLoader2 were removed in 0.10 | lesson 09's mid-epoch resume by hand (skipping the batches already done) | maintained, slow (0.11, February 2025) |

@@ -516,6 +516,14 @@ class _Clf:
             return self.model(X).argmax(dim=1)
 
 
+@wrong(DC, "squeezed_one_image")
+class DCSqueezes(_Clf):  # red team: shape () for one image
+    def predict(self, X):
+        self.model.eval()
+        with torch.inference_mode():
+            return self.model(X).argmax(dim=1, keepdim=True).squeeze()
+
+
 @wrong(DC, "predictions_shape")
 class DCReturnsProbabilities(_Clf):
     def predict(self, X):
@@ -720,7 +728,7 @@ def sl_random_split(X, y, val_fraction, seed, split):
             DataLoader(val, batch_size=64))
 
 
-@wrong(SL, "not_reproducible")
+@wrong(SL, "global_rng")
 def sl_split_on_the_global_rng(X, y, val_fraction, seed, split):
     tr, va = split(y, val_fraction, None)
     return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=64, shuffle=True,
@@ -733,11 +741,44 @@ def sl_shuffle_without_generator(X, y, val_fraction, seed, split):
     return DataLoader(TensorDataset(X[tr], y[tr]), batch_size=64, shuffle=True), DataLoader(TensorDataset(X[va], y[va]))
 
 
-@wrong(SL, "lost_items")
-def sl_drop_last(X, y, val_fraction, seed, split):
+@valid(SL)
+def sl_drop_last(X, y, val_fraction, seed, split):  # red team: a partial training batch dropped is no lost item
     tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
     return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=8, shuffle=True, drop_last=True,
                        generator=torch.Generator().manual_seed(seed)), DataLoader(TensorDataset(X[va], y[va])))
+
+
+@wrong(SL, "global_rng")
+def sl_reseeds_the_global_rng(X, y, val_fraction, seed, split):  # red team
+    torch.manual_seed(seed)
+    train_idx, val_idx = split(y, val_fraction, torch.default_generator)
+    train_loader = DataLoader(TensorDataset(X[train_idx], y[train_idx]), batch_size=64, shuffle=True,
+                              generator=torch.Generator().manual_seed(seed))
+    return train_loader, DataLoader(TensorDataset(X[val_idx], y[val_idx]), batch_size=512)
+
+
+@wrong(SL, "global_rng")
+def sl_draws_from_torch_rng(X, y, val_fraction, seed, split):  # red team
+    out = _sl_ref(X, y, val_fraction, seed, split)
+    torch.rand(1)
+    return out
+
+
+@wrong(SL, "global_rng")
+def sl_draws_from_python_random(X, y, val_fraction, seed, split):  # red team
+    import random
+
+    out = _sl_ref(X, y, val_fraction, seed, split)
+    random.random()
+    return out
+
+
+@wrong(SL, "lost_items")
+def sl_val_drops_last(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=8, shuffle=True,
+                       generator=torch.Generator().manual_seed(seed)),
+            DataLoader(TensorDataset(X[va], y[va]), batch_size=4, drop_last=True))
 
 
 @wrong(SL, "not_stratified")
@@ -923,6 +964,13 @@ def rt_repeats(*args):
     return _rt(*args, offset=0)
 
 
+def test_resume_training_repeated_epoch_speaks_lesson_09s_convention():  # red team
+    res = grading.check(RT, rt_repeats, seed=1)
+    assert res.mistake == "repeated_epoch" and "`epoch + 1`" in res.message and "*after*" not in res.message, res
+    src = open(os.path.join(os.path.dirname(__file__), "..", "solutions", "12_capstone.py")).read()
+    assert "loader_generator) + 1" not in src and "scheduler, epoch + 1, loader_generator)" in src
+
+
 @wrong(RT)
 def rt_one_epoch_short(*args):
     return _rt(*args, stop=1)
@@ -1042,6 +1090,23 @@ def op_numpy_float32(onnx_path, model, X):
 def op_in_two_halves(onnx_path, model, X):
     h = len(X) // 2
     return max(op_torch_side(onnx_path, model, X[:h]), op_torch_side(onnx_path, model, X[h:]))
+
+
+def _op_fed_as(name):
+    def answer(onnx_path, model, X):  # red team: ignores the file's input name
+        import onnxruntime as ort
+
+        o = ort.InferenceSession(str(onnx_path)).run(None, {name: X.numpy()})[0]
+        model.eval()
+        with torch.no_grad():
+            return float(np.abs(o - model(X).numpy()).max())
+    return answer
+
+
+@pytest.mark.parametrize("name", ["x", "input", "features"])
+def test_onnx_parity_a_hard_coded_input_name_is_named(name):
+    res = grading.check(OP, _op_fed_as(name), seed=1)
+    assert not res.passed and res.mistake == "hardcoded_input_name", res
 
 
 @cheat(OP)
@@ -1335,10 +1400,11 @@ def test_the_graders_onnx_file_is_its_model_with_a_dynamic_batch():
 
     from course_utils.exercises.l12_capstone import onnx_parity as op
 
-    session = ort.InferenceSession(op._onnx_file(), providers=["CPUExecutionProvider"])
-    assert session.get_inputs()[0].shape == ["batch", 6]
+    name = op._input_name(123)
+    session = ort.InferenceSession(op._onnx_file(name), providers=["CPUExecutionProvider"])
+    assert session.get_inputs()[0].shape == ["batch", 6] and session.get_inputs()[0].name == name
     model = op._model()
     for n in (1, 2, 7, 33):
         X = torch.randn(n, 6)
         with torch.no_grad():
-            np.testing.assert_allclose(session.run(None, {"x": X.numpy()})[0], model(X).numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(session.run(None, {name: X.numpy()})[0], model(X).numpy(), rtol=1e-5, atol=1e-6)

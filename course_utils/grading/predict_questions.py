@@ -392,14 +392,14 @@ _q("08_convolutions.conv_param_count", "value",
 
 # ---------------------------------------------------------------------- 09 capstone
 _q("12_capstone.val_shape", "shape",
-   "Holding out `round(0.2 * 1437)` training images for validation: what is `X_val.shape`?",
+   "The stratified split holds out `round(0.2 * count)` images of each digit of the 1437 training "
+   "images (287 in all): what is `X_val.shape`?",
    "from course_utils.datasets import digits_split\n"
    "split = digits_split(images=True)\n"
-   "perm = torch.randperm(len(split.y_train))\n"
-   "n_val = round(0.2 * len(perm))\n"
-   "split.X_train[perm[:n_val]].shape",
-   "round(287.4) = 287 images, each (1, 8, 8): indexing with a tensor of indices keeps the "
-   "other dimensions, giving (287, 1, 8, 8).",
+   "n_val = sum(round(0.2 * int(c)) for c in torch.bincount(split.y_train))\n"
+   "split.X_train[torch.arange(n_val)].shape",
+   "28 + 30 + 25 + 30 + 29 + 29 + 30 + 29 + 27 + 30 = 287 images, each (1, 8, 8): indexing with a "
+   "tensor of indices keeps the other dimensions, giving (287, 1, 8, 8).",
    shows='print(f"train {tuple(X_train.shape)}, validation {tuple(X_val.shape)}')
 _q("12_capstone.train_batches", "value",
    "The remaining 1150 training images, `batch_size=64`: what is `len(train_loader)`?",

@@ -45,11 +45,11 @@ def confusion_matrix(preds, targets, num_classes):
 def resume_training(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces):
     start = 0
     if os.path.exists(path):
-        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator) + 1
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)
     for epoch in range(start, num_epochs):
         pieces.train_one_epoch(model, loader, loss_fn, optimizer)
         scheduler.step()
-        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1, loader_generator)
 
 
 def onnx_parity(onnx_path, model, X):

@@ -21,6 +21,8 @@ def check_predictions(preds, n: int) -> torch.Tensor:
         raise Incorrect("predictions_type", got=f"a {type(preds).__name__} (a subclass of it)")
     if not isinstance(preds, torch.Tensor):
         raise Incorrect("predictions_type", got=type(preds).__name__)
+    if n == 1 and preds.dim() == 0:
+        raise Incorrect("squeezed_one_image")
     if preds.shape != (n,):
         extra = " Take `argmax(dim=1)` of the logits." if preds.dim() == 2 and preds.shape == (n, 10) else ""
         raise Incorrect("predictions_shape", n=n, shape=tuple(preds.shape), extra=extra)

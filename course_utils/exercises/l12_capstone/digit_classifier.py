@@ -3,8 +3,9 @@ reaches at least 97 % accuracy on held-out digits, within a CPU-time budget.
 
 How it is graded (the learner passes the class ``DigitClassifier``):
 
-1. A quick interface test: ``fit`` on 40 images, ``predict`` on 10; predictions must be an
-   int64 tensor of shape (10,). This also reports a stub as "not attempted".
+1. A quick interface test: ``fit`` on 40 images, ``predict`` on 10, then on 1; predictions must
+   be int64 tensors of shape (10,) and (1,) (a ``.squeeze()`` that drops the batch of one fails).
+   This also reports a stub as "not attempted".
 2. The real test, on a split drawn once from :data:`HELD_OUT_SEED` (the same at every check, so
    the check's seed cannot change the verdict): the 1797 digits are split at random into 1437
    training and 360 held-out images, and the class names are shuffled (every image of a 3
@@ -90,6 +91,7 @@ def _interface_run(answer, case: Case):
     with torch.enable_grad():
         clf.fit(X[:n_train].clone(), y[:n_train].clone())
     check_predictions(clf.predict(X[n_train : n_train + n_query].clone()), n_query)
+    check_predictions(clf.predict(X[n_train : n_train + 1].clone()), 1)  # a batch of one image too
     return True
 
 
@@ -166,6 +168,9 @@ register(Exercise(
                 _wrong.returns(lambda preds: preds.tolist()), match_output=False),
         Mistake("predictions_shape", "For {n} images `predict` should return shape ({n},), not {shape}.{extra}",
                 _wrong.Probabilities, match_output=False),
+        Mistake("squeezed_one_image", "For 1 image `predict` returned shape (), not (1,): `.squeeze()` drops "
+                "the batch dimension of a batch of one. Take `argmax(dim=1)` (no `keepdim`, no `squeeze`), or "
+                "`squeeze(1)`.", _wrong.returns(lambda preds: preds.squeeze()), match_output=False),
         Mistake("predictions_dtype", "Predictions are class indices: an int64 tensor (`argmax` gives one).",
                 _wrong.returns(lambda preds: preds.float()), match_output=False),
         Mistake("too_slow", "`fit` used {seconds} s of CPU time; the budget is {budget} s. Train for fewer "

@@ -2,9 +2,11 @@
 return the largest absolute difference.
 
 How it is graded: the grader writes one small model (Linear, BatchNorm1d, Dropout) as an ONNX
-file once per process, with a dynamic batch, into a temporary folder removed at exit (built
-node by node with ``onnx.helper``; tests/test_l12_capstone.py holds it equal to the model). The cases hand
-over that file with the same model in *training* mode (a right answer runs it as in production,
+file (once per process and input name: each case names the file's input differently, a name
+nobody would guess, so a hard-coded ``"x"`` or ``"input"`` fails as ``hardcoded_input_name``),
+with a dynamic batch, into a temporary folder removed at exit (built node by node with
+``onnx.helper``; tests/test_l12_capstone.py holds it equal to the model). The cases hand over
+that file with the same model in *training* mode (a right answer runs it as in production,
 ``eval()``, so dropout is off and BatchNorm uses its running statistics: the difference is tiny),
 or with a model whose weights were changed after the export (the difference is real and must
 be reported, not 0), on batches of other sizes than the export's. Returned values are compared
@@ -44,8 +46,14 @@ def _model() -> nn.Module:
     return model.eval()
 
 
-@functools.lru_cache(maxsize=1)
-def _onnx_file() -> str:
+def _input_name(seed: int) -> str:
+    """The file's input name for a case: one nobody would guess, so only an answer that reads it
+    from the file (``session.get_inputs()[0].name``) runs it."""
+    return f"features_{seed % 97:02d}"
+
+
+@functools.cache
+def _onnx_file(input_name: str = "x") -> str:
     """:func:`_model` (in eval mode) as an ONNX file with a dynamic batch, written with
     ``onnx.helper`` node by node: what ``torch.onnx.export`` writes for it, without loading the
     exporter (seconds, and hundreds of MB of address space in a sandbox with a 2 GB limit)."""
@@ -54,18 +62,18 @@ def _onnx_file() -> str:
 
     folder = tempfile.mkdtemp(prefix="capstone-onnx-")
     atexit.register(shutil.rmtree, folder, True)
-    path = os.path.join(folder, "model.onnx")
+    path = os.path.join(folder, f"{input_name}.onnx")
     m = _model()
     weights = {"w1": m[0].weight, "b1": m[0].bias, "gamma": m[1].weight, "beta": m[1].bias,
                "mean": m[1].running_mean, "var": m[1].running_var, "w2": m[4].weight, "b2": m[4].bias}
     nodes = [
-        helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], transB=1),
+        helper.make_node("Gemm", [input_name, "w1", "b1"], ["h1"], transB=1),
         helper.make_node("BatchNormalization", ["h1", "gamma", "beta", "mean", "var"], ["h2"], epsilon=m[1].eps),
         helper.make_node("Relu", ["h2"], ["h3"]),  # Dropout is the identity in eval mode
         helper.make_node("Gemm", ["h3", "w2", "b2"], ["logits"], transB=1),
     ]
     graph = helper.make_graph(
-        nodes, "capstone", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6])],
+        nodes, "capstone", [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, ["batch", 6])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 4])],
         [numpy_helper.from_array(t.detach().numpy().copy(), name) for name, t in weights.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -86,7 +94,13 @@ def _run(answer, case: Case):
             model[-1].weight.add_(0.5 * torch.randn(4, 16, generator=torch.Generator().manual_seed(kw["seed"])))
     X = torch.randn(kw["batch"], 6, generator=torch.Generator().manual_seed(kw["seed"]))
     torch.manual_seed(kw["seed"])  # a forgotten eval() draws dropout masks: the same ones every run
-    out = answer(_onnx_file(), model, X)
+    name = _input_name(kw["seed"])
+    try:
+        out = answer(_onnx_file(name), model, X)
+    except Exception as e:  # onnxruntime's words for an input fed under another name
+        if name in str(e) and ("missing" in str(e) or "Invalid input name" in str(e)):
+            raise Incorrect("hardcoded_input_name") from None
+        raise
     if isinstance(out, torch.Tensor) and out.numel() == 1:
         raise Incorrect("not_a_float", got="a tensor")
     if isinstance(out, bool) or not isinstance(out, numbers.Real):
@@ -127,6 +141,16 @@ def _mean(onnx_path, model, X):
     return float(np.abs(a - b).mean())
 
 
+def _hardcoded_name(onnx_path, model, X):
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    a = session.run(None, {"x": X.numpy()})[0]
+    model.eval()
+    with torch.no_grad():
+        return float(np.abs(a - model(X).numpy()).max())
+
+
 def _first_item(onnx_path, model, X):
     a, b = _outputs(onnx_path, model, X[:1].repeat(2, 1))
     return float(np.abs(a - b).max())
@@ -152,6 +176,10 @@ register(Exercise(
                 "logits), not the predicted classes.", _predictions),
         Mistake("mean_not_max", "Return the *largest* absolute difference (`.max()`), not the mean: parity "
                 "means every output matches.", _mean),
+        Mistake("hardcoded_input_name", "Take the input's name from the file, "
+                "`session.get_inputs()[0].name`: an exported file names its input as its exporter chose "
+                "(`x`, `input`, `pixels`...), and this file's is none of the names you typed.", _hardcoded_name,
+                match_output=False),
         Mistake("first_item_only", "Run both on the whole batch `X`: the export has a dynamic batch.", _first_item),
     ],
     hints=[

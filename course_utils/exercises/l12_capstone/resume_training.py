@@ -89,19 +89,21 @@ def _run(answer, case: Case):
 
 # --- wrong answers
 def _loop(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces,
-          load=True, offset=1, save_first=False, save_at_end=False):
+          load=True, done=1, save_first=False, save_at_end=False):
+    # lesson 09's convention: the checkpoint's epoch is the number of epochs completed (epoch + 1),
+    # and the run continues at the value load_checkpoint returns; done=0 saves the loop index
     start = 0
     if load and os.path.exists(path):
-        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator) + offset
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)
     for epoch in range(start, num_epochs):
         pieces.train_one_epoch(model, loader, loss_fn, optimizer)
         if save_first and not save_at_end:
-            pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
+            pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + done, loader_generator)
         scheduler.step()
         if not save_first and not save_at_end:
-            pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
+            pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + done, loader_generator)
     if save_at_end:
-        pieces.save_checkpoint(path, model, optimizer, scheduler, num_epochs - 1, loader_generator)
+        pieces.save_checkpoint(path, model, optimizer, scheduler, num_epochs, loader_generator)
 
 
 def _variant(**change):
@@ -118,11 +120,11 @@ def _own_rng_state(path, model, optimizer, scheduler, loader, loader_generator, 
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         scheduler.load_state_dict(ckpt["scheduler"])
-        start = ckpt["epoch"] + 1
+        start = ckpt["epoch"]
     for epoch in range(start, num_epochs):
         pieces.train_one_epoch(model, loader, loss_fn, optimizer)
         scheduler.step()
-        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1, loader_generator)
 
 
 # --- declaration
@@ -139,10 +141,11 @@ register(Exercise(
                 "one with `pieces.save_checkpoint` after every epoch.", _variant(save_at_end=True),
                 match_output=False),
         Mistake("restarted", "After the power cut your run started over from its new, random weights: when "
-                "`path` exists, `pieces.load_checkpoint(...)` first and continue from the epoch after the one "
-                "it returns.", _variant(load=False)),
-        Mistake("repeated_epoch", "The resumed run trained the saved epoch again: continue from the epoch "
-                "*after* the one `load_checkpoint` returns.", _variant(offset=0)),
+                "`path` exists, `pieces.load_checkpoint(...)` first and continue from the epoch it returns "
+                "(the number of epochs completed).", _variant(load=False)),
+        Mistake("repeated_epoch", "The resumed run trained the last saved epoch again: as in lesson 09, save "
+                "the number of epochs completed (`epoch + 1`) and continue from the value `load_checkpoint` "
+                "returns (`range(start, num_epochs)`).", _variant(done=0)),
         Mistake("saved_before_step", "The checkpoint was saved before `scheduler.step()`, so the resumed run's "
                 "learning rate is one step behind: save after stepping the scheduler.", _variant(save_first=True)),
         Mistake("rng_not_restored", "The weights and optimizer came back, but the random state did not "
@@ -150,7 +153,7 @@ register(Exercise(
                 "the RNG and the loader's generator too.", _own_rng_state),
     ],
     hints=[
-        "Two phases: where to start (0, or the epoch after the saved one), then the epochs from there.",
+        "Two phases: where to start (0, or the saved number of epochs completed), then the epochs from there.",
         "Each epoch: train, `scheduler.step()`, then save, so the checkpoint is a state you could resume from.",
     ],
 ))

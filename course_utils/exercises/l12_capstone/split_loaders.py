@@ -5,12 +5,15 @@ Graded by what the loaders deliver, not by comparing with the reference's exact 
 way of seeding is as right): every item arrives exactly once (train and validation disjoint,
 nothing lost, labels still with their items), the validation part has each class's share
 (the ``split`` was used), training batches are shuffled and validation ones are not, the same
-seed gives the same split and order, another seed another split. The items are numbered
+seed gives the same split and order, another seed another split, and a call leaves the global
+RNG (torch's and Python's ``random``) as it found it. A shuffled training loader may drop its
+last partial batch (``drop_last=True``): its items are counted over its sampler. The items are numbered
 (``X[i, 0] == i``) so that the grader can tell them apart.
 """
 
 from __future__ import annotations
 
+import random
 import time
 
 import torch
@@ -50,20 +53,48 @@ def _ids(loader) -> tuple[list[int], list[int]]:
     return items, labels
 
 
+def _sampled_ids(loader) -> list[int]:
+    """The items a loader's sampler visits in one epoch, counted over the sampler rather than the
+    batches (a training loader with ``drop_last=True`` leaves a partial batch out of each epoch,
+    not out of the split); its generator and the global RNG are left as they were."""
+    try:
+        g = getattr(loader.sampler, "generator", None)
+        state = g.get_state() if isinstance(g, torch.Generator) else None
+        with torch.random.fork_rng(devices=[]):
+            indices = list(iter(loader.sampler))
+        if isinstance(g, torch.Generator) and state is not None:
+            g.set_state(state)
+        return [int(loader.dataset[i][0][0]) for i in indices]
+    except Exception as exc:  # noqa: BLE001 - not a loader of (X, y) items
+        raise Incorrect("not_loaders", got=type(loader).__name__) from exc
+
+
+def _call(answer, *args):
+    """``answer(*args)``, failing it if it touched the global RNG (torch's or Python's ``random``)."""
+    torch_state, py_state = torch.get_rng_state(), random.getstate()
+    out = answer(*args)
+    if not torch.equal(torch.get_rng_state(), torch_state) or random.getstate() != py_state:
+        torch.set_rng_state(torch_state)
+        random.setstate(py_state)
+        raise Incorrect("global_rng")
+    return out
+
+
 def _run(answer, case: Case):
     n, k, seed, frac = (case.kwargs[key] for key in ("n", "k", "seed", "frac"))
     X, y = _dataset(n, k, seed)
     split = pieces().stratified_split
-    out = answer(X.clone(), y.clone(), frac, seed, split)
+    out = _call(answer, X.clone(), y.clone(), frac, seed, split)
     if not isinstance(out, tuple) or len(out) != 2:
         raise Incorrect("not_a_pair", got=type(out).__name__)
     train, val = out
     t_ids, t_labels = _ids(train)
     v_ids, v_labels = _ids(val)
-    if set(t_ids) & set(v_ids):
-        raise Incorrect("leak", n=len(set(t_ids) & set(v_ids)))
-    if sorted(t_ids + v_ids) != list(range(n)):
-        raise Incorrect("lost_items", got=len(t_ids) + len(v_ids), n=n)
+    t_all = _sampled_ids(train) if getattr(train, "drop_last", False) else t_ids
+    if set(t_all) & set(v_ids):
+        raise Incorrect("leak", n=len(set(t_all) & set(v_ids)))
+    if sorted(t_all + v_ids) != list(range(n)):
+        raise Incorrect("lost_items", got=len(t_all) + len(v_ids), n=n)
     if any(int(y[i]) != lab for i, lab in zip(t_ids + v_ids, t_labels + v_labels)):
         raise Incorrect("labels_mixed")
     counts = torch.bincount(y, minlength=k)
@@ -75,10 +106,10 @@ def _run(answer, case: Case):
         raise Incorrect("val_shuffled")
     if _ids(train)[0] == t_ids and _ids(train)[0] == t_ids:  # two more epochs, both in the same order
         raise Incorrect("train_not_shuffled")
-    train2, val2 = answer(X.clone(), y.clone(), frac, seed, split)
+    train2, val2 = _call(answer, X.clone(), y.clone(), frac, seed, split)
     if sorted(_ids(val2)[0]) != sorted(v_ids) or _ids(train2)[0] != t_ids:
         raise Incorrect("not_reproducible")
-    other = [answer(X.clone(), y.clone(), frac, seed + s, split)[1] for s in (1, 2)]
+    other = [_call(answer, X.clone(), y.clone(), frac, seed + s, split)[1] for s in (1, 2)]
     if all(sorted(_ids(v)[0]) == sorted(v_ids) for v in other):
         raise Incorrect("ignores_seed")
     return torch.tensor(want)  # the same for every right answer
@@ -112,6 +143,11 @@ def _leaky(X, y, val_fraction, seed, split):
                                        generator=torch.Generator().manual_seed(seed)), val
 
 
+def _reseeds(X, y, val_fraction, seed, split):
+    torch.manual_seed(seed)  # resets the learner's whole notebook RNG on every call
+    return split_loaders(X, y, val_fraction, seed, split)
+
+
 def _fixed_seed(X, y, val_fraction, seed, split):
     return split_loaders(X, y, val_fraction, 0, split)
 
@@ -143,6 +179,10 @@ register(Exercise(
         Mistake("not_reproducible", "Two calls with the same seed gave different splits or batch orders: seed a "
                 "`torch.Generator` from `seed` for the split and one for the loader's shuffling.", _unseeded,
                 match_output=False),
+        Mistake("global_rng", "Your function changed the global random state (`torch.manual_seed`, or a draw "
+                "from the global RNG such as `split(y, val_fraction, None)`): it resets or moves the rest of "
+                "the notebook's randomness. Give each random step its own `torch.Generator().manual_seed(seed)`.",
+                _reseeds, match_output=False),
         Mistake("ignores_seed", "Other seeds give the same split: derive the generators from `seed`.", _fixed_seed,
                 match_output=False),
     ],
