@@ -310,6 +310,94 @@ def overfit_one_step_then_zeros(model, X, y, steps):
     return _loop(model, X, y, 1, torch.optim.Adam(model.parameters(), lr=1e-2)) + [0.0] * (steps - 1)
 
 
+@wrong(OVERFIT, "stale_gradients")
+def overfit_no_zero_grad_plain_sgd(model, X, y, steps):
+    """Red team: without zero_grad, plain SGD lr=0.02 still reached < 0.05 (grads acted as momentum)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.02)
+    out = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(X), y)
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
+@wrong(OVERFIT, "steps_not_losses")
+def overfit_two_steps_per_loss(model, X, y, steps):
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        F.cross_entropy(model(X), y).backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong(OVERFIT, "steps_not_losses")
+def overfit_trains_on_after_recording(model, X, y, steps):
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = _loop(model, X, y, steps, opt)
+    _loop(model, X, y, 100, opt)
+    return losses
+
+
+@wrong(OVERFIT, "model_state_changed")
+def overfit_leaves_eval_and_frozen(model, X, y, steps):
+    losses = _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
+    model.eval()
+    model.requires_grad_(False)
+    return losses
+
+
+@wrong(OVERFIT, "hooks_left_behind")
+def overfit_leaves_a_hook(model, X, y, steps):
+    losses = _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
+    model.register_forward_hook(lambda *a: None)
+    return losses
+
+
+@wrong(OVERFIT, "not_floats")
+def overfit_numpy_scalars(model, X, y, steps):
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2),
+                 record=lambda loss: loss.detach().numpy())
+
+
+@valid(OVERFIT)
+def overfit_clipped_gradients(model, X, y, steps):
+    """Clipping shrinks the gradient (same direction): not a stale gradient."""
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    out = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(X), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
+@valid(OVERFIT)
+def overfit_manual_update_zero_after(model, X, y, steps):
+    """No torch optimizer at all, grads cleared after the update."""
+    out = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(X), y)
+        loss.backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= 0.5 * p.grad
+                p.grad = None
+        out.append(loss.item())
+    return out
+
+
 # =========================================================================== 3. grad_norms
 @valid(NORMS)
 def norms_by_parameter_names(model):
