@@ -65,10 +65,9 @@ def _close(a: float, b: float) -> bool:
 
 
 class _StepWatch:
-    """Watches every torch optimizer step during the answer (a global step pre-hook): counts the
-    steps on this model's parameters and compares the gradients each step is about to use with the
-    gradient of the mean cross-entropy at the current parameters. Clipping (a smaller gradient in
-    the same direction) is fine; gradients kept from earlier steps (no ``zero_grad()``) are not."""
+    """A global step pre-hook: counts the optimizer steps on this model's parameters and compares the
+    gradients a step uses with the mean cross-entropy's gradient now. Clipping (smaller, same
+    direction) is fine; gradients kept from earlier steps (no ``zero_grad()``) are not."""
 
     def __init__(self, model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
         self.model, self.X, self.y = model, X, y
@@ -84,9 +83,9 @@ class _StepWatch:
         # torch passes step's own arguments, the optimizer first: step(closure) or step(closure=...)
         rest = [a for a in args if a is not optimizer]
         closure = (kwargs or {}).get("closure", rest[0] if rest else None)
-        if closure is not None or self.stale is not None or any(p.grad is None for p in params):
-            return
-        if self.steps > 5 and self.steps % 10:  # the first steps and every 10th: keeps the check fast
+        # the first steps and every 10th (keeps the check fast); step(closure) computes its own grads
+        if closure is not None or self.stale is not None or any(p.grad is None for p in params) or (
+                self.steps > 5 and self.steps % 10):
             return
         with torch.enable_grad():
             fresh = torch.autograd.grad(F.cross_entropy(self.model(self.X), self.y), params, allow_unused=True)
@@ -104,19 +103,15 @@ def _model_state(model: nn.Module) -> tuple:
     return ([m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
 
 
-def _run(answer: Any, case: Case) -> Any:
-    model, X, y, steps = case.args
-    first = _initial_losses(model, X, y)
-    before = [p.detach().clone() for p in model.parameters()]
-    state, hooks = _model_state(model), global_hooks()
-    watch = _StepWatch(model, X, y)
+def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor, steps: int) -> tuple:
+    """Run the answer under the step watch; restore the model's modes, requires_grad and hooks."""
+    state, hooks, watch = _model_state(model), global_hooks(), _StepWatch(model, X, y)
     handle = register_optimizer_step_pre_hook(watch)
     try:
         losses = answer(model, X, y, steps)
     finally:
         handle.remove()
-        left = remove_leftover_hooks(model, hooks)
-        changed = _model_state(model) != state
+        left, changed = remove_leftover_hooks(model, hooks), _model_state(model) != state
         for m, t in zip(model.modules(), state[0]):
             m.training = t
         for p, r in zip(model.parameters(), state[1]):
@@ -130,10 +125,17 @@ def _run(answer: Any, case: Case) -> Any:
         raise Incorrect("tensor_losses")
     if not isinstance(losses, (list, tuple)):
         raise Incorrect("not_a_list", got=type(losses).__name__)
-    odd = [v for v in losses if not isinstance(v, (int, float)) or isinstance(v, bool)]
+    odd = [type(v) for v in losses if not isinstance(v, (int, float)) or isinstance(v, bool)]
     if odd:
-        kind = type(odd[0])
-        raise Incorrect("not_floats", got=f"{kind.__module__}.{kind.__qualname__}".removeprefix("builtins."))
+        raise Incorrect("not_floats", got=f"{odd[0].__module__}.{odd[0].__qualname__}".removeprefix("builtins."))
+    return losses, watch
+
+
+def _run(answer: Any, case: Case) -> Any:
+    model, X, y, steps = case.args
+    first = _initial_losses(model, X, y)
+    before = [p.detach().clone() for p in model.parameters()]
+    losses, watch = _watched_call(answer, model, X, y, steps)
     if len(losses) != steps:
         raise Incorrect("wrong_length", got=len(losses), steps=steps)
     if watch.steps and watch.steps != steps:
@@ -219,10 +221,6 @@ def _faked(model, X, y, steps):
     return losses + [0.0] * (steps - 3)
 
 
-def _no_zero_grad(model, X, y, steps):
-    return _train(model, X, y, steps, lambda ps: torch.optim.SGD(ps, lr=0.02), zero=False)
-
-
 def _two_steps_each(model, X, y, steps):
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     losses = []
@@ -243,12 +241,7 @@ def _left_in_eval(model, X, y, steps):
 
 
 def _hook_left(model, X, y, steps):
-    model.register_forward_hook(lambda *a: None)
-    return _train(model, X, y, steps)
-
-
-def _numpy_scalars(model, X, y, steps):
-    return [loss.detach().numpy() for loss in _train(model, X, y, steps, record="tensor")]
+    return _train(model.register_forward_hook(lambda *a: None) and model, X, y, steps)
 
 
 # --- declaration
@@ -275,14 +268,15 @@ register(Exercise(
         Mistake("not_a_list", "Return a list of Python floats, one per step; you returned a {got}.",
                 lambda model, X, y, steps: None, match_output=False),
         Mistake("not_floats", "Return a list of Python floats; your list holds `{got}` values. Append "
-                "`loss.item()`, which gives a Python float.", _numpy_scalars, match_output=False),
+                "`loss.item()`, which gives a Python float.", lambda model, X, y, steps: [
+                    v.detach().numpy() for v in _train(model, X, y, steps, record="tensor")], match_output=False),
         Mistake("steps_not_losses", "Your code made {n} optimizer steps for steps={steps}: exactly one "
                 "`optimizer.step()` per recorded loss, and no training after the last one.", _two_steps_each,
                 match_output=False),
         Mistake("stale_gradients", "The gradients your optimizer stepped with are not the gradient of this "
                 "step's loss (direction agreement {cos}, size {ratio}x): gradients add up across "
-                "`backward()` calls, so call `optimizer.zero_grad()` every step.", _no_zero_grad,
-                match_output=False),
+                "`backward()` calls, so call `optimizer.zero_grad()` every step.", lambda model, X, y, steps: _train(
+                    model, X, y, steps, lambda ps: torch.optim.SGD(ps, lr=0.02), zero=False), match_output=False),
         Mistake("model_state_changed", "Leave the model as you found it, apart from its trained weights: your "
                 "code changed its train/eval mode or its parameters' `requires_grad`.", _left_in_eval,
                 match_output=False),
