@@ -690,6 +690,23 @@ def diag_val_against_start(train, val):
     return "overfitting" if val[-1] > val[0] else "healthy"
 
 
+@wrong(DIAG, "no_margin_overfitting")
+def diag_any_rise_after_the_minimum(train, val):
+    """Red team: healthy validation curves were monotone, so 'any uptick = overfitting' passed."""
+    rule = _rules(train, val)
+    if rule in ("diverging", "not_learning", "data_bug"):
+        return rule
+    return "overfitting" if val[-1] > min(val) else "healthy"
+
+
+@cheat(DIAG)
+def diag_last_epochs_trend(train, val):
+    rule = _rules(train, val)
+    if rule in ("diverging", "not_learning", "data_bug"):
+        return rule
+    return "overfitting" if val[-1] > val[-4] else "healthy"
+
+
 @cheat(DIAG)
 def diag_always_healthy(train, val):
     return "healthy"

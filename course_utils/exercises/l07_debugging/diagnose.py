@@ -34,10 +34,14 @@ def _curves(r: Rand, kind: str, n: int) -> tuple[list[float], list[float]]:
     start = r.uniform(1.0, 3.0)
     train = _wobble(_decay(n, start, start * r.uniform(0.01, 0.25), r.uniform(n / 8, n / 3.5)), r, 0.01)
     v0 = start * r.uniform(1.0, 1.1)
-    if kind == "healthy":  # val tracks train, maybe well above it (a gap), and ends at its minimum
-        gap = r.uniform(0.0, 1.0)
+    if kind == "healthy":  # val tracks train, maybe well above it (a gap), and ends near its minimum:
+        gap = r.uniform(0.0, 1.0)  # the last epochs are noise, the end 1-4 % above the minimum
         val = [v * (1 + gap * t / n) + 0.0 for t, v in enumerate(_decay(n, v0, v0 * r.uniform(0.05, 0.3), n / 4))]
         val = sorted(_wobble(val, r, 0.005), reverse=True)
+        low, k = val[-1], r.integer(2, min(5, n - 2))
+        val[-k:] = [low * (1 + r.uniform(0.0, 0.04)) for _ in range(k)]
+        val[-r.integer(2, k)] = low
+        val[-1] = low * (1 + r.uniform(0.01, 0.04))
     elif kind == "overfitting":  # val falls to well below its start, then rises well above its minimum
         low, at = v0 * r.uniform(0.2, 0.55), r.integer(max(2, n // 4), n // 2)
         end = low * r.uniform(1.6, 3.0)
@@ -104,7 +108,7 @@ EDGE_CASES = [
 
 
 # --- wrong answers: the reference's rules with one decision changed
-def _rules(train, val, check_finite=True, rising=True, data_bug=True, flat_first=True, gap=False):
+def _rules(train, val, check_finite=True, rising=True, data_bug=True, flat_first=True, gap=False, margin=1.2):
     if check_finite and not all(math.isfinite(v) for v in train):
         return "diverging"
     if rising and train[-1] > train[0]:
@@ -117,7 +121,7 @@ def _rules(train, val, check_finite=True, rising=True, data_bug=True, flat_first
         return "not_learning"
     if gap and val[-1] > 1.2 * train[-1]:
         return "overfitting"
-    if not gap and val[-1] > 1.2 * min(val):
+    if not gap and val[-1] > margin * min(val):
         return "overfitting"
     return "healthy"
 
@@ -140,6 +144,9 @@ register(Exercise(
         Mistake("flat_as_data_bug", "When the training loss itself does not move, the model is not learning; "
                 "test that before asking whether what it learned generalises.",
                 lambda t, v: _rules(t, v, flat_first=False)),
+        Mistake("no_margin_overfitting", "A validation loss that ends a few percent above its minimum is noise: "
+                "the last epochs of a healthy run wobble. Overfitting is a validation loss that ends *well* above "
+                "its minimum (a margin such as 10-20 %).", lambda t, v: _rules(t, v, margin=1.0)),
         Mistake("rising_not_diverging", "A training loss that ends above where it started is diverging, even "
                 "without a nan: the learning rate is too high.", lambda t, v: _rules(t, v, rising=False)),
     ],
