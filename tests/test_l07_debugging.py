@@ -218,6 +218,42 @@ def test_first_nonfinite_cases_cover_every_outcome():
     assert None in got and "" in got and any(g and "." in g for g in got)
 
 
+@wrong(FNF, "hooks_left_behind")
+def fnf_hooks_removed_without_finally(model, x):
+    """Red team: removal skipped when the forward raises; no case raised."""
+    found = []
+    hs = [m.register_forward_hook(lambda mod, i, o, n=n: found.append(n) if any(
+        isinstance(t, torch.Tensor) and not bool(torch.isfinite(t).all()) for t in _outs(o)) else None)
+        for n, m in model.named_modules()]
+    with torch.no_grad():
+        model(x)
+    for h in hs:
+        h.remove()
+    return found[0] if found else None
+
+
+@wrong(FNF, "forward_replaced")
+def fnf_replaces_forward(model, x):
+    return fnf_mod._replaces_forward(model, x)
+
+
+@wrong(FNF, "not_a_name")
+def fnf_returns_the_module(model, x):
+    name = fnf_mod.first_nonfinite(model, x)
+    return None if name is None else dict(model.named_modules())[name]
+
+
+@wrong(FNF, "wrong_module")
+def fnf_none_on_nan_input(model, x):
+    """Returns None (legal) where a module is wanted: the message must not say 'forgot return'."""
+    return fnf_mod.first_nonfinite(model, torch.nan_to_num(x))
+
+
+def test_first_nonfinite_none_is_not_called_a_missing_return():
+    res = grading.check(FNF, fnf_none_on_nan_input)
+    assert "return` statement" not in res.message and "None (every output finite)" in res.message, res.message
+
+
 # =========================================================================== 2. overfit_one_batch
 def _loop(model, X, y, steps, optimizer, loss_fn=F.cross_entropy, record=lambda loss: loss.item()):
     losses = []
