@@ -533,6 +533,12 @@ def test_grad_norms_cases_have_frozen_and_unused_parameters():
     assert any(all(v is None for v in c.kwargs["grads"].values()) for c in cases)
 
 
+@cheat(NORMS)
+def norms_drops_zero_norms(model):
+    """Red team: a dead layer (gradient exactly 0) must be reported as 0.0, not left out."""
+    return {k: v for k, v in gn_mod.grad_norms(model).items() if v > 0}
+
+
 # =========================================================================== 4. read_scalars
 def _event_files_reader(logdir, tag):
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
