@@ -659,6 +659,20 @@ def test_read_scalars_cases_include_repeats_missing_tags_and_a_long_run():
     assert max(len(c.args[0].scalars) for c in cases) > 10_000
 
 
+@cheat(SCALARS)
+def scalars_first_event_file_only(logdir, tag):
+    """Red team: a resumed run (a second SummaryWriter) writes a second file; reading one misses it."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    out = {}
+    path = sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*")))[0]
+    for ev in EventFileLoader(path).Load():
+        for v in ev.summary.value:
+            if v.tag == tag and v.HasField("simple_value"):
+                out[ev.step] = v.simple_value
+    return out
+
+
 # =========================================================================== 5. diagnose
 def _rules(train, val, flat=0.9, bug=0.9, rise=1.2, grow=1.0):
     if any(not math.isfinite(v) for v in train) or train[-1] > grow * train[0]:
