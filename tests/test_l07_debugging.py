@@ -763,6 +763,16 @@ def diag_last_epochs_trend(train, val):
     return "overfitting" if val[-1] > val[-4] else "healthy"
 
 
+@wrong(DIAG, "not_a_kind")
+def diag_capitalised(train, val):
+    return diag_mod.diagnose(train, val).capitalize()
+
+
+def test_diagnose_wrong_label_says_what_was_returned_and_what_the_curves_show():
+    res = grading.check(DIAG, lambda t, v: "healthy" if diag_mod.diagnose(t, v) == "diverging" else "diverging")
+    assert res.mistake == "wrong_kind" and "You said '" in res.message and "validation" in res.message, res.message
+
+
 @cheat(DIAG)
 def diag_always_healthy(train, val):
     return "healthy"

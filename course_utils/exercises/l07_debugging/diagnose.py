@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 
-from course_utils.grading import Case, Exercise, Mistake, Rand, register
+from typing import Any
+
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON
 
@@ -126,11 +128,25 @@ def _rules(train, val, check_finite=True, rising=True, data_bug=True, flat_first
     return "healthy"
 
 
+# --- run
+def _curve(v: list[float]) -> str:
+    low = min(v) if all(math.isfinite(x) for x in v) else math.nan
+    return f"{v[0]:.3g} -> min {low:.3g} -> {v[-1]:.3g}"
+
+
+def _run(answer: Any, case: Case) -> Any:
+    train, val = case.args
+    want = diagnose(list(train), list(val))
+    got = answer(*case.args)
+    if got not in KINDS:
+        raise Incorrect("not_a_kind", got=repr(got)[:60])
+    if got != want and not any(m.match_output and m.example(train, val) == got for m in MISTAKES):
+        raise Incorrect("wrong_kind", got=got, want=want, train=_curve(train), val=_curve(val))
+    return got  # (a known mistake's answer: the framework names it, checked on more cases)
+
+
 # --- declaration
-register(Exercise(
-    lesson=LESSON, name="diagnose", title="Diagnose a run from its training and validation curves",
-    reference=diagnose, cases=_cases, edge_cases=EDGE_CASES, n_random=40, arg_names=("train_losses", "val_losses"),
-    mistakes=[
+MISTAKES = [
         Mistake("nan_unchecked", "A curve that turns into nan (or inf) is diverging, but your function called it "
                 "something else. Every comparison with nan is False, so test `math.isfinite` on the losses "
                 "before any other rule.", lambda t, v: _rules(t, v, check_finite=False)),
@@ -149,7 +165,15 @@ register(Exercise(
                 "its minimum (a margin such as 10-20 %).", lambda t, v: _rules(t, v, margin=1.0)),
         Mistake("rising_not_diverging", "A training loss that ends above where it started is diverging, even "
                 "without a nan: the learning rate is too high.", lambda t, v: _rules(t, v, rising=False)),
-    ],
+        Mistake("not_a_kind", "Return one of the five strings 'healthy', 'overfitting', 'data_bug', "
+                "'not_learning', 'diverging'; you returned {got}.", lambda t, v: "Healthy", match_output=False),
+        Mistake("wrong_kind", "You said '{got}' for curves that show '{want}' (train {train}; validation {val}).",
+                lambda t, v: "healthy", match_output=False),
+]
+register(Exercise(
+    lesson=LESSON, name="diagnose", title="Diagnose a run from its training and validation curves", run=_run,
+    reference=diagnose, cases=_cases, edge_cases=EDGE_CASES, n_random=40, arg_names=("train_losses", "val_losses"),
+    mistakes=MISTAKES,
     hints=[
         "Which check must come before every comparison? What is the difference between a validation loss "
         "that sits above the training loss and one that turns up?",
