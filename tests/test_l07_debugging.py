@@ -218,6 +218,42 @@ def test_first_nonfinite_cases_cover_every_outcome():
     assert None in got and "" in got and any(g and "." in g for g in got)
 
 
+@wrong(FNF, "hooks_left_behind")
+def fnf_hooks_removed_without_finally(model, x):
+    """Red team: removal skipped when the forward raises; no case raised."""
+    found = []
+    hs = [m.register_forward_hook(lambda mod, i, o, n=n: found.append(n) if any(
+        isinstance(t, torch.Tensor) and not bool(torch.isfinite(t).all()) for t in _outs(o)) else None)
+        for n, m in model.named_modules()]
+    with torch.no_grad():
+        model(x)
+    for h in hs:
+        h.remove()
+    return found[0] if found else None
+
+
+@wrong(FNF, "forward_replaced")
+def fnf_replaces_forward(model, x):
+    return fnf_mod._replaces_forward(model, x)
+
+
+@wrong(FNF, "not_a_name")
+def fnf_returns_the_module(model, x):
+    name = fnf_mod.first_nonfinite(model, x)
+    return None if name is None else dict(model.named_modules())[name]
+
+
+@wrong(FNF, "wrong_module")
+def fnf_none_on_nan_input(model, x):
+    """Returns None (legal) where a module is wanted: the message must not say 'forgot return'."""
+    return fnf_mod.first_nonfinite(model, torch.nan_to_num(x))
+
+
+def test_first_nonfinite_none_is_not_called_a_missing_return():
+    res = grading.check(FNF, fnf_none_on_nan_input)
+    assert "return` statement" not in res.message and "None (every output finite)" in res.message, res.message
+
+
 # =========================================================================== 2. overfit_one_batch
 def _loop(model, X, y, steps, optimizer, loss_fn=F.cross_entropy, record=lambda loss: loss.item()):
     losses = []
@@ -308,6 +344,94 @@ def overfit_fake_decay(model, X, y, steps):
 @cheat(OVERFIT)
 def overfit_one_step_then_zeros(model, X, y, steps):
     return _loop(model, X, y, 1, torch.optim.Adam(model.parameters(), lr=1e-2)) + [0.0] * (steps - 1)
+
+
+@wrong(OVERFIT, "stale_gradients")
+def overfit_no_zero_grad_plain_sgd(model, X, y, steps):
+    """Red team: without zero_grad, plain SGD lr=0.02 still reached < 0.05 (grads acted as momentum)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.02)
+    out = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(X), y)
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
+@wrong(OVERFIT, "steps_not_losses")
+def overfit_two_steps_per_loss(model, X, y, steps):
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        F.cross_entropy(model(X), y).backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong(OVERFIT, "steps_not_losses")
+def overfit_trains_on_after_recording(model, X, y, steps):
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = _loop(model, X, y, steps, opt)
+    _loop(model, X, y, 100, opt)
+    return losses
+
+
+@wrong(OVERFIT, "model_state_changed")
+def overfit_leaves_eval_and_frozen(model, X, y, steps):
+    losses = _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
+    model.eval()
+    model.requires_grad_(False)
+    return losses
+
+
+@wrong(OVERFIT, "hooks_left_behind")
+def overfit_leaves_a_hook(model, X, y, steps):
+    losses = _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
+    model.register_forward_hook(lambda *a: None)
+    return losses
+
+
+@wrong(OVERFIT, "not_floats")
+def overfit_numpy_scalars(model, X, y, steps):
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2),
+                 record=lambda loss: loss.detach().numpy())
+
+
+@valid(OVERFIT)
+def overfit_clipped_gradients(model, X, y, steps):
+    """Clipping shrinks the gradient (same direction): not a stale gradient."""
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    out = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(X), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
+@valid(OVERFIT)
+def overfit_manual_update_zero_after(model, X, y, steps):
+    """No torch optimizer at all, grads cleared after the update."""
+    out = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(X), y)
+        loss.backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= 0.5 * p.grad
+                p.grad = None
+        out.append(loss.item())
+    return out
 
 
 # =========================================================================== 3. grad_norms
@@ -407,6 +531,12 @@ def test_grad_norms_cases_have_frozen_and_unused_parameters():
     cases = [c for _, c in oracle_cases(NORMS, 60)]
     assert any(v is None for c in cases for v in c.kwargs["grads"].values())
     assert any(all(v is None for v in c.kwargs["grads"].values()) for c in cases)
+
+
+@cheat(NORMS)
+def norms_drops_zero_norms(model):
+    """Red team: a dead layer (gradient exactly 0) must be reported as 0.0, not left out."""
+    return {k: v for k, v in gn_mod.grad_norms(model).items() if v > 0}
 
 
 # =========================================================================== 4. read_scalars
@@ -529,6 +659,20 @@ def test_read_scalars_cases_include_repeats_missing_tags_and_a_long_run():
     assert max(len(c.args[0].scalars) for c in cases) > 10_000
 
 
+@cheat(SCALARS)
+def scalars_first_event_file_only(logdir, tag):
+    """Red team: a resumed run (a second SummaryWriter) writes a second file; reading one misses it."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    out = {}
+    path = sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*")))[0]
+    for ev in EventFileLoader(path).Load():
+        for v in ev.summary.value:
+            if v.tag == tag and v.HasField("simple_value"):
+                out[ev.step] = v.simple_value
+    return out
+
+
 # =========================================================================== 5. diagnose
 def _rules(train, val, flat=0.9, bug=0.9, rise=1.2, grow=1.0):
     if any(not math.isfinite(v) for v in train) or train[-1] > grow * train[0]:
@@ -600,6 +744,33 @@ def diag_val_against_start(train, val):
     if min(val) > 0.9 * val[0]:
         return "data_bug"
     return "overfitting" if val[-1] > val[0] else "healthy"
+
+
+@wrong(DIAG, "no_margin_overfitting")
+def diag_any_rise_after_the_minimum(train, val):
+    """Red team: healthy validation curves were monotone, so 'any uptick = overfitting' passed."""
+    rule = _rules(train, val)
+    if rule in ("diverging", "not_learning", "data_bug"):
+        return rule
+    return "overfitting" if val[-1] > min(val) else "healthy"
+
+
+@cheat(DIAG)
+def diag_last_epochs_trend(train, val):
+    rule = _rules(train, val)
+    if rule in ("diverging", "not_learning", "data_bug"):
+        return rule
+    return "overfitting" if val[-1] > val[-4] else "healthy"
+
+
+@wrong(DIAG, "not_a_kind")
+def diag_capitalised(train, val):
+    return diag_mod.diagnose(train, val).capitalize()
+
+
+def test_diagnose_wrong_label_says_what_was_returned_and_what_the_curves_show():
+    res = grading.check(DIAG, lambda t, v: "healthy" if diag_mod.diagnose(t, v) == "diverging" else "diverging")
+    assert res.mistake == "wrong_kind" and "You said '" in res.message and "validation" in res.message, res.message
 
 
 @cheat(DIAG)

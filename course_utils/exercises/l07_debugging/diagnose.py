@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 
-from course_utils.grading import Case, Exercise, Mistake, Rand, register
+from typing import Any
+
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON
 
@@ -34,10 +36,14 @@ def _curves(r: Rand, kind: str, n: int) -> tuple[list[float], list[float]]:
     start = r.uniform(1.0, 3.0)
     train = _wobble(_decay(n, start, start * r.uniform(0.01, 0.25), r.uniform(n / 8, n / 3.5)), r, 0.01)
     v0 = start * r.uniform(1.0, 1.1)
-    if kind == "healthy":  # val tracks train, maybe well above it (a gap), and ends at its minimum
-        gap = r.uniform(0.0, 1.0)
+    if kind == "healthy":  # val tracks train, maybe well above it (a gap), and ends near its minimum:
+        gap = r.uniform(0.0, 1.0)  # the last epochs are noise, the end 1-4 % above the minimum
         val = [v * (1 + gap * t / n) + 0.0 for t, v in enumerate(_decay(n, v0, v0 * r.uniform(0.05, 0.3), n / 4))]
         val = sorted(_wobble(val, r, 0.005), reverse=True)
+        low, k = val[-1], r.integer(2, min(5, n - 2))
+        val[-k:] = [low * (1 + r.uniform(0.0, 0.04)) for _ in range(k)]
+        val[-r.integer(2, k)] = low
+        val[-1] = low * (1 + r.uniform(0.01, 0.04))
     elif kind == "overfitting":  # val falls to well below its start, then rises well above its minimum
         low, at = v0 * r.uniform(0.2, 0.55), r.integer(max(2, n // 4), n // 2)
         end = low * r.uniform(1.6, 3.0)
@@ -104,7 +110,7 @@ EDGE_CASES = [
 
 
 # --- wrong answers: the reference's rules with one decision changed
-def _rules(train, val, check_finite=True, rising=True, data_bug=True, flat_first=True, gap=False):
+def _rules(train, val, check_finite=True, rising=True, data_bug=True, flat_first=True, gap=False, margin=1.2):
     if check_finite and not all(math.isfinite(v) for v in train):
         return "diverging"
     if rising and train[-1] > train[0]:
@@ -117,16 +123,30 @@ def _rules(train, val, check_finite=True, rising=True, data_bug=True, flat_first
         return "not_learning"
     if gap and val[-1] > 1.2 * train[-1]:
         return "overfitting"
-    if not gap and val[-1] > 1.2 * min(val):
+    if not gap and val[-1] > margin * min(val):
         return "overfitting"
     return "healthy"
 
 
+# --- run
+def _curve(v: list[float]) -> str:
+    low = min(v) if all(math.isfinite(x) for x in v) else math.nan
+    return f"{v[0]:.3g} -> min {low:.3g} -> {v[-1]:.3g}"
+
+
+def _run(answer: Any, case: Case) -> Any:
+    train, val = case.args
+    want = diagnose(list(train), list(val))
+    got = answer(*case.args)
+    if got not in KINDS:
+        raise Incorrect("not_a_kind", got=repr(got)[:60])
+    if got != want and not any(m.match_output and m.example(train, val) == got for m in MISTAKES):
+        raise Incorrect("wrong_kind", got=got, want=want, train=_curve(train), val=_curve(val))
+    return got  # (a known mistake's answer: the framework names it, checked on more cases)
+
+
 # --- declaration
-register(Exercise(
-    lesson=LESSON, name="diagnose", title="Diagnose a run from its training and validation curves",
-    reference=diagnose, cases=_cases, edge_cases=EDGE_CASES, n_random=40, arg_names=("train_losses", "val_losses"),
-    mistakes=[
+MISTAKES = [
         Mistake("nan_unchecked", "A curve that turns into nan (or inf) is diverging, but your function called it "
                 "something else. Every comparison with nan is False, so test `math.isfinite` on the losses "
                 "before any other rule.", lambda t, v: _rules(t, v, check_finite=False)),
@@ -140,9 +160,20 @@ register(Exercise(
         Mistake("flat_as_data_bug", "When the training loss itself does not move, the model is not learning; "
                 "test that before asking whether what it learned generalises.",
                 lambda t, v: _rules(t, v, flat_first=False)),
+        Mistake("no_margin_overfitting", "A validation loss that ends a few percent above its minimum is noise: "
+                "the last epochs of a healthy run wobble. Overfitting is a validation loss that ends *well* above "
+                "its minimum (a margin such as 10-20 %).", lambda t, v: _rules(t, v, margin=1.0)),
         Mistake("rising_not_diverging", "A training loss that ends above where it started is diverging, even "
                 "without a nan: the learning rate is too high.", lambda t, v: _rules(t, v, rising=False)),
-    ],
+        Mistake("not_a_kind", "Return one of the five strings 'healthy', 'overfitting', 'data_bug', "
+                "'not_learning', 'diverging'; you returned {got}.", lambda t, v: "Healthy", match_output=False),
+        Mistake("wrong_kind", "You said '{got}' for curves that show '{want}' (train {train}; validation {val}).",
+                lambda t, v: "healthy", match_output=False),
+]
+register(Exercise(
+    lesson=LESSON, name="diagnose", title="Diagnose a run from its training and validation curves", run=_run,
+    reference=diagnose, cases=_cases, edge_cases=EDGE_CASES, n_random=40, arg_names=("train_losses", "val_losses"),
+    mistakes=MISTAKES,
     hints=[
         "Which check must come before every comparison? What is the difference between a validation loss "
         "that sits above the training loss and one that turns up?",

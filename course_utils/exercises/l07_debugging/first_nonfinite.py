@@ -136,17 +136,52 @@ EDGE_CASES = [
 ]
 
 
-# --- run
-def _run(answer: Any, case: Case) -> Any:
-    model, x = case.args
-    before = global_hooks()
+# --- run and probes
+def _describe(v: Any) -> str:
+    if v is None:
+        return "None (every output finite)"
+    if isinstance(v, nn.Module):
+        return f"a `{type(v).__name__}` module object"
+    return repr(v) if isinstance(v, str) else f"{v!r} (a {type(v).__name__})"
+
+
+def _watched(answer: Any, model: nn.Module, x: torch.Tensor) -> Any:
+    """The answer's result; hooks left behind and replaced `forward`s are removed, then reported."""
+    before, patched = global_hooks(), {id(m) for m in model.modules() if "forward" in vars(m)}
     try:
-        out = answer(model, x)
+        return answer(model, x)
     finally:
         left = remove_leftover_hooks(model, before)
-    if left:
-        raise Incorrect("hooks_left_behind", n=left, s="s" if left > 1 else "")
-    return out
+        replaced = [m for m in model.modules() if "forward" in vars(m) and id(m) not in patched]
+        for m in replaced:
+            del m.forward
+        if left:
+            raise Incorrect("hooks_left_behind", n=left, s="s" if left > 1 else "")
+        if replaced:
+            raise Incorrect("forward_replaced", n=len(replaced))
+
+
+def _run(answer: Any, case: Case) -> Any:
+    model, x = case.args
+    want = first_nonfinite(model, x)
+    out = _watched(answer, model, x)
+    names = [n for n, _ in model.named_modules()]
+    if out is not None and not isinstance(out, str) or isinstance(out, str) and out not in names:
+        raise Incorrect("not_a_name", got=_describe(out))
+    if out != want and not any(m.match_output and m.example(model, x) == out for m in MISTAKES):
+        raise Incorrect("wrong_module", got=_describe(out), want=_describe(want))
+    return out  # (a known mistake's answer: the framework names it, checked on more cases)
+
+
+def _probe_forward_raises(answer: Any, r: Rand) -> None:
+    """A model whose forward raises (a shape mismatch): the hooks must be removed all the same."""
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), TakeFirst(), nn.Linear(4, 2))
+    try:
+        _watched(answer, model, r.randn(2, 3))
+    except Incorrect:
+        raise
+    except Exception:  # noqa: BLE001 - letting the forward's error through is fine
+        pass
 
 
 # --- wrong answers
@@ -208,11 +243,23 @@ def _scan_first(model, x):
     return hits[0] if hits else None
 
 
+def _replaces_forward(model, x):
+    found: list[str] = []
+    for name, m in model.named_modules():
+        def spy(*a, _f=m.forward, _n=name, **k):
+            out = _f(*a, **k)
+            if not found and any(isinstance(t, torch.Tensor) and not bool(torch.isfinite(t).all())
+                                 for t in _outputs(out)):
+                found.append(_n)
+            return out
+        m.forward = spy
+    with torch.no_grad():
+        model(x)
+    return found[0] if found else None
+
+
 # --- declaration
-register(Exercise(
-    lesson=LESSON, name="first_nonfinite", title="The first module whose output holds NaN or inf",
-    reference=first_nonfinite, cases=_cases, run=_run, edge_cases=EDGE_CASES, n_random=12,
-    mistakes=[
+MISTAKES = [
         Mistake("nan_only", "Your answer names a later module: `torch.isnan` misses `inf` and `-inf` (the log of "
                 "0 is `-inf`, not NaN; NaN appears only a layer later). Test with `~torch.isfinite(out)`.",
                 _nan_only),
@@ -230,7 +277,19 @@ register(Exercise(
                 "later forward: keep the handles that `register_forward_hook` returns and call `.remove()` on "
                 "each, in a `finally:` so that it happens even when the forward raises.", _keeps_hooks,
                 match_output=False),
-    ],
+        Mistake("forward_replaced", "Your function replaced the `forward` of {n} module(s) and left it so: every "
+                "later call runs your recorder. Use `register_forward_hook` and remove the handles.",
+                _replaces_forward, match_output=False),
+        Mistake("not_a_name", "Return the *name* of the module (a str as `named_modules()` gives it, such as "
+                "`'2'` or `'body.1'`, `''` for the model itself), or None when every output is finite; you "
+                "returned {got}.", lambda model, x: 3, match_output=False),
+        Mistake("wrong_module", "You returned {got}, but the first module whose output holds NaN or inf is "
+                "{want}.", lambda model, x: None, match_output=False),
+]
+register(Exercise(
+    lesson=LESSON, name="first_nonfinite", title="The first module whose output holds NaN or inf",
+    reference=first_nonfinite, cases=_cases, run=_run, edge_cases=EDGE_CASES, n_random=12,
+    probes=[_probe_forward_raises], mistakes=MISTAKES,
     hints=[
         "Which tool of the lesson sees every module's output, in the order the modules finish? Which test "
         "catches inf as well as nan?",

@@ -50,6 +50,9 @@ def _build(seed: int, kind: str, d: int, hidden: int, out: int, freeze: list[str
         torch.manual_seed(seed)
         if kind == "scaled":
             model: nn.Module = Scaled(d, hidden, out)
+        elif kind == "dead":  # every ReLU unit dead: layer "0" gets gradients that are exactly 0
+            model = nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, out))
+            nn.init.constant_(model[0].bias, -1e3)
         else:
             model = nn.Sequential(nn.Linear(d, hidden), nn.Tanh(), nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU()),
                                   nn.Linear(hidden, out))
@@ -77,6 +80,7 @@ EDGE_CASES = [
            label="a parameter on the model itself, a frozen block and an unused layer"),
     _build(3, "sequential", 3, 5, 2, ["0.weight", "2.0.bias"], label="a frozen weight whose bias still trains"),
     _build(4, "scaled", 3, 3, 2, ["scale", "block", "head"], label="everything frozen: no gradients"),
+    _build(5, "dead", 4, 6, 3, [], label="a dead layer: its gradients are all exactly 0"),
 ]
 
 

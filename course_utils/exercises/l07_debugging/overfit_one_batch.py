@@ -14,10 +14,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON
+from ._kit import LESSON, global_hooks, remove_leftover_hooks
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
 from .._references.l07_debugging import overfit_one_batch
@@ -63,17 +64,78 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
 
 
+class _StepWatch:
+    """A global step pre-hook: counts the optimizer steps on this model's parameters and compares the
+    gradients a step uses with the mean cross-entropy's gradient now. Clipping (smaller, same
+    direction) is fine; gradients kept from earlier steps (no ``zero_grad()``) are not."""
+
+    def __init__(self, model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
+        self.model, self.X, self.y = model, X, y
+        self.ids = {id(p) for p in model.parameters()}
+        self.steps = 0
+        self.stale: tuple[float, float] | None = None  # (cosine, norm ratio) of the first bad step
+
+    def __call__(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        params = [p for g in optimizer.param_groups for p in g["params"] if id(p) in self.ids]
+        if not params:
+            return
+        self.steps += 1
+        # torch passes step's own arguments, the optimizer first: step(closure) or step(closure=...)
+        rest = [a for a in args if a is not optimizer]
+        closure = (kwargs or {}).get("closure", rest[0] if rest else None)
+        # the first steps and every 10th (keeps the check fast); step(closure) computes its own grads
+        if closure is not None or self.stale is not None or any(p.grad is None for p in params) or (
+                self.steps > 5 and self.steps % 10):
+            return
+        with torch.enable_grad():
+            fresh = torch.autograd.grad(F.cross_entropy(self.model(self.X), self.y), params, allow_unused=True)
+        got = torch.cat([p.grad.detach().flatten().double() for p in params])
+        want = torch.cat([(torch.zeros_like(p) if g is None else g).flatten().double() for p, g in zip(params, fresh)])
+        gn, wn = float(got.norm()), float(want.norm())
+        if wn < 1e-6:
+            return
+        cos = float(got @ want) / max(gn * wn, 1e-30)
+        if cos < 0.99 or gn > 1.01 * wn:
+            self.stale = (cos, gn / wn)
+
+
+def _model_state(model: nn.Module) -> tuple:
+    return ([m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
+
+
+def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor, steps: int) -> tuple:
+    """Run the answer under the step watch; restore the model's modes, requires_grad and hooks."""
+    state, hooks, watch = _model_state(model), global_hooks(), _StepWatch(model, X, y)
+    handle = register_optimizer_step_pre_hook(watch)
+    try:
+        losses = answer(model, X, y, steps)
+    finally:
+        handle.remove()
+        left, changed = remove_leftover_hooks(model, hooks), _model_state(model) != state
+        for m, t in zip(model.modules(), state[0]):
+            m.training = t
+        for p, r in zip(model.parameters(), state[1]):
+            p.requires_grad_(r)
+    if left:
+        raise Incorrect("hooks_left_behind", n=left)
+    if changed:
+        raise Incorrect("model_state_changed")
+    if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(
+            isinstance(v, torch.Tensor) for v in losses)):
+        raise Incorrect("tensor_losses")
+    if not isinstance(losses, (list, tuple)):
+        raise Incorrect("not_a_list", got=type(losses).__name__)
+    odd = [type(v) for v in losses if not isinstance(v, (int, float)) or isinstance(v, bool)]
+    if odd:
+        raise Incorrect("not_floats", got=f"{odd[0].__module__}.{odd[0].__qualname__}".removeprefix("builtins."))
+    return losses, watch
+
+
 def _run(answer: Any, case: Case) -> Any:
     model, X, y, steps = case.args
     first = _initial_losses(model, X, y)
     before = [p.detach().clone() for p in model.parameters()]
-    losses = answer(model, X, y, steps)
-    if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(
-            isinstance(v, torch.Tensor) for v in losses)):
-        raise Incorrect("tensor_losses")
-    if not isinstance(losses, (list, tuple)) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in losses):
-        raise Incorrect("not_a_list", got=type(losses).__name__)
+    losses, watch = _watched_call(answer, model, X, y, steps)
     if len(losses) != steps:
         raise Incorrect("wrong_length", got=len(losses), steps=steps)
     if all(torch.equal(p0, p.detach()) for p0, p in zip(before, model.parameters())):
@@ -84,6 +146,8 @@ def _run(answer: Any, case: Case) -> Any:
         if _close(losses[0], first["softmax"]):
             raise Incorrect("softmax_before_loss")
         raise Incorrect("first_loss_not_initial")
+    if watch.stale is not None:
+        raise Incorrect("stale_gradients", cos=f"{watch.stale[0]:.3f}", ratio=f"{watch.stale[1]:.2f}")
     last = float(losses[-1])
     if not math.isfinite(last):
         raise Incorrect("diverged", last=last)
@@ -93,6 +157,8 @@ def _run(answer: Any, case: Case) -> Any:
         now = F.cross_entropy(model(X), y).item()
     if not now < 2 * TARGET:
         raise Incorrect("losses_not_real", now=f"{now:.3g}")
+    if watch.steps and watch.steps != steps:
+        raise Incorrect("steps_not_losses", n=watch.steps, steps=steps)
     return True
 
 
@@ -155,6 +221,29 @@ def _faked(model, X, y, steps):
     return losses + [0.0] * (steps - 3)
 
 
+def _two_steps_each(model, X, y, steps):
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        for k in range(2):
+            loss = F.cross_entropy(model(X), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses += [loss.item()] if k == 0 else []
+    return losses
+
+
+def _left_in_eval(model, X, y, steps):
+    losses = _train(model, X, y, steps)
+    model.eval()
+    return losses
+
+
+def _hook_left(model, X, y, steps):
+    return _train(model.register_forward_hook(lambda *a: None) and model, X, y, steps)
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="overfit_one_batch", title="Overfit one batch: train until the loss is about 0",
@@ -178,6 +267,22 @@ register(Exercise(
                 "each step is freed instead of kept alive by the list.", _tensors, match_output=False),
         Mistake("not_a_list", "Return a list of Python floats, one per step; you returned a {got}.",
                 lambda model, X, y, steps: None, match_output=False),
+        Mistake("not_floats", "Return a list of Python floats; your list holds `{got}` values. Append "
+                "`loss.item()`, which gives a Python float.", lambda model, X, y, steps: [
+                    v.detach().numpy() for v in _train(model, X, y, steps, record="tensor")], match_output=False),
+        Mistake("steps_not_losses", "Your code made {n} optimizer steps for steps={steps}: exactly one "
+                "`optimizer.step()` per recorded loss, and no training after the last one.", _two_steps_each,
+                match_output=False),
+        Mistake("stale_gradients", "The gradients your optimizer stepped with are not the gradient of this "
+                "step's loss (direction agreement {cos}, size {ratio}x): gradients add up across "
+                "`backward()` calls, so call `optimizer.zero_grad()` every step.", lambda model, X, y, steps: _train(
+                    model, X, y, steps, lambda ps: torch.optim.SGD(ps, lr=0.02), zero=False), match_output=False),
+        Mistake("model_state_changed", "Leave the model as you found it, apart from its trained weights: your "
+                "code changed its train/eval mode or its parameters' `requires_grad`.", _left_in_eval,
+                match_output=False),
+        Mistake("hooks_left_behind", "Your code left {n} hook(s) on the model (or torch's global hooks); "
+                "they run on every later forward. Remove each with its handle's `.remove()`.", _hook_left,
+                match_output=False),
         Mistake("wrong_length", "You returned {got} losses for steps={steps}: one loss per optimizer step.",
                 _one_more, match_output=False),
         Mistake("not_trained", "The model's parameters did not change: call `optimizer.step()` after "

@@ -11,6 +11,7 @@ about a second) and deleted at exit.
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -34,12 +35,13 @@ class Log:
     scalars: tuple[tuple[str, int, float], ...]
     histograms: tuple[str, ...] = ()
     about: str = ""
+    resume_at: int = 0  # > 0: the writes from this index on come from a second SummaryWriter (a second file)
 
     def __repr__(self) -> str:
         return f"<a log directory: {self.about or f'{len(self.scalars)} scalar events'}>"
 
     def path(self) -> str:
-        key = (self.scalars, self.histograms)
+        key = (self.scalars, self.histograms, self.resume_at)
         if key not in _WRITTEN:
             import torch
             from torch.utils.tensorboard import SummaryWriter
@@ -48,11 +50,21 @@ class Log:
                 _ROOT.append(tempfile.mkdtemp(prefix="course_l07_"))
                 atexit.register(shutil.rmtree, _ROOT[0], True)
             logdir = tempfile.mkdtemp(dir=_ROOT[0])
+            cut = self.resume_at or len(self.scalars)
             with SummaryWriter(logdir) as w:
-                for tag, step, value in self.scalars:
+                for tag, step, value in self.scalars[:cut]:
                     w.add_scalar(tag, value, step)
                 for i, tag in enumerate(self.histograms):
                     w.add_histogram(tag, torch.arange(10.0) * (i + 1), 0)
+            if self.resume_at:  # a resumed run: a second writer, a second file that sorts after the first
+                first = os.listdir(logdir)[0]
+                with SummaryWriter(logdir) as w:
+                    for tag, step, value in self.scalars[cut:]:
+                        w.add_scalar(tag, value, step)
+                second = next(f for f in os.listdir(logdir) if f != first)
+                stamp = int(first.split(".")[3]) + 1
+                resumed = f"events.out.tfevents.{stamp:010d}.resumed"
+                os.rename(os.path.join(logdir, second), os.path.join(logdir, resumed))
             _WRITTEN[key] = logdir
         return _WRITTEN[key]
 
@@ -87,7 +99,7 @@ EDGE_CASES = [  # the first is the warm-up's (run at `exercises_for` time): keep
               ("weights/0",), about="two tags and a histogram, two epochs"), "loss/val"),
          label="two tags and a histogram", show_inputs=True),
     Case((Log(tuple(("loss", s, 1.0 / (s + 1)) for s in range(8)) + tuple(("loss", s, 0.5) for s in range(5, 10)),
-              about="steps 0-7, then a resumed run logging steps 5-9 again"), "loss"),
+              about="steps 0-7, then a resumed run logging steps 5-9 again in a second file", resume_at=8), "loss"),
          label="a resumed run: steps 5-7 logged twice", show_inputs=True),
     Case((Log((("loss", 0, 1.0),), about="one tag, 'loss'"), "accuracy"), label="a tag that was never logged",
          show_inputs=True),
