@@ -26,6 +26,10 @@ SLOW_EXERCISES = (
     "11_distributed.data_parallel_grads",
     "07_debugging.overfit_one_batch",  # trains a model for 150-220 steps per case
     "07_debugging.read_scalars",  # writes and reads event files; one case holds 10 050 events
+    "12_capstone.fit_with_early_stopping",  # the capstone's parts train small models per case
+    "12_capstone.resume_training",
+    "12_capstone.train_and_score",
+    "12_capstone.onnx_parity",
 )
 # Whole test functions (every case) that take seconds; by "file::function" so that the files
 # (edited under issue 11 this hour) need no edit. Measured with --durations=120 on the fast loop.
@@ -62,8 +66,6 @@ SLOW_TESTS = {
     "test_l09_persistence.py::test_load_checkpoint_falling_back_to_unsafe_loading_is_rejected",
     "test_l10_performance.py::test_valid_answer_is_accepted",  # the red team's (was test_redteam_l04_l08.py)
     "test_l11_distributed.py::test_valid_answer_is_accepted",
-    "test_l10_performance.py::test_the_lesson_imports_in_the_staged_course_without_its_references",  # 12 s each
-    "test_l11_distributed.py::test_the_lesson_imports_in_the_staged_course_without_its_references",
     "test_l09_persistence.py::test_valid_answer_is_accepted",
     "test_l04_data.py::test_sharded_range_matches_a_real_dataloader_over_range",
     "test_l02_autograd.py::test_plot_descent_and_widget",
