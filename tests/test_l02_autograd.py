@@ -1175,3 +1175,13 @@ def test_checks_leave_the_callers_rng_and_grad_mode_alone_with_new_fixed_cases()
             assert grading.check(exercise_id, grading.reference(exercise_id), seed=7).passed
         assert not torch.is_grad_enabled()
     assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_hints_give_ideas_and_leave_the_code_to_the_solution():
+    """Hints go nudge -> idea; only `solution()` shows code (issue 14). Code here: a backticked span with a
+    call that has arguments, an index, an assignment or a loop (a bare name such as `.grad` is not)."""
+    code = __import__("re").compile(r"`[^`]*(\([^)`]|\[|=| for )[^`]*`")
+    for exercise_id in grading.exercises():
+        if exercise_id.startswith("02_autograd."):
+            for hint in grading.exercise(exercise_id).hints:
+                assert not code.search(hint), (exercise_id, hint)

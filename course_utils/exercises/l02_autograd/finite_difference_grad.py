@@ -138,9 +138,10 @@ register(Exercise(
                 _with_autograd, match_output=False),
     ],
     hints=[
-        "For each position i: make `step = torch.zeros_like(x)`, set the i-th element of "
-        "`step.view(-1)` to eps, and evaluate `(fn(x + step) - fn(x - step)) / (2 * eps)`.",
-        "Store the results in `grad = torch.zeros_like(x)` through `grad.view(-1)[i] = ...`, so a "
-        "2-D `x` gets a 2-D gradient. `x.numel()` is the number of positions.",
+        "Perturb one position at a time: nudge element i of x up by eps and down by eps, evaluate fn "
+        "both times, and the central difference of the two values over 2·eps is the i-th partial "
+        "derivative.",
+        "Work on flat views (read about Tensor.view and numel) so the same loop handles 1-D and 2-D x, "
+        "and write the results into a gradient tensor shaped like x.",
     ],
 ))

@@ -188,9 +188,9 @@ register(Exercise(
                 _autograd_grad, match_output=False),
     ],
     hints=[
-        "Start from a copy that requires grad: `x = x0.clone().requires_grad_()`. Each step: "
-        "`loss = fn(x)`, `loss.backward()`, update, clear.",
-        "Update without recording it in the graph: `with torch.no_grad(): x -= lr * x.grad`, then "
-        "`x.grad.zero_()`. Return `x.detach()`.",
+        "You need a leaf tensor that requires grad, separate from x0, so the caller's tensor is never "
+        "changed. Each step is: compute the loss, backpropagate, update, clear the gradient.",
+        "The update itself must not be recorded in the graph (read about torch.no_grad), and .grad "
+        "accumulates unless you zero it. Return a tensor with no graph attached (read about detach).",
     ],
 ))

@@ -165,9 +165,9 @@ register(Exercise(
                 _item_per_element, match_output=False),
     ],
     hints=[
-        "Compute both pieces for every element and pick one per element with "
-        "`torch.where(x.abs() <= delta, inside, outside)`.",
-        "inside = `0.5 * x**2`, outside = `delta * (x.abs() - 0.5 * delta)`. No `if`, no `.item()`, "
-        "no in-place ops: all of them break either the code or the graph.",
+        "The loss has two pieces, chosen per element by whether |x| is at most delta. What picks a value "
+        "per element without a Python if?",
+        "Compute both pieces for every element and select with torch.where. No if, no .item(), no "
+        "in-place ops: each of them breaks either batching or the graph.",
     ],
 ))

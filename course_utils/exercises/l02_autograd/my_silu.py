@@ -245,9 +245,10 @@ register(Exercise(
                 _BackwardByAutograd, match_output=False),
     ],
     hints=[
-        "forward: `s = torch.sigmoid(x)`, `ctx.save_for_backward(x, s)`, return `x * s`. "
-        "backward gets `grad_output` and reads `x, s = ctx.saved_tensors`.",
-        "d/dx [x·s(x)] = s + x·s·(1−s) (product rule, with s' = s·(1−s)). backward returns "
-        "`grad_output * (s + x * s * (1 - s))`.",
+        "forward computes x·sigmoid(x) and must save, on ctx, whatever backward will need; backward "
+        "receives grad_output and reads back what was saved (read about save_for_backward and "
+        "saved_tensors).",
+        "d/dx [x·s(x)] = s + x·s·(1−s) (product rule, with s' = s·(1−s)). backward returns grad_output "
+        "times that derivative, by the chain rule.",
     ],
 ))

@@ -160,9 +160,9 @@ register(Exercise(
                 _keeps_graph, match_output=False),
     ],
     hints=[
-        "`torch.autograd.grad(outputs, inputs)` returns a tuple of gradients. With "
-        "`create_graph=True` the returned gradient has a graph, so you can differentiate it again.",
-        "`x = x.detach().requires_grad_()`; `(d1,) = torch.autograd.grad(fn(x).sum(), x, "
-        "create_graph=True)`; then `(d2,) = torch.autograd.grad(d1.sum(), x)`.",
+        "torch.autograd.grad returns a tuple of gradients. Can you differentiate a gradient again? Only "
+        "if the first call recorded a graph for it.",
+        "Start from a detached copy of x that requires grad. Take the first derivative with create_graph "
+        "switched on, then differentiate that result (summed to a scalar) once more with respect to x.",
     ],
 ))

@@ -149,9 +149,9 @@ register(Exercise(
                 _scales_v_in_place, match_output=False),
     ],
     hints=[
-        "`y = fn(x)` is a vector, so `y.backward()` alone raises \"grad can be implicitly created "
-        "only for scalar outputs\". Pass the vector v: `y.backward(gradient=v)`.",
-        "Start from a leaf that requires grad: `x = x.detach().requires_grad_()`; after "
-        "`y.backward(gradient=v)` the answer is in `x.grad`.",
+        "y = fn(x) is a vector, so backward() alone raises \"grad can be implicitly created only for "
+        "scalar outputs\". What does backward's gradient argument mean for a non-scalar output?",
+        "Start from a detached leaf copy of x that requires grad, backpropagate from y with v as its "
+        "gradient, and the vector-Jacobian product is then in x.grad.",
     ],
 ))
