@@ -1577,3 +1577,13 @@ def test_cheat_is_rejected(request, answer):
 
 def test_every_exercise_has_its_red_team():
     _tables.assert_counts(LESSON)
+
+
+def test_hints_give_ideas_and_leave_the_code_to_the_solution():
+    """Hints go nudge -> idea; only `solution()` shows code (issue 14). Code here: a backticked span with a
+    call that has arguments, an index, an assignment or a loop (a bare name such as `.grad` is not)."""
+    code = __import__("re").compile(r"`[^`]*(\([^)`]|\[|=| for )[^`]*`")
+    for exercise_id in grading.exercises():
+        if exercise_id.startswith("05_training_loop."):
+            for hint in grading.exercise(exercise_id).hints:
+                assert not code.search(hint), (exercise_id, hint)

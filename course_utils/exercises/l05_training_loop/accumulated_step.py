@@ -169,10 +169,9 @@ register(Exercise(
                 "step, after `backward()` of every micro-batch.", _acc_steps_again, match_output=False),
     ],
     hints=[
-        "`backward()` adds to `.grad`, so calling it once per micro-batch accumulates the gradients.",
-        "The big-batch loss is the mean over all samples: micro-batch `k`'s mean loss counts with weight "
-        "`len(y_k) / n_total`.",
-        "`optimizer.zero_grad()` once; for each micro-batch `(loss_fn(model(X), y) * len(y) / n_total).backward()`; "
-        "then `optimizer.step()` once.",
+        "backward() adds to .grad, so calling it once per micro-batch accumulates the gradients.",
+        "The big-batch loss is the mean over all samples, so each micro-batch's mean loss must count in "
+        "proportion to its share of the samples before you backpropagate it. Clear the gradients once "
+        "before the micro-batches and step the optimizer once after them.",
     ],
 ))

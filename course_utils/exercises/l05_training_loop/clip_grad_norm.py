@@ -191,9 +191,10 @@ register(Exercise(
                 "them.", functools.partial(_clip_with, weights=True), match_output=False),
     ],
     hints=[
-        "Collect `grads = [p.grad for p in parameters if p.grad is not None]`.",
-        "`total_norm = torch.sqrt(sum((g ** 2).sum() for g in grads))`.",
-        "If `total_norm > max_norm`, multiply every gradient in place (`g.mul_(...)`) by "
-        "`max_norm / (total_norm + 1e-6)`. Return `total_norm.item()` (0.0 when `grads` is empty).",
+        "The total norm is taken over all gradients together, as if they were one long vector; "
+        "parameters without a gradient do not count.",
+        "Square-sum every gradient, add them up, take the square root. Only when that exceeds max_norm, "
+        "scale every gradient in place by max_norm over the norm (plus a tiny epsilon). Return the norm "
+        "before clipping as a Python float, and 0.0 when there are no gradients.",
     ],
 ))

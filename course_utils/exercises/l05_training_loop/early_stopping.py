@@ -187,10 +187,9 @@ register(Exercise(
                 _NoBestLoss, match_output=False),
     ],
     hints=[
-        "In `step`: if `val_loss < self.best_loss`, remember the loss and a copy of the weights and reset "
-        "`self.bad_epochs`; otherwise count one more bad epoch.",
-        "`copy.deepcopy(model.state_dict())` makes a snapshot; `model.state_dict()` alone is a dict of "
-        "references to the live parameters.",
-        "Return `self.bad_epochs >= self.patience`.",
+        "In step: an improvement remembers the loss and the weights and resets the count of bad epochs; "
+        "anything else counts one more bad epoch.",
+        "model.state_dict() alone is a dict of references to the live parameters: keep a deep copy (read "
+        "about copy.deepcopy). Stop once the bad epochs reach patience.",
     ],
 ))

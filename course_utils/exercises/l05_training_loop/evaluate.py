@@ -127,9 +127,9 @@ register(Exercise(
                 "list.", _eval_returns(lambda loss, acc: [loss, acc])),
     ],
     hints=[
-        "`model.eval()`, then `with torch.inference_mode():` around the loop over the loader.",
-        "Per batch: `logits = model(X)`; add `loss_fn(logits, y).item() * len(y)` to a total and "
-        "`(logits.argmax(dim=1) == y).sum().item()` to a count of correct predictions.",
-        "Return `(total_loss / n, correct / n)` with `n` the number of samples.",
+        "Which mode should the model be in while evaluating, and should autograd record anything?",
+        "Read about model.eval and torch.inference_mode. Per batch, add the loss weighted by the batch "
+        "size and the number of correct argmax predictions; divide both totals by the number of samples "
+        "at the end.",
     ],
 ))

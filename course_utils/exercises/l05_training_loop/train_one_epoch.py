@@ -260,9 +260,9 @@ register(Exercise(
         Mistake("not_a_number", NOT_A_NUMBER, _train_returns(lambda loss: [loss]), match_output=False),
     ],
     hints=[
-        "Start with `model.train()`, then `for X, y in loader:` and the five steps inside the loop.",
-        "The five steps: `optimizer.zero_grad()`, `logits = model(X)`, `loss = loss_fn(logits, y)`, "
-        "`loss.backward()`, `optimizer.step()`.",
-        "For the mean loss per sample keep `total += loss.item() * len(y)` and `n += len(y)`; return `total / n`.",
+        "Which mode should the model be in while training? Then loop over the loader and do the five "
+        "steps of lesson 05 for every batch.",
+        "The five steps: clear the gradients, forward pass, loss, backward, optimizer step. For the mean "
+        "loss per sample, weight each batch's loss by its size and divide by the number of samples.",
     ],
 ))

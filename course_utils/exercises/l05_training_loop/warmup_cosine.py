@@ -100,10 +100,9 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "`LambdaLR(optimizer, factor)` multiplies the optimizer's initial lr by `factor(step)`, where `step` "
-        "counts the `scheduler.step()` calls so far (0 at the start).",
-        "Warm-up: `(step + 1) / warmup_steps` while `step < warmup_steps`.",
-        "Then `progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)` and "
-        "`0.5 * (1 + math.cos(math.pi * progress))`.",
+        "LambdaLR multiplies the optimizer's initial lr by a factor you compute from step, the number of "
+        "scheduler.step() calls so far (0 at the start).",
+        "During warm-up the factor grows linearly so it reaches 1 at the end of the warm-up steps; after "
+        "that it follows half a cosine from 1 down to 0 over the remaining steps (progress from 0 to 1).",
     ],
 ))
