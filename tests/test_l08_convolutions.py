@@ -819,3 +819,13 @@ def test_verdicts_do_not_depend_on_the_seed():
         assert grading.check(CONV, CONV_WRONG["true convolution (flipped kernel)"], seed=seed).mistake == "flipped_kernel"
         assert grading.check(SIZE, SIZE_WRONG["ceil"], seed=seed).mistake == "ceil_not_floor"
         assert grading.check(POOL, _pool_variant(zero_start=True), seed=seed).mistake == "zero_start"
+
+
+def test_hints_give_ideas_and_leave_the_code_to_the_solution():
+    """Hints go nudge -> idea; only `solution()` shows code (issue 14). Code here: a backticked span with a
+    call that has arguments, an index, an assignment or a loop (a bare name such as `.grad` is not)."""
+    code = __import__("re").compile(r"`[^`]*(\([^)`]|\[|=| for )[^`]*`")
+    for exercise_id in grading.exercises():
+        if exercise_id.startswith("08_convolutions."):
+            for hint in grading.exercise(exercise_id).hints:
+                assert not code.search(hint), (exercise_id, hint)

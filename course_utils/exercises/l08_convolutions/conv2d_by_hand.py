@@ -118,13 +118,10 @@ register(Exercise(
                 "right): `F.pad(x, (p, p, p, p))`.", _conv_variant(pad_sides=1)),
     ],
     hints=[
-        "Pad with `F.pad(x, (p, p, p, p))`, work out the output size with your "
-        "`conv_output_size`, then fill each output position from one patch of the input.",
-        "The patch for output (i, j) is `x[:, :, i*s : i*s + d*(kh-1) + 1 : d, j*s : j*s + d*(kw-1) + 1 : d]`, "
-        "shape (N, C_in, kh, kw). Multiply by the weight (C_out, C_in, kh, kw) and sum over the last "
-        "three dims: `torch.einsum('nchw,ochw->no', patch, weight)`.",
-        "Collect the (N, C_out) results with `torch.stack` (or `F.unfold` gives all patches at once: "
-        "`weight.reshape(C_out, -1) @ F.unfold(x, (kh, kw), dilation=d, padding=p, stride=s)`), "
-        "then add `bias.reshape(1, -1, 1, 1)`.",
+        "Pad the input first (read about F.pad), work out the output size with your conv_output_size, "
+        "then fill each output position from one patch of the input.",
+        "The patch for output (i, j) starts at i·s, j·s and takes every d-th pixel, kh by kw of them; "
+        "multiply it by the weight and sum over channel, height and width (torch.einsum or F.unfold do "
+        "this for all output channels at once). Add the bias per output channel at the end.",
     ],
 ))

@@ -95,10 +95,9 @@ register(Exercise(
                 "is an int: use floor division `//`.", _true_division, match_output=False),
     ],
     hints=[
-        "Pad first: the input is `size + 2 * padding` long. A dilated kernel covers "
-        "`dilation * (kernel_size - 1) + 1` pixels.",
-        "Count the positions where that span fits, stepping by `stride`: the first one, plus one "
-        "per full stride in the room that is left.",
-        "`(size + 2 * padding - dilation * (kernel_size - 1) - 1) // stride + 1`.",
+        "Pad first: how long is the padded input? How many input pixels does a kernel of size k with "
+        "dilation d span?",
+        "Count the positions where that span fits, stepping by stride: the first one, plus one per full "
+        "stride in the room that is left (integer division).",
     ],
 ))

@@ -64,9 +64,9 @@ register(Exercise(
                 + (o if bias else 0)),
     ],
     hints=[
-        "Look at the weight's shape: `nn.Conv2d(in, out, k).weight.shape` is (out, in // groups, kh, kw); "
-        "the bias is (out,).",
-        "An int kernel_size means a square kernel; a tuple is (kh, kw).",
-        "`out_channels * (in_channels // groups) * kh * kw + (out_channels if bias else 0)`.",
+        "Look at a real layer's weight shape: nn.Conv2d's weight is (out, in // groups, kh, kw); the "
+        "bias is (out,).",
+        "An int kernel_size means a square kernel; a tuple is (kh, kw). The count is the product of the "
+        "weight's dimensions, plus the bias when there is one.",
     ],
 ))

@@ -113,11 +113,8 @@ register(Exercise(
                 _pool_variant(zero_start=True)),
     ],
     hints=[
-        "Output size along each axis: `(size - kernel_size) // stride + 1`; without a stride, "
-        "stride = kernel_size.",
-        "Window (i, j) is `x[:, :, i*s : i*s + k, j*s : j*s + k]`; its maximum over the last two dims "
-        "is `.amax(dim=(-2, -1))`, shape (N, C).",
-        "All windows at once: `x.unfold(2, k, s).unfold(3, k, s)` has shape (N, C, H', W', k, k); "
-        "`.amax(dim=(-2, -1))`.",
+        "How many windows fit along each axis? Without a stride, the stride equals the kernel size.",
+        "Window (i, j) starts at i·s, j·s and is k by k; take its maximum over the last two dims (read "
+        "about amax). Tensor.unfold along dims 2 and 3 gives all windows at once.",
     ],
 ))

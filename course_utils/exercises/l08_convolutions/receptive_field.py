@@ -75,11 +75,10 @@ register(Exercise(
                 lambda layers: math.prod(k for k, _, _ in layers)),
     ],
     hints=[
-        "Walk the layers from the input side, keeping two numbers: the receptive field `rf` "
-        "(start at 1) and `jump`, the distance in input pixels between neighbouring pixels of the "
-        "current layer (start at 1).",
-        "A layer with kernel k and dilation d widens the field by `(k - 1) * d` of its input "
-        "pixels, i.e. `(k - 1) * d * jump` input pixels; then its stride multiplies `jump`.",
-        "`rf += (k - 1) * d * jump; jump *= s` for each `(k, s, d)`.",
+        "Walk the layers from the input side, keeping two numbers: the receptive field rf (start at 1) "
+        "and jump, the distance in input pixels between neighbouring pixels of the current layer (start "
+        "at 1).",
+        "A layer with kernel k and dilation d widens the field by (k − 1)·d of its own input pixels, "
+        "each jump input pixels apart; then its stride multiplies jump.",
     ],
 ))

@@ -276,10 +276,11 @@ register(Exercise(
                 "the layers directly in forward.", _DetachedFeatures, match_output=False),
     ],
     hints=[
-        "Keep track of the channels and the size while you build: each block maps `channels` to `width` "
-        "channels (3x3, padding=1 keeps the size) and MaxPool2d(2) halves height and width (rounding down).",
-        "`layers += [nn.Conv2d(c, w, 3, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(), "
-        "nn.MaxPool2d(2)]`, then `nn.Flatten()` and `nn.Linear(c * h * w, num_classes)`.",
-        "`forward` returns logits: no softmax.",
+        "Keep track of the channels and the size while you build: each block maps the current channels "
+        "to its width (3x3, padding 1 keeps the size) and MaxPool2d(2) halves height and width (rounding "
+        "down).",
+        "Each block is convolution (no bias, since BatchNorm2d follows), BatchNorm2d, ReLU, MaxPool2d; "
+        "then Flatten and a Linear from channels × height × width to num_classes.",
+        "forward returns logits: no softmax.",
     ],
 ))
