@@ -78,11 +78,9 @@ register(Exercise(
         Mistake("normalized", "Return the raw counts (int64); normalise later, when plotting.", _normalized),
     ],
     hints=[
-        "Start from `torch.zeros(num_classes, num_classes, dtype=torch.int64)` and add 1 at `[t, p]` for "
-        "every pair.",
-        "A loop `for t, p in zip(targets.tolist(), preds.tolist()): cm[t, p] += 1` is fine; vectorised: "
-        "`cm.index_put_((targets, preds), torch.ones_like(targets), accumulate=True)`.",
-        "Or: `torch.bincount(targets * num_classes + preds, minlength=num_classes**2)"
-        ".reshape(num_classes, num_classes)`.",
+        "Start from a num_classes × num_classes matrix of int64 zeros; row = true class, column = "
+        "predicted class, and every (target, prediction) pair adds 1 to its cell.",
+        "A plain loop over the pairs is fine. Vectorised: index_put_ with accumulate, or torch.bincount "
+        "of one flat index per pair (row × num_classes + column), reshaped to a square.",
     ],
 ))

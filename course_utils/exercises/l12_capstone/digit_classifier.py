@@ -226,11 +226,12 @@ register(Exercise(
                 "epochs.", match_output=False),
     ],
     hints=[
-        "Start from the baseline's loop, but build a CNN in `fit`: `Conv2d(1, 16, 3, padding=1)`, ReLU, "
-        "`Conv2d(16, 32, 3, padding=1)`, ReLU, `MaxPool2d(2)`, `Flatten()`, `Linear(32 * 4 * 4, 64)`, ReLU, "
-        "`Linear(64, 10)`.",
-        "Adam with lr 1e-2 and a `OneCycleLR` schedule (stepped after every batch) for about 10 epochs of batch "
-        "size 64 gets close to 99 %; `BatchNorm2d` after each convolution makes it steadier.",
-        "`predict`: `self.model.eval()`, then `with torch.inference_mode(): return self.model(X).argmax(dim=1)`.",
+        "Start from the baseline's loop, but build a small CNN in fit: two 3x3 convolutions with ReLU, "
+        "one MaxPool2d(2), Flatten, then two Linear layers ending in 10 logits. Work out the flattened "
+        "size from the 8x8 input.",
+        "Adam with lr 1e-2 and a OneCycleLR schedule (stepped after every batch) for about 10 epochs of "
+        "batch size 64 gets close to 99 %; BatchNorm2d after each convolution makes it steadier.",
+        "predict: put the model in evaluation mode, switch gradients off (read about "
+        "torch.inference_mode), and return the argmax class per row.",
     ],
 ))

@@ -104,8 +104,9 @@ register(Exercise(
                 "returns True.", _variant(stop=False)),
     ],
     hints=[
-        "Build the scheduler and the stopper before the loop; each epoch is train, evaluate, schedule, stop?",
-        "`stopper.step(val_loss, model)` returns True when it is time to stop, and keeps the best weights in "
-        "`stopper.best_state`.",
+        "Build the scheduler and the stopper before the loop; each epoch is train, evaluate, schedule, "
+        "stop?",
+        "The stopper's step, given the validation loss and the model, says when it is time to stop, and "
+        "keeps the best weights in its best_state: load them back before returning.",
     ],
 ))

@@ -183,8 +183,8 @@ register(Exercise(
         Mistake("first_item_only", "Run both on the whole batch `X`: the export has a dynamic batch.", _first_item),
     ],
     hints=[
-        "`ort.InferenceSession(path, providers=[\"CPUExecutionProvider\"])`, then `session.run(None, {name: "
-        "X.numpy()})[0]`; the name is `session.get_inputs()[0].name`.",
-        "The PyTorch side as in production: `model.eval()` and no gradients.",
+        "The ONNX side: an onnxruntime InferenceSession on the CPU provider; run it with a dict from the "
+        "model's input name to a NumPy array (read about get_inputs and run).",
+        "The PyTorch side as in production: evaluation mode and no gradients.",
     ],
 ))

@@ -187,8 +187,8 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "The split gives index tensors; index `X` and `y` with them and wrap each part in a `TensorDataset`.",
-        "A `torch.Generator().manual_seed(seed)` for `split`, and another one for the training loader's "
-        "`generator=`; the validation loader keeps the default `shuffle=False`.",
+        "The split gives index tensors; index X and y with them and wrap each part in a TensorDataset.",
+        "Seed a torch.Generator for the split, and a separate seeded one for the training loader's "
+        "generator argument; the validation loader is not shuffled.",
     ],
 ))
