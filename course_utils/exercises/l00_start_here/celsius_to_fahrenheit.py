@@ -64,8 +64,8 @@ register(
             Mistake("forgot_offset", "You scaled but forgot to add 32.", lambda c: c * 9 / 5),
             Mistake("reversed_conversion", "That is Fahrenheit to Celsius, (F − 32) × 5/9; this exercise "
                     "goes the other way: F = C × 9/5 + 32.", lambda c: (c - 32) * 5 / 9),
-            Mistake("mutated_input", "Your function modified the tensor it was given. Compute a new tensor instead "
-                    "(`celsius * 9 / 5 + 32`, not `celsius.mul_(...)`).",
+            Mistake("mutated_input", "Your function modified the tensor it was given. Compute a new tensor instead: "
+                    "arithmetic operators return new tensors, while methods ending in `_` change theirs in place.",
                     lambda c: c.mul_(9 / 5).add_(32), match_output=False),
             Mistake("requires_grad", "Your result requires grad although the temperatures do not: a conversion "
                     "is data, not a parameter. Drop the `requires_grad_()` (or `requires_grad=True`).",
@@ -75,7 +75,8 @@ register(
         # ulp (1.8 is not exact in binary); assert_close's float defaults (rtol 1.3e-6) cover them
         hints=[
             "The formula is F = C × 9/5 + 32, and tensor arithmetic works element by element.",
-            "`celsius * 9 / 5` multiplies every element; adding 32 adds it to every element.",
+            "Write the formula as you would for one number: multiplying or adding a plain number applies it "
+            "to every element of the tensor, so no loop is needed.",
         ],
     )
 )
