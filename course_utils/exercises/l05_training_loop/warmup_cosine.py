@@ -88,11 +88,13 @@ register(Exercise(
     reference=warmup_cosine, run=_run, cases=_cases, edge_cases=EDGE_CASES, compare=Compare(rtol=1e-6, atol=1e-9),
     mistakes=[
         Mistake("warmup_from_zero", "The first step's factor is `1 / warmup_steps`, not 0: a zero learning "
-                "rate wastes a step. Use `(step + 1) / warmup_steps`.", _wc_from_zero),
-        Mistake("cosine_ignores_warmup", "The cosine starts when the warm-up ends: measure progress as "
-                "`(step - warmup_steps) / (total_steps - warmup_steps)`.", _wc_ignores_warmup),
-        Mistake("cosine_not_shifted", "A plain cosine goes negative; the decay is `0.5 * (1 + cos(pi * "
-                "progress))`, from 1 down to 0.", _wc_not_shifted),
+                "rate wastes a step. The warm-up should start above 0 and reach 1 on its last "
+                "step.", _wc_from_zero),
+        Mistake("cosine_ignores_warmup", "The cosine starts when the warm-up ends: measure progress "
+                "from the end of the warm-up, as a fraction of the steps that remain after it.",
+                _wc_ignores_warmup),
+        Mistake("cosine_not_shifted", "A plain cosine goes negative; shift and scale it so the decay "
+                "goes from 1 down to 0 as progress goes from 0 to 1.", _wc_not_shifted),
         Mistake("not_a_scheduler", "Return a scheduler object (`torch.optim.lr_scheduler.LambdaLR(optimizer, "
                 "factor)`), not {got}.", lambda optimizer, warmup_steps, total_steps: [1.0] * total_steps,
                 match_output=False),
