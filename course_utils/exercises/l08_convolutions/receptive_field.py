@@ -60,18 +60,18 @@ register(Exercise(
     ],
     mistakes=[
         Mistake("ignored_stride", "After a layer with stride s, neighbouring pixels of its output are s "
-                "input pixels apart, so every later kernel tap reaches s times further. Keep a `jump` "
-                "(the product of the strides so far) and add `(k - 1) * d * jump` per layer.",
+                "input pixels apart, so every later kernel tap reaches s times further. Keep track of "
+                "that spacing (the product of the strides so far) and scale each layer's growth by it.",
                 _rf_wrong("ignored_stride")),
-        Mistake("ignored_dilation", "A dilated kernel spans `d * (k - 1) + 1` pixels: add "
-                "`(k - 1) * d * jump` per layer.", _rf_wrong("ignored_dilation")),
+        Mistake("ignored_dilation", "A dilated kernel's taps are d pixels apart, so it "
+                "widens the field d times as much as an undilated one.", _rf_wrong("ignored_dilation")),
         Mistake("stride_too_early", "A layer's own stride spaces *its outputs*, not its taps: multiply "
-                "`jump` by the stride after adding that layer's `(k - 1) * d * jump`.",
+                "the spacing by the stride only after that layer's own growth is added.",
                 _rf_wrong("stride_too_early")),
         Mistake("start_at_zero", "Start at 1: with no layers (or only 1x1 kernels) an output pixel "
                 "sees exactly one input pixel.", _rf_wrong("start_at_zero")),
         Mistake("product_of_kernels", "Receptive fields do not multiply: each layer adds "
-                "`(k - 1) * d * jump` pixels to the field.",
+                "to the field, in proportion to its kernel size minus one.",
                 lambda layers: math.prod(k for k, _, _ in layers)),
     ],
     hints=[
