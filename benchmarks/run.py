@@ -18,7 +18,7 @@ Sections:
   cases each time): median and max latency. Targets: median <= 0.2 s, max <= 1 s.
 - latency: per lesson, a fresh interpreter imports the grader and calls ``exercises_for`` (warm-up),
   then checks each exercise once (first/cold check) and ``--repeat`` times (warm). Targets: first
-  check of a lesson <= 1 s; warm median <= 0.2 s, max <= 1 s (capstone <= 2 s).
+  check of a lesson <= 1 s; warm median <= 0.2 s, max <= 1 s (capstone and HEAVY_CHECKS <= 2 s).
 - lessons: what a learner faces per lesson, for workshop planning (docs/instructor_guide.md):
   words of prose, code cells, exercises, and an estimate of learner time (reading at
   ``READ_WPM`` words a minute, ``EXAMPLE_MIN`` per example cell, ``EXERCISE_MIN`` per exercise).
@@ -65,6 +65,10 @@ NOTEBOOK_MEMORY_TARGET_MB = 1000.0
 CHECK_MEDIAN_TARGET_S = 0.2
 CHECK_MAX_TARGET_S = 1.0
 BUSY_RATIO_TARGET = 1.5
+HEAVY_TARGET_S = 2.0
+# Checks that train a model for hundreds of steps, or read a 10 050-event log, for the reference
+# and for the answer: like the capstone's, their first, median and max targets are HEAVY_TARGET_S.
+HEAVY_CHECKS = frozenset({"07_debugging.overfit_one_batch", "07_debugging.read_scalars"})
 
 
 def _flag(ok: bool) -> str:
@@ -189,7 +193,8 @@ def bench_checks(lessons: list[str], repeat: int) -> list[dict]:
             if not res.passed:
                 status = f"FAILED: {res.message[:80]}"
         med, mx = statistics.median(times), max(times)
-        ok = med <= CHECK_MEDIAN_TARGET_S and mx <= CHECK_MAX_TARGET_S
+        heavy = ex_id.startswith("12_capstone") or ex_id in HEAVY_CHECKS
+        ok = mx <= HEAVY_TARGET_S if heavy else med <= CHECK_MEDIAN_TARGET_S and mx <= CHECK_MAX_TARGET_S
         rows.append({"exercise": ex_id, "median_s": round(med, 4), "max_s": round(mx, 4), "status": status})
         verdict = _flag(ok) if status == "correct" else status
         print(f"{ex_id:<50} median {med * 1000:7.1f} ms  max {mx * 1000:7.1f} ms  {verdict}", flush=True)
@@ -222,7 +227,6 @@ for i, e in enumerate(registry.load_lesson(lesson)):
 print(json.dumps(dict(import_s=t_import, setup_s=t_setup, rows=rows)))
 """
 COLD_FIRST_TARGET_S = 1.0
-CAPSTONE_MAX_TARGET_S = 2.0
 
 
 def bench_latency(lessons: list[str], repeat: int) -> list[dict]:
@@ -230,7 +234,7 @@ def bench_latency(lessons: list[str], repeat: int) -> list[dict]:
     ``import course_utils.grading`` and ``exercises_for(lesson)`` (which preloads slow modules
     and warms each exercise), then checks each exercise's reference once (first check) and
     ``repeat`` more times (warm). Targets: the first check of a lesson <= 1 s; warm checks
-    median <= 0.2 s and max <= 1 s (capstone <= 2 s)."""
+    median <= 0.2 s and max <= 1 s (capstone and HEAVY_CHECKS <= 2 s)."""
     from course_utils.grading import registry
 
     env = dict(os.environ, COURSE_PROGRESS_LOG="", PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -249,9 +253,10 @@ def bench_latency(lessons: list[str], repeat: int) -> list[dict]:
         for r in data["rows"]:
             med = statistics.median(r["warm"]) if r["warm"] else float("nan")
             mx = max(r["warm"]) if r["warm"] else float("nan")
-            max_target = CAPSTONE_MAX_TARGET_S if "capstone" in lesson else CHECK_MAX_TARGET_S
+            heavy = "capstone" in lesson or r["exercise"] in HEAVY_CHECKS
+            max_target = HEAVY_TARGET_S if heavy else CHECK_MAX_TARGET_S
             ok = (r["first_s"] <= (COLD_FIRST_TARGET_S if r["lesson_first"] else max_target)
-                  and med <= (max_target if "capstone" in lesson else CHECK_MEDIAN_TARGET_S)
+                  and med <= (max_target if heavy else CHECK_MEDIAN_TARGET_S)
                   and mx <= max_target and r["passed"])
             print(f"  {r['exercise']:<48} first {r['first_s'] * 1000:7.1f} ms  warm median {med * 1000:7.1f} ms"
                   f"  max {mx * 1000:7.1f} ms  {_flag(ok)}", flush=True)

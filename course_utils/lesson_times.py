@@ -60,40 +60,40 @@ class Lesson:
 
 
 LESSONS: dict[str, Lesson] = {
-    "00_start_here": Lesson("start here", 4.0, reading=9.4, examples=9.0, predictions=3, exercises={
+    "00_start_here": Lesson("start here", 4.8, reading=9.4, examples=9.0, predictions=3, exercises={
         "celsius_to_fahrenheit": 4}),
-    "01_tensors": Lesson("tensors", 6.0, reading=13.3, examples=21.8, predictions=4, exercises={
+    "01_tensors": Lesson("tensors", 4.4, reading=13.3, examples=21.8, predictions=4, exercises={
         "image_to_tensor": 6, "batch_flatten": 5, "normalize_rows": 6, "pairwise_distances": 9,
         "masked_mean": 7, "pick_scores": 7, "count_correct": 5, "attention": 10}),
-    "02_autograd": Lesson("autograd", 6.9, reading=21.0, examples=27.0, predictions=4, exercises={
+    "02_autograd": Lesson("autograd", 7.4, reading=21.0, examples=27.0, predictions=4, exercises={
         "dfdx": 5, "vjp": 7, "huber": 7, "second_derivative": 7, "finite_difference_grad": 9,
         "MySiLU": 10, "gradient_descent": 7}),
-    "03_nn_module": Lesson("nn.Module", 7.0, reading=17.8, examples=20.2, predictions=4, exercises={
+    "03_nn_module": Lesson("nn.Module", 7.9, reading=17.8, examples=20.2, predictions=4, exercises={
         "Tower": 7, "MLP": 7, "RMSNorm": 8, "Linear": 10, "RunningMean": 8, "freeze_backbone": 9,
         "init_weights": 7, "predict_proba": 5}),
-    "04_data": Lesson("data", 7.4, reading=20.7, examples=17.2, predictions=4, exercises={
+    "04_data": Lesson("data", 6.9, reading=20.7, examples=17.2, predictions=4, exercises={
         "WindowDataset": 8, "stratified_split": 9, "balanced_sampler": 8, "pad_collate": 8,
         "MiniLoader": 12, "ShardedRange": 9, "reseed_worker": 7}),
-    "05_training_loop": Lesson("the training loop", 13.0, reading=20.3, examples=15.8, predictions=4, exercises={
+    "05_training_loop": Lesson("the training loop", 14.0, reading=20.3, examples=15.8, predictions=4, exercises={
         "train_one_epoch": 8, "evaluate": 7, "EarlyStopping": 8, "warmup_cosine": 8,
         "clip_grad_norm": 8, "accumulated_step": 8}),
-    "06_losses_optimizers": Lesson("losses and optimizers", 5.5, reading=26.5, examples=18.8, predictions=4, exercises={
+    "06_losses_optimizers": Lesson("losses and optimizers", 8.3, reading=26.5, examples=18.8, predictions=4, exercises={
         "stable_log_softmax": 6, "cross_entropy_by_hand": 9, "pos_weight_for": 6, "param_groups_no_decay": 8,
         "SGDMomentum": 10}),
-    "07_debugging": Lesson("debugging and observability", 10.0, reading=23.8, examples=13.5, predictions=4, exercises={
+    "07_debugging": Lesson("debugging and observability", 11.3, reading=23.8, examples=13.5, predictions=4, exercises={
         "first_nonfinite": 8, "overfit_one_batch": 7, "grad_norms": 7, "read_scalars": 7, "diagnose": 9}),
-    "08_convolutions": Lesson("convolutions", 7.7, reading=19.8, examples=16.5, predictions=4, exercises={
+    "08_convolutions": Lesson("convolutions", 6.9, reading=19.8, examples=16.5, predictions=4, exercises={
         "conv_output_size": 5, "conv2d_by_hand": 9, "conv_param_count": 6, "max_pool_by_hand": 8,
         "receptive_field": 8, "SmallVGG": 9}),
-    "09_persistence": Lesson("saving and exporting", 11.0, reading=23.4, examples=33.0, predictions=4, exercises={
+    "09_persistence": Lesson("saving and exporting", 10.7, reading=23.4, examples=33.0, predictions=4, exercises={
         "load_matching": 8, "load_state_dict_cpu": 6, "save_checkpoint": 8, "load_checkpoint": 9,
         "export_with_dynamic_batch": 8}),
-    "10_performance": Lesson("performance on one device", 26.5, reading=24.0, examples=20.0, predictions=5, exercises={
+    "10_performance": Lesson("performance on one device", 12.0, reading=24.0, examples=20.0, predictions=5, exercises={
         "to_device": 6, "median_time": 7, "amp_policy": 5, "amp_train_step": 9, "checkpointed_forward": 8}),
-    "11_distributed": Lesson("distributed training", 32.5, reading=20.0, examples=16.0, predictions=3, exercises={
+    "11_distributed": Lesson("distributed training", 9.6, reading=20.0, examples=16.0, predictions=3, exercises={
         "shard_indices": 7, "data_parallel_grads": 9, "rank_loss_scale": 7, "accumulate_grads": 8,
         "merge_batch_stats": 8}),
-    "12_capstone": Lesson("capstone", 17.0, reading=20.5, examples=15.0, predictions=4, exercises={
+    "12_capstone": Lesson("capstone", 16.0, reading=20.5, examples=15.0, predictions=4, exercises={
         "split_loaders": 10, "fit_with_early_stopping": 12, "confusion_matrix": 8, "resume_training": 12,
         "onnx_parity": 8, "train_and_score": 10, "DigitClassifier": 45}),
 }

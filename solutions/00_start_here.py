@@ -18,7 +18,7 @@
 # 2. shows how exercises, checks, hints and solutions work,
 # 3. gives you one warm-up exercise.
 #
-# **Time: about 25 minutes** on your own, the one checked exercise included (about 4 of those minutes). *Run All* alone takes about 4 s on a 2-core CPU.
+# **Time: about 25 minutes** on your own, the one checked exercise included (about 4 of those minutes). *Run All* alone takes about 4.8 s on a 2-core CPU.
 #
 # Run a cell with **Shift+Enter**. Run the whole notebook with *Run → Run All Cells*.
 

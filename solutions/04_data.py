@@ -24,7 +24,7 @@
 # 5. measure when `num_workers` helps and when it hurts;
 # 6. keep randomness reproducible in workers.
 #
-# **Time: about 105 minutes** on your own, the seven checked exercises included (about 61 of those minutes). *Run All* alone takes about 7.4 s on a 2-core CPU.
+# **Time: about 105 minutes** on your own, the seven checked exercises included (about 61 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
 
 # %%
 import os

@@ -23,7 +23,7 @@
 # 5. use learning-rate schedules, gradient clipping and gradient accumulation;
 # 6. diagnose the classic bugs from their symptoms, and make runs reproducible.
 #
-# **Time: about 85 minutes** on your own, the six checked exercises included (about 47 of those minutes). *Run All* alone takes about 13 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the six checked exercises included (about 47 of those minutes). *Run All* alone takes about 14 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt

@@ -26,7 +26,7 @@
 # 6. work out how much of the image one output pixel sees: its receptive field;
 # 7. build and train a small VGG-style CNN on the digits.
 #
-# **Time: about 85 minutes** on your own, the six checked exercises included (about 45 of those minutes). *Run All* alone takes about 7.7 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the six checked exercises included (about 45 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
 
 # %%
 import time

@@ -26,7 +26,7 @@
 # 4. save memory with activation checkpointing, and know which blocks not to checkpoint;
 # 5. use `torch.compile`: graph breaks, recompiles and `dynamic=`.
 #
-# **Time: about 85 minutes** on your own, the five checked exercises included (about 35 of those minutes). *Run All* alone takes about 26 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the five checked exercises included (about 35 of those minutes). *Run All* alone takes about 12 s on a 2-core CPU.
 
 # %%
 import time

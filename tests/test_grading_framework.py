@@ -463,6 +463,26 @@ def test_warm_up_preloads_and_runs_the_reference_untimed(monkeypatch):
     assert len(calls) == 1
 
 
+def test_warm_up_runs_prepare_once_and_survives_a_failing_one():
+    from course_utils.grading import runner
+
+    built: list[int] = []
+    ex = _toy(mistakes=[], prepare=lambda: built.append(1))
+    runner._WARM.discard(ex.id)
+    runner.warm_up(ex)
+    runner.warm_up(ex)
+    assert built == [1]
+
+    def broken() -> None:
+        raise OSError("disk full")
+
+    calls: list[int] = []
+    ex = _toy(mistakes=[], prepare=broken, reference=lambda x: calls.append(1) or x * 2)
+    runner._WARM.discard(ex.id)
+    runner.warm_up(ex)  # never raises; the check itself would report a real problem
+    assert run_check(ex, lambda x: x * 2).passed
+
+
 def test_learner_side_cannot_rebind_what_the_grader_compares_with():
     import dataclasses
 

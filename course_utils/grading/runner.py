@@ -38,9 +38,10 @@ _WARM: set[str] = set()
 
 def warm_up(ex: Exercise) -> None:
     """Once per exercise and session, untimed: import :data:`PRELOAD` and ``ex.preload``, then
-    run the reference on one case, so the lazy imports it triggers (``torch._dynamo`` and
-    ``sympy`` on a first ``optimizer.step()``, seconds on a busy machine) happen now rather than
-    under a check's time limit. Never raises; leaves RNG, grad mode and modes as they were."""
+    run ``ex.prepare`` and the reference on one case, so the lazy imports it triggers
+    (``torch._dynamo`` and ``sympy`` on a first ``optimizer.step()``, seconds on a busy machine)
+    and the fixtures it reads happen now rather than under a check's time limit. Never raises;
+    leaves RNG, grad mode and modes as they were."""
     if ex.id in _WARM:
         return
     _WARM.add(ex.id)
@@ -48,6 +49,8 @@ def warm_up(ex: Exercise) -> None:
     try:
         with preserved_state(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
+            if ex.prepare is not None:
+                ex.prepare()
             case = ex.edge_cases[0] if ex.edge_cases else (ex.cases(Rand(1)) if ex.cases else None)
             if case is not None:
                 _call(ex, ex.reference, copy.deepcopy(case))

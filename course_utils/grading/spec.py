@@ -166,6 +166,9 @@ class Exercise:
             before the first check), on top of :data:`runner.PRELOAD`; name the slow lazy
             imports a plausible answer triggers that the reference does not (the reference is
             run once, untimed, before the first check, which imports what it needs).
+        prepare: builds the exercise's fixed fixtures (for example a large log directory its
+            edge cases read) once per session, untimed, at ``exercises_for`` time, so the first
+            check does not pay for them; it must be idempotent and must not raise.
         points: what a correct answer is worth in the instructor's gradebook (default 1).
         uses_global_rng: a right answer may draw from the global RNGs (torch CPU, ``random``,
             NumPy) even where the reference does not; otherwise an answer that consumes or
@@ -194,6 +197,7 @@ class Exercise:
     solution: str | None = None
     arg_names: Sequence[str] | None = None
     preload: Sequence[str] = ()
+    prepare: Callable[[], None] | None = None
     points: float = 1.0
     uses_global_rng: bool = False
     forbid: Sequence[str] = ()
