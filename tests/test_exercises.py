@@ -174,12 +174,15 @@ def _class_bad_answers(ex: grading.Exercise):
 
 @pytest.mark.parametrize("exercise_id", IDS)
 def test_bad_answers_give_feedback_never_raise(exercise_id):
-    ex = dataclasses.replace(_ex(exercise_id), timeout=0.5)
+    ex = _ex(exercise_id)
+    endless = dataclasses.replace(ex, timeout=0.2)  # the loop burns the whole limit: keep it short
     bad = _class_bad_answers(ex) if ex.kind == "class" else _function_bad_answers(ex)
     for label, answer in bad.items():
         if label == "instance":
             continue
-        res = run_check(ex, answer, seed=5)
+        # the other bad answers run under the exercise's own limit, so one that wraps the
+        # reference (NaN, meta) reaches the comparison instead of timing out
+        res = run_check(endless if label == "endless" else ex, answer, seed=5)
         if label in ("nan", "meta") and res.status == "correct":
             # the answer returns no float tensor to spoil (e.g. an int or a list): not applicable
             continue
