@@ -416,6 +416,9 @@ with profile(activities=[ProfilerActivity.CPU]) as prof:
 print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=8))
 
 # %% [markdown]
+# The two `USDT: ... profiler_start` / `profiler_stop` lines on stderr (the red box) come from
+# the profiler's C++ library as it starts and stops: a log line, not an error.
+#
 # Read the table by its columns: *Self CPU* is time in the operator itself, *CPU total*
 # includes what it called; `aten::addmm` is the matrix multiply of `nn.Linear`, and `forward`
 # and `backward` are the regions labelled above. `profile(..., record_shapes=True)` with

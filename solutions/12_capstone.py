@@ -423,7 +423,8 @@ ex.onnx_parity.check(onnx_parity)
 
 # %% [markdown]
 # The resumed CNN, exported with *your* `export_with_dynamic_batch` from a batch of 2, then
-# checked on the 287 validation images (the exporter is chatty: see lesson 09):
+# checked on the 287 validation images. The exporter is chatty: its lines that torchvision is not
+# installed and its `FutureWarning` about `LeafSpec` are harmless (lesson 09 says why):
 
 # %% tags=["nbval-ignore-output"]
 program = mine.export_with_dynamic_batch(resumed, X_val[:2])
