@@ -93,7 +93,7 @@ def assert_close_np(ref, oracle, rtol=1e-5, atol=1e-6, where=""):
 
 
 class Tables:
-    """Red-team rows as ``pytest.param`` values grouped per exercise (lessons 04-07): ``@wrong(EX,
+    """Red-team rows as ``pytest.param`` values grouped per exercise (lessons 04-07 and 09-12): ``@wrong(EX,
     "mistake")``, ``@valid(EX)``, ``@cheat(EX)`` on a plain answer function, whose name is the row's
     id (``EX-function``); the lesson's file parametrizes its tests over :meth:`all` of each table."""
 

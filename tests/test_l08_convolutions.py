@@ -109,9 +109,12 @@ def test_conv_output_size_by_building_a_layer_passes():
         nn.Conv1d(1, 1, kernel_size, stride, padding, dilation)(torch.zeros(1, 1, size)).shape[-1]))
 
 
-def test_conv_output_size_cheats_are_rejected():
-    rejected(SIZE, _table(SIZE))
-    rejected(SIZE, lambda *a, **k: AnyInt(1))
+SIZE_CHEATS = {"memorised fixed cases": _table(SIZE), "an int equal to everything": lambda *a, **k: AnyInt(1)}
+
+
+@pytest.mark.parametrize("label", SIZE_CHEATS)
+def test_conv_output_size_cheats_are_rejected(label):
+    rejected(SIZE, SIZE_CHEATS[label])
 
 
 def test_conv_output_size_oracle_matches_torch_across_the_domain():
@@ -357,9 +360,12 @@ def test_conv_param_count_valid_answers_pass(label):
     accepted(COUNT, COUNT_VALID[label])
 
 
-def test_conv_param_count_cheats_are_rejected():
-    rejected(COUNT, _table(COUNT))
-    rejected(COUNT, lambda *a, **k: AnyInt(0))
+COUNT_CHEATS = {"memorised fixed cases": _table(COUNT), "an int equal to everything": lambda *a, **k: AnyInt(0)}
+
+
+@pytest.mark.parametrize("label", COUNT_CHEATS)
+def test_conv_param_count_cheats_are_rejected(label):
+    rejected(COUNT, COUNT_CHEATS[label])
 
 
 def test_conv_param_count_oracle_matches_nn_conv2d():
@@ -563,9 +569,12 @@ def test_receptive_field_by_backprop_through_built_layers_passes():
     accepted(RF, _rf_by_backprop)
 
 
-def test_receptive_field_cheats_are_rejected():
-    rejected(RF, _table(RF))
-    rejected(RF, lambda layers: AnyInt(1))
+RF_CHEATS = {"memorised fixed cases": _table(RF), "an int equal to everything": lambda layers: AnyInt(1)}
+
+
+@pytest.mark.parametrize("label", RF_CHEATS)
+def test_receptive_field_cheats_are_rejected(label):
+    rejected(RF, RF_CHEATS[label])
 
 
 def _measured_rf(layers):
@@ -829,3 +838,22 @@ def test_hints_give_ideas_and_leave_the_code_to_the_solution():
         if exercise_id.startswith("08_convolutions."):
             for hint in grading.exercise(exercise_id).hints:
                 assert not code.search(hint), (exercise_id, hint)
+
+
+# =========================================================================== the counts
+# What lesson_kit.Tables.assert_counts asks of the other lessons (this file keeps one dict per
+# exercise): at least five wrong answers, three valid ones written differently, two cheats.
+# SmallVGG has no cheat a check in the notebook could catch: a class that subclasses or imports
+# the course's reference is cut where an instructor grades it (the sandbox stages the course
+# without the references; tests/test_hostile_submissions.py).
+RED_TEAM = {SIZE: (SIZE_WRONG, SIZE_VALID, SIZE_CHEATS), CONV: (CONV_WRONG, CONV_VALID, CONV_CHEATS),
+            COUNT: (COUNT_WRONG, COUNT_VALID, COUNT_CHEATS), POOL: (POOL_WRONG, POOL_VALID, POOL_CHEATS),
+            RF: (RF_WRONG, RF_VALID, RF_CHEATS), VGG: (VGG_WRONG, VGG_VALID, None)}
+
+
+def test_every_exercise_has_its_red_team():
+    assert set(RED_TEAM) == {e for e in grading.exercises() if e.split(".")[0] == LESSON}
+    for eid, (wrong_answers, valid_answers, cheats) in RED_TEAM.items():
+        assert len(wrong_answers) >= 5, eid
+        assert len(valid_answers) >= 3, eid
+        assert cheats is None or len(cheats) >= 2, eid

@@ -12,7 +12,6 @@ several seeds) and the confusion matrix against scikit-learn's.
 
 from __future__ import annotations
 
-import collections
 import copy
 import dataclasses
 import time
@@ -30,6 +29,7 @@ from course_utils.grading import Rand
 from course_utils.grading.runner import run_check
 
 from grading_asserts import accepted, check, rejected  # noqa: E402,F401 (tests/ is on sys.path)
+from lesson_kit import Tables  # noqa: E402
 
 EXERCISE = "12_capstone.DigitClassifier"
 
@@ -361,30 +361,9 @@ def test_softmax_network_still_named_when_predict_preprocesses():
 # =========================================================================== red-team rows
 # (at least five wrong answers, three valid unusual ones and two cheats per exercise, grouped per
 # exercise in WRONG[exercise] = [(answer, mistake or None)], VALID and CHEATS likewise)
-WRONG: dict[str, list] = collections.defaultdict(list)
-VALID: dict[str, list] = collections.defaultdict(list)
-CHEATS: dict[str, list] = collections.defaultdict(list)
-
-
-def wrong(exercise, mistake=None):
-    def deco(fn):
-        WRONG[exercise].append(pytest.param(fn, mistake, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
-
-
-def valid(exercise):
-    def deco(fn):
-        VALID[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
-
-
-def cheat(exercise):
-    def deco(fn):
-        CHEATS[exercise].append(pytest.param(fn, id=f"{exercise}-{fn.__name__}"))
-        return fn
-    return deco
+_tables = Tables()  # tests/lesson_kit.py
+WRONG, VALID, CHEATS = _tables.WRONG, _tables.VALID, _tables.CHEATS
+wrong, valid, cheat = _tables.wrong, _tables.valid, _tables.cheat
 
 
 # =========================================================================== 08 confusion_matrix
@@ -1197,8 +1176,7 @@ def ts_no_training(model, train_loader, val_loader, loss_fn, optimizer, epochs):
     return _ts(model, train_loader, val_loader, loss_fn, optimizer, 0)
 
 
-def _all(table):
-    return [p for ps in table.values() for p in ps]
+_all = Tables.all
 
 
 @pytest.mark.parametrize("answer,mistake", _all(WRONG))
@@ -1220,12 +1198,7 @@ def test_cheat_is_rejected(request, answer):
 
 
 def test_every_exercise_has_its_red_team():
-    for eid in grading.exercises():
-        if eid.split(".")[0] != "12_capstone":
-            continue
-        assert len(WRONG[eid]) >= 5, eid
-        assert len(VALID[eid]) >= 3, eid
-        assert len(CHEATS[eid]) >= 2, eid
+    _tables.assert_counts("12_capstone")
 
 
 # =========================================================================== oracle

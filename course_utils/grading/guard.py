@@ -150,8 +150,19 @@ class _Deadline:
         self.seconds = seconds
         self.active = True
         self.fired = False
-        self.deferred = 0.0
+        self.deferred = 0.0  # waited for an import to finish: given back once, after the deadline
+        self.waited = 0.0  # waited for the code to leave logging: a moment, not given back
         self.extended = False
+
+    def wait(self, frame: Any) -> bool:
+        """Whether an interrupt due at ``frame`` must wait :data:`DEFER_S` (counted here)."""
+        if not must_wait(frame) or self.deferred + self.waited >= MAX_DEFER_S:
+            return False
+        if importing(frame):
+            self.deferred += DEFER_S
+        else:
+            self.waited += DEFER_S
+        return True
 
 
 @contextlib.contextmanager
@@ -177,8 +188,7 @@ def time_limit(seconds: float) -> Iterator[None]:
         def _raise(signum: int, frame: Any) -> None:
             if not state.active:
                 return
-            if must_wait(frame) and state.deferred < MAX_DEFER_S:
-                state.deferred += DEFER_S
+            if state.wait(frame):
                 signal.setitimer(signal.ITIMER_REAL, DEFER_S, REPEAT_S)
                 return
             if state.deferred and not state.extended:
@@ -214,8 +224,7 @@ def time_limit(seconds: float) -> Iterator[None]:
         wait = seconds
         while not done.wait(wait):  # repeat until the block has ended (see above)
             frame = sys._current_frames().get(target)
-            if must_wait(frame) and state.deferred < MAX_DEFER_S:
-                state.deferred += DEFER_S
+            if state.wait(frame):
                 wait = DEFER_S
                 continue
             if state.deferred and not state.extended:
