@@ -12,6 +12,8 @@ import contextlib
 import csv
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -351,3 +353,19 @@ def test_judge_carries_an_incorrect_with_its_facts_and_keeps_namedtuples():
     B = collections.namedtuple("B", "x y")
     out = judge._substitute(B(torch.zeros(1), [torch.ones(1)]), [torch.full((1,), 2.0), torch.full((1,), 3.0)])
     assert type(out) is B and out.x.item() == 2.0 and out.y[0].item() == 3.0
+
+
+def test_the_notebook_runner_starts_without_the_iri_parser_and_still_validates():
+    """nbrun, started once per graded notebook, skips rfc3987_syntax's parser (1.1 s a start)."""
+    probe = (
+        "import sys, course_utils.instructor.nbrun, nbformat\n"
+        "assert sys.modules['rfc3987_syntax'] is None\n"
+        "nb = nbformat.read('solutions/00_start_here.ipynb', as_version=4)\n"
+        "nbformat.validate(nb)\n"
+        "nb.cells[0]['cell_type'] = 'nonsense'\n"
+        "try:\n    nbformat.validate(nb)\nexcept nbformat.ValidationError:\n    print('rejected')\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "rejected"
