@@ -52,6 +52,7 @@ def _run_setup_cell(tmp_path, stem, *, colab_runtime=False, pip_args=""):
     fake_colab = nbformat.v4.new_code_cell(
         "import sys, types; sys.modules['google.colab'] = types.ModuleType('google.colab')")
     again = copy.deepcopy(cells[0])  # the same cell run a second time: course_utils is there now
+    again.id = "setup-again"  # cell ids are unique in a notebook (nbformat would rename it, with a warning)
     test_nb = nbformat.v4.new_notebook(cells=([fake_colab] if colab_runtime else []) + [probe, cells[0], again, after])
     work = tmp_path / "work"
     work.mkdir()
