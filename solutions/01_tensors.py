@@ -319,8 +319,8 @@ print(marks.gather(0, student.unsqueeze(0)))           # index shaped like the o
 # ### Exercise 5: a masked mean
 #
 # Write `masked_mean(x, mask)`: `x` is a float `(R, C)` tensor and `mask` a boolean tensor of
-# the same shape. Return the `(R,)` tensor of per-row means over the positions where `mask`
-# is True. A row with no True position has mean **0** (not NaN): padded sequences produce such
+# the same shape. Return the `(R,)` tensor (of `x`'s dtype) of per-row means over the positions
+# where `mask` is True. A row with no True position has mean **0** (not NaN): padded sequences produce such
 # rows all the time.
 
 # %% tags=["answer:masked_mean"]

@@ -434,15 +434,18 @@ print("lengths", lengths.tolist(), "labels", labels.tolist())
 # - iterating it (`for batch in loader`) yields the epoch's batches: the items `dataset[i]`
 #   in order, or, with `shuffle=True`, in the order `torch.randperm(len(dataset),
 #   generator=generator)` gives, drawn afresh **each epoch** (the check always passes a
-#   generator when shuffling);
+#   generator when shuffling, and sometimes when not: `shuffle` alone decides);
 # - each batch is `collate_fn(list_of_items)`; without one, `torch.utils.data.default_collate`
 #   (what `DataLoader` uses: it stacks tensors, turns numbers into a tensor, and keeps tuples
 #   as tuples);
 # - `drop_last` and `len(loader)` (the number of batches of an epoch) as in section 4;
 # - iterating the same loader again starts a new epoch.
 #
-# The check compares your batches with `DataLoader`'s, epoch after epoch. Do not use
-# `DataLoader` or `BatchSampler` inside it.
+# The check compares your batches with the reference's, epoch after epoch; without shuffling
+# they are exactly `DataLoader`'s. (A shuffling `DataLoader` draws more from its generator than
+# one permutation an epoch: a seed for its workers, and its `RandomSampler` a second
+# permutation. So its orders differ from this spec's.) Do not use `DataLoader` or
+# `BatchSampler` inside it.
 
 # %% tags=["answer:MiniLoader"]
 class MiniLoader:

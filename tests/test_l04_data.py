@@ -963,6 +963,9 @@ class _MiniCloned(_Mini):
 wrong(ML, "same_order_every_epoch")(_MiniCloned)
 wrong(ML)(_mini(order=lambda s: list(range(len(s.dataset)))))  # shuffle ignored
 wrong(ML)(_mini(order=lambda s: torch.randperm(len(s.dataset), generator=s.generator).tolist()))  # always shuffled
+# red team s20: shuffles exactly when a generator is given, never looking at `shuffle`
+wrong(ML, "shuffled_unasked")(_mini(order=lambda s: torch.randperm(len(s.dataset), generator=s.generator).tolist()
+                                    if s.generator is not None else list(range(len(s.dataset)))))
 
 
 @valid(ML)
@@ -1006,6 +1009,18 @@ class MiniWithItertools(_Mini):
 
 @valid(ML)
 class MiniWithTensorSplit(_Mini):
+    def __iter__(self):
+        n = len(self.dataset)
+        order = torch.randperm(n, generator=self.generator) if self.shuffle else torch.arange(n)
+        for chunk in order.split(self.batch_size):
+            if len(chunk) == self.batch_size or (len(chunk) and not self.drop_last):
+                yield self.collate_fn([self.dataset[int(i)] for i in chunk])
+
+
+@wrong(ML)
+class MiniWithTensorSplitEmptyBatch(_Mini):
+    """`torch.arange(0).split(k)` is one empty chunk: collating it fails where DataLoader yields nothing."""
+
     def __iter__(self):
         n = len(self.dataset)
         order = torch.randperm(n, generator=self.generator) if self.shuffle else torch.arange(n)
@@ -1239,6 +1254,20 @@ class ShardContiguousChunks(_Range):
         size = self.end - self.start
         bounds = [self.start + size * k // info.num_workers for k in range(info.num_workers + 1)]
         return iter(range(bounds[info.id], bounds[info.id + 1]))
+
+
+@valid(SR)
+class ShardFloorChunksRestToTheLast(_Range):
+    """Chunks of ``size // num_workers``; the last worker also takes the remainder (red team, s20)."""
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        per = (self.end - self.start) // info.num_workers
+        lo = self.start + info.id * per
+        hi = self.end if info.id == info.num_workers - 1 else lo + per
+        return iter(range(lo, hi))
 
 
 @valid(SR)

@@ -1288,6 +1288,19 @@ class ESShallowCopy(_ES):
         return self.bad_epochs >= self.patience
 
 
+@wrong(ES, "counter_decremented")
+class ESCounterDecremented(_ES):
+    """Red team s20: passed 30 of 40 seeds before the case with two bad epochs before an improvement."""
+
+    def step(self, val_loss, model):
+        if val_loss < self.best_loss:
+            self.best_loss, self.best_state = val_loss, copy.deepcopy(model.state_dict())
+            self.bad_epochs = max(0, self.bad_epochs - 1)
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
 @wrong(ES, "state_not_copied")
 class ESDictComprehension(_ES):
     def step(self, val_loss, model):

@@ -54,6 +54,17 @@ def _fixed(seed: int, batch: tuple[int, ...], lq: int, lk: int, d: int, dv: int,
     return Case(args if mask is None else (*args, mask), label=label)
 
 
+def _distinct_mask(seed: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """A bool mask of ``shape`` whose (Lq, Lk) slices all differ; every query keeps a key."""
+    r = Rand(seed)
+    while True:
+        mask = r.rand(*shape) < 0.5
+        mask |= torch.nn.functional.one_hot(r.randint(0, shape[-1], shape[:-1]), shape[-1]).bool()
+        slices = mask.reshape(-1, *shape[-2:])
+        if len({tuple(m.flatten().tolist()) for m in slices}) == len(slices):
+            return mask
+
+
 _EDGE_CASES = [
     _fixed(1, (), 3, 4, 5, 2, None, "one sequence, no mask: q (3, 5), k (4, 5), v (4, 2)"),
     _fixed(2, (2, 3), 4, 4, 6, 6, torch.ones(4, 4, dtype=torch.bool).tril(),
@@ -61,6 +72,10 @@ _EDGE_CASES = [
     _fixed(3, (2,), 2, 5, 4, 3, torch.tensor([[True, False, False, True, False], [False, False, True, False, False]]),
            "a mask that leaves one query a single key"),
     _fixed(4, (), 1, 3, 16, 2, None, "a single query, d = 16", dtype=torch.float64),
+    _fixed(5, (2, 2), 3, 4, 4, 3, _distinct_mask(5, (2, 2, 3, 4)),
+           "a batch of 2 with 2 heads, a different mask (2, 2, 3, 4) for every sequence and head"),
+    _fixed(6, (2, 3), 2, 5, 4, 2, _distinct_mask(6, (2, 1, 2, 5)),
+           "a batch of 2 with 3 heads, one mask per sequence (2, 1, 2, 5) shared by its heads"),
 ]
 
 

@@ -41,6 +41,8 @@ _EDGE_CASES = [
           torch.tensor([[True, False, True], [False, True, False], [True, True, True]])),
          label="a 3x3 x with one selected value in a row", show_inputs=True),
     Case((torch.tensor([[7.0], [-2.0]]), torch.tensor([[True], [False]])), label="a single column", show_inputs=True),
+    Case((torch.tensor([[1.0, 2.0], [3.0, 5.0]], dtype=torch.float64), torch.tensor([[True, True], [False, True]])),
+         label="a float64 x (keep its dtype)", show_inputs=True),
 ]
 
 

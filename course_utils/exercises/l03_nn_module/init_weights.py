@@ -95,10 +95,25 @@ def _check_linear(name: str, module: nn.Linear, before: torch.Tensor) -> None:
         raise Incorrect("bias_not_zero")
 
 
+def _check_same_parameters(model: nn.Module, objects: dict) -> None:
+    """Every parameter is still the object it was, of its dtype, and still requires grad."""
+    for name, p in model.named_parameters():
+        if name not in objects:
+            continue
+        was, dtype, requires_grad = objects[name]
+        if p.dtype != dtype:
+            now = str(p.dtype).replace("torch.", "") + ("" if p is was else ", a new object")
+            raise Incorrect("replaced_parameter", name=name, now=now)
+        if p is not was:
+            raise Incorrect("new_parameter_object", name=name)
+        if p.requires_grad != requires_grad:
+            raise Incorrect("froze_parameter", name=name)
+
+
 def _run(answer: Any, case: Case) -> Any:
     (model,) = case.args
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    objects = {n: (p, p.dtype) for n, p in model.named_parameters()}
+    objects = {n: (p, p.dtype, p.requires_grad) for n, p in model.named_parameters()}
     try:
         model.apply(answer)
     except AttributeError as exc:
@@ -108,10 +123,7 @@ def _run(answer: Any, case: Case) -> Any:
         if "object has no attribute" in msg and not msg.startswith("'Linear' object"):
             raise Incorrect("no_isinstance_check") from None
         raise  # e.g. a typo on a Linear (`m.in_feature`): the learner sees the real error
-    for name, p in model.named_parameters():
-        if name in objects and (p.dtype != objects[name][1] or p is not objects[name][0]):
-            now = str(p.dtype).replace("torch.", "") + ("" if p is objects[name][0] else ", a new object")
-            raise Incorrect("replaced_parameter", name=name, now=now)
+    _check_same_parameters(model, objects)
     for name, module in model.named_modules():
         for pname, p in module.named_parameters(recurse=False):
             full = f"{name}.{pname}" if name else pname
@@ -189,6 +201,22 @@ def _float64(m):
         m.weight.data = m.weight.data.double()
 
 
+def _new_bias(m):
+    init_weights(m)
+    if isinstance(m, nn.Linear) and m.bias is not None:
+        m.bias = nn.Parameter(torch.zeros(m.out_features))
+
+
+def _freezes(m):
+    """Switches requires_grad off to get past "a leaf Variable that requires grad ... in-place", for good."""
+    if isinstance(m, nn.Linear):
+        m.weight.requires_grad = False
+        m.weight.normal_(0.0, 1 / math.sqrt(m.in_features))
+        if m.bias is not None:
+            m.bias.requires_grad = False
+            m.bias.zero_()
+
+
 def _reseeds(m):
     torch.manual_seed(0)
     init_weights(m)
@@ -238,6 +266,16 @@ register(Exercise(
                 "float64, and the model would fail on float32 input. Fill the existing weight in place: "
                 "`nn.init.normal_(m.weight, 0.0, std)`.",
                 _float64, match_output=False),
+        Mistake("new_parameter_object",
+                "`{name}` is a new Parameter object, not the one the model had: an optimizer created before "
+                "`model.apply(init_weights)` still holds the old one and would never update the new one. Fill "
+                "the existing tensor in place (`nn.init.zeros_(m.bias)`, `nn.init.normal_(m.weight, 0.0, std)`).",
+                _new_bias, match_output=False),
+        Mistake("froze_parameter",
+                "`{name}` no longer requires grad after your function: the model would never train it. "
+                "Initialise in place without switching autograd off on the parameter: the `nn.init` functions "
+                "do (they work under `torch.no_grad()`), or write your own fill inside `with torch.no_grad():`.",
+                _freezes, match_output=False),
         Mistake("same_draws",
                 "Two of your Linear layers of the same shape got identical weights: did you call "
                 "`torch.manual_seed(...)` inside `init_weights`? That replays the same random numbers for every "

@@ -62,10 +62,12 @@ EDGE_CASES = [_fixed(101, True), _fixed(202, False), _mixed(303)]
 def _run(answer: Any, case: Case) -> Any:
     model, X = case.args
     modes_before = [m.training for m in model.modules()]
-    seen: list[tuple[bool, bool]] = []
+    flags_before = [p.requires_grad for p in model.parameters()]
+    seen: list[tuple[bool, bool, bool]] = []
 
     def record(m: nn.Module, args: Any) -> None:  # every submodule: `model.training = False` is not eval()
-        seen.append((any(sub.training for sub in m.modules()), torch.is_grad_enabled()))
+        seen.append((any(sub.training for sub in m.modules()), torch.is_grad_enabled(),
+                     any(p.requires_grad for p in m.parameters())))
 
     handle = model.register_forward_pre_hook(record)
     try:
@@ -73,11 +75,15 @@ def _run(answer: Any, case: Case) -> Any:
             out = answer(model, X)
     finally:
         handle.remove()
-    if any(training for training, _ in seen):
+    if any(training for training, _, _ in seen):
         raise Incorrect("forgot_eval")
+    # no graph because the parameters were switched off (for good, or put back on afterwards)
+    if ([p.requires_grad for p in model.parameters()] != flags_before
+            or any(grad_enabled and not wanted_grad for _, grad_enabled, wanted_grad in seen) and any(flags_before)):
+        raise Incorrect("touched_requires_grad")
     if isinstance(out, torch.Tensor) and out.requires_grad:
         raise Incorrect("kept_graph")
-    if any(grad_enabled for _, grad_enabled in seen):
+    if any(grad_enabled for _, grad_enabled, _ in seen):
         raise Incorrect("graph_then_detach")
     modes_after = [m.training for m in model.modules()]
     if modes_after != modes_before:
@@ -127,6 +133,18 @@ def _keeps_graph(model, X):
 
 def _detached(model, X):
     return _keeps_graph(model, X).detach()
+
+
+def _freezes(model, X):
+    """No graph because nothing requires grad any more: the caller's model stays frozen."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    model.requires_grad_(False)
+    with torch.no_grad():
+        probs = torch.softmax(model(X), dim=1)
+    for m, t in modes:
+        m.training = t
+    return probs
 
 
 def _logits(model, X):
@@ -179,6 +197,12 @@ register(Exercise(
                 "away afterwards (`.detach()`). Run the forward inside `torch.no_grad()` (or "
                 "`torch.inference_mode()`) so that no graph is recorded at all.",
                 _detached, match_output=False),
+        Mistake("touched_requires_grad",
+                "Your function switched `requires_grad` off on the model's parameters (and left it off, or "
+                "switched it on for all of them afterwards, including any the caller had frozen). That changes "
+                "what the caller's training loop trains. `torch.no_grad()` around the forward records no graph "
+                "and leaves the parameters as they were.",
+                _freezes, match_output=False),
         Mistake("returned_logits",
                 "You returned the logits (raw scores). Turn them into probabilities with "
                 "`torch.softmax(logits, dim=1)`.",

@@ -1,5 +1,5 @@
-"""Helpers shared by lesson 04's exercises: simulated DataLoader workers and building a learner's
-dataset class.
+"""Helpers shared by lesson 04's exercises: simulated DataLoader workers, building a learner's
+dataset class, and the datasets `MiniLoader` is checked on.
 
 Worker behaviour is checked in this process by *simulating* workers: for worker ``k`` of ``n``
 the grader makes a copy of the dataset (as a worker gets one), sets what
@@ -18,12 +18,13 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import random
+from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from course_utils.grading import Incorrect
+from course_utils.grading import Incorrect, Rand
 
 LESSON = "04_data"
 
@@ -78,3 +79,42 @@ def construct(answer, *args, what: str = "class"):
     if not callable(answer):
         raise Incorrect("wrong_type", given=f"a {type(answer).__name__}", what=what)
     return answer(*args)
+
+
+# --- MiniLoader's cases (the loader's items, a custom collate_fn) and how its batches compare
+class Pairs(Dataset):
+    """``(features (d,), label int)`` items, like most supervised datasets; with ``items="dict"``
+    ``{"x": features, "y": label}`` items, with ``items="triple"`` ``(features, label, index)``:
+    ``default_collate`` batches any of them, a collate written for pairs only does not."""
+
+    def __init__(self, n: int, d: int, seed: int, items: str = "pair"):
+        r = Rand(seed)
+        # distinct labels: a collate_fn that keeps only the labels still shows the order
+        self.X, self.y = r.randn(n, d), (torch.randperm(n, generator=r.torch) + 10).tolist()
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.X)
+
+    def __getitem__(self, i: int):
+        if self.items == "dict":
+            return {"x": self.X[i], "y": self.y[i]}
+        if self.items == "triple":
+            return self.X[i], self.y[i], i
+        return self.X[i], self.y[i]
+
+
+def labels_and_sizes(items: list) -> tuple[list[int], int]:
+    """A custom collate_fn: the labels as a list, and how many items the batch holds."""
+    return [it["y"] if isinstance(it, dict) else it[1] for it in items], len(items)
+
+
+def same_batches(a: Any, b: Any) -> bool:
+    """Equal structures of batches: tensors equal exactly, dicts, lists and tuples item by item."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_batches(a[k], b[k]) for k in a)
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(torch.equal(a, b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_batches(x, y) for x, y in zip(a, b))
+    return a == b

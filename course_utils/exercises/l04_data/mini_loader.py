@@ -19,7 +19,7 @@ from torch.utils.data import Dataset
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON, WRONG_TYPE
+from ._kit import LESSON, WRONG_TYPE, Pairs, labels_and_sizes, same_batches
 
 # --- reference: the solution notebook's answer (generated from solutions/04_data.py)
 from .._references import l04_data as _references
@@ -27,42 +27,17 @@ from .._references.l04_data import MiniLoader
 
 
 # --- cases
-class Pairs(Dataset):
-    """``(features (d,), label int)`` items, like most supervised datasets; with ``items="dict"``
-    ``{"x": features, "y": label}`` items, with ``items="triple"`` ``(features, label, index)``:
-    ``default_collate`` batches any of them, a collate written for pairs only does not."""
-
-    def __init__(self, n: int, d: int, seed: int, items: str = "pair"):
-        r = Rand(seed)
-        # distinct labels: a collate_fn that keeps only the labels still shows the order
-        self.X, self.y = r.randn(n, d), (torch.randperm(n, generator=r.torch) + 10).tolist()
-        self.items = items
-
-    def __len__(self) -> int:
-        return len(self.X)
-
-    def __getitem__(self, i: int):
-        if self.items == "dict":
-            return {"x": self.X[i], "y": self.y[i]}
-        if self.items == "triple":
-            return self.X[i], self.y[i], i
-        return self.X[i], self.y[i]
-
-
-def labels_and_sizes(items: list) -> tuple[list[int], int]:
-    """A custom collate_fn: the labels as a list, and how many items the batch holds."""
-    return [it["y"] if isinstance(it, dict) else it[1] for it in items], len(items)
-
-
 def _case(n: int, d: int, seed: int, **kw: Any) -> dict:
     return {"n": n, "d": d, "seed": seed, **kw}
 
 
 def _cases(r: Rand) -> Case:
     n, bs = r.integer(0, 13), r.integer(1, 5)
+    shuffle = r.choice([True, True, False])
     kw = _case(n, r.integer(1, 3), r.integer(0, 2**31), batch_size=bs, drop_last=r.choice([True, False]),
-               shuffle=r.choice([True, True, False]), collate=r.choice([False, False, True]),
-               items=r.choice(["pair", "pair", "dict", "triple"]))
+               shuffle=shuffle, collate=r.choice([False, False, True]),
+               items=r.choice(["pair", "pair", "dict", "triple"]),
+               generator=shuffle or r.choice([True, False]))
     return Case((), kw, show_inputs=True)
 
 
@@ -83,6 +58,10 @@ EDGE_CASES = [
          label='items are dicts {"x": tensor, "y": int}, no collate_fn', show_inputs=True),
     Case((), _case(5, 2, 8, batch_size=2, drop_last=False, shuffle=True, collate=False, items="triple"),
          label="items are (tensor, int, int) triples, no collate_fn", show_inputs=True),
+    Case((), _case(9, 2, 9, batch_size=4, drop_last=False, shuffle=False, collate=False, generator=True),
+         label="shuffle=False with a generator given: the items stay in order", show_inputs=True),
+    Case((), _case(0, 2, 10, batch_size=3, drop_last=False, shuffle=True, collate=False),
+         label="an empty dataset: no batch at all (as DataLoader)", show_inputs=True),
 ]
 
 
@@ -91,7 +70,8 @@ def _run(answer: Any, case: Case) -> Any:
     kw = case.kwargs
     items = kw.get("items", "pair")
     dataset = Pairs(kw["n"], kw["d"], kw["seed"], items)
-    generator = torch.Generator().manual_seed(kw["seed"] % 1000) if kw["shuffle"] else None
+    # a generator comes with every shuffled case and with some unshuffled ones (shuffle decides alone)
+    generator = torch.Generator().manual_seed(kw["seed"] % 1000) if kw.get("generator", kw["shuffle"]) else None
     options: dict[str, Any] = {"batch_size": kw["batch_size"], "shuffle": kw["shuffle"], "drop_last": kw["drop_last"]}
     if kw["collate"]:
         options["collate_fn"] = labels_and_sizes
@@ -128,72 +108,93 @@ def _run(answer: Any, case: Case) -> Any:
         raise Incorrect("len_before_iter", error=f"it returned {n_before} then, {n_batches} after an epoch")
     if n_batches != len(epochs[0]):
         raise Incorrect("len_disagrees", got=n_batches, batches=len(epochs[0]))
-    if kw["shuffle"] and _same(epochs[0], epochs[1]):
-        # the reference's two epochs, from a generator seeded alike: do they differ here?
-        # (looked up at call time: in the instructor's sandbox the real reference is put back there)
-        again = torch.Generator().manual_seed(kw["seed"] % 1000)
-        expected = _references.MiniLoader(dataset, **dict(options, generator=again))
-        if not _same(list(expected), list(expected)):
-            raise Incorrect("same_order_every_epoch")
-    return epochs
+    if kw["shuffle"]:
+        _check_shuffled_epochs(epochs, dataset, options, kw["seed"] % 1000)
+    return {"epoch 1's batches": epochs[0], "epoch 2's batches": epochs[1]}
+
+
+def _check_shuffled_epochs(epochs: list, dataset: Dataset, options: dict, seed: int) -> None:
+    """The two shuffled epochs against the reference's, from a generator seeded alike (looked up
+    at call time: in the instructor's sandbox the real reference is put back there)."""
+    expected = _references.MiniLoader(dataset, **dict(options, generator=torch.Generator().manual_seed(seed)))
+    want = [list(expected) for _ in range(2)]
+    if same_batches(epochs[0], epochs[1]) and not same_batches(want[0], want[1]):
+        raise Incorrect("same_order_every_epoch")
+    # the first epoch right and the second not: the generator moved by more than one randperm
+    # per epoch (a RandomSampler draws a second one)
+    if same_batches(epochs[0], want[0]) and not same_batches(epochs[1], want[1]):
+        raise Incorrect("extra_draws_per_epoch")
 
 
 _ITEMS = {"dict": 'dicts `{"x": tensor, "y": int}`', "triple": "triples `(tensor, int, int)`"}
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape == b.shape and bool(torch.equal(a, b))
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
-
-
 # --- wrong answers
-class _KeepsLast(MiniLoader):
-    def __iter__(self):
+class _Cut(MiniLoader):
+    """The reference in parts a wrong answer changes: the order, where the batches start."""
+
+    def _order(self):
         n = len(self.dataset)
-        order = torch.randperm(n, generator=self.generator).tolist() if self.shuffle else list(range(n))
-        for start in range(0, n, self.batch_size):
-            yield self.collate_fn([self.dataset[i] for i in order[start:start + self.batch_size]])
-
-    def __len__(self):
-        return -(-len(self.dataset) // self.batch_size)
-
-
-class _DropsAFullBatch(MiniLoader):
-    """``range(0, n - batch_size, batch_size)`` with drop_last: one batch short when n divides evenly."""
+        return torch.randperm(n, generator=self.generator).tolist() if self.shuffle else list(range(n))
 
     def _starts(self):
-        n = len(self.dataset)
-        return range(0, n - self.batch_size, self.batch_size) if self.drop_last else range(0, n, self.batch_size)
+        return range(0, MiniLoader.__len__(self) * self.batch_size, self.batch_size)
 
     def __iter__(self):
-        n = len(self.dataset)
-        order = torch.randperm(n, generator=self.generator).tolist() if self.shuffle else list(range(n))
+        order = self._order()
         for start in self._starts():
             yield self.collate_fn([self.dataset[i] for i in order[start:start + self.batch_size]])
+
+
+class _KeepsLast(_Cut):
+    def _starts(self):
+        return range(0, len(self.dataset), self.batch_size)
 
     def __len__(self):
         return len(self._starts())
 
 
-class _OrderOnce(MiniLoader):
+class _DropsAFullBatch(_KeepsLast):
+    """``range(0, n - batch_size, batch_size)`` with drop_last: one batch short when n divides evenly."""
+
+    def _starts(self):
+        return range(0, len(self.dataset) - self.batch_size if self.drop_last else len(self.dataset), self.batch_size)
+
+
+class _OrderOnce(_Cut):
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None):
         super().__init__(dataset, batch_size, shuffle, drop_last, collate_fn, generator)
-        n = len(dataset)
-        self.order = torch.randperm(n, generator=generator).tolist() if shuffle else list(range(n))
+        self.order = _Cut._order(self)
 
-    def __iter__(self):
-        for start in range(0, len(self) * self.batch_size, self.batch_size):
-            yield self.collate_fn([self.dataset[i] for i in self.order[start:start + self.batch_size]])
+    def _order(self):
+        return self.order
+
+
+class _ThroughRandomSampler(_Cut):
+    """Orders each epoch with a RandomSampler, which draws a second randperm per epoch."""
+
+    def _order(self):
+        from torch.utils.data import RandomSampler, SequentialSampler
+
+        return list(RandomSampler(self.dataset, generator=self.generator) if self.shuffle
+                    else SequentialSampler(self.dataset))
+
+
+class _LenIgnoresDropLast(_Cut):
+    def __len__(self):
+        return -(-len(self.dataset) // self.batch_size)
 
 
 class _GlobalShuffle(MiniLoader):
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None):
         super().__init__(dataset, batch_size, shuffle, drop_last, collate_fn, None)
+
+
+class _ShufflesWhenGivenAGenerator(MiniLoader):
+    """Looks at the generator, not at ``shuffle``: an unshuffled loader given a generator shuffles."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None):
+        super().__init__(dataset, batch_size, shuffle or generator is not None, drop_last, collate_fn, generator)
 
 
 class _NotCollated(MiniLoader):
@@ -206,15 +207,6 @@ class _CollatePerItem(MiniLoader):
         for batch in MiniLoader.__iter__(MiniLoader(self.dataset, self.batch_size, self.shuffle, self.drop_last,
                                                     list, self.generator)):
             yield [self.collate_fn([item]) for item in batch]
-
-
-class _LenIgnoresDropLast(MiniLoader):
-    def __len__(self):
-        return -(-len(self.dataset) // self.batch_size)
-
-    def __iter__(self):
-        return MiniLoader.__iter__(MiniLoader(self.dataset, self.batch_size, self.shuffle, self.drop_last,
-                                              self.collate_fn, self.generator))
 
 
 class _LenAfterEpoch(MiniLoader):
@@ -266,6 +258,13 @@ register(Exercise(
         Mistake("global_rng", "Your loader shuffled with the global random stream instead of the `generator` it "
                 "was given, so the order cannot be reproduced from that generator (and it disturbs everybody "
                 "else's random numbers).", _GlobalShuffle, match_output=False),
+        Mistake("shuffled_unasked", "With `shuffle=False` the items come out in order, even when a "
+                "`generator` is given: only `shuffle` asks for a random order (DataLoader behaves the same).",
+                _ShufflesWhenGivenAGenerator),
+        Mistake("extra_draws_per_epoch", "Your first epoch is right and your second is not: each epoch draws "
+                "exactly one `torch.randperm(len(dataset), generator=generator)`. Something drew more from the "
+                "generator (a `RandomSampler` does: it draws a second permutation each epoch), so the next "
+                "epoch's order moved on.", _ThroughRandomSampler, match_output=False),
         Mistake("not_collated", "Your batches are lists of items; each list goes through the collate function "
                 "(without one, `default_collate`), which turns it into batched tensors.", _NotCollated),
         Mistake("collated_per_item", "You collated the items one at a time; the collate function receives "

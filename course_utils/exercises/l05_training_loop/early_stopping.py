@@ -41,6 +41,8 @@ EDGE_CASES = [
     Case((1,), dict(losses=[1.0, 0.9999, 0.99985, 1.0]), label="patience 1, tiny improvements still count"),
     Case((2,), dict(losses=[1.0, 0.8, 0.9, 0.85, 0.95]),
          label="patience 2, losses 1.0, 0.8, 0.9, 0.85, 0.95 (0.85 beats the epoch before, not the best)"),
+    Case((3,), dict(losses=[1.0, 1.1, 1.2, 0.9, 1.0, 1.0, 1.0, 0.5]),
+         label="patience 3, losses 1.0, 1.1, 1.2, 0.9, 1.0, 1.0, 1.0, 0.5 (two bad epochs before an improvement)"),
 ]
 
 
@@ -102,6 +104,18 @@ class _CounterNotReset(EarlyStopping):
         stop = super().step(val_loss, model)
         if self.bad_epochs == 0:
             self.bad_epochs = bad
+            return self.bad_epochs >= self.patience
+        return stop
+
+
+class _CounterDecremented(EarlyStopping):
+    """Takes one off the count on an improvement instead of starting again from 0."""
+
+    def step(self, val_loss, model):
+        bad = self.bad_epochs
+        stop = super().step(val_loss, model)
+        if self.bad_epochs == 0:
+            self.bad_epochs = max(0, bad - 1)
             return self.bad_epochs >= self.patience
         return stop
 
@@ -169,6 +183,9 @@ register(Exercise(
                 "weights. Store `copy.deepcopy(model.state_dict())`.", _StateNotCopied),
         Mistake("counter_not_reset", "Reset the count of epochs without improvement to 0 whenever the loss "
                 "improves; otherwise old bad epochs make you stop too early.", _CounterNotReset),
+        Mistake("counter_decremented", "When the loss improves, the count of epochs without improvement goes "
+                "back to 0, not down by one: after two bad epochs and an improvement yours still counts one, "
+                "so you stop an epoch early.", _CounterDecremented),
         Mistake("stops_late", "Stop as soon as there have been `patience` epochs without improvement "
                 "(`>=`, not `>`).", _StopsLate),
         Mistake("tie_counts_as_improvement", "Only a strictly lower loss is an improvement (`<`): an equal "
