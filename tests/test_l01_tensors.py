@@ -229,6 +229,10 @@ wrong(PD, "python loops", "python_loop")(
     lambda a, b: torch.stack([torch.stack([(p - q).norm() for q in b]) for p in a]))
 
 
+wrong(PD, "a loop through map (red team s20)", "python_loop")(
+    lambda a, b: torch.stack(list(map(lambda r: (r - b).pow(2).sum(-1).sqrt(), a))))
+
+
 @wrong(PD, "explicit for loops", "python_loop")
 def _pd_loops(a, b):
     out = torch.zeros(len(a), len(b))
@@ -329,6 +333,11 @@ wrong(AT, "weights, not output", "forgot_values")(lambda q, k, v, m=None: torch.
     _at_mask(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, m), -1))
 wrong(AT, "k.mT swapped for transpose(0, 1) (redteam)")(lambda q, k, v, m=None: torch.softmax(
     _at_mask(q @ k.transpose(0, 1) / q.shape[-1] ** 0.5, m), -1) @ v)
+wrong(AT, "a per-sequence mask ignored (red team s20)")(lambda q, k, v, m=None: torch.softmax(
+    _at_mask(q @ k.mT / q.shape[-1] ** 0.5, m if m is not None and m.dim() == 2 else None), -1) @ v)
+wrong(AT, "the first sequence's mask for all (red team s20)")(lambda q, k, v, m=None: torch.softmax(
+    _at_mask(q @ k.mT / q.shape[-1] ** 0.5, m if m is None or m.dim() == 2 else m.reshape(-1, *m.shape[-2:])[0]),
+    -1) @ v)
 wrong(AT, "mask ignored")(lambda q, k, v, m=None: torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, -1) @ v)
 wrong(AT, "scaled by sqrt(Lk)")(lambda q, k, v, m=None: torch.softmax(
     _at_mask(q @ k.transpose(-2, -1) / k.shape[-2] ** 0.5, m), -1) @ v)
@@ -350,11 +359,11 @@ wrong(CC, "argmax without dim", "flat_argmax")(lambda z, y: int((z.argmax() == y
 wrong(CC, "argmax over dim 0", "wrong_dim")(lambda z, y: int((z.argmax(0) == y).sum()))
 wrong(CC, "accuracy", "accuracy_not_count")(lambda z, y: (z.argmax(1) == y).float().mean().item())
 wrong(CC, "float count", "float_not_int")(lambda z, y: (z.argmax(1) == y).float().sum().item())
-wrong(CC, "tensor, not int", "wrong_type")(lambda z, y: (z.argmax(1) == y).sum())
+wrong(CC, "tensor, not int", "returned_tensor")(lambda z, y: (z.argmax(1) == y).sum())
 wrong(CC, "counts the wrong ones")(lambda z, y: int((z.argmax(1) != y).sum()))
 wrong(CC, "compares max values with labels")(lambda z, y: int((z.max(1).values == y).sum()))
 wrong(CC, "argmin")(lambda z, y: int((z.argmin(1) == y).sum()))
-wrong(CC, "numpy int64")(lambda z, y: np.sum(z.numpy().argmax(1) == y.numpy()))
+wrong(CC, "numpy int64", "wrong_type")(lambda z, y: np.sum(z.numpy().argmax(1) == y.numpy()))
 wrong(CC, "accuracy times N, truncated (redteam)")(lambda z, y: int((z.argmax(1) == y).float().mean() * len(y)))
 wrong(CC, "max values compared with labels is not named flat_argmax (redteam)")(
     lambda z, y: int((z.max(1).values == y).sum()))
@@ -429,7 +438,7 @@ ORACLES = {
     "01_tensors.batch_flatten": (_oracle_flatten, None, 0),
     "01_tensors.normalize_rows": (_oracle_norm_rows, None, 1e-6),
     "01_tensors.pairwise_distances": (_oracle_dist, "float32", 1e-5),
-    "01_tensors.masked_mean": (_oracle_masked, "float32", 1e-5),
+    "01_tensors.masked_mean": (_oracle_masked, None, 1e-5),
     "01_tensors.pick_scores": (_oracle_pick, None, 0),
     "01_tensors.attention": (_oracle_attention, None, 1e-5),
 }

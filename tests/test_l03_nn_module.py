@@ -423,6 +423,26 @@ valid(ML, "ModuleDict")(_mlp(
 valid(ML, "F.relu loop over a ModuleList")(_mlp(
     lambda s, i, h, c: setattr(s, "fcs", nn.ModuleList(nn.Linear(a, b) for a, b in zip([i, *h], [*h, c]))),
     lambda s, x: s.fcs[-1](__import__("functools").reduce(lambda t, l: F.relu(l(t)), s.fcs[:-1], x))))
+
+
+def _two_lists_build(self, i, h, c):  # all the weights, then all the biases
+    sizes = [i, *h, c]
+    self.weights = nn.ParameterList(nn.Parameter(torch.randn(b, a) / a ** 0.5) for a, b in zip(sizes, sizes[1:]))
+    self.biases = nn.ParameterList(nn.Parameter(torch.zeros(b)) for b in sizes[1:])
+
+
+def _two_lists_forward(self, x):
+    for k, (w, b) in enumerate(zip(self.weights, self.biases)):
+        x = x @ w.T + b
+        if k < len(self.weights) - 1:
+            x = torch.relu(x)
+    return x
+
+
+valid(ML, "own Parameters: a list of weights, a list of biases (red team s20)")(_mlp(_two_lists_build,
+                                                                                    _two_lists_forward))
+wrong(ML, "own Parameters in two lists, no ReLU (red team s20)", "missing_activation")(_mlp(
+    _two_lists_build, lambda s, x: [x := x @ w.T + b for w, b in zip(s.weights, s.biases)][-1]))
 cheat(ML, "the reference subclassed with a lying forward")(type("Cheat", (grading.reference(ML),), {
     "forward": lambda self, x: torch.zeros(len(x), self.net[-1].out_features)}))
 cheat(ML, "right parameters, output ignores the input")(_mlp(_seq_build, lambda s, x: s.net(torch.zeros_like(x))))
@@ -530,6 +550,8 @@ def _rms_right(s, x, w):
 
 wrong(RM, "mean over dim 0", "wrong_dim")(_rmsn(lambda s, x, w: x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + s.eps) * w))
 wrong(RM, "no eps", "ignored_eps")(_rmsn(lambda s, x, w: x / x.pow(2).mean(-1, keepdim=True).sqrt() * w))
+wrong(RM, "1e-6 hard-coded in forward, the eps argument unused (red team s20)", "eps_argument_ignored")(_rmsn(
+    lambda s, x, w: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w))
 wrong(RM, "eps outside the sqrt")(_rmsn(lambda s, x, w: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + s.eps) * w))
 wrong(RM, "no keepdim")(_rmsn(lambda s, x, w: x / torch.sqrt(x.pow(2).mean(-1) + s.eps)[..., None].squeeze(-1) * w))
 wrong(RM, "std instead of RMS")(_rmsn(lambda s, x, w: x / torch.sqrt(x.var(-1, keepdim=True) + s.eps) * w))
@@ -751,6 +773,10 @@ def _trainable(m):
 wrong(FB, "attribute, not method", "set_module_attribute")(_fb(lambda m: (setattr(m.backbone, "requires_grad", False),
                                                                           m.backbone.eval()), _trainable))
 wrong(FB, "no_grad block", "backbone_not_frozen")(lambda m: list(m.head.parameters()))
+valid(FB, "a list of parameter groups (red team s20)")(_fb(_frozen, lambda m: [{"params": _trainable(m)}]))
+wrong(FB, "a set of parameters (red team s20)", "returned_container")(_fb(_frozen, lambda m: set(_trainable(m))))
+wrong(FB, "the whole head switched on again (red team s20)", "unfroze_head")(
+    _fb(lambda m: (_frozen(m), m.head.requires_grad_(True)), _trainable))
 wrong(FB, "froze everything", "froze_head")(_fb(lambda m: (m.requires_grad_(False), m.eval()),
                                                 lambda m: list(m.head.parameters())))
 wrong(FB, "returns all parameters", "returned_frozen")(_fb(_frozen, lambda m: list(m.parameters())))
@@ -905,6 +931,49 @@ class _RMRow(nn.Module):
 
 team.WRONG.append((TW, "scale of shape (1, width) is a shape, not an init, problem (redteam)", _TowerScaleRow, "wrong_shape"))
 team.WRONG.append((RN, "buffer of shape (1, n) (redteam)", _RMRow, "wrong_shape"))
+
+
+@wrong(IW, "requires_grad switched off to fill in place, never back on (red team s20)", "froze_parameter")
+def _iw_frozen(m):
+    if isinstance(m, nn.Linear):
+        m.weight.requires_grad = False  # avoids "a leaf Variable that requires grad ... in-place"
+        m.weight.normal_(0.0, 1 / math.sqrt(m.in_features))
+        if m.bias is not None:
+            m.bias.requires_grad = False
+            m.bias.zero_()
+
+
+@wrong(IW, "a new float32 bias Parameter (red team s20)", "new_parameter_object")
+def _iw_new_bias(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, 0.0, 1 / math.sqrt(m.in_features))
+        if m.bias is not None:
+            m.bias = nn.Parameter(torch.zeros(m.out_features))
+
+
+@wrong(PP, "every parameter frozen for the forward (red team s20)", "touched_requires_grad")
+def _pp_freezes(model, X):
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    with torch.no_grad():
+        probs = torch.softmax(model(X), dim=1)
+    for m, t in modes:
+        m.training = t
+    return probs
+
+
+@wrong(PP, "requires_grad off for the forward, on for all afterwards (red team s20)", "touched_requires_grad")
+def _pp_off_then_on(model, X):
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    model.requires_grad_(False)
+    p = model(X).softmax(1)
+    model.requires_grad_(True)
+    for m, t in modes:
+        m.training = t
+    return p
 
 
 @wrong(IW, "NumPy-drawn float64 weights (redteam)", "replaced_parameter")

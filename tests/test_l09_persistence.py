@@ -855,6 +855,14 @@ def export_on_a_fresh_random_batch(model, example_input):
     return torch.export.export(model, (x,), dynamic_shapes=({0: Dim("batch")},))
 
 
+@valid(EX)
+def export_on_a_batch_from_the_global_random_stream(model, example_input):
+    """Red team s20: was rejected as global_rng; the exported program does not depend on the values."""
+    m = copy.deepcopy(model).eval()
+    x = torch.randn(3, *example_input.shape[1:])
+    return torch.export.export(m, (x,), dynamic_shapes={"input": {0: Dim("n", min=1)}})
+
+
 @wrong(EX, "bounded_batch")
 def export_capped_at_8(model, example_input):
     model.eval()
@@ -1000,7 +1008,7 @@ def test_load_matching_agrees_with_what_load_state_dict_reports_missing():
     for case in _cases("09_persistence.load_matching", range(40)):
         model, state_dict = case.args
         own = {k: v.shape for k, v in model.state_dict().items()}
-        skipped, after = _run_matching(ref, copy.deepcopy(case))
+        skipped, after = _run_matching(ref, copy.deepcopy(case)).values()
         # oracle: torch's own bookkeeping of a non-strict load of the shape-matching entries
         twin = copy.deepcopy(model)
         result = twin.load_state_dict({k: v for k, v in state_dict.items() if k in own and v.shape == own[k]},

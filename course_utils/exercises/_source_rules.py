@@ -27,14 +27,19 @@ def _codes(fn: Any) -> Iterator[types.CodeType]:
         todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
 
 
+_LOOPING_BUILTINS = frozenset({"map", "filter"})  # iteration in Python, like a comprehension
+
+
 def python_loop(fn: Callable) -> str | None:
-    """``"for"`` (a for loop or a comprehension) or ``"while"`` when ``fn``'s own code loops,
-    else ``None``."""
+    """``"for"`` (a for loop or a comprehension), ``"while"``, or ``"map"``/``"filter"`` (the
+    builtins, which loop in Python) when ``fn``'s own code loops, else ``None``."""
     found = None
     for code in _codes(fn):
         for ins in dis.get_instructions(code):
             if ins.opname == "FOR_ITER":
                 return "for"
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _LOOPING_BUILTINS:
+                return str(ins.argval)
             if ins.opname.startswith("JUMP_BACKWARD") or (
                     ins.opname == "JUMP_ABSOLUTE" and isinstance(ins.argval, int) and ins.argval < ins.offset):
                 found = "while"

@@ -136,8 +136,10 @@ def _tensor_problem(got: torch.Tensor, expected: torch.Tensor, cmp: Compare, pat
                 " float64 usually comes from NumPy (its default) or from `torch.tensor(..., "
                 "dtype=torch.double)`; keep float32, e.g. with `.float()` or `dtype=x.dtype`."
             )
-        elif got.dtype.is_floating_point and not expected.dtype.is_floating_point:
+        elif got.dtype.is_floating_point and expected.dtype == torch.int64:
             extra = " Indices and class labels are integers: use `.long()` or an integer op."
+        elif got.dtype.is_floating_point and not expected.dtype.is_floating_point:
+            extra = " Keep the input's integer dtype: did a conversion or a division turn it into floats?"
         return Problem(
             "wrong_dtype",
             f"{path} has dtype {str(got.dtype).replace('torch.', '')} but should be "

@@ -58,7 +58,9 @@ def _run(answer, case: Case):
     # accuracy) is left to the comparison, which names it
     if isinstance(out, float) and out.is_integer():
         raise Incorrect("float_not_int")
-    return out
+    if isinstance(out, torch.Tensor):
+        raise Incorrect("returned_tensor")
+    return out  # any other type: the comparison names it ("should be a Python int, not int64")
 
 
 # --- declaration
@@ -67,7 +69,7 @@ register(Exercise(
     title="Count the predictions (argmax of logits (N, C)) that equal labels (N,): a Python int",
     reference=count_correct, cases=_cases, edge_cases=_EDGE_CASES, run=_run,
     mistakes=[
-        Mistake("wrong_type", "Return a Python int, not a tensor: a one-element tensor can be turned "
+        Mistake("returned_tensor", "Return a Python int, not a tensor: a one-element tensor can be turned "
                               "into a Python number.", lambda z, y: (z.argmax(dim=1) == y).sum(), match_output=False),
         Mistake("wrong_dim", "Your argmax runs down the columns and picks a row per class; a "
                              "prediction belongs to each row, over its classes.",

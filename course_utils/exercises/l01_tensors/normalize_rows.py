@@ -45,6 +45,10 @@ register(Exercise(
     reference=normalize_rows, cases=_cases, edge_cases=_EDGE_CASES,
     compare=Compare(views=True),
     mistakes=[
+        Mistake("epsilon_in_denominator", "Your rows sum to a little less than 1: the epsilon added to the "
+                "sum changes every value slightly (it shows in float64). The entries are positive, so a row's "
+                "sum is never 0 here: divide by the sum itself.",
+                lambda x: x / (x.sum(dim=1, keepdim=True) + 1e-6)),
         Mistake("divided_by_max", "You divided each row by its largest value; a row sums to 1 only "
                                   "when it is divided by its sum.",
                 lambda x: x / x.max(dim=1, keepdim=True).values),

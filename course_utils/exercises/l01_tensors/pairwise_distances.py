@@ -81,8 +81,8 @@ register(Exercise(
         Mistake("wrong_sum_dim", "Your differences form an (N, M, D) tensor: the distance sums over "
                                  "the coordinates (the last dimension), not over the points.",
                 lambda a, b: (a[:, None, :] - b[None, :, :]).pow(2).sum(0).sqrt()),
-        Mistake("python_loop", f"The exercise says: “{_RULE}” Your `pairwise_distances` uses a Python "
-                "{kind} loop. Let broadcasting do the pairing instead.", _loops, match_output=False),
+        Mistake("python_loop", f"The exercise says: “{_RULE}” Your `pairwise_distances` loops in Python "
+                "(`{kind}`). Let broadcasting do the pairing instead.", _loops, match_output=False),
     ],
     hints=[
         "You need every row of `a` against every row of `b`: a difference for each (i, j) pair, as an (N,"

@@ -109,10 +109,15 @@ def _check_returned(model: nn.Module, out: Any) -> Any:
     returns their names, sorted, for the comparison."""
     if out is not None and not isinstance(out, (list, tuple)) and hasattr(out, "__next__"):
         raise Incorrect("returned_generator")
+    if isinstance(out, (dict, set, frozenset)):
+        raise Incorrect("returned_container", got=type(out).__name__)
     if not isinstance(out, (list, tuple)):
         return out
     if any(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in out):
         raise Incorrect("returned_pairs")
+    if out and all(isinstance(g, dict) and "params" in g for g in out):
+        # parameter groups, which an optimizer takes as well: judge the parameters in them
+        out = [p for g in out for p in ([g["params"]] if isinstance(g["params"], torch.Tensor) else g["params"])]
     names = {id(p): n for n, p in model.named_parameters()}
     if any(id(p) not in names for p in out):
         raise Incorrect("returned_copies")
@@ -141,6 +146,9 @@ def _run(answer: Any, case: Case) -> Any:
         raise Incorrect("froze_head")
     if not all(m.training for m in model.head.modules()):
         raise Incorrect("head_in_eval")
+    unfrozen = [n for was, (n, p) in zip(head_before, model.head.named_parameters()) if not was and p.requires_grad]
+    if unfrozen:
+        raise Incorrect("unfroze_head", names=", ".join(f"`head.{n}`" for n in unfrozen))
     # a training step's forward pass, in the modes the answer left: the backbone must not move
     buffers = _buffers(model.backbone)
     X = Rand(7).randn(6, model.backbone[0].in_features) * 3 + 1
@@ -200,22 +208,19 @@ def _momentum_zero(model):
     return _params_only(model)
 
 
-def _returns_all(model):
-    freeze_backbone(model)
-    return list(model.parameters())
+def _then(finish):
+    """The reference, then ``finish(model, its list)`` returned instead of the list."""
+    def answer(model):
+        return finish(model, freeze_backbone(model))
+    return answer
 
 
-def _named(model):
-    freeze_backbone(model)
-    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-
-
-def _generator(model):
-    return iter(freeze_backbone(model))
-
-
-def _copies(model):
-    return [p.detach().clone().requires_grad_() for p in freeze_backbone(model)]
+_returns_all = _then(lambda m, ps: list(m.parameters()))
+_named = _then(lambda m, ps: [(n, p) for n, p in m.named_parameters() if p.requires_grad])
+_generator = _then(lambda m, ps: iter(ps))
+_copies = _then(lambda m, ps: [p.detach().clone().requires_grad_() for p in ps])
+_unfreezes_head = _then(lambda m, ps: (m.head.requires_grad_(True), [p for p in m.parameters() if p.requires_grad])[1])
+_returns_a_dict = _then(lambda m, ps: {n: p for n, p in m.named_parameters() if p.requires_grad})
 
 
 # --- declaration
@@ -242,6 +247,13 @@ register(Exercise(
                 _only_linear, match_output=False),
         Mistake("froze_head", "You froze the head too. Only `model.backbone` is frozen; the head is what you want "
                 "to train.", _everything, match_output=False),
+        Mistake("unfroze_head", "{names} had been frozen by the caller before your function ran, and now "
+                "requires grad again. Freeze the backbone and leave the head's parameters as they were "
+                "(`model.head.requires_grad_(True)` switches on all of them).", _unfreezes_head,
+                match_output=False),
+        Mistake("returned_container", "You returned a {got}; return a list of the parameters the optimizer "
+                "should train, e.g. `[p for p in model.parameters() if p.requires_grad]`.", _returns_a_dict,
+                match_output=False),
         Mistake("head_in_eval", "You switched the head out of training mode as well, so its Dropout is off "
                 "while it trains. The head is still being trained: only the frozen part should stop behaving "
                 "as in training.", _whole_model_eval, match_output=False),

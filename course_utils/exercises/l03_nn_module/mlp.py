@@ -42,17 +42,27 @@ EDGE_CASES = [
 
 
 # --- run and probes
-def _copy_parameters_in_order(src: nn.Module, dst: nn.Module) -> None:
+def _copy_parameters_in_order(src: nn.Module, dst: nn.Module) -> list:
     """Load ``src``'s parameter values into ``dst`` in registration order (names may differ),
-    after checking the shapes agree one by one."""
+    after checking the shapes agree one by one. A model that registers all its weights, then all
+    its biases (two ParameterLists) is paired kind by kind: weights with weights, biases with
+    biases, each in registration order. Returns ``(name, dst's parameter, src's parameter)``."""
     src_params = list(src.parameters())
     dst_named = list(dst.named_parameters())
     got = [tuple(p.shape) for _, p in dst_named]
     want = [tuple(p.shape) for p in src_params]
-    if got != want:
-        raise Incorrect("wrong_layers", what="parameter shapes", order="they were registered", got=got, want=want)
-    state = {name: value.detach().clone() for (name, _), value in zip(dst_named, src_params)}
-    dst.load_state_dict(state, strict=False)
+    if got == want:
+        pairs = [(name, value) for (name, _), value in zip(dst_named, src_params)]
+    else:
+        pairs = [(n, v) for d in (2, 1) for n, v in zip([n for n, p in dst_named if p.dim() == d],
+                                                        [v for v in src_params if v.dim() == d])]
+        by_kind = all([x for x in got if len(x) == d] == [x for x in want if len(x) == d] for d in (2, 1))
+        if not (by_kind and len(pairs) == len(src_params) == len(dst_named)):
+            raise Incorrect("wrong_layers", what="parameter shapes", order="they were registered", got=got,
+                            want=want)
+    dst.load_state_dict({name: value.detach().clone() for name, value in pairs}, strict=False)
+    own = dict(dst.named_parameters())
+    return [(name, own[name], value) for name, value in pairs]
 
 
 def _linears_in_call_order(model: nn.Module, x: torch.Tensor) -> list[nn.Linear] | None:
@@ -94,8 +104,7 @@ def _copy_linears_in_call_order(ref: nn.Module, model: nn.Module, in_features: i
                     dst.bias.copy_(src.bias)
                     pairs.append((f"layer {k + 1}'s bias", dst.bias, src.bias))
         return pairs
-    _copy_parameters_in_order(ref, model)
-    return [(n, p, q) for (n, p), q in zip(model.named_parameters(), ref.parameters())]
+    return _copy_parameters_in_order(ref, model)
 
 
 def _run(answer: Any, case: Case) -> Any:

@@ -97,6 +97,14 @@ def _run(answer: Any, case: Case) -> Any:
         for d in range(x.dim() - 1):
             if torch.allclose(out.detach(), _over(before, new_weight, eps, d), rtol=1e-4, atol=1e-5):
                 raise Incorrect("wrong_dim")
+        if eps != 1e-6 and torch.allclose(out.detach(), _over(before, new_weight, 1e-6, -1), rtol=1e-4, atol=1e-5):
+            # the default 1e-6 whatever was asked, or no eps at all? Tiny inputs tell them apart
+            tiny = before * 1e-3
+            with torch.no_grad():
+                probe = _forward(model, tiny.clone())
+            if isinstance(probe, torch.Tensor) and probe.shape == tiny.shape and torch.allclose(
+                    probe.detach(), _over(tiny, new_weight, 1e-6, -1), rtol=1e-4, atol=1e-5):
+                raise Incorrect("eps_argument_ignored", eps=eps)
         if torch.allclose(out.detach(), _over(before, new_weight, 0.0, -1), rtol=1e-4, atol=1e-5):
             raise Incorrect("ignored_eps")
         return out  # other wrong values: the output comparison reports them
@@ -184,6 +192,11 @@ class _NoEps(RMSNorm):
         return _over(x, self.weight, 0.0, -1)
 
 
+class _DefaultEpsAlways(RMSNorm):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__(dim)  # the argument is dropped: self.eps is 1e-6 whatever was asked
+
+
 class _ThroughPython(RMSNorm):
     def forward(self, x):
         rms = torch.tensor(torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps).tolist())
@@ -239,6 +252,9 @@ register(Exercise(
                 "`.tolist()`, `.numpy()`, `torch.tensor(...)` on an intermediate, or `.detach()`). Use tensor "
                 "operations throughout.",
                 _ThroughPython, match_output=False),
+        Mistake("eps_argument_ignored",
+                "Your module used eps = 1e-6 although it was made with `RMSNorm(dim, eps={eps})`: store the "
+                "argument (`self.eps = eps`) and use that.", _DefaultEpsAlways, match_output=False),
         Mistake("ignored_eps",
                 "You left out eps: add it inside the square root, `torch.sqrt(mean_of_squares + self.eps)`.",
                 _NoEps, match_output=False),

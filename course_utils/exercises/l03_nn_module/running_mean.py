@@ -84,9 +84,11 @@ def _run(answer: Any, case: Case) -> Any:
     out = model(x)
     if not torch.equal(model.running_mean, after_training):
         raise Incorrect("updates_in_eval")
-    outs.append(out)
-    outs.append(after_training)
-    return tuple(outs)
+    # named parts, so that feedback says which one is wrong
+    named = {f"the output of training batch {k + 1}": o for k, o in enumerate(outs)}
+    named["the output in eval mode"] = out
+    named["running_mean after the training batches"] = after_training
+    return named
 
 
 # --- wrong answers

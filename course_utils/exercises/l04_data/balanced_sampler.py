@@ -61,7 +61,9 @@ def _run(answer, case: Case):
     plain = WeightedRandomSampler(s.weights, len(y), s.replacement, generator=torch.Generator().manual_seed(seed + 1))
     if drawn is not None and drawn != [int(i) for i in plain]:
         raise Incorrect("draws_differ")
-    return w / w.sum(), int(s.num_samples), bool(s.replacement)
+    # named parts, so that feedback says which one is wrong
+    return {"the sampler's weights (scaled to sum to 1)": w / w.sum(), "its num_samples": int(s.num_samples),
+            "its replacement": bool(s.replacement)}
 
 
 # --- wrong answers

@@ -92,7 +92,9 @@ def _simulated_workers(ds, start: int, end: int, cap: int) -> None:
                 epochs.append((_items(worker_copy, cap, f"In worker {k} of {n}"),
                                _items(worker_copy, cap, f"In worker {k} of {n}, second epoch")))
         _judge_stream([v for first, _ in epochs for v in first], start, end, n, f"With num_workers={n}")
-        fair = math.ceil(max(end - start, 0) / n)
+        # a fair split: equal chunks rounded up, or rounded down with the remainder to one worker
+        size = max(end - start, 0)
+        fair = max(math.ceil(size / n), size // n + size % n)
         if any(len(first) > fair for first, _ in epochs):
             raise Incorrect("unbalanced_shards", n=n, got=max(len(first) for first, _ in epochs),
                             size=end - start, fair=fair)

@@ -87,6 +87,8 @@ def _counts_problem(y, tr, te, frac) -> None:
     train_counts = torch.bincount(y[tr], minlength=len(counts))
     if any(off) and all(int(t) in ok for t, ok in zip(train_counts.tolist(), allowed)):
         raise Incorrect("swapped")
+    if any(off) and all(int(t) in ok or (int(t) == 1 and ok == {0}) for t, ok in zip(test_counts.tolist(), allowed)):
+        raise Incorrect("forced_one_per_class")
     if any(off) and near:
         raise Incorrect("wrong_rounding")
     if any(off):
@@ -163,6 +165,17 @@ def _split_marks_y(y, test_fraction, generator):
     return train, test
 
 
+def _forced_one(y, test_fraction, generator):
+    train, test = [], []
+    for c in torch.unique(y):
+        idx = (y == c).nonzero().flatten()
+        idx = idx[torch.randperm(len(idx), generator=generator)]
+        k = max(1, round(len(idx) * test_fraction))
+        test.append(idx[:k])
+        train.append(idx[k:])
+    return torch.cat(train), torch.cat(test)
+
+
 # --- declaration
 _TAKE = "`torch.randperm(k, generator=generator)`"
 
@@ -170,6 +183,10 @@ register(Exercise(
     lesson=LESSON, name="stratified_split", title="A stratified, reproducible train/test split",
     reference=stratified_split, kind="function", run=_run, cases=_cases, edge_cases=EDGE_CASES,
     mistakes=[
+        Mistake("forced_one_per_class", "A class with n_c items puts `round(n_c * test_fraction)` of them into "
+                "test, and that can be 0 (a class of one item at test_fraction=0.3 stays in train). You put one "
+                "item of such a class into test anyway: don't force at least one.",
+                _forced_one, match_output=False),
         Mistake("wrong_rounding", "Each class must put `round(n_c * test_fraction)` of its items into test; "
                 "your counts are rounded down or up (`int(...)`, `math.floor`, `math.ceil`). Use `round(...)`.",
                 functools.partial(_split_with, count=int), match_output=False),

@@ -115,7 +115,10 @@ def _run(answer, case: Case):
         # nothing was clipped: name the generator mistake only if the answer clips when given a list
         clips = _clips_a_list(answer, data_before, grads_before, max_norm, total)
         raise Incorrect("parameters_iterated_twice" if clips else "not_clipped")
-    return out, [None if p.grad is None else p.grad.clone() for p in params]
+    # named parts, so that feedback says which one is wrong
+    return {"the norm you returned": out,
+            **{f"parameter {k}'s gradient after clipping": None if p.grad is None else p.grad.clone()
+               for k, p in enumerate(params)}}
 
 
 # --- wrong answers

@@ -65,6 +65,8 @@ def _check_layers(model: nn.Module, ref: nn.Module, widths: list, h: int, w: int
     convs, bns, linears = got_groups
     if not bns:
         raise Incorrect("missing_batchnorm")
+    if any(b.running_mean is None or b.running_var is None for b in bns):
+        raise Incorrect("no_running_stats")
     if any(c.bias is not None for c in convs):
         raise Incorrect("conv_bias")
     # the flattened size: the one number learners most often get wrong
@@ -185,6 +187,7 @@ def _reblocked(block):
 _ConvBias = _reblocked(lambda c, b, r, p: [nn.Conv2d(c.in_channels, c.out_channels, 3, padding=1), b, r, p])
 _Kernel5 = _reblocked(lambda c, b, r, p: [nn.Conv2d(c.in_channels, c.out_channels, 5, padding=2, bias=False), b, r, p])
 _NoBatchNorm = _reblocked(lambda c, b, r, p: [c, r, p])
+_NoRunningStats = _reblocked(lambda c, b, r, p: [c, nn.BatchNorm2d(b.num_features, track_running_stats=False), r, p])
 _ReluBeforeBN = _reblocked(lambda c, b, r, p: [c, r, b, p])
 _PoolBeforeBN = _reblocked(lambda c, b, r, p: [c, p, b, r])
 
@@ -250,6 +253,10 @@ register(Exercise(
                 "keeps them.", _FlattenNoPool, match_output=False),
         Mistake("missing_batchnorm", "Your network has no `nn.BatchNorm2d`: each block is Conv2d -> BatchNorm2d -> "
                 "ReLU -> MaxPool2d.", _NoBatchNorm, match_output=False),
+        Mistake("no_running_stats", "Your BatchNorm2d layers keep no running statistics "
+                "(`track_running_stats=False`), so in eval mode they still normalise each batch with its own "
+                "mean and variance, and a prediction depends on the other images in its batch. Use the default "
+                "`nn.BatchNorm2d(width)`.", _NoRunningStats, match_output=False),
         Mistake("softmax_in_forward", "Your forward returns probabilities (softmax). Return logits: "
                 "`nn.CrossEntropyLoss` applies log-softmax itself.", _Softmax, match_output=False),
         Mistake("view_not_reshape",

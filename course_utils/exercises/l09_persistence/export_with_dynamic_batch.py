@@ -162,6 +162,9 @@ register(Exercise(
     timeout=30.0,  # the first export of a session compiles for seconds (15 s seen on a loaded machine)
     run=_run,
     compare=Compare(rtol=1e-5, atol=1e-6),
+    # the hint invites building another example from the given one: `torch.randn(n, ...)` is the
+    # obvious way, and the exported program does not depend on the values (red team s20)
+    uses_global_rng=True,
     mistakes=[
         Mistake("static_batch", "Your exported program only accepts batches of {size}, the size it was exported with; "
                 "batches of {refused} were refused. torch.export fixes every dimension of the example that you "

@@ -79,8 +79,12 @@ def _run(answer, case: Case):
     except RuntimeError as exc:
         if "size mismatch" in str(exc):
             raise Incorrect("size_mismatch") from None
+        if "Missing key(s)" in str(exc):
+            raise Incorrect("strict_load") from None
         raise
-    return skipped, {k: v.detach().clone() for k, v in model.state_dict().items()}
+    # named parts, so that feedback says which one is wrong
+    return {"the list you returned": skipped,
+            "the model's state_dict after the call": {k: v.detach().clone() for k, v in model.state_dict().items()}}
 
 
 # --- wrong answers
@@ -94,6 +98,21 @@ def _variant(model, state_dict, *, fits=lambda own, v: own.shape == v.shape, ski
     if skipped is not None:
         return sorted(skipped(own, state_dict, matching))
     return sorted(k for k in own if k not in matching)
+
+
+def _strict(model, state_dict):
+    """Filters well, then loads strictly: the model's keys that got nothing make loading fail."""
+    own = model.state_dict()
+    model.load_state_dict({k: v for k, v in state_dict.items() if k in own and own[k].shape == v.shape})
+    return []
+
+
+def _unsorted(model, state_dict):
+    """The right keys in the model's order (a weight before its bias), not sorted."""
+    own = model.state_dict()
+    matching = {k: v for k, v in state_dict.items() if k in own and own[k].shape == v.shape}
+    model.load_state_dict(matching, strict=False)
+    return [k for k in own if k not in matching]
 
 
 def _parameters_only(model, state_dict):
@@ -127,6 +146,13 @@ register(Exercise(
                 "not tensors whose shapes differ. Keep only the entries whose key exists in the model *and* whose "
                 "shape matches, then load those.", functools.partial(_variant, strict_false=True),
                 match_output=False),
+        Mistake("strict_load", "You kept only the entries that fit, then loaded them strictly (the default "
+                "`strict=True`): the model's keys that got nothing make `load_state_dict` fail with \"Missing "
+                "key(s) in state_dict\". Load the filtered entries with `strict=False`.", _strict,
+                match_output=False),
+        Mistake("not_sorted", "You returned the right keys in another order: return them sorted "
+                "(`sorted(...)`), so the answer does not depend on the order of the model's layers.",
+                _unsorted),
         Mistake("parameters_only", "You copied parameters only. A state_dict also holds buffers (BatchNorm's "
                 "running mean and variance, its batch counter): load from `model.state_dict()`'s keys.",
                 _parameters_only),
