@@ -951,19 +951,6 @@ def _iw_new_bias(m):
             m.bias = nn.Parameter(torch.zeros(m.out_features))
 
 
-@wrong(PP, "every parameter frozen for the forward (red team s20)", "touched_requires_grad")
-def _pp_freezes(model, X):
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    with torch.no_grad():
-        probs = torch.softmax(model(X), dim=1)
-    for m, t in modes:
-        m.training = t
-    return probs
-
-
 @wrong(PP, "requires_grad off for the forward, on for all afterwards (red team s20)", "touched_requires_grad")
 def _pp_off_then_on(model, X):
     modes = [(m, m.training) for m in model.modules()]

@@ -1257,17 +1257,14 @@ class ShardContiguousChunks(_Range):
 
 
 @valid(SR)
-class ShardFloorChunksRestToTheLast(_Range):
-    """Chunks of ``size // num_workers``; the last worker also takes the remainder (red team, s20)."""
+class ShardFloorChunksRestToTheLast(ShardChunksFloor):
+    """The floor chunks above, with the last worker also taking the remainder (red team, s20)."""
 
     def __iter__(self):
         info = get_worker_info()
-        if info is None:
-            return iter(range(self.start, self.end))
-        per = (self.end - self.start) // info.num_workers
-        lo = self.start + info.id * per
-        hi = self.end if info.id == info.num_workers - 1 else lo + per
-        return iter(range(lo, hi))
+        if info is None or info.id < info.num_workers - 1:
+            return super().__iter__()
+        return iter(range(self.start + info.id * ((self.end - self.start) // info.num_workers), self.end))
 
 
 @valid(SR)
