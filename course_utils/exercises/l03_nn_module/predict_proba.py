@@ -198,10 +198,10 @@ register(Exercise(
                 "`torch.inference_mode()`) so that no graph is recorded at all.",
                 _detached, match_output=False),
         Mistake("touched_requires_grad",
-                "Your function switched `requires_grad` off on the model's parameters (and left it off, or "
-                "switched it on for all of them afterwards, including any the caller had frozen). That changes "
-                "what the caller's training loop trains. `torch.no_grad()` around the forward records no graph "
-                "and leaves the parameters as they were.",
+                "Your forward recorded no graph because you switched `requires_grad` off on the model's "
+                "parameters. That changes the caller's model: left off, nothing trains any more; switched on "
+                "again for all, parameters the caller had frozen start training. `torch.no_grad()` around the "
+                "forward records no graph and leaves the parameters as they were.",
                 _freezes, match_output=False),
         Mistake("returned_logits",
                 "You returned the logits (raw scores). Turn them into probabilities with "
