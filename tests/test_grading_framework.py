@@ -630,6 +630,18 @@ def test_mutating_numpy_and_module_inputs_is_caught():
 
     assert run_check(mex, leaves_grad).mistake == "mutated_input"
 
+    def freezes(m):  # "no graph" by switching the caller's parameters off, for good
+        m.requires_grad_(False)
+        return m(torch.ones(1, 2))
+
+    res = run_check(mex, freezes)
+    assert res.mistake == "mutated_input" and "requires_grad" in res.message
+    # where the task itself switches requires_grad, the input is the exercise's to judge
+    fex = Exercise(lesson="99_toy", name="freeze", title="freeze", edge_cases=[Case((torch.nn.Linear(2, 1),))],
+                   reference=lambda m: (m.requires_grad_(False), m(torch.ones(1, 2)))[1])
+    assert run_check(fex, lambda m: (m.weight.requires_grad_(False), m.bias.requires_grad_(False),
+                                     m(torch.ones(1, 2)))[2]).passed
+
 
 def test_grad_mode_left_off_is_caught_and_restored():
     def off(x):

@@ -146,14 +146,15 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def _differs(before: Any, after: Any, depth: int = 0) -> bool:
     """Whether ``after`` is no longer what ``before`` (a deep copy) was: tensor values, shape,
-    dtype and ``.grad`` presence; NumPy arrays; list/tuple/dict contents (Python numbers in
-    them too); a module's parameters, buffers and train/eval flags."""
+    dtype, ``requires_grad`` and ``.grad`` presence; NumPy arrays; list/tuple/dict contents
+    (Python numbers in them too); a module's parameters (a frozen one too), buffers and
+    train/eval flags."""
     if depth > 6:
         return False
     if isinstance(before, torch.Tensor):
         if not isinstance(after, torch.Tensor) or not _same(before, after):
             return True
-        return (before.grad is None) != (after.grad is None)
+        return before.requires_grad != after.requires_grad or (before.grad is None) != (after.grad is None)
     if isinstance(before, torch.nn.Module):
         if not isinstance(after, torch.nn.Module):
             return True
@@ -199,8 +200,8 @@ def _check_side_effects(ex: Exercise, pristine: tuple, used: tuple, got: Any, by
                 raise _Fail(
                     "mutated_input",
                     f"Your code changed its input `{name}` (an op ending in `_`, `+=`, `/=`, an indexed "
-                    "assignment, `.append`, a `.grad` left behind, or a module's parameters or train/eval "
-                    "mode). Compute new values and leave the input as it was.",
+                    "assignment, `.append`, a `.grad` left behind, `requires_grad` switched, or a module's "
+                    "parameters or train/eval mode). Compute new values and leave the input as it was.",
                 )
     if ex.compare.views:
         for name, arg in zip(names, afters):
