@@ -5,13 +5,14 @@
 - Learner notebooks: every check cell (tagged ``check:NAME`` by build, course_utils/cells.py)
   must report "not attempted" when nbval runs the untouched notebook: a stub that passes or
   fails a check is a broken exercise.
-- Scheduling on the two xdist workers (``--dist loadgroup --no-loadscope-reorder``, set in
-  pyproject.toml): see :func:`pytest_collection_modifyitems`.
+- Scheduling on the two xdist workers (``--dist loadscope --no-loadscope-reorder``, set in
+  pyproject.toml): see :func:`scope_of` and :func:`pytest_xdist_make_scheduler`.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -72,21 +73,54 @@ HEAVY_FIRST = (
     "tests/test_ddp_launch.py",
 )
 
+# Files whose tests share a module-scoped fixture (a graded batch, a built wheel, a browser, a
+# hub): all their tests go to one worker, so the fixture is built once. Collection fails when a
+# file uses such a fixture and is missing here (:func:`_check_file_scopes`), and
+# tests/test_scheduling.py checks the whole mechanism in a real two-worker run.
+FILE_SCOPES = (
+    "tests/test_browser.py",
+    "tests/test_grade.py",
+    "tests/test_hostile_submissions.py",
+    "tests/test_jupyterhub.py",
+    "tests/test_packaging.py",
+    "tests/test_scheduling.py",
+    "tests/test_website.py",
+)
+SHARED_SCOPES = ("module", "package", "session")
 
-def _group(item: pytest.Item) -> str | None:
-    """The xdist group an item must share with others, or None when it can run anywhere.
 
-    A notebook's cells run in order in one kernel: one group per notebook. Tests that use a
-    module-scoped fixture (a graded batch, a built wheel, a browser) share one group per file so
-    the fixture is built once; every other test is scheduled on its own."""
-    path = item.nodeid.split("::")[0]
-    if path.endswith(".ipynb"):
+def scope_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: one worker runs a unit's tests, in order.
+
+    A notebook's cells run in order in one kernel: one unit per notebook. A file in
+    :data:`FILE_SCOPES` is one unit. Every other test is a unit of its own, so the two workers
+    share the rest of the suite test by test. Decided from the node id alone, on the controller:
+    no private pytest or xdist attribute is involved (pytest 9.2 ignores xdist 3.8's
+    ``item._nodeid`` rewrite, which silently switched ``xdist_group`` off)."""
+    path = nodeid.split("::", 1)[0]
+    if path.endswith(".ipynb") or path in FILE_SCOPES:
         return path
+    return nodeid
+
+
+def _shared_fixtures(item: pytest.Item) -> list[str]:
+    """Names of the module-, package- or session-scoped fixtures of tests/ that ``item`` uses."""
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
-    if any(d.scope in ("module", "package", "session") for fds in defs.values() for d in fds
-           if d.baseid.startswith("tests")):
-        return path
-    return None
+    return sorted({name for name, fds in defs.items() for d in fds
+                   if d.scope in SHARED_SCOPES and d.baseid.startswith("tests")})
+
+
+def _check_file_scopes(items: list[pytest.Item]) -> None:
+    missing = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        if path not in FILE_SCOPES and (names := _shared_fixtures(item)):
+            missing[path] = names
+    if missing:
+        raise pytest.UsageError(
+            "these test files use a module-scoped fixture but are not in FILE_SCOPES (conftest.py), "
+            "so two workers would each build it: "
+            + "; ".join(f"{path} ({', '.join(names)})" for path, names in sorted(missing.items())))
 
 
 def _rank(item: pytest.Item) -> int:
@@ -96,12 +130,51 @@ def _rank(item: pytest.Item) -> int:
     return len(HEAVY_FIRST) + (0 if path.endswith(".ipynb") else 1)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker hook turns groups into node ids
 def pytest_collection_modifyitems(config, items):
-    # Unconditional: an xdist worker's config says ``dist == "no"``, and the marks are inert
-    # without ``--dist loadgroup`` (``-n 0``, the fast loop).
-    for item in items:
-        group = _group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=_rank)  # stable: each file keeps its own order
+    _check_file_scopes(items)
+    # Stable: each file keeps its own order. The scheduler below hands out units in this order
+    # (``--no-loadscope-reorder``).
+    items.sort(key=_rank)
+
+
+# Every load-balancing mode keeps a unit (:func:`scope_of`) on one worker: a notebook split over
+# two workers fails with NameError in every cell after the first one a worker gets. ``loadfile``
+# and ``each`` are left to xdist (they keep a file on one worker already).
+_BALANCING = ("load", "loadscope", "loadgroup", "worksteal")
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `-p no:xdist` has no such hook
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") not in _BALANCING:
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class CourseScheduling(LoadScopeScheduling):
+        """xdist's scope scheduler with the course's units (the documented way to change
+        scheduling: the ``pytest_xdist_make_scheduler`` hook)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return CourseScheduling(config, log)
+
+
+# Under CI a skipped test fails the run: a skip proves nothing, so .ci/run installs what every
+# test needs (Chromium, bubblewrap, npm packages) and the README promises a run with none skipped.
+# An expected failure (xfail) is not a skip. Counted on the controller (or the only process).
+_SKIPPED: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _SKIPPED.append(f"{report.nodeid}: {report.longrepr[-1] if isinstance(report.longrepr, tuple) else ''}")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput") or not os.environ.get("CI") or not _SKIPPED:
+        return
+    print(f"\nCI: {len(_SKIPPED)} test(s) skipped; under CI every test must run "
+          "(install what they need in .ci/run):\n  " + "\n  ".join(_SKIPPED[:20]), file=sys.stderr)
+    if session.exitstatus == 0:
+        session.exitstatus = 1

@@ -1,7 +1,7 @@
 """Test helpers: build the course's wheel from this checkout, and a fresh virtual environment
 where the course package is missing (as on Colab or a new machine).
 
-The environment reuses the base Python's packages (``--system-site-packages``: torch and
+The environment reuses this environment's packages (:func:`inherit_packages`: torch and
 JupyterLab are not downloaded again) but hides the course package the base Python has (the
 README installs it editable), so ``import course_utils`` fails there until something installs
 it into the environment itself.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -54,13 +55,29 @@ def build_wheel(out: Path) -> Path:
     return next(out.glob("course_utils-*.whl"))
 
 
+def inherit_packages(python: Path) -> None:
+    """Let the environment of ``python`` see this interpreter's packages, after its own.
+
+    ``python -m venv --system-site-packages`` would give it the *base* interpreter's packages,
+    which is wrong when the tests run in a virtual environment (the README's setup: torch and
+    JupyterLab are in that venv, not in the base Python). A ``.pth`` line adds this
+    environment's site folders instead, with their own ``.pth`` files (an editable install's
+    import hook among them: :data:`HIDE` removes the course's)."""
+    site_dir = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+    dirs = [d for d in site.getsitepackages() if os.path.isdir(d)]
+    (Path(site_dir) / "_course_tests_inherit.pth").write_text(
+        "import site; " + "; ".join(f"site.addsitedir({d!r})" for d in dirs) + "\n")
+
+
 def make_venv(where: Path) -> Path:
-    """A venv without course_utils; returns its Python."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(where)], check=True)
+    """A venv without course_utils that sees this environment's other packages; returns its Python."""
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
     python = where / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    (Path(site) / "sitecustomize.py").write_text(HIDE.format(checkout=os.path.realpath(ROOT)))
+    inherit_packages(python)
+    site_dir = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+    (Path(site_dir) / "sitecustomize.py").write_text(HIDE.format(checkout=os.path.realpath(ROOT)))
     return python
 
 
