@@ -54,7 +54,7 @@ def test_grading_a_notebook_whose_import_cell_fails(tmp_path):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         grade.main([str(tmp_path), "--json", str(tmp_path / "g.json"), "--timeout", "30"]
-                   + ([] if sandbox.works() else ["--no-sandbox"]))
+                   + (["--no-sandbox"] if sandbox.works() else []))
     text = out.getvalue()
     problems = text.split("Problems:", 1)[1]
     assert "the import failed (ModuleNotFoundError: No module named 'torchh')" in problems
