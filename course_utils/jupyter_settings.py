@@ -1,14 +1,20 @@
 """JupyterLab defaults for an image or a shared install of the course (Binder, JupyterHub).
 
-``python -m course_utils.jupyter_settings`` writes ``overrides.json`` into this environment's
-JupyterLab settings folder: ``.py`` lesson files open as notebooks, the notebook's kernel starts
-without a kernel-choice dialog, and no news is fetched from the internet. Learners' own
-settings still win. binder/postBuild and the JupyterHub recipe (docs/instructor_guide.md) run it.
+``python -m course_utils.jupyter_settings`` writes ``overrides.json`` into the JupyterLab settings
+folder of the environment it runs in (``sys.prefix/share/jupyter/lab/settings``, or
+``$JUPYTERLAB_DIR/settings`` when that is set): ``.py`` lesson files open as notebooks, the
+notebook's kernel starts without a kernel-choice dialog, and no news is fetched from the
+internet. Learners' own settings still win. binder/postBuild and the JupyterHub recipe
+(docs/instructor_guide.md) run it. Run from a virtual environment, it writes into that
+environment, never into the system Python's JupyterLab (``jupyterlab.commands.get_app_dir``
+falls back to the system's folder when the venv's does not exist yet, e.g. a venv made with
+``--system-site-packages``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -20,12 +26,11 @@ OVERRIDES = {
 
 
 def settings_dir() -> Path:
-    try:
-        from jupyterlab.commands import get_app_dir
-
-        return Path(get_app_dir()) / "settings"
-    except ImportError:  # pragma: no cover - JupyterLab is a dependency
-        return Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings"
+    """This environment's JupyterLab settings folder (never another Python's)."""
+    app_dir = os.environ.get("JUPYTERLAB_DIR")  # JupyterLab's own override, read by its server too
+    if app_dir:
+        return Path(app_dir) / "settings"
+    return Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings"
 
 
 def write_overrides(folder: Path | None = None) -> Path:

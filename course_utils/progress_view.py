@@ -5,8 +5,8 @@ Used by all three places a learner's progress is shown: the dashboard widget
 (:mod:`course_utils.dashboard`), ``python -m course_utils progress show``
 (:mod:`course_utils.progress_cli`) and :func:`show` in a notebook. The log is read and folded by
 :mod:`course_utils.progress` (which knows nothing of the course's exercises); this view joins the
-folded log with the exercise list the course declares (:func:`course_exercises`, or a list a
-caller passes in), so an exercise nobody has touched is listed too.
+folded log with the exercise list the course declares (:func:`course_exercises`, read from the
+index `build` generates, or a list a caller passes in), so an exercise nobody has touched is listed too.
 
     from course_utils import progress_view
     progress_view.show()          # HTML in a notebook, text elsewhere
@@ -60,10 +60,12 @@ class LessonRow:
 
 
 def course_exercises() -> list[tuple[str, str, str, str]]:
-    """``(id, lesson, name, title)`` of every exercise of the course, in course order."""
-    from .grading import registry  # lazy: importing the view stays fast
+    """``(id, lesson, name, title)`` of every exercise of the course, in course order, from the
+    index ``build`` generates (:mod:`course_utils.exercise_index`): no grader (nor torch) is
+    imported to list them."""
+    from .exercise_index import EXERCISES
 
-    return [(e.id, e.lesson, e.name, e.title) for e in registry.all_exercises()]
+    return [(e.id, e.lesson, e.name, e.title) for e in EXERCISES]
 
 
 def collect(events: Iterable[dict[str, Any]],

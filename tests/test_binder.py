@@ -7,6 +7,7 @@ torch and without the test-only packages.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -140,3 +141,26 @@ def test_binder_start_limits_threads_and_hands_over():
     assert start.stat().st_mode & 0o111, "binder/start must be executable"
     assert 'export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"' in text
     assert text.rstrip().endswith('exec "$@"'), "start must hand over to the command it is given"
+
+
+def test_jupyter_settings_write_into_the_environment_they_run_in(tmp_path, monkeypatch):
+    """Issue 24 D: run from a venv, the overrides go to the venv (sys.prefix), not to the folder
+    jupyterlab.commands.get_app_dir() finds (the system Python's, for a venv without its own)."""
+    import sys
+
+    pytest.importorskip("jupyterlab")
+    import jupyterlab.commands
+
+    from course_utils import jupyter_settings
+
+    venv, system = tmp_path / "venv", tmp_path / "system" / "share" / "jupyter" / "lab"
+    system.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(jupyterlab.commands, "get_app_dir", lambda: str(system))
+    monkeypatch.delenv("JUPYTERLAB_DIR", raising=False)
+    assert jupyter_settings.main([]) == 0
+    written = venv / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    assert json.loads(written.read_text()) == jupyter_settings.OVERRIDES
+    assert not (system / "settings").exists()
+    monkeypatch.setenv("JUPYTERLAB_DIR", str(tmp_path / "chosen"))  # JupyterLab's own override wins
+    assert jupyter_settings.settings_dir() == tmp_path / "chosen" / "settings"

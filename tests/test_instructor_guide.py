@@ -40,7 +40,8 @@ def test_quoted_commands_and_options_exist():
     assert {c for c, _ in commands} >= {"doctor", "grade", "progress", "reset", "lab"}
     # a subcommand with its own options lives in its own module (the learner's `progress` command
     # hands `progress summary` to the instructor's room view)
-    subcommands = {("progress", "summary"): "course_utils.instructor.room"}
+    subcommands = {("progress", "summary"): "course_utils.instructor.room",
+                   ("grade", "merge"): "course_utils.instructor.grade_merge"}
     for name, rest in commands:
         assert name in COMMANDS, name
         sub = rest.split()[0] if rest.split() else ""

@@ -32,12 +32,68 @@ def test_export_marks_solution_test_and_locked_cells(tmp_path):
     metas = [c.metadata["nbgrader"] for c in nb.cells]
     assert len({m["grade_id"] for m in metas}) == len(metas), "grade_id values are unique"
     tests = [c for c in nb.cells if c.metadata["nbgrader"]["grade"]]
-    assert [c.source for c in tests] == ["assert ex.celsius_to_fahrenheit.check(celsius_to_fahrenheit)"]
+    assert [c.source for c in tests] == [
+        "_result = ex.celsius_to_fahrenheit.check(celsius_to_fahrenheit)\n"
+        'assert _result, f"{_result.mistake or _result.status}: {_result.text()}"']
     assert tests[0].metadata["nbgrader"]["points"] == 1.0 and tests[0].metadata["nbgrader"]["locked"]
     solutions = [c for c in nb.cells if c.metadata["nbgrader"]["solution"]]
     assert solutions and all(build.BEGIN in c.source for c in solutions)
     assert [c.metadata["nbgrader"]["grade_id"] for c in solutions] == ["celsius_to_fahrenheit_answer"]
     assert all(m["locked"] for m in metas if not m["solution"])
+
+
+def _exported(tmp_path) -> nbformat.NotebookNode:
+    nbgrader_export.export(tmp_path, [LESSON])
+    return nbformat.read(tmp_path / "source" / LESSON / f"{LESSON}.ipynb", as_version=4)
+
+
+def test_a_failed_test_cell_names_the_mistake_not_a_bare_assertion_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_PROGRESS_LOG", "")
+    from course_utils import grading
+
+    test = next(c for c in _exported(tmp_path).cells if c.metadata["nbgrader"]["grade"])
+    wrong = "def celsius_to_fahrenheit(celsius):\n    return celsius * 5 / 9 + 32\n"
+    expected = grading.check(f"{LESSON}.celsius_to_fahrenheit", lambda c: c * 5 / 9 + 32)
+    assert expected.mistake  # a named mistake the grader recognises
+    namespace: dict = {"ex": grading.exercises_for(LESSON)}
+    exec(wrong, namespace)
+    with pytest.raises(AssertionError) as failed:
+        exec(test.source, namespace)
+    message = str(failed.value)
+    assert message.startswith(f"{expected.mistake}: ") and expected.message in message
+    exec("def celsius_to_fahrenheit(celsius):\n    return celsius * 9 / 5 + 32\n", namespace)
+    exec(test.source, namespace)  # a right answer passes
+
+
+def test_exported_notebooks_and_autograde_use_one_torch_thread(tmp_path, monkeypatch):
+    import torch
+
+    nb = _exported(tmp_path)
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    assert first.metadata["nbgrader"] == {"grade": False, "grade_id": "course_threads", "locked": True,
+                                          "schema_version": 3, "solution": False, "task": False}
+    for var in ("COURSE_TORCH_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, "9")  # recorded, so the test leaves the environment as it found it
+        monkeypatch.delenv(var)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        exec(first.source, {})
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    # the kernels `nbgrader autograde` starts inherit nbgrader's environment, set by its config
+    exec((tmp_path / "nbgrader_config.py").read_text(), {"get_config": lambda: _Config()})
+    assert os.environ["OMP_NUM_THREADS"] == "1" and os.environ["MKL_NUM_THREADS"] == "1"
+
+
+class _Config:
+    """Enough of traitlets' config object for nbgrader_config.py to run."""
+
+    def __getattr__(self, name: str) -> _Config:
+        value = _Config()
+        object.__setattr__(self, name, value)
+        return value
 
 
 def _venv() -> Path:

@@ -30,6 +30,14 @@ Usage::
 
     python -m course_utils grade submissions/ --csv grades.csv --wide-csv canvas.csv
     python -m course_utils grade alice/01_tensors.ipynb bob/01_tensors.ipynb --workers 2 --timeout 60
+    python -m course_utils grade submissions/ --shard 3/8 --gradebook results/shard-3.sqlite   # machine 3 of 8
+    python -m course_utils grade merge results/shard-*.sqlite --out class.sqlite --csv grades.csv
+
+``--shard K/N`` grades shard K (0 to N-1) of N: a fixed share of the notebooks, by a hash of
+each one's path below the folder given (:mod:`.grade_shard`), so N machines given the same
+command split a class exactly; ``grade merge`` (:mod:`.grade_merge`) joins their gradebooks and
+writes the exports. ``--workers`` defaults to every CPU this process may use (a container's
+quota counts), no more than the memory holds at ``--memory`` each (:mod:`.capacity`).
 
 PATH is a notebook or a folder (searched recursively for ``*.ipynb``). The lesson is taken from
 the file name (``01_tensors.ipynb``, ``alice_01_tensors.ipynb``) or, failing that, from the
@@ -64,7 +72,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from . import gradebook, sandbox
+from . import capacity, grade_shard, gradebook, sandbox
 # The pipeline, one module per step; the names tests and benchmarks use as `grade.X` stay here.
 from .grade_parse import (  # noqa: F401  (1. parse: re-exported as grade.X)
     ROOT, expected_checks, find_notebooks, identify_lesson, split_check_cell, student_of)
@@ -91,7 +99,7 @@ def _size(text: str) -> int:
     return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " "))
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m course_utils grade", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("paths", nargs="+", metavar="PATH", help="notebooks or folders of notebooks")
@@ -102,8 +110,11 @@ def main(argv: list[str] | None = None) -> int:
                                                          "else ./gradebook.sqlite)")
     ap.add_argument("--resume", action="store_true", help="skip notebooks already in the gradebook (the default)")
     ap.add_argument("--regrade", action="store_true", help="grade every notebook again, even if already graded")
-    ap.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 2),
-                    help="notebooks graded at once (default: CPU count, at most 4)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="notebooks graded at once (default: the CPUs this process may use, no more than "
+                         "the available memory holds at --memory each)")
+    ap.add_argument("--shard", metavar="K/N", help="grade only shard K (0 to N-1) of N: a fixed share of the "
+                                                     "notebooks; `grade merge` joins the shards' gradebooks")
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                     help=f"seconds a cell may run before it is interrupted (default {DEFAULT_TIMEOUT:g})")
     ap.add_argument("--notebook-timeout", type=float, default=DEFAULT_NOTEBOOK_TIMEOUT,
@@ -113,15 +124,43 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-sandbox", action="store_true",
                     help="run learner code unconfined (trusted notebooks only; prints a warning)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no line per notebook while grading")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _notebooks(args: argparse.Namespace) -> list[tuple[Path, Path | None]] | None:
+    """The notebooks to grade (this shard's, with ``--shard``), or ``None`` after a usage error."""
+    try:
+        shard = grade_shard.parse(args.shard) if args.shard else None
+    except grade_shard.ShardError as exc:
+        print(exc, file=sys.stderr)
+        return None
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         print(f"not found: {', '.join(map(shown, missing))}", file=sys.stderr)
-        return 2
+        return None
     items = find_notebooks(args.paths)
     if not items:
         print("no notebooks (*.ipynb) found under " + ", ".join(map(shown, args.paths)), file=sys.stderr)
+        return None
+    if shard is not None:
+        found = len(items)
+        items = grade_shard.select(items, *shard)
+        print(f"Shard {shard[0]}/{shard[1]}: {len(items)} of {found} notebook(s).", flush=True)
+    return items
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["merge"]:  # `grade merge A.sqlite B.sqlite --out class.sqlite` (./merge for a folder)
+        from . import grade_merge
+
+        return grade_merge.main(argv[1:])
+    args = _parser().parse_args(argv)
+    items = _notebooks(args)
+    if items is None:
         return 2
+    if args.workers is None:
+        args.workers = capacity.default_workers(args.memory, sandbox.MAX_WORKERS)
     if args.workers < 1 or args.timeout <= 0 or args.notebook_timeout <= 0:
         print("--workers must be >= 1, --timeout and --notebook-timeout > 0", file=sys.stderr)
         return 2

@@ -131,7 +131,10 @@ def _note(rep: NotebookReport) -> str:
     wrong = [f"{r.exercise.split('.', 1)[-1]}: {r.mistake}" for r in rep.rows if r.status == "incorrect"]
     note = "; ".join(wrong[:3]) + (f" (+{len(wrong) - 3})" if len(wrong) > 3 else "")
     if rep.problems and not rep.error:
-        note = (note + "; " if note else "") + f"{len(rep.problems)} cell problem(s)"
+        condensed = condensed_problems(rep.problems)
+        failed = next((p.split(":", 1)[0] for p in condensed if "the import failed" in p), None)
+        note = (note + "; " if note else "") + (f"import failed ({failed}); " if failed else "") + \
+            f"{len(condensed)} cell problem(s)"
     if rep.error:
         note = "BROKEN: " + rep.error
     if rep.resumed:
@@ -160,8 +163,47 @@ def _exercise_lines(reports: list[NotebookReport]) -> list[str]:
     return lines
 
 
+_CELL_ERROR = re.compile(r"cell (\d+): (\w+)(?:: (.*))?$")
+_IMPORT_ERRORS = ("ModuleNotFoundError", "ImportError")
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
+
+
+def condensed_problems(problems: list[str]) -> list[str]:
+    """A notebook's cell problems as the summary shows them: a failed import cell in one line,
+    and the ``NameError`` s of the cells after it (names it would have defined, most likely) in
+    one more, instead of one line each."""
+    out: list[str] = []
+    failed_at: int | None = None  # the first cell whose import failed
+    line_at = 0  # where its line is in ``out``
+    knock_on: list[tuple[int, str]] = []  # (cell, undefined name) after it
+    for problem in problems:
+        m = _CELL_ERROR.match(problem)
+        if m is None:
+            out.append(problem)
+            continue
+        cell, ename, message = int(m.group(1)), m.group(2), m.group(3) or ""
+        if ename in _IMPORT_ERRORS and failed_at is None:
+            failed_at, line_at = cell, len(out)
+            out.append(f"cell {cell}: the import failed ({ename}: {message}); later cells that need it fail too")
+        elif ename == "NameError" and failed_at is not None and cell > failed_at:
+            name = _UNDEFINED.search(message)
+            knock_on.append((cell, name.group(1) if name else "?"))
+        else:
+            out.append(problem)
+    if knock_on:
+        cells = sorted({c for c, _ in knock_on})
+        names = list(dict.fromkeys(n for _, n in knock_on))
+        shown_names = ", ".join(names[:6]) + (f", … (+{len(names) - 6})" if len(names) > 6 else "")
+        where = f"cell {cells[0]}" if len(cells) == 1 else f"cells {cells[0]}–{cells[-1]}"
+        n = len(knock_on)
+        line = (f"{where}: {n} knock-on NameError{'s' * (n != 1)} after the failed import in cell {failed_at} "
+                f"(undefined: {shown_names})")
+        out.insert(line_at + 1, line)
+    return out
+
+
 def _problem_lines(reports: list[NotebookReport]) -> list[str]:
-    problems = [(rep, p) for rep in reports for p in rep.problems]
+    problems = [(rep, p) for rep in reports for p in condensed_problems(rep.problems)]
     if not problems:
         return []
     return ["", "Problems:"] + [f"  {rep.shown}: {p}" for rep, p in problems]

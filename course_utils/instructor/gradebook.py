@@ -175,3 +175,54 @@ def write_wide_csv(reports: list, path: str | os.PathLike[str], lessons: Iterabl
             cells = [total(best[(s, lesson)]) if (s, lesson) in best else 0.0 for lesson in lessons]
             w.writerow([s] + [_num(c) for c in cells] + [_num(sum(cells))])
     _atomic_write(path, write)
+
+
+# ----------------------------------------------------------------------------- merging shards
+
+
+def merge(sources: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str]) -> dict[str, int]:
+    """Join gradebooks (the shards of ``grade --shard K/N``) into ``out``, one transaction each:
+    every graded notebook once, with exactly the rows it was stored with. A notebook (same path,
+    same content) found in two gradebooks is kept once: the more recently graded copy, its rows
+    replacing the other's, never mixed. Returns how many notebooks were ``added``, ``replaced``
+    (a later grading won) and ``kept`` (``out`` had them already, as recent)."""
+    counts = {"added": 0, "replaced": 0, "kept": 0}
+    book = Gradebook(out)
+    try:
+        for source in sources:
+            if Path(source).resolve() == book.path.resolve():
+                raise ValueError(f"{shown(source)} is the gradebook being written (--out)")
+            if not Path(source).is_file():
+                raise FileNotFoundError(f"no gradebook at {shown(source)}")
+            src = sqlite3.connect(f"file:{Path(source).resolve().as_posix()}?mode=ro", uri=True)
+            try:
+                notebooks = src.execute("SELECT * FROM notebooks ORDER BY rowid").fetchall()
+                grades = src.execute("SELECT * FROM grades ORDER BY rowid").fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise ValueError(f"{shown(source)} is not a gradebook ({exc})") from None
+            finally:
+                src.close()
+            rows_of: dict[tuple[bytes, str], list[tuple]] = defaultdict(list)
+            for g in grades:
+                rows_of[(g[0], g[1])].append(g)
+            with book.lock:
+                book.db.execute("BEGIN IMMEDIATE")
+                try:
+                    for nb in notebooks:
+                        key, graded_at = (nb[0], nb[1]), nb[8] or ""
+                        have = book.db.execute("SELECT graded_at FROM notebooks WHERE path_bytes=? AND sha256=?",
+                                               key).fetchone()
+                        if have is not None and (have[0] or "") >= graded_at:
+                            counts["kept"] += 1
+                            continue
+                        counts["replaced" if have is not None else "added"] += 1
+                        book.db.execute("DELETE FROM grades WHERE path_bytes=? AND sha256=?", key)
+                        book.db.execute("INSERT OR REPLACE INTO notebooks VALUES (?,?,?,?,?,?,?,?,?,?)", nb)
+                        book.db.executemany("INSERT INTO grades VALUES (?,?,?,?,?,?,?,?)", rows_of[key])
+                    book.db.execute("COMMIT")
+                except BaseException:
+                    book.db.execute("ROLLBACK")
+                    raise
+    finally:
+        book.close()
+    return counts

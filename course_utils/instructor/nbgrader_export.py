@@ -9,8 +9,15 @@ solution notebook with nbgrader cell metadata, ready for nbgrader's own
   cells** (nbgrader's own markers; ``generate_assignment`` turns them into stubs), ``grade_id``
   ``NAME_answer`` from the cell's ``answer:NAME`` tag;
 * each check cell ``ex.NAME.check(ANSWER)`` becomes a locked **autograded test cell**
-  ``assert ex.NAME.check(ANSWER)`` (a ``Result`` is true only when correct, so the assert
-  raises on a wrong answer) worth the exercise's ``points``, ``grade_id`` ``NAME``;
+  ``_result = ex.NAME.check(ANSWER)`` then ``assert _result, ...`` (a ``Result`` is true only
+  when correct) worth the exercise's ``points``, ``grade_id`` ``NAME``: a wrong answer fails
+  with the named mistake and the grader's feedback as the ``AssertionError``'s message
+  (``inverted_ratio: ❌ Incorrect: ...``), which nbgrader's feedback shows, not a bare
+  ``AssertionError``;
+* a locked first code cell sets PyTorch to one CPU thread (the course's policy,
+  :mod:`course_utils.threads`; ``COURSE_TORCH_THREADS`` changes it), and ``nbgrader_config.py``
+  sets the same for the kernels ``nbgrader autograde`` starts: many notebooks graded at once on
+  a shared machine do not fight over cores;
 * every other cell is **locked** (read-only, checksummed by nbgrader);
 * cells tagged ``solution-only`` are dropped, as in the learner notebooks.
 
@@ -34,6 +41,27 @@ from .. import cells as grammar
 from .grade import expected_checks, split_check_cell
 
 SCHEMA = 3
+THREADS_ID = "course_threads"
+THREADS_CELL = ("# One CPU thread for PyTorch, the course's policy (course_utils/threads.py): these tensors are tiny,\n"
+                "# and several notebooks may run at once on a shared machine. COURSE_TORCH_THREADS changes it.\n"
+                "from course_utils import threads as _threads\n"
+                "\n"
+                "_threads.apply_torch();")
+CONFIG = (
+    "# nbgrader course made by `python -m course_utils build --nbgrader`\n"
+    "c = get_config()  # noqa: F821\n"
+    "c.ExecutePreprocessor.timeout = 300\n"
+    "c.ClearSolutions.code_stub = {'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n"
+    "# one PyTorch thread per kernel that autograde starts (course_utils/threads.py)\n"
+    "from course_utils import threads  # noqa: E402\n"
+    "threads.apply_env()\n"
+)
+
+
+def autograded_source(name: str, answer: str) -> str:
+    """The autograded test of exercise ``name``: fails with the named mistake and the feedback."""
+    return (f"_result = ex.{name}.check({answer})\n"
+            f'assert _result, f"{{_result.mistake or _result.status}}: {{_result.text()}}"')
 
 
 def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False,
@@ -78,7 +106,7 @@ def nbgrader_notebook(stem: str) -> nbformat.NotebookNode:
         found = split_check_cell(source, expected) if cell.cell_type == "code" else None
         if found is not None:
             before, name, answer, after = found
-            cell.source = "\n".join(p for p in (before, f"assert ex.{name}.check({answer})", after) if p.strip())
+            cell.source = "\n".join(p for p in (before, autograded_source(name, answer), after) if p.strip())
             cell.metadata["nbgrader"] = _meta(unique(name), grade=True, locked=True, points=points.get(name, 1.0))
         elif cell.cell_type == "code" and build.BEGIN in source:
             # the answer cell's identity (course_utils/cells.py: tag answer:NAME) names it
@@ -88,6 +116,10 @@ def nbgrader_notebook(stem: str) -> nbformat.NotebookNode:
         else:
             cell.metadata["nbgrader"] = _meta(unique(f"cell_{i}"), locked=True)
         cells.append(cell)
+    first_code = next((i for i, c in enumerate(cells) if c.cell_type == "code"), len(cells))
+    threads_cell = nbformat.v4.new_code_cell(THREADS_CELL)
+    threads_cell.metadata["nbgrader"] = _meta(unique(THREADS_ID), locked=True)
+    cells.insert(first_code, threads_cell)
     nb.cells = cells
     nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"})
     return nb
@@ -103,12 +135,7 @@ def export(outdir: str | Path, stems: list[str]) -> list[Path]:
         written.append(path)
     config = out / "nbgrader_config.py"
     if not config.exists():
-        config.write_text(
-            "# nbgrader course made by `python -m course_utils build --nbgrader`\n"
-            "c = get_config()  # noqa: F821\n"
-            "c.ExecutePreprocessor.timeout = 300\n"
-            "c.ClearSolutions.code_stub = {'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n",
-            encoding="utf-8")
+        config.write_text(CONFIG, encoding="utf-8")
     return written
 
 

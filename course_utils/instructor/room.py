@@ -48,7 +48,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
 
-from ..progress import ExerciseProgress, LogError, exercise_progress, prediction_progress, read_log, skipped_note
+from ..progress import (ExerciseProgress, LogError, LogRead, PredictionProgress, exercise_progress,
+                        prediction_progress, read_log, skipped_note)
 
 STUCK_AFTER = 3
 
@@ -208,12 +209,18 @@ class RoomSummary:
 
     def plot(self, path: str | os.PathLike[str] | None = None, ax: Any = None, all_rows: bool = False) -> Any:
         """Horizontal bars per exercise: learners passed / attempted but not passed (stuck in
-        red) / not attempted, with the median number of checks. Saves a PNG when ``path``."""
+        red) / not attempted, with the median number of checks. Saves a PNG when ``path``.
+
+        Sized for a projector: the title sits in its own band at the top and the legend in its
+        own band at the bottom (fixed in inches, whatever the number of rows), so neither covers
+        the other or the bars; the margins are set by hand, not by ``tight_layout`` (which
+        draws the whole figure once more: the redraw of ``--watch`` stays quick)."""
         from matplotlib.figure import Figure  # no pyplot: works headless and leaves no open figures
 
         rows = self.rows if all_rows else self.active_rows()
-        if ax is None:
-            fig = Figure(figsize=(9, 1.6 + 0.32 * max(1, len(rows))))
+        own = ax is None
+        if own:
+            fig = Figure(figsize=(PLOT_WIDTH, PLOT_TOP + PLOT_BOTTOM + PLOT_ROW * max(1, len(rows))))
             ax = fig.add_subplot()
         else:
             fig = ax.figure
@@ -230,19 +237,33 @@ class RoomSummary:
             left = [a + b for a, b in zip(left, values)]
         for yi, r in zip(y, rows):
             if r.median_attempts is not None:
-                ax.text(r.learners + 0.2, yi, f"{r.median_attempts:g} checks", va="center", fontsize=8, color="#444")
+                ax.text(r.learners * 1.01 + 0.2, yi, f"{r.median_attempts:g}", va="center", fontsize=PLOT_FONT - 1,
+                        color="#444")
         ax.set_yticks(y)
-        ax.set_yticklabels(names, fontsize=8)
-        ax.set_xlim(0, max(1, len(self.learners)) * 1.2)
+        ax.set_yticklabels(names, fontsize=PLOT_FONT)
+        ax.tick_params(axis="x", labelsize=PLOT_FONT)
+        ax.set_xlim(0, max(1, len(self.learners)) * 1.12)
         ax.set_ylim(-0.6, len(rows) - 0.4)
-        ax.set_xlabel("learners")
-        ax.set_title(f"Room: {len(self.learners)} learners, {self.events} events "
-                     "(label: median checks of those who tried)", fontsize=10, pad=22)
-        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.04), fontsize=8, ncols=4, frameon=False)
-        fig.tight_layout()
+        ax.set_xlabel("learners (number at the end of a bar: median checks of those who tried)", fontsize=PLOT_FONT)
+        title = f"Room: {len(self.learners)} learners, {self.events} events"
+        if not own:  # someone else's axes: title and legend in the axes' own places
+            ax.set_title(title, fontsize=PLOT_FONT + 2)
+            ax.legend(loc="lower right", fontsize=PLOT_FONT, framealpha=0.9)
+            return fig
+        width, height = fig.get_size_inches()
+        label_in = 0.3 + 0.0085 * PLOT_FONT * max((len(n) for n in names), default=8)  # ~0.6 em per character
+        fig.subplots_adjust(left=min(0.6, label_in / width), right=0.97,
+                            top=1 - PLOT_TOP / height, bottom=PLOT_BOTTOM / height)
+        fig.suptitle(title, fontsize=PLOT_FONT + 3, y=1 - 0.12 / height, va="top")
+        fig.legend(*ax.get_legend_handles_labels(), loc="lower center", bbox_to_anchor=(0.5, 0.06 / height),
+                   ncols=4, fontsize=PLOT_FONT, frameon=False)
         if path is not None:
             fig.savefig(path, dpi=110)
         return fig
+
+
+# The room plot's geometry, in inches and points (a projector: large type, fixed bands).
+PLOT_WIDTH, PLOT_ROW, PLOT_TOP, PLOT_BOTTOM, PLOT_FONT = 11.0, 0.34, 0.75, 1.2, 11
 
 
 # ---------------------------------------------------------------------- reading and folding
@@ -268,18 +289,67 @@ class RoomLogs:
     skipped: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)
+    sources: dict[str, Path] = field(default_factory=dict)  # learner -> the log their events came from
 
 
-def read_room(files: Iterable[Path], since: float | None = None) -> RoomLogs:
+# A log file's identity between two reads: (mtime_ns, size).
+Signature = tuple[int, int]
+
+
+def _signature(path: Path) -> Signature | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+class LogCache:
+    """The logs read so far, each with the signature it had: ``--watch`` re-reads only the logs
+    that changed since the last redraw (a room of 300 mostly idle learners redraws quickly)."""
+
+    def __init__(self) -> None:
+        self._reads: dict[Path, tuple[Signature, LogRead]] = {}
+        self._folds: dict[tuple[Path, str, float | None], tuple[tuple[Signature, int], LearnerFold]] = {}
+
+    def read(self, path: Path) -> LogRead:
+        sig = _signature(path)
+        hit = self._reads.get(path)
+        if sig is not None and hit is not None and hit[0] == sig:
+            return hit[1]
+        log = read_log(path)  # raises LogError (not cached: it is retried at the next redraw)
+        if sig is not None:
+            self._reads[path] = (sig, log)
+        return log
+
+    def fold(self, path: Path, learner: str, events: list[dict[str, Any]], since: float | None) -> LearnerFold:
+        """``events`` (a learner's, read from ``path``) folded, again only when that log changed."""
+        hit = self._reads.get(path)
+        key = (path, learner, since)
+        kept = self._folds.get(key)
+        if hit is not None and kept is not None and kept[0] == (hit[0], len(events)):
+            return kept[1]
+        fold = fold_learner(events)
+        if hit is not None:
+            self._folds[key] = ((hit[0], len(events)), fold)
+        return fold
+
+
+def room_signature(files: Iterable[Path]) -> tuple[tuple[Path, Signature | None], ...]:
+    """What changes when any log changes (or one is added or removed)."""
+    return tuple((f, _signature(f)) for f in files)
+
+
+def read_room(files: Iterable[Path], since: float | None = None, cache: LogCache | None = None) -> RoomLogs:
     """Read every log (validated by :func:`course_utils.progress.read_log`; malformed lines are
     counted, unreadable files named) and group events by learner. The learner is each event's
     ``learner`` field; the same name in two different files (everyone is ``jovyan`` on Binder)
-    counts as two learners."""
+    counts as two learners. With a ``cache``, a log unchanged since its last read is not read again."""
     raw: dict[tuple[str, Path], list[dict[str, Any]]] = {}
     res = RoomLogs({})
     for f in files:
         try:
-            log = read_log(f)
+            log = cache.read(f) if cache is not None else read_log(f)
         except LogError as exc:
             res.unreadable.append(str(exc))
             continue
@@ -297,6 +367,7 @@ def read_room(files: Iterable[Path], since: float | None = None) -> RoomLogs:
         key = who if names[who] == 1 else f"{who} ({f.parent.name + '/' if f.parent.name else ''}{f.name})"
         evs.sort(key=lambda e: float(e.get("ts", 0) or 0))
         out.setdefault(key, []).extend(evs)
+        res.sources[key] = f
     res.per_learner = dict(sorted(out.items()))
     return res
 
@@ -306,27 +377,45 @@ def learners_events(files: Iterable[Path], since: float | None = None) -> dict[s
     return read_room(files, since).per_learner
 
 
-def _attempts_to_pass(events: list[dict[str, Any]]) -> int | None:
-    n = 0
+def _attempts_to_pass(events: list[dict[str, Any]]) -> dict[str, int]:
+    """Exercise -> the checks of an answer up to (and with) the first pass, in one walk of a
+    learner's events (exercises never passed are left out)."""
+    counts: dict[str, int] = {}
+    passed: dict[str, int] = {}
     for ev in events:
-        if ev["event"] == "check" and ev.get("status") in ("correct", "incorrect"):
-            n += 1
+        ex = ev["exercise"]
+        if ev["event"] == "check" and ev.get("status") in ("correct", "incorrect") and ex not in passed:
+            counts[ex] = counts.get(ex, 0) + 1
             if ev.get("status") == "correct":
-                return n
-    return None
+                passed[ex] = counts[ex]
+    return passed
+
+
+@dataclass
+class LearnerFold:
+    """One learner's events folded once: what :func:`summarize` aggregates per exercise."""
+
+    progress: dict[str, ExerciseProgress]
+    predictions: dict[str, PredictionProgress]
+    to_pass: dict[str, int]  # exercise -> checks up to the first pass
+    latest: str | None  # the exercise of the latest event (not a prediction)
+    events: int
+
+
+def fold_learner(events: list[dict[str, Any]]) -> LearnerFold:
+    latest = next((e["exercise"] for e in reversed(events) if e["event"] != "prediction"), None)
+    return LearnerFold(exercise_progress(events), prediction_progress(events), _attempts_to_pass(events),
+                       latest, len(events))
 
 
 def summarize(per_learner: dict[str, list[dict[str, Any]]], exercises: Iterable[str] | None = None,
-              stuck_after: int = STUCK_AFTER, since: float | None = None) -> RoomSummary:
-    """Fold each learner's events with :func:`exercise_progress` and aggregate per exercise."""
-    folded: dict[str, dict[str, ExerciseProgress]] = {who: exercise_progress(evs) for who, evs in per_learner.items()}
-    latest: dict[str, str] = {}
-    for who, evs in per_learner.items():
-        exercise_events = [e for e in evs if e["event"] != "prediction"]
-        if exercise_events:
-            latest[who] = exercise_events[-1]["exercise"]
+              stuck_after: int = STUCK_AFTER, since: float | None = None,
+              folds: dict[str, LearnerFold] | None = None) -> RoomSummary:
+    """Fold each learner's events with :func:`exercise_progress` and aggregate per exercise
+    (``folds``: the learners' events already folded, e.g. kept by a :class:`LogCache`)."""
+    fold_of = folds if folds is not None else {who: fold_learner(evs) for who, evs in per_learner.items()}
     ids = list(exercises) if exercises is not None else _course_ids()
-    seen = {ex for f in folded.values() for ex in f}
+    seen = {ex for f in fold_of.values() for ex in f.progress}
     ids += sorted(seen - set(ids))
     learners = list(per_learner)
     rows = []
@@ -334,12 +423,13 @@ def summarize(per_learner: dict[str, list[dict[str, Any]]], exercises: Iterable[
         st = ExerciseStats(ex, learners=len(learners))
         attempts, to_pass = [], []
         for who in learners:
-            p = folded[who].get(ex)
+            fold = fold_of[who]
+            p = fold.progress.get(ex)
             if p is None:
                 continue
             st.hints += p.hints
             st.solutions += int(p.solution_viewed)
-            if latest.get(who) == ex:
+            if fold.latest == ex:
                 st.working.append(who)
             if p.attempts == 0:
                 continue
@@ -348,7 +438,7 @@ def summarize(per_learner: dict[str, list[dict[str, Any]]], exercises: Iterable[
             st.mistakes.update(p.mistakes)
             if p.status == "correct":
                 st.correct += 1
-                k = _attempts_to_pass([e for e in per_learner[who] if e["exercise"] == ex])
+                k = fold.to_pass.get(ex)
                 if k is not None:
                     to_pass.append(k)
             elif p.attempts >= stuck_after or p.solution_viewed:
@@ -356,33 +446,35 @@ def summarize(per_learner: dict[str, list[dict[str, Any]]], exercises: Iterable[
         st.median_attempts = float(statistics.median(attempts)) if attempts else None
         st.median_attempts_to_pass = float(statistics.median(to_pass)) if to_pass else None
         rows.append(st)
-    n_events = sum(len(v) for v in per_learner.values())
+    n_events = sum(fold_of[who].events for who in learners)
     predictions: dict[str, tuple[int, int]] = {}
-    for evs in per_learner.values():
-        for q, pred in prediction_progress(evs).items():
+    for who in learners:
+        for q, pred in fold_of[who].predictions.items():
             k, r = predictions.get(q, (0, 0))
             predictions[q] = (k + 1, r + int(bool(pred.first_right)))
     return RoomSummary(learners, rows, n_events, since, predictions=predictions)
 
 
 def _course_ids() -> list[str]:
-    try:
-        from ..grading import exercises
+    """The course's exercises in course order, from the generated index (no grader imported)."""
+    from ..exercise_index import EXERCISES
 
-        return exercises()
-    except Exception:  # noqa: BLE001 - a broken lesson module must not hide the room view
-        return []
+    return [e.id for e in EXERCISES]
 
 
 def room_summary(paths: Iterable[str | os.PathLike[str]], exercises: Iterable[str] | None = None,
-                 stuck_after: int = STUCK_AFTER, since: float | None = None) -> RoomSummary:
+                 stuck_after: int = STUCK_AFTER, since: float | None = None,
+                 cache: LogCache | None = None, files: list[Path] | None = None) -> RoomSummary:
     """Read logs (files or folders) and summarise the room; malformed lines are skipped and
-    counted, unreadable files named (:meth:`RoomSummary.problems`), never fatal."""
+    counted, unreadable files named (:meth:`RoomSummary.problems`), never fatal. ``cache`` keeps
+    the logs read between calls (``--watch``); ``files``: the logs ``paths`` hold, when known."""
     paths = list(paths)
-    files = log_files(paths)
-    logs = read_room(files, since)
+    files = log_files(paths) if files is None else files
+    logs = read_room(files, since, cache)
     logs.unreadable += [f"{p}: no such file or folder" for p in map(Path, paths) if not p.exists()]
-    summary = summarize(logs.per_learner, exercises, stuck_after, since)
+    folds = None if cache is None else {who: cache.fold(logs.sources[who], who, evs, since)
+                                        for who, evs in logs.per_learner.items()}
+    summary = summarize(logs.per_learner, exercises, stuck_after, since, folds)
     summary.skipped, summary.reasons, summary.unreadable = logs.skipped, logs.reasons, logs.unreadable
     return summary
 
@@ -437,21 +529,26 @@ def synthetic_logs(folder: str | os.PathLike[str], n_learners: int = 30, seed: i
 
 
 def _mistake_ids(ids: list[str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    try:
-        from ..grading import exercise
+    from ..exercise_index import EXERCISES
 
-        for ex_id in ids:
-            try:
-                out[ex_id] = [m.id for m in exercise(ex_id).mistakes]
-            except KeyError:
-                pass
-    except Exception:  # noqa: BLE001
-        pass
-    return out
+    wanted = set(ids)
+    return {e.id: list(e.mistakes) for e in EXERCISES if e.id in wanted}
 
 
 # ---------------------------------------------------------------------- the command
+
+
+def _write_outputs(room: RoomSummary, args: argparse.Namespace) -> None:
+    if args.plot:
+        room.plot(args.plot, all_rows=args.all)
+        print(f"\nwrote {args.plot}")
+    if args.csv:
+        room.write_csv(args.csv)
+        print(f"wrote {args.csv}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(room.to_dict(), fh, indent=1)
+        print(f"wrote {args.json}")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -460,22 +557,21 @@ def _run(args: argparse.Namespace) -> int:
         print("no progress logs found in " + ", ".join(args.files), file=sys.stderr)
         return 2
     since = time.time() - 60 * args.since if args.since else None
+    cache = LogCache()
+    last: tuple[Any, RoomSummary] | None = None
     while True:
-        room = room_summary(args.files, stuck_after=args.stuck_after, since=since)
+        files = log_files(args.files)
+        sig = room_signature(files)
+        changed = last is None or last[0] != sig
+        room = room_summary(args.files, stuck_after=args.stuck_after, since=since, cache=cache, files=files) \
+            if changed or last is None else last[1]
+        last = (sig, room)
         if args.watch:
             print("\x1b[2J\x1b[H", end="")
             print(time.strftime("%H:%M:%S"), "(refreshing every", args.watch, "s; Ctrl-C stops)\n")
         print(room.text(args.all))
-        if args.plot:
-            room.plot(args.plot, all_rows=args.all)
-            print(f"\nwrote {args.plot}")
-        if args.csv:
-            room.write_csv(args.csv)
-            print(f"wrote {args.csv}")
-        if args.json:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                json.dump(room.to_dict(), fh, indent=1)
-            print(f"wrote {args.json}")
+        if changed:  # the plot, CSV and JSON are redrawn only when a log changed
+            _write_outputs(room, args)
         if not args.watch:
             if room.unreadable:
                 print("progress summary: could not read " + "; ".join(room.unreadable), file=sys.stderr)

@@ -47,6 +47,8 @@ INSTALL_HINT = (
 )
 HIDDEN_MESSAGE = "the course's reference solution is not available to graded code"
 UID_BASE = 61000
+UID_RANGE = 128  # user ids per grading process (61000-86599 for 200 processes)
+MAX_WORKERS = UID_RANGE // 2  # a notebook sandbox and an executor sandbox per worker, each its own user
 
 
 @dataclass
@@ -396,8 +398,8 @@ class UidPool:
 
     def __init__(self, size: int):
         # a range of its own per grading process, so two graders never share a process cap
-        base = UID_BASE + (os.getpid() % 400) * 64
-        self.free = [base + i for i in range(max(1, min(size, 64)))] if os.geteuid() == 0 else []
+        base = UID_BASE + (os.getpid() % 200) * UID_RANGE
+        self.free = [base + i for i in range(max(1, min(size, UID_RANGE)))] if os.geteuid() == 0 else []
         self.all = list(self.free)
 
     def take(self) -> int | None:
