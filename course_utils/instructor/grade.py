@@ -31,24 +31,30 @@ Usage::
     python -m course_utils grade submissions/ --csv grades.csv --wide-csv canvas.csv
     python -m course_utils grade alice/01_tensors.ipynb bob/01_tensors.ipynb --workers 2 --timeout 60
 
-PATH is a notebook or a folder (searched recursively for ``*.ipynb``). The lesson is taken from
-the file name (``01_tensors.ipynb``, ``alice_01_tensors.ipynb``) or, failing that, from the
-notebook's ``exercises_for("...")`` call. The student is the part of the file name that is not
-the lesson, else the first folder below the PATH given (``submissions/alice/01_tensors.ipynb``),
-else the notebook's folder. Two notebooks of one student for one lesson are reported as
-duplicates (the wide CSV counts the better one).
+PATH is a notebook or a folder (searched recursively for ``*.ipynb``; notebooks in hidden
+folders, ``.name/``, are listed as skipped). Only regular files are read: a symlink, FIFO,
+device or socket is refused unopened (``not_regular_file``). The lesson is taken from the file
+name (``01_tensors.ipynb``, ``alice_01_tensors.ipynb``) or, failing that, from the notebook's
+``exercises_for("...")`` call. The student is the first folder below the PATH given
+(``submissions/alice/01_tensors.ipynb``); outside such a folder, the part of the file name that
+is not the lesson, else the notebook's folder. A file in one student's folder whose name names
+another student (``mallory/alice_01_tensors.ipynb``) is refused (``names_another_student``) and
+credited to no one. Two notebooks of one student for one lesson are reported as duplicates, and
+that lesson's cell in the wide CSV is left blank until one is removed.
 
 Output: a readable summary on stdout; ``--csv FILE``: one row per (student, notebook,
 exercise) with the columns student, notebook, exercise, status, mistake, points, max_points;
 ``--json FILE``: the same rows as a JSON list (plus ``detail`` and ``duplicate``);
-``--wide-csv FILE``: one row per student, one column of points per lesson and a total (for a
-Canvas or Moodle gradebook import); ``--gradebook FILE``: the SQLite gradebook (default: next
-to the CSV/JSON, else ``gradebook.sqlite``). Statuses: ``correct``, ``incorrect``,
+``--wide-csv FILE``: one row per student (the ``--roster`` CSV's first, with its ``id``), one
+column of points per lesson (blank: not handed in) and a total, in the column conventions of
+``--lms plain|canvas|moodle`` (:data:`.gradebook.LMS_FORMATS`); every CSV cell starting with
+``= + - @``, a tab or a CR gets a leading ``'``; ``--gradebook FILE``: the SQLite gradebook
+(default: next to the CSV/JSON, else ``gradebook.sqlite``). Statuses: ``correct``, ``incorrect``,
 ``not_attempted``, ``error`` (the notebook could not be graded up to that exercise, for
-example ``memory limit 2 GB`` or a timeout). Exit status: 0 when every notebook was processed
-(even if some were broken), 2 on a usage error or when no sandbox is available, 130/143 when
-interrupted (SIGINT/SIGTERM: sandboxes are killed, finished notebooks are kept; rerun to go
-on).
+example ``memory limit 2 GB``, a timeout, or a malformed notebook: no notebook stops the batch).
+Exit status: 0 when every notebook was processed (even if some were broken), 2 on a usage
+error or when no sandbox is available, 130/143 when interrupted (SIGINT/SIGTERM: sandboxes are
+killed, finished notebooks are kept; rerun to go on).
 """
 
 from __future__ import annotations
@@ -91,13 +97,16 @@ def _size(text: str) -> int:
     return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " "))
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m course_utils grade", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("paths", nargs="+", metavar="PATH", help="notebooks or folders of notebooks")
     ap.add_argument("--csv", metavar="FILE", help="write the gradebook as CSV (one row per exercise)")
     ap.add_argument("--json", metavar="FILE", help="write the gradebook as JSON")
     ap.add_argument("--wide-csv", metavar="FILE", help="one row per student, points per lesson and total (LMS import)")
+    ap.add_argument("--roster", metavar="FILE", help="CSV with the columns student,id: the wide CSV's rows and IDs")
+    ap.add_argument("--lms", choices=gradebook.LMS_FORMATS, default="plain",
+                    help="column conventions of the wide CSV (default plain)")
     ap.add_argument("--gradebook", metavar="FILE", help="the SQLite gradebook (default: next to --csv/--json, "
                                                          "else ./gradebook.sqlite)")
     ap.add_argument("--resume", action="store_true", help="skip notebooks already in the gradebook (the default)")
@@ -113,15 +122,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-sandbox", action="store_true",
                     help="run learner code unconfined (trusted notebooks only; prints a warning)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no line per notebook while grading")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], list[tuple[Path, Path | None]]] | None:
+    """The roster and the notebooks to grade, or ``None`` after saying why not (a usage error)."""
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         print(f"not found: {', '.join(map(shown, missing))}", file=sys.stderr)
-        return 2
-    items = find_notebooks(args.paths)
+        return None
+    roster: dict[str, str] = {}
+    if args.roster:
+        try:
+            roster = gradebook.read_roster(args.roster)
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            print(f"cannot read the roster: {shown(str(exc))}", file=sys.stderr)
+            return None
+    hidden: list[Path] = []
+    items = find_notebooks(args.paths, hidden)
+    for p in hidden:
+        print(f"skipped (in a hidden folder; rename the folder to grade it): {shown(p)}", flush=True)
     if not items:
         print("no notebooks (*.ipynb) found under " + ", ".join(map(shown, args.paths)), file=sys.stderr)
+        return None
+    return roster, items
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    found = _inputs(args)
+    if found is None:
         return 2
+    roster, items = found
     if args.workers < 1 or args.timeout <= 0 or args.notebook_timeout <= 0:
         print("--workers must be >= 1, --timeout and --notebook-timeout > 0", file=sys.stderr)
         return 2
@@ -144,12 +176,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  graded {rep.shown} [{rep.student}] {how}: {state}", flush=True)
 
     limits = sandbox.Limits(memory=args.memory)
-    mode = "UNSANDBOXED" if args.no_sandbox else f"sandboxed, {limits.describe_memory()} per process"
+    mode = ("UNSANDBOXED" if args.no_sandbox
+            else f"sandboxed, {limits.describe_memory()} per process, {limits.describe_tmp()} of temp files")
     print(f"Grading {len(items)} notebook(s), {args.workers} at a time, {args.timeout:g} s per cell ({mode})...",
           flush=True)
     start = time.perf_counter()
     grader = Grader(args.workers, args.timeout, args.notebook_timeout, limits, not args.no_sandbox, book,
-                    regrade=args.regrade, progress=progress)
+                    regrade=args.regrade, progress=progress, roster=roster)
     received: list[int] = []
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -169,11 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(summary_text(reports, took, args.workers))
     for flag, write in ((args.csv, write_csv), (args.json, write_json),
-                        (args.wide_csv, lambda r, p: gradebook.write_wide_csv(r, p, grader.stems))):
+                        (args.wide_csv, lambda r, p: gradebook.write_wide_csv(r, p, grader.stems, roster, args.lms))):
         if flag:
             write(reports, flag)
             print(f"wrote {shown(flag)}")
     print(f"gradebook: {shown(book_path)}")
+    strangers = sorted({rep.student for rep in reports} - set(roster)) if roster else []
+    if strangers:
+        print("not in the roster (no ID in the wide CSV): " + ", ".join(strangers))
     if received:
         name = "SIGINT" if received[0] == signal.SIGINT else "SIGTERM"
         print(f"\nINTERRUPTED ({name}): {len(reports)} of {len(items)} notebooks graded and saved; "
