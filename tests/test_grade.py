@@ -188,8 +188,8 @@ def test_points_and_wide_csv(batch):
     assert _row(batch, "wrong")["points"] == "0"
     with open(batch["root"] / "wide.csv", newline="", encoding="utf-8") as fh:
         wide = list(csv.reader(fh))
-    assert wide[0] == ["Student", "00_start_here (1 pts)", "Total (1 pts)"]
-    by = {r[0]: r[1:] for r in wide[1:]}
+    assert wide[0] == ["Student", "ID", "00_start_here (1 pts)", "Total (1 pts)"]
+    by = {r[0]: r[2:] for r in wide[1:]}
     assert by["solved"] == ["1", "1"] and by["wrong"] == ["0", "0"]
 
 

@@ -39,24 +39,30 @@ command split a class exactly; ``grade merge`` (:mod:`.grade_merge`) joins their
 writes the exports. ``--workers`` defaults to every CPU this process may use (a container's
 quota counts), no more than the memory holds at ``--memory`` each (:mod:`.capacity`).
 
-PATH is a notebook or a folder (searched recursively for ``*.ipynb``). The lesson is taken from
-the file name (``01_tensors.ipynb``, ``alice_01_tensors.ipynb``) or, failing that, from the
-notebook's ``exercises_for("...")`` call. The student is the part of the file name that is not
-the lesson, else the first folder below the PATH given (``submissions/alice/01_tensors.ipynb``),
-else the notebook's folder. Two notebooks of one student for one lesson are reported as
-duplicates (the wide CSV counts the better one).
+PATH is a notebook or a folder (searched recursively for ``*.ipynb``; notebooks in hidden
+folders, ``.name/``, are listed as skipped). Only regular files are read: a symlink, FIFO,
+device or socket is refused unopened (``not_regular_file``). The lesson is taken from the file
+name (``01_tensors.ipynb``, ``alice_01_tensors.ipynb``) or, failing that, from the notebook's
+``exercises_for("...")`` call. The student is the first folder below the PATH given
+(``submissions/alice/01_tensors.ipynb``); outside such a folder, the part of the file name that
+is not the lesson, else the notebook's folder. A file in one student's folder whose name names
+another student (``mallory/alice_01_tensors.ipynb``) is refused (``names_another_student``) and
+credited to no one. Two notebooks of one student for one lesson are reported as duplicates, and
+that lesson's cell in the wide CSV is left blank until one is removed.
 
 Output: a readable summary on stdout; ``--csv FILE``: one row per (student, notebook,
 exercise) with the columns student, notebook, exercise, status, mistake, points, max_points;
 ``--json FILE``: the same rows as a JSON list (plus ``detail`` and ``duplicate``);
-``--wide-csv FILE``: one row per student, one column of points per lesson and a total (for a
-Canvas or Moodle gradebook import); ``--gradebook FILE``: the SQLite gradebook (default: next
-to the CSV/JSON, else ``gradebook.sqlite``). Statuses: ``correct``, ``incorrect``,
+``--wide-csv FILE``: one row per student (the ``--roster`` CSV's first, with its ``id``), one
+column of points per lesson (blank: not handed in) and a total, in the column conventions of
+``--lms plain|canvas|moodle`` (:data:`.gradebook.LMS_FORMATS`); every CSV cell starting with
+``= + - @``, a tab or a CR gets a leading ``'``; ``--gradebook FILE``: the SQLite gradebook
+(default: next to the CSV/JSON, else ``gradebook.sqlite``). Statuses: ``correct``, ``incorrect``,
 ``not_attempted``, ``error`` (the notebook could not be graded up to that exercise, for
-example ``memory limit 2 GB`` or a timeout). Exit status: 0 when every notebook was processed
-(even if some were broken), 2 on a usage error or when no sandbox is available, 130/143 when
-interrupted (SIGINT/SIGTERM: sandboxes are killed, finished notebooks are kept; rerun to go
-on).
+example ``memory limit 2 GB``, a timeout, or a malformed notebook: no notebook stops the batch).
+Exit status: 0 when every notebook was processed (even if some were broken), 2 on a usage
+error or when no sandbox is available, 130/143 when interrupted (SIGINT/SIGTERM: sandboxes are
+killed, finished notebooks are kept; rerun to go on).
 """
 
 from __future__ import annotations
@@ -106,6 +112,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--csv", metavar="FILE", help="write the gradebook as CSV (one row per exercise)")
     ap.add_argument("--json", metavar="FILE", help="write the gradebook as JSON")
     ap.add_argument("--wide-csv", metavar="FILE", help="one row per student, points per lesson and total (LMS import)")
+    ap.add_argument("--roster", metavar="FILE", help="CSV with the columns student,id: the wide CSV's rows and IDs")
+    ap.add_argument("--lms", choices=gradebook.LMS_FORMATS, default="plain",
+                    help="column conventions of the wide CSV (default plain)")
     ap.add_argument("--gradebook", metavar="FILE", help="the SQLite gradebook (default: next to --csv/--json, "
                                                          "else ./gradebook.sqlite)")
     ap.add_argument("--resume", action="store_true", help="skip notebooks already in the gradebook (the default)")
@@ -127,8 +136,9 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _notebooks(args: argparse.Namespace) -> list[tuple[Path, Path | None]] | None:
-    """The notebooks to grade (this shard's, with ``--shard``), or ``None`` after a usage error."""
+def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], list[tuple[Path, Path | None]]] | None:
+    """The roster and the notebooks to grade (this shard's, with ``--shard``), or ``None`` after
+    saying why not (a usage error)."""
     try:
         shard = grade_shard.parse(args.shard) if args.shard else None
     except grade_shard.ShardError as exc:
@@ -138,7 +148,17 @@ def _notebooks(args: argparse.Namespace) -> list[tuple[Path, Path | None]] | Non
     if missing:
         print(f"not found: {', '.join(map(shown, missing))}", file=sys.stderr)
         return None
-    items = find_notebooks(args.paths)
+    roster: dict[str, str] = {}
+    if args.roster:
+        try:
+            roster = gradebook.read_roster(args.roster)
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            print(f"cannot read the roster: {shown(str(exc))}", file=sys.stderr)
+            return None
+    hidden: list[Path] = []
+    items = find_notebooks(args.paths, hidden)
+    for p in hidden:
+        print(f"skipped (in a hidden folder; rename the folder to grade it): {shown(p)}", flush=True)
     if not items:
         print("no notebooks (*.ipynb) found under " + ", ".join(map(shown, args.paths)), file=sys.stderr)
         return None
@@ -146,7 +166,7 @@ def _notebooks(args: argparse.Namespace) -> list[tuple[Path, Path | None]] | Non
         found = len(items)
         items = grade_shard.select(items, *shard)
         print(f"Shard {shard[0]}/{shard[1]}: {len(items)} of {found} notebook(s).", flush=True)
-    return items
+    return roster, items
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,9 +176,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return grade_merge.main(argv[1:])
     args = _parser().parse_args(argv)
-    items = _notebooks(args)
-    if items is None:
+    found = _inputs(args)
+    if found is None:
         return 2
+    roster, items = found
     if args.workers is None:
         args.workers = capacity.default_workers(args.memory, sandbox.MAX_WORKERS)
     if args.workers < 1 or args.timeout <= 0 or args.notebook_timeout <= 0:
@@ -183,12 +204,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  graded {rep.shown} [{rep.student}] {how}: {state}", flush=True)
 
     limits = sandbox.Limits(memory=args.memory)
-    mode = "UNSANDBOXED" if args.no_sandbox else f"sandboxed, {limits.describe_memory()} per process"
+    mode = ("UNSANDBOXED" if args.no_sandbox
+            else f"sandboxed, {limits.describe_memory()} per process, {limits.describe_tmp()} of temp files")
     print(f"Grading {len(items)} notebook(s), {args.workers} at a time, {args.timeout:g} s per cell ({mode})...",
           flush=True)
     start = time.perf_counter()
     grader = Grader(args.workers, args.timeout, args.notebook_timeout, limits, not args.no_sandbox, book,
-                    regrade=args.regrade, progress=progress)
+                    regrade=args.regrade, progress=progress, roster=roster)
     received: list[int] = []
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -208,11 +230,14 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(summary_text(reports, took, args.workers))
     for flag, write in ((args.csv, write_csv), (args.json, write_json),
-                        (args.wide_csv, lambda r, p: gradebook.write_wide_csv(r, p, grader.stems))):
+                        (args.wide_csv, lambda r, p: gradebook.write_wide_csv(r, p, grader.stems, roster, args.lms))):
         if flag:
             write(reports, flag)
             print(f"wrote {shown(flag)}")
     print(f"gradebook: {shown(book_path)}")
+    strangers = sorted({rep.student for rep in reports} - set(roster)) if roster else []
+    if strangers:
+        print("not in the roster (no ID in the wide CSV): " + ", ".join(strangers))
     if received:
         name = "SIGINT" if received[0] == signal.SIGINT else "SIGTERM"
         print(f"\nINTERRUPTED ({name}): {len(reports)} of {len(items)} notebooks graded and saved; "

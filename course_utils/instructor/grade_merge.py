@@ -47,12 +47,20 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--csv", metavar="FILE", help="write the merged gradebook as CSV (one row per exercise)")
     ap.add_argument("--json", metavar="FILE", help="write it as JSON")
     ap.add_argument("--wide-csv", metavar="FILE", help="one row per student, points per lesson and total (LMS import)")
+    ap.add_argument("--roster", metavar="FILE", help="CSV with the columns student,id: the wide CSV's rows and IDs")
+    ap.add_argument("--lms", choices=gradebook.LMS_FORMATS, default="plain",
+                    help="column conventions of the wide CSV (default plain)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no summary table")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        roster = gradebook.read_roster(args.roster) if args.roster else {}
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        print(f"cannot read the roster: {shown(str(exc))}", file=sys.stderr)
+        return 2
     try:
         counts = gradebook.merge(args.sources, args.out)
     except (OSError, ValueError, sqlite3.DatabaseError) as exc:
@@ -74,6 +82,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.wide_csv:
         from .grade_parse import lesson_stems
 
-        gradebook.write_wide_csv(merged, args.wide_csv, lesson_stems())
+        gradebook.write_wide_csv(merged, args.wide_csv, lesson_stems(), roster, args.lms)
         print(f"wrote {shown(args.wide_csv)}")
     return 0

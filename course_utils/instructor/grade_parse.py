@@ -7,7 +7,9 @@ Nothing here runs a notebook; :mod:`.grade_run` does, in a sandbox."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import stat
+import warnings
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import nbformat
@@ -32,20 +34,55 @@ def identify_lesson(path: Path, nb: nbformat.NotebookNode | None, stems: list[st
     return cells.lesson_of(path, nb, stems)
 
 
-def student_of(path: Path, lesson: str | None, root: Path | None) -> str:
+def _name_part(path: Path, lesson: str | None) -> str:
+    """What the file name says besides the lesson (``alice`` in ``alice_01_tensors.ipynb``)."""
     stem = shown(path.stem)
-    rest = stem.replace(lesson, "") if lesson else stem
-    rest = rest.strip(" _-.")
-    if rest:
-        return rest
-    if root is not None and root.is_dir():
-        try:
-            rel = path.resolve().relative_to(root.resolve())
-            if len(rel.parts) > 1:
-                return shown(rel.parts[0])
-        except ValueError:
-            pass
-    return shown(path.resolve().parent.name or path.stem)
+    return (stem.replace(lesson, "") if lesson else stem).strip(" _-.")
+
+
+def _folder_student(path: Path, root: Path | None) -> str | None:
+    """The first folder below ``root`` that holds ``path`` (``root/alice/week1/x.ipynb``: alice)."""
+    if root is None or not root.is_dir():
+        return None
+    try:
+        rel = path.parent.resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    return shown(rel.parts[0]) if rel.parts else None
+
+
+def identity(path: Path, lesson: str | None, root: Path | None,
+             known: Collection[str] = ()) -> tuple[str, str | None]:
+    """``(student, refusal)``. In a student's folder, the folder names the student; a file name
+    there that names another ``known`` student is refused (``refusal`` says why) and credited to
+    no one. Outside a folder: the file name, else the folder the file is in."""
+    folder = _folder_student(path, root)
+    named = _name_part(path, lesson)
+    if folder is not None:
+        others = {k.casefold() for k in known} - {folder.casefold()}
+        if named and named.casefold() in others:
+            return folder, (f"the file name names {named!r}, but the file is in {folder!r}'s folder: "
+                            "credited to no one (move or rename it, then grade again)")
+        return folder, None
+    if named:
+        return named, None
+    return shown(path.resolve().parent.name or path.stem), None
+
+
+def known_students(items: Iterable[tuple[Path, Path | None]], stems: list[str]) -> set[str]:
+    """Every student a batch names: its student folders, and the file names outside them."""
+    known: set[str] = set()
+    for path, root in items:
+        lesson = cells.lesson_of(path, None, stems)
+        folder = _folder_student(path, root)
+        name = folder if folder is not None else (_name_part(path, lesson) if lesson else "")
+        if name:
+            known.add(name)
+    return known
+
+
+def student_of(path: Path, lesson: str | None, root: Path | None, known: Collection[str] = ()) -> str:
+    return identity(path, lesson, root, known)[0]
 
 
 def expected_checks(lesson: str) -> dict[str, str]:
@@ -56,33 +93,80 @@ def expected_checks(lesson: str) -> dict[str, str]:
     return {ex.name: ex.name for ex in registry.load_lesson(lesson)}
 
 
-def find_notebooks(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Path | None]]:
-    """``(notebook, root)`` for every notebook under ``paths``; ``root`` is the folder given."""
+def find_notebooks(paths: Iterable[str | os.PathLike[str]],
+                   hidden: list[Path] | None = None) -> list[tuple[Path, Path | None]]:
+    """``(notebook, root)`` for every notebook under ``paths``; ``root`` is the folder given.
+    Notebooks in hidden folders (``.name``) are left out and, when ``hidden`` is a list, added
+    to it (Jupyter's ``.ipynb_checkpoints`` silently)."""
     out: list[tuple[Path, Path | None]] = []
     seen: set[Path] = set()
     for p in map(Path, paths):
         if p.is_dir():
-            items: list[tuple[Path, Path | None]] = [(q, p) for q in sorted(p.rglob("*.ipynb"))
-                     if ".ipynb_checkpoints" not in q.parts
-                     and not any(part.startswith(".") for part in q.relative_to(p).parts)]
+            items: list[tuple[Path, Path | None]] = []
+            for q in sorted(p.rglob("*.ipynb")):
+                parts = q.relative_to(p).parts
+                if ".ipynb_checkpoints" in parts:
+                    continue
+                if any(part.startswith(".") for part in parts):
+                    if hidden is not None:
+                        hidden.append(q)
+                    continue
+                items.append((q, p))
         else:
             items = [(p, None)]
         for q, root in items:
-            key = q.resolve()
+            key = q.parent.resolve() / q.name
             if key not in seen:
                 seen.add(key)
                 out.append((q, root))
     return out
 
 
-def read_notebook(path: Path) -> nbformat.NotebookNode:
-    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"larger than {MAX_NOTEBOOK_BYTES // 1024**2} MB")
+class NotRegularFile(OSError):
+    """A submission that is a symlink, FIFO, device, socket or folder: never opened or read."""
+
+
+def read_bytes(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
+    """The bytes of a submitted file, if it is a regular file of at most ``limit`` bytes.
+    Never follows a symlink or blocks on a FIFO: the type is checked with ``lstat`` before the
+    file is opened (``O_NOFOLLOW | O_NONBLOCK``) and again on the opened descriptor."""
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        raise NotRegularFile("not a regular file (a symlink, FIFO, device, socket or folder)")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile("not a regular file (a symlink, FIFO, device, socket or folder)")
+        if st.st_size > limit:
+            raise ValueError(f"larger than {limit // 1024**2} MB")
+        chunks, n = [], 0
+        while block := os.read(fd, 1 << 20):
+            n += len(block)
+            if n > limit:
+                raise ValueError(f"larger than {limit // 1024**2} MB")
+            chunks.append(block)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def parse_notebook(path: Path, data: bytes) -> nbformat.NotebookNode:
+    """A submitted notebook from its bytes: UTF-8, valid JSON, valid nbformat 4 (every cell's
+    ``source`` a string or a list of strings, ...), else an exception saying why."""
+    text = data.decode("utf-8")
     if path.suffix == ".py":
         import jupytext
 
-        return jupytext.read(path)
-    nb = nbformat.read(path, as_version=4)
+        nb = jupytext.reads(text, fmt="py")
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a missing cell id is repaired, not an error
+            nb = nbformat.reads(text, as_version=4)
     if not isinstance(nb.get("cells"), list):
         raise ValueError("no list of cells")
+    nbformat.validate(nb)
     return nb
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    return parse_notebook(path, read_bytes(path))

@@ -19,8 +19,10 @@ COLUMNS = ("student", "notebook", "exercise", "status", "mistake", "points", "ma
 
 
 def shown(path: str | os.PathLike[str]) -> str:
-    """A file name as text: undecodable bytes escaped, never an exception."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
+    """A file name as text on one line: undecodable bytes and control characters (a newline in a
+    name) escaped (``\\xe9``, ``\\n``), never an exception."""
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def clean(text: Any, n: int = 600) -> str:
@@ -86,11 +88,20 @@ def rows_of(reports: Iterable[NotebookReport]) -> list[Row]:
     return [r for rep in reports for r in rep.rows]
 
 
+REFUSED = {"not_regular_file": "not a regular file", "names_another_student": "names another student"}
+"""Mistakes of a submission that is refused unread or uncredited: it counts for no one."""
+
+
+def refused(rep: NotebookReport) -> bool:
+    return bool(rep.rows) and all(r.mistake in REFUSED for r in rep.rows)
+
+
 def duplicates(reports: list[NotebookReport]) -> dict[tuple[str, str], list[str]]:
-    """``(student, lesson) -> notebook paths`` where one student handed in a lesson twice."""
+    """``(student, lesson) -> notebook paths`` where one student handed in a lesson twice
+    (refused notebooks are no hand-in)."""
     seen: dict[tuple[str, str], list[str]] = defaultdict(list)
     for rep in reports:
-        if rep.lesson:
+        if rep.lesson and not refused(rep):
             seen[(rep.student, rep.lesson)].append(rep.path)
     return {k: v for k, v in seen.items() if len(v) > 1}
 
@@ -107,7 +118,8 @@ def summary_text(reports: list[NotebookReport], seconds: float | None = None, wo
     if not reports:
         return head + "."
     lines = [head + ".", ""]
-    lines += _notebook_lines(reports) + _exercise_lines(reports) + _problem_lines(reports) + _duplicate_lines(reports)
+    lines += _notebook_lines(reports) + _exercise_lines(reports) + _problem_lines(reports) + _refused_lines(reports)
+    lines += _duplicate_lines(reports)
     lines += _graded_alone_lines(reports)
     return "\n".join(lines)
 
@@ -209,11 +221,20 @@ def _problem_lines(reports: list[NotebookReport]) -> list[str]:
     return ["", "Problems:"] + [f"  {rep.shown}: {p}" for rep, p in problems]
 
 
+def _refused_lines(reports: list[NotebookReport]) -> list[str]:
+    bad = [rep for rep in reports if refused(rep)]
+    if not bad:
+        return []
+    return ["", "REFUSED (credited to no one, in no export's points):"] + [
+        f"  {rep.shown}: {rep.error}" for rep in sorted(bad, key=lambda r: r.path)]
+
+
 def _duplicate_lines(reports: list[NotebookReport]) -> list[str]:
     dups = duplicates(reports)
     if not dups:
         return []
-    lines = ["", "DUPLICATES (one student, one lesson, several notebooks; the wide CSV counts the best):"]
+    lines = ["", "DUPLICATES (one student, one lesson, several notebooks; blank in the wide CSV until only one "
+                 "is left):"]
     for (student, lesson), paths in sorted(dups.items()):
         lines.append(f"  {student} / {lesson}: " + ", ".join(shown(p) for p in paths))
     return lines

@@ -6,6 +6,7 @@ and, one transaction per notebook, to the :mod:`.gradebook`."""
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import json
 import os
 import shutil
@@ -23,10 +24,10 @@ import nbformat
 
 from . import sandbox
 from .frames import FrameError, read_frame, write_frame
-from .grade_parse import ROOT, expected_checks, find_notebooks, identify_lesson, lesson_stems, read_notebook, \
-    split_check_cell, student_of
+from .grade_parse import ROOT, NotRegularFile, expected_checks, find_notebooks, identify_lesson, identity, \
+    known_students, lesson_stems, parse_notebook, read_bytes, split_check_cell
 from .grade_report import NotebookReport, Row, clean, exercise_rows
-from .gradebook import Gradebook, digest
+from .gradebook import Gradebook
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_NOTEBOOK_TIMEOUT = 1200.0
@@ -46,7 +47,7 @@ class Grader:
     def __init__(self, workers: int = 2, timeout: float = DEFAULT_TIMEOUT,
                  notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT, limits: sandbox.Limits | None = None,
                  sandboxed: bool = True, gradebook: Gradebook | None = None, regrade: bool = False,
-                 progress: Any = None, max_output: int = MAX_OUTPUT):
+                 progress: Any = None, max_output: int = MAX_OUTPUT, roster: Iterable[str] = ()):
         self.workers = max(1, workers)
         self.timeout, self.notebook_timeout = timeout, notebook_timeout
         self.limits = limits or sandbox.Limits()
@@ -68,6 +69,7 @@ class Grader:
         self._courses: dict[str, Path] = {}  # lesson -> the staged course its submissions run against
         self._courses_lock = threading.Lock()  # not self.lock: stop() takes that one from a signal handler
         self.stems = lesson_stems()
+        self.known: set[str] = set(roster)  # every student name: a file name naming one is refused elsewhere
         self._expected: dict[str, dict[str, str]] = {}
         self.graded = 0
 
@@ -148,35 +150,64 @@ class Grader:
         return self._expected[lesson]
 
     def grade_one(self, path: Path, root: Path | None) -> NotebookReport | None:
+        """One notebook's report (stored in the gradebook); ``None`` when stopping. Nothing a
+        submission holds stops the batch: a failure of the grader on it is an error row."""
         if self.stopping.is_set():
             return None
         start = time.perf_counter()
-        sha = digest(path)
-        if self.gradebook is not None and not self.regrade and self.gradebook.done(path, sha):
-            return self.gradebook.load(path, sha)
-        nb, read_error = None, None
         try:
-            nb = read_notebook(path)
-        except Exception as exc:  # noqa: BLE001 - corrupt JSON, not a notebook, unreadable file
-            read_error = f"could not read the notebook ({type(exc).__name__}: {clean(exc, 160)})"
-        lesson = identify_lesson(path, nb, self.stems)
-        report = NotebookReport(str(path), student_of(path, lesson, root), lesson)
-        if lesson is None:
-            report.error = read_error or (
-                "unknown lesson: the file name names no lesson and it has no exercises_for(...)")
-            report.rows.append(Row(report.student, report.shown, "", "error",
-                                   "corrupt_notebook" if read_error else "unknown_lesson", report.error))
-        elif read_error or nb is None:
-            exercise_rows(report, lesson, set(), {}, read_error or "could not read the notebook", "corrupt_notebook")
-        else:
-            self._run_and_judge(report, nb, lesson)
+            report, sha = self._grade(path, root)
+        except Exception as exc:  # noqa: BLE001 - one notebook, never the batch
+            report, sha = self._error_report(path, root, identify_lesson(path, None, self.stems),
+                                             f"the grader failed on this notebook ({type(exc).__name__}: "
+                                             f"{_one_line(exc)})", "grader_error"), "grader-error"
         if self.stopping.is_set():
             return None
+        if report.resumed:
+            return report
         report.seconds = time.perf_counter() - start
         if self.gradebook is not None:
             self.gradebook.record(report, sha, self.sandboxed)
         self.graded += 1
         return report
+
+    def _error_report(self, path: Path, root: Path | None, lesson: str | None, error: str,
+                      mistake: str) -> NotebookReport:
+        report = NotebookReport(str(path), identity(path, lesson, root, self.known)[0], lesson)
+        if lesson is None:
+            report.error = error
+            report.rows.append(Row(report.student, report.shown, "", "error", mistake, error))
+        else:
+            exercise_rows(report, lesson, set(), {}, error, mistake)
+        return report
+
+    def _grade(self, path: Path, root: Path | None) -> tuple[NotebookReport, str]:
+        named = identify_lesson(path, None, self.stems)  # the lesson its file name says
+        refusal = identity(path, named, root, self.known)[1]
+        if refusal is not None:  # decided by its name alone: the file is not read
+            return self._error_report(path, root, named, refusal, "names_another_student"), "names-another-student"
+        try:
+            data = read_bytes(path)
+        except NotRegularFile as exc:
+            return self._error_report(path, root, named, str(exc), "not_regular_file"), "not-a-regular-file"
+        except (OSError, ValueError) as exc:
+            return self._error_report(path, root, named, f"could not read the notebook ({_one_line(exc)})",
+                                      "corrupt_notebook"), f"unreadable:{type(exc).__name__}"
+        sha = hashlib.sha256(data).hexdigest()
+        if self.gradebook is not None and not self.regrade and self.gradebook.done(path, sha):
+            return self.gradebook.load(path, sha), sha
+        try:
+            nb = parse_notebook(path, data)
+        except Exception as exc:  # noqa: BLE001 - bad encoding, not JSON, not a notebook, wrong types
+            why = f"could not read the notebook ({type(exc).__name__}: {_one_line(exc)})"
+            return self._error_report(path, root, named, why, "corrupt_notebook"), sha
+        lesson = identify_lesson(path, nb, self.stems)
+        if lesson is None:
+            why = "unknown lesson: the file name names no lesson and it has no exercises_for(...)"
+            return self._error_report(path, root, None, why, "unknown_lesson"), sha
+        report = NotebookReport(str(path), identity(path, lesson, root, self.known)[0], lesson)
+        self._run_and_judge(report, nb, lesson)
+        return report, sha
 
     def _run_and_judge(self, report: NotebookReport, nb: nbformat.NotebookNode, lesson: str) -> None:
         expected = self.expected(lesson)
@@ -293,6 +324,7 @@ class Grader:
     # ------------------------------------------------------------------ batch
 
     def run(self, items: list[tuple[Path, Path | None]]) -> list[NotebookReport]:
+        self.known |= known_students(items, self.stems)
         results: dict[int, NotebookReport] = {}
         with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
             futures = {pool.submit(self.grade_one, p, r): i for i, (p, r) in enumerate(items)}
@@ -300,7 +332,12 @@ class Grader:
             while pending:
                 finished, pending = concurrent.futures.wait(pending, timeout=0.2)
                 for fut in finished:
-                    rep = fut.result()
+                    try:
+                        rep = fut.result()
+                    except Exception as exc:  # noqa: BLE001 - grade_one's own guard failed: still a row
+                        path, root = items[futures[fut]]
+                        rep = self._error_report(path, root, None, f"the grader failed on this notebook "
+                                                 f"({type(exc).__name__}: {_one_line(exc)})", "grader_error")
                     if rep is not None:
                         results[futures[fut]] = rep
                         if self.progress:
@@ -325,3 +362,8 @@ def grade(paths: Iterable[str | os.PathLike[str]], workers: int = 2, timeout: fl
         grader.close()
         if book is not None:
             book.close()
+
+
+def _one_line(exc: BaseException, n: int = 160) -> str:
+    """An exception's text on one line (a validation error spans several)."""
+    return clean(" ".join(str(exc).split()), n)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
 
-from .grade_report import COLUMNS, NotebookReport, Row, shown
+from .grade_report import COLUMNS, NotebookReport, Row, duplicates, refused, shown
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS notebooks (
@@ -47,6 +47,13 @@ def digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def key(path: str | os.PathLike[str]) -> bytes:
+    """A notebook's key in the gradebook: its resolved path (however it was typed), the file
+    itself unresolved (a symlink is refused, never followed)."""
+    p = Path(path)
+    return os.fsencode(p.parent.resolve() / p.name)
+
+
 class Gradebook:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
@@ -59,24 +66,24 @@ class Gradebook:
     def done(self, path: Path, sha: str) -> bool:
         with self.lock:
             row = self.db.execute("SELECT 1 FROM notebooks WHERE path_bytes=? AND sha256=?",
-                                  (os.fsencode(path), sha)).fetchone()
+                                  (key(path), sha)).fetchone()
         return row is not None
 
     def record(self, report: Any, sha: str, sandboxed: bool) -> None:
         """Store one graded notebook and its rows in one transaction."""
-        key = os.fsencode(report.path)
+        k = key(report.path)
         with self.lock:
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                self.db.execute("DELETE FROM grades WHERE path_bytes=? AND sha256=?", (key, sha))
+                self.db.execute("DELETE FROM grades WHERE path_bytes=? AND sha256=?", (k, sha))
                 self.db.execute(
                     "INSERT OR REPLACE INTO notebooks VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (key, sha, shown(report.path), report.student, report.lesson, report.error,
+                    (k, sha, shown(report.path), report.student, report.lesson, report.error,
                      json.dumps(report.problems, ensure_ascii=False), report.seconds,
                      time.strftime("%Y-%m-%dT%H:%M:%S"), int(sandboxed)))
                 for r in report.rows:
                     self.db.execute("INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?,?)",
-                                    (key, sha, r.exercise, r.status, r.mistake, r.detail, r.points, r.max_points))
+                                    (k, sha, r.exercise, r.status, r.mistake, r.detail, r.points, r.max_points))
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
@@ -84,12 +91,12 @@ class Gradebook:
 
     def load(self, path: Path, sha: str) -> Any:
         """A stored report (for notebooks skipped on resume)."""
-        key = os.fsencode(path)
+        k = key(path)
         with self.lock:
             nb = self.db.execute("SELECT path, student, lesson, error, problems, seconds FROM notebooks "
-                                 "WHERE path_bytes=? AND sha256=?", (key, sha)).fetchone()
+                                 "WHERE path_bytes=? AND sha256=?", (k, sha)).fetchone()
             rows = self.db.execute("SELECT exercise, status, mistake, detail, points, max_points FROM grades "
-                                   "WHERE path_bytes=? AND sha256=? ORDER BY rowid", (key, sha)).fetchall()
+                                   "WHERE path_bytes=? AND sha256=? ORDER BY rowid", (k, sha)).fetchall()
         rep = NotebookReport(str(path), nb[1], nb[2], problems=json.loads(nb[4] or "[]"), seconds=nb[5] or 0.0,
                              error=nb[3])
         rep.shown = nb[0]
@@ -119,13 +126,24 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
+def safe(cell: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting with ``= + - @``, a tab or a CR
+    (a formula to Excel, LibreOffice, Sheets) gets a leading ``'`` (OWASP, "CSV Injection")."""
+    return "'" + cell if cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
+
+
+def _writer(fh: Any) -> Any:
+    w = csv.writer(fh, quoting=csv.QUOTE_MINIMAL)
+    return lambda row: w.writerow([safe(str(c)) for c in row])
+
+
 def write_csv(reports: list, path: str | os.PathLike[str]) -> None:
     def write(fh: Any) -> None:
-        w = csv.writer(fh, quoting=csv.QUOTE_MINIMAL)
-        w.writerow(COLUMNS)
+        row = _writer(fh)
+        row(COLUMNS)
         for rep in reports:
             for r in rep.rows:
-                w.writerow([r.student, r.notebook, r.exercise, r.status, r.mistake, _num(r.points), _num(r.max_points)])
+                row([r.student, r.notebook, r.exercise, r.status, r.mistake, _num(r.points), _num(r.max_points)])
     _atomic_write(path, write)
 
 
@@ -141,39 +159,76 @@ def write_json(reports: list, path: str | os.PathLike[str], duplicates: dict | N
     _atomic_write(path, lambda fh: fh.write(json.dumps(rows, indent=1, ensure_ascii=False) + "\n"))
 
 
-def best_per_student(reports: list) -> dict[tuple[str, str], Any]:
-    """``(student, lesson) -> report``: with duplicates, the one with the most points."""
-    best: dict[tuple[str, str], Any] = {}
-    for rep in reports:
-        if not rep.lesson:
-            continue
-        key = (rep.student, rep.lesson)
-        if key not in best or total(rep) > total(best[key]):
-            best[key] = rep
-    return best
-
-
 def total(rep: Any) -> float:
     return sum(r.points for r in rep.rows)
 
 
-def write_wide_csv(reports: list, path: str | os.PathLike[str], lessons: Iterable[str]) -> None:
-    """One row per student, one column of points per lesson, and the total: the shape Canvas
-    and Moodle gradebook imports take (a header row, one student per row, numbers only)."""
-    best = best_per_student(reports)
-    lessons = [lesson for lesson in lessons if any(k[1] == lesson for k in best)]
-    maxima: dict[str, float] = defaultdict(float)
-    for (_student, lesson), rep in best.items():
-        maxima[lesson] = max(maxima[lesson], sum(r.max_points for r in rep.rows))
-    students = sorted({k[0] for k in best})
+def read_roster(path: str | os.PathLike[str]) -> dict[str, str]:
+    """``student -> id`` from a roster CSV with the columns ``student`` and ``id`` (any case,
+    any other columns ignored), in the roster's order."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        cols = {c.strip().casefold(): c for c in reader.fieldnames or []}
+        if "student" not in cols or "id" not in cols:
+            raise ValueError(f"{shown(path)}: a roster needs the columns student and id "
+                             f"(it has {', '.join(reader.fieldnames or []) or 'none'})")
+        return {row[cols["student"]].strip(): (row[cols["id"]] or "").strip()
+                for row in reader if (row[cols["student"]] or "").strip()}
 
+
+LMS_FORMATS = ("plain", "canvas", "moodle")
+"""``--lms`` conventions of the wide CSV. plain: Student, ID, one column per lesson with its
+points in the header, Total. canvas (a Canvas gradebook import: Grades > Import): Student, ID,
+SIS User ID, SIS Login ID, Section, one column per lesson, Final Points (read-only to Canvas), a
+Points Possible row; the roster's id is the SIS User ID. moodle (Grades > Import > CSV file):
+Student, ID number (map it to "ID number"), one column per lesson, Course total."""
+
+
+def lms_table(reports: list, lessons: Iterable[str], roster: dict[str, str] | None = None,
+              fmt: str = "plain") -> list[list[str]]:
+    """The wide CSV's rows: one per student (the roster's first, in its order), one cell of
+    points per lesson and their total. A cell is blank when the lesson was not handed in, or
+    handed in twice (:func:`.grade_report.duplicates`: the instructor decides which counts);
+    refused notebooks count for no one."""
+    roster = roster or {}
+    dups = duplicates(reports)
+    counted = {(rep.student, rep.lesson): rep for rep in reports if rep.lesson and not refused(rep)}
+    for k in dups:
+        counted.pop(k, None)
+    handed = {rep.lesson for rep in reports if rep.lesson and not refused(rep)}
+    lessons = [lesson for lesson in lessons if lesson in handed]
+    maxima: dict[str, float] = defaultdict(float)
+    for rep in reports:
+        if rep.lesson in handed and not refused(rep):
+            maxima[rep.lesson] = max(maxima[rep.lesson], sum(r.max_points for r in rep.rows))
+    graded = {rep.student for rep in reports if rep.lesson and not refused(rep)}
+    students = list(roster) + sorted(graded - set(roster))
+    top = sum(maxima[lesson] for lesson in lessons)
+    if fmt == "canvas":
+        head = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+        table = [head + lessons + ["Final Points"],
+                 ["Points Possible", "", "", "", ""] + [_num(maxima[le]) for le in lessons] + [_num(top)]]
+    elif fmt == "moodle":
+        table = [["Student", "ID number"] + lessons + ["Course total"]]
+    else:
+        table = [["Student", "ID"] + [f"{le} ({_num(maxima[le])} pts)" for le in lessons]
+                 + [f"Total ({_num(top)} pts)"]]
+    for s in students:
+        points = [total(counted[(s, le)]) if (s, le) in counted else None for le in lessons]
+        cells = ["" if p is None else _num(p) for p in points]
+        ids = ["", roster.get(s, ""), "", ""] if fmt == "canvas" else [roster.get(s, "")]
+        done = [p for p in points if p is not None]
+        table.append([s] + ids + cells + [_num(sum(done)) if done else ""])
+    return table
+
+
+def write_wide_csv(reports: list, path: str | os.PathLike[str], lessons: Iterable[str],
+                   roster: dict[str, str] | None = None, fmt: str = "plain") -> None:
+    """The wide CSV for an LMS import (:func:`lms_table`), every text cell spreadsheet-safe."""
     def write(fh: Any) -> None:
-        w = csv.writer(fh)
-        w.writerow(["Student"] + [f"{lesson} ({_num(maxima[lesson])} pts)" for lesson in lessons]
-                   + [f"Total ({_num(sum(maxima.values()))} pts)"])
-        for s in students:
-            cells = [total(best[(s, lesson)]) if (s, lesson) in best else 0.0 for lesson in lessons]
-            w.writerow([s] + [_num(c) for c in cells] + [_num(sum(cells))])
+        row = _writer(fh)
+        for r in lms_table(reports, lessons, roster, fmt):
+            row(r)
     _atomic_write(path, write)
 
 

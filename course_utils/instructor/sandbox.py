@@ -7,7 +7,9 @@ Everything that runs a learner's code during ``grade`` runs through :func:`popen
   *staged* copy of ``course_utils`` in which every exercise's reference solution has been cut
   out (:func:`stage_course`); nothing else of the instructor's disk: not the course checkout,
   not ``solutions/``, not ``.git``, not the submissions folder, not ``$HOME``;
-* writable: an empty private ``/tmp`` and ``$HOME`` (tmpfs, size-capped) and nothing else;
+* writable: an empty private ``/tmp`` (``$HOME`` is ``/tmp/home``) and ``/dev/shm``, RAM-backed
+  (tmpfs) and together capped at ``Limits.tmp_size`` (:func:`tmp_sizes`), and nothing else (the
+  instructor's home folders are hidden behind empty read-only ones, ``/var/tmp`` is ``/tmp``);
 * no network (own network namespace), its own PID namespace (everything it starts dies with
   it), its own IPC namespace and session, a cleared environment (a short allow-list);
 * limits: address space (``--memory``, default 2 GB per process), a process/thread cap, CPU
@@ -57,11 +59,26 @@ class Limits:
     processes: int = 256           # processes + threads of the sandbox's user
     cpu_seconds: int = 1800        # CPU seconds per process
     file_size: int = 512 * 1024**2  # largest file a sandbox may write
-    tmp_size: int = 1024**3        # size of its private /tmp
+    tmp_size: int = 1024**3        # all its temp space (RAM): /tmp and /dev/shm together
 
     def describe_memory(self) -> str:
-        gb = self.memory / 1024**3
-        return f"{gb:g} GB" if gb >= 1 else f"{self.memory / 1024**2:g} MB"
+        return _describe(self.memory)
+
+    def describe_tmp(self) -> str:
+        return _describe(self.tmp_size)
+
+
+def _describe(n: int) -> str:
+    return f"{n / 1024**3:g} GB" if n >= 1024**3 else f"{n / 1024**2:g} MB"
+
+
+def tmp_sizes(limits: Limits) -> tuple[int, int]:
+    """``(/tmp, /dev/shm)`` sizes of a sandbox's tmpfs: a quarter of ``tmp_size`` for shared
+    memory (DataLoader workers pass batches through it), the rest for files. Every other folder
+    is read-only, so the sandbox holds at most ``tmp_size`` of temp data besides its processes'
+    memory (``tests/test_grade_inputs.py`` fills every folder to measure it)."""
+    shm = limits.tmp_size // 4
+    return limits.tmp_size - shm, shm
 
 
 def bwrap() -> str | None:
@@ -317,14 +334,15 @@ def command(argv: Sequence[str], *, course: Path, inputs: Path | None, env: dict
     args = [exe, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session"]
     args += _system_binds()
-    # private, empty, size-capped $HOME (the instructor's) and /tmp, before re-binding the env
-    for tmp in sorted({home, "/root", "/home"}):
-        if os.path.isdir(tmp):
-            args += ["--perms", "0755", "--size", str(limits.tmp_size), "--tmpfs", tmp]
-    args += ["--perms", "1777", "--size", str(limits.tmp_size), "--tmpfs", "/tmp",
-             "--perms", "1777", "--size", str(64 * 1024**2), "--tmpfs", "/var/tmp",
+    # the instructor's homes hidden behind empty folders (read-only once the env is bound in them),
+    # and the only writable places: /tmp and /dev/shm, tmp_size in all
+    masked = [d for d in sorted({home, "/root", "/home"}) if os.path.isdir(d)]
+    for tmp in masked:
+        args += ["--perms", "0755", "--size", str(1024**2), "--tmpfs", tmp]
+    tmp_bytes, shm_bytes = tmp_sizes(limits)
+    args += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp", "--symlink", "/tmp", "/var/tmp",
              "--dev", "/dev", "--proc", "/proc",
-             "--perms", "1777", "--size", str(limits.tmp_size), "--tmpfs", "/dev/shm"]
+             "--perms", "1777", "--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
     bound = _python_dirs()
     for d in bound:
         args += _mkdirs(d) + ["--ro-bind", d, d]
@@ -332,6 +350,8 @@ def command(argv: Sequence[str], *, course: Path, inputs: Path | None, env: dict
     args += _mkdirs(COURSE_IN_SANDBOX + "/x") + ["--ro-bind", str(course), COURSE_IN_SANDBOX]
     if inputs is not None:
         args += ["--ro-bind", str(inputs), WORK_IN_SANDBOX]
+    for tmp in masked:
+        args += ["--remount-ro", tmp]
     args += ["--chdir", "/tmp", "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
