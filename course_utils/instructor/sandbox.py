@@ -291,6 +291,9 @@ def _python_dirs() -> list[str]:
         dirs.update(site.getsitepackages())
     except AttributeError:  # pragma: no cover - old virtualenv
         pass
+    # site folders another environment lends this one through a .pth file (a venv layered on
+    # another, `conda develop`): torch may live there, not in this environment's own folders
+    dirs.update(p for p in sys.path if os.path.basename(p.rstrip("/")) in ("site-packages", "dist-packages"))
     out = []
     for d in sorted(dirs):
         d = os.path.realpath(d)
