@@ -783,3 +783,157 @@ def test_a_run_that_calls_the_answer_under_enable_grad_still_sees_autograd_left_
             assert (res.status, res.mistake) == ("incorrect", "grad_left_off"), res.text()
     finally:
         torch.set_grad_enabled(True)
+
+
+# --- issue 27: a check always ends, and its limit counts CPU time, not a busy machine's wall time --
+
+def _endless(x):
+    while True:
+        x = x + 1
+
+
+def _retry_forever(x):
+    while True:
+        try:
+            return _endless(x)
+        except:  # noqa: E722 - the learner's bare except swallows every timeout
+            pass
+
+
+def _retry_forever_nested(x):
+    while True:
+        try:
+            try:
+                return _endless(x)
+            except:  # noqa: E722
+                pass
+        except:  # noqa: E722 - an except inside an except: the escalation must re-arm
+            pass
+
+
+def test_bare_except_retry_loop_around_an_endless_call_ends_as_timeout():
+    """The repeated alarm almost never lands on the loop's jump back outside the ``try``: the
+    escalation raises again from inside the ``except`` block itself."""
+    start = time.perf_counter()
+    res = run_check(_toy(timeout=0.3, mistakes=[]), _retry_forever)
+    assert res.mistake == "timeout" and "did not finish within 0.3 s" in res.message
+    assert time.perf_counter() - start < 5
+
+
+def test_nested_bare_except_retry_loop_ends_in_main_and_other_threads():
+    start = time.perf_counter()
+    with pytest.raises(CheckTimeout):
+        with time_limit(0.3):
+            _retry_forever_nested(1)
+    assert time.perf_counter() - start < 5
+
+    caught = []
+
+    def worker():
+        try:
+            with time_limit(0.3):
+                _retry_forever_nested(1)
+        except CheckTimeout:
+            caught.append(True)
+
+    t = threading.Thread(target=worker, daemon=True)
+    t.start()
+    t.join(10)
+    assert caught == [True]
+
+
+def test_interrupt_kernel_ends_a_check_stuck_in_a_bare_except_loop():
+    import os
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a kernel's handler
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        start = time.perf_counter()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            run_check(_toy(timeout=60, mistakes=[]), _retry_forever_nested)
+        assert time.perf_counter() - start < 5
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_escalation_lets_library_and_course_cleanup_run():
+    import contextlib
+    import io
+    import sys
+
+    out = io.StringIO()
+    stdout = sys.stdout
+    assert torch.is_grad_enabled()
+    with pytest.raises(CheckTimeout):
+        with time_limit(0.3):
+            with preserved_state():  # the course's own finally
+                torch.set_default_dtype(torch.float64)
+                with contextlib.redirect_stdout(out), torch.no_grad():
+                    _retry_forever_nested(1)
+    assert sys.stdout is stdout
+    assert torch.is_grad_enabled()
+    assert torch.get_default_dtype() == torch.float32
+
+
+def test_escalation_restores_the_trace_function_in_place_before():
+    import sys
+
+    calls = []
+
+    def dummy(frame, event, arg):  # a debugger's trace function, say
+        calls.append(event)
+
+    sys.settrace(dummy)
+    try:
+        with pytest.raises(CheckTimeout):
+            with time_limit(0.3):
+                _retry_forever(1)
+        assert sys.gettrace() is dummy
+    finally:
+        sys.settrace(None)
+
+
+def _burners(n: int):
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    time.sleep(0.3)  # running before the timed code starts
+    return procs
+
+
+def test_a_cpu_bound_right_answer_passes_on_a_busy_machine_and_a_loop_still_stops():
+    """3 busy processes on a 2-core machine give the check half a core or less: 0.6 s of CPU
+    takes 1.2 s or more of wall time, which a wall-time limit of 1 s failed."""
+    procs = _burners(3)
+    try:
+        with time_limit(1.0):
+            t0 = time.thread_time()
+            while time.thread_time() - t0 < 0.6:
+                pass
+        start = time.perf_counter()
+        with pytest.raises(CheckTimeout):
+            with time_limit(0.5):
+                _endless(1)
+        assert time.perf_counter() - start < 15
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_a_sleep_loop_is_stopped_by_the_wall_time_backstop():
+    from course_utils.grading.guard import BACKSTOP, LOAD_MARGIN, _load_per_core
+
+    start = time.perf_counter()
+    with pytest.raises(CheckTimeout):
+        with time_limit(0.2):
+            while True:
+                time.sleep(0.01)
+    took = time.perf_counter() - start
+    assert took >= 0.2 * BACKSTOP * 0.9  # using no CPU, it runs to the backstop
+    assert took < 0.2 * max(BACKSTOP, LOAD_MARGIN * _load_per_core()) + 3

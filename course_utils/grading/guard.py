@@ -4,29 +4,53 @@
 (torch / Python / NumPy RNG state, grad mode, default dtype, module train/eval flags), and
 :func:`time_limit` stops learner code that runs too long (an endless loop) with
 :class:`CheckTimeout`, which derives from ``BaseException`` so ``except Exception`` in the
-learner's code cannot swallow it.
+learner's code cannot swallow it, and which a bare ``except:`` cannot swallow for long either
+(see :func:`time_limit`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import logging
 import os
 import random
 import signal
+import site
 import sys
+import sysconfig
 import threading
+import time
 from typing import Any, Iterable, Iterator
 
 import torch
 
 
 REPEAT_S = 0.1  # seconds between repeated timeout signals
+BACKSTOP = 4.0  # wall-time limit = CPU limit x max(BACKSTOP, LOAD_MARGIN x load per core)
+LOAD_MARGIN = 2.0
 
 
-class CheckTimeout(BaseException):
+class _Escalating:
+    """Creating or dropping one of these re-arms the escalation of the thread's time limit:
+    CPython switches the tracer off when it raises, and the moment the learner's ``except:``
+    drops the exception is the moment to switch it on again."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        _rearm()
+
+    def __del__(self) -> None:
+        _rearm()
+
+
+class CheckTimeout(_Escalating, BaseException):
     """The learner's code ran past the check's time limit."""
+
+
+class CheckInterrupted(_Escalating, KeyboardInterrupt):
+    """Interrupt Kernel during a check (a ``KeyboardInterrupt``)."""
 
 
 def _modules_in(objects: Iterable[Any]) -> list[torch.nn.Module]:
@@ -139,20 +163,136 @@ def preload(modules: Iterable[str]) -> None:
             pass
 
 
-class _Deadline:
-    """Shared state of one time limit: once the deadline has passed, the timeout is final.
+def _library_dirs() -> tuple[str, ...]:
+    """The standard library, site-packages and this package: code that is not the learner's."""
+    dirs: set[str] = set()
+    for variables in (None, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}):
+        paths = sysconfig.get_paths(vars=variables) if variables else sysconfig.get_paths()
+        dirs.update(paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
+    with contextlib.suppress(Exception):  # virtualenv's old `site` lacks these
+        dirs.update(site.getsitepackages())
+        dirs.add(site.getusersitepackages())
+    dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # course_utils/
+    return tuple(os.path.join(os.path.normcase(os.path.abspath(d)), "") for d in dirs if d)
 
-    ``fired`` stays set even if the learner's code catches :class:`CheckTimeout` (a bare
-    ``except:`` in a loop): the block then ends with a timeout however it ends, and the alarm
-    repeats every :data:`REPEAT_S` until one lands outside the ``try`` (a loop's jump back)."""
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+@functools.lru_cache(maxsize=4096)
+def learner_code(filename: str) -> bool:
+    """Whether code from ``filename`` is the learner's (a notebook cell, their own module), not
+    the standard library, an installed package or the course's own code. This only decides where
+    an escalated interrupt may land (so library cleanup code runs whole); it guards nothing."""
+    if filename.startswith("<frozen"):
+        return False
+    if filename.startswith("<"):  # <ipython-input-...>, <string>
+        return True
+    return not os.path.normcase(os.path.abspath(filename)).startswith(_LIBRARY_DIRS)
+
+
+def _cpu_clock() -> Any:
+    """A clock of the calling thread's CPU time, readable from any thread (the process's CPU
+    time where a thread's own clock is not available)."""
+    getid = getattr(time, "pthread_getcpuclockid", None)
+    if getid is not None:
+        try:
+            clock = getid(threading.get_ident())
+            time.clock_gettime(clock)
+            return functools.partial(time.clock_gettime, clock)
+        except (OSError, OverflowError):  # pragma: no cover - platform without thread clocks
+            pass
+    return time.process_time
+
+
+def _queue_clock() -> Any:
+    """Seconds the calling thread has spent waiting for a CPU (runnable, not running), from
+    Linux's schedstat, readable from any thread; None where not available."""
+    path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+
+    def queued() -> float:
+        with open(path, "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+
+    try:
+        queued()
+    except (OSError, ValueError, IndexError):  # not Linux, or a kernel without schedstats
+        return None
+    return queued
+
+
+def _load_per_core() -> float:
+    try:
+        cores = len(os.sched_getaffinity(0))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):  # pragma: no cover - macOS, Windows
+        cores = os.cpu_count() or 1
+    try:
+        return os.getloadavg()[0] / max(cores, 1)
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        return 0.0
+
+
+_ACTIVE: dict[int, _Deadline] = {}  # thread id -> the time limit running in that thread
+
+
+def _rearm() -> None:
+    state = _ACTIVE.get(threading.get_ident())
+    if state is not None:
+        state.arm(sys._getframe(1))
+
+
+def _tracer(frame: Any, event: str, arg: Any) -> Any:
+    """Once a time limit has fired (or the learner pressed Interrupt): raise again at every line
+    of the learner's code, so an ``except: pass`` raises from inside its own handler."""
+    state = _ACTIVE.get(threading.get_ident())
+    if state is None or state.escalate is None or not learner_code(frame.f_code.co_filename):
+        return None
+    if event == "line" and not importing(frame):
+        raise state.escalate()
+    return _tracer
+
+
+class _Deadline:
+    """Shared state of one time limit.
+
+    The limit counts the CPU time of the thread running the block (so a busy machine, which
+    slows the code down, does not make a right answer fail) and, as a backstop for code that
+    sleeps or waits, wall time less the time the thread spent waiting for a CPU (on Linux):
+    ``seconds`` x max(:data:`BACKSTOP`, :data:`LOAD_MARGIN` x the load average per core).
+    Once the deadline has passed the timeout is final: ``fired`` stays set even if the
+    learner's code catches :class:`CheckTimeout`, the interrupt repeats every
+    :data:`REPEAT_S`, and it escalates (see :func:`time_limit`)."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
         self.active = True
         self.fired = False
+        self.interrupted = False
+        self.escalate: type[BaseException] | None = None  # what the tracer raises, once armed
         self.deferred = 0.0  # waited for an import to finish: given back once, after the deadline
         self.waited = 0.0  # waited for the code to leave logging: a moment, not given back
         self.extended = False
+        self.extra = 0.0  # the import time given back
+        self.thread = threading.get_ident()
+        self.entry: Any = None  # the frame that entered the block; escalation stays below it
+        self.previous_trace: Any = None
+        self.armed = False
+        self.cpu = _cpu_clock()
+        self.cpu0 = self.cpu()
+        self.queued = _queue_clock()
+        self.queued0 = self.queued() if self.queued else 0.0
+        self.wall0 = time.monotonic()
+
+    def left(self) -> float:
+        """Seconds (of CPU time, or of the wall-time backstop) until the deadline; <= 0: due."""
+        cpu_left = self.seconds + self.extra - (self.cpu() - self.cpu0)
+        backstop = self.seconds * max(BACKSTOP, LOAD_MARGIN * _load_per_core())
+        wall = time.monotonic() - self.wall0
+        if self.queued is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                wall -= self.queued() - self.queued0  # waiting for a CPU is not sleeping
+        wall_left = backstop + self.extra - wall
+        return min(cpu_left, wall_left)
 
     def wait(self, frame: Any) -> bool:
         """Whether an interrupt due at ``frame`` must wait :data:`DEFER_S` (counted here)."""
@@ -164,74 +304,173 @@ class _Deadline:
             self.waited += DEFER_S
         return True
 
+    def due(self, frame: Any) -> float:
+        """0 when the interrupt is due now at ``frame``, else how long to wait before looking
+        again (deadline not reached, an import or logging to wait for, import time given back)."""
+        if not self.fired:
+            left = self.left()
+            if left > 0:
+                return left
+        if self.wait(frame):
+            return DEFER_S
+        if self.deferred and not self.extended:
+            # the deadline passed during an import: give the import's time back, once
+            self.extended = True
+            self.extra = min(self.deferred, MAX_DEFER_S)
+            return max(self.left(), DEFER_S)
+        return 0.0
+
+    def arm(self, frame: Any) -> None:
+        """In the block's own thread, after the deadline (or an interrupt): trace the learner's
+        frames between ``frame`` and the block's entry, and every learner call after."""
+        if not self.active or self.escalate is None or threading.get_ident() != self.thread:
+            return
+        if not self.armed:
+            self.armed = True
+            self.previous_trace = sys.gettrace()
+        sys.settrace(_tracer)
+        frames = []
+        while frame is not None and frame is not self.entry:
+            frames.append(frame)
+            frame = frame.f_back
+        if frame is None:  # not below the block's entry (cannot happen): trace new calls only
+            return
+        for f in frames:
+            if learner_code(f.f_code.co_filename):
+                f.f_trace = _tracer
+                f.f_trace_lines = True
+
 
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Raise :class:`CheckTimeout` in the block if it runs longer than ``seconds``.
+    """Raise :class:`CheckTimeout` in the block once it has used ``seconds`` of CPU time.
 
-    In the main thread on POSIX (a Jupyter kernel, pytest) this uses ``SIGALRM``; elsewhere a
-    watchdog thread injects the exception into the calling thread. Both interrupt Python
-    bytecode; a single long-running C call finishes before the exception lands.
+    The CPU time counted is the calling thread's (the process's where a thread has no clock of
+    its own), so a right answer on a machine slowed down by other work still passes. Code that
+    sleeps or waits (for DataLoader workers, say) uses little CPU: a wall-time backstop of
+    ``seconds`` x max(:data:`BACKSTOP`, :data:`LOAD_MARGIN` x the 1-minute load average per
+    core) stops it. On Linux the backstop does not count the time the thread spent runnable but
+    waiting for a CPU (``/proc``'s schedstat), so a sudden load spike, which the load average
+    shows only a minute later, cannot make CPU-bound code hit it.
+
+    In the main thread on POSIX (a Jupyter kernel, pytest) a ``SIGALRM`` timer looks at the
+    clocks and raises; elsewhere a watchdog thread injects the exception into the calling
+    thread. Both interrupt Python bytecode; a single long-running C call finishes before the
+    exception lands.
 
     The interrupt is never delivered while an import is in progress (it is deferred until the
     import has finished, and the time spent waiting is given back once), so a slow first
-    import of ``torch._dynamo`` or ``sympy`` cannot leave a half-imported module behind. A
-    timeout that the block's code swallows still ends the block with :class:`CheckTimeout`.
+    import of ``torch._dynamo`` or ``sympy`` cannot leave a half-imported module behind; nor
+    while the code is inside :mod:`logging` (see :data:`_LOCK_HOLDERS`).
+
+    A timeout that the block's code swallows still ends the block with :class:`CheckTimeout`,
+    and it escalates: the interrupt repeats every :data:`REPEAT_S`, and a trace function raises
+    it again at every line of the learner's code (not the standard library's, an installed
+    package's or the course's, whose ``finally`` and ``__exit__`` code runs whole), so a bare
+    ``except: pass`` in a retry loop raises it again from inside its handler and the block ends.
+    The trace function in place before (a debugger's) is restored when the block ends. In the
+    main thread, Interrupt Kernel (``SIGINT``) during the block escalates the same way with
+    :class:`CheckInterrupted` (a ``KeyboardInterrupt``), and the block ends with
+    ``KeyboardInterrupt``. In another thread the escalation is armed when the injected exception
+    is created or dropped in that thread (Python 3.10 and 3.11 offer no way to set another
+    thread's trace function).
     """
     if seconds <= 0:
         yield
         return
     use_signal = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     state = _Deadline(seconds)
-    if use_signal:
+    caller = sys._getframe(0).f_back  # contextlib's __enter__
+    state.entry = caller.f_back if caller is not None else None
+    tid = threading.get_ident()
+    outer = _ACTIVE.get(tid)
+    _ACTIVE[tid] = state
+    try:
+        if use_signal:
+            with _signal_limit(state):
+                yield
+        else:
+            with _watchdog_limit(state):
+                yield
+    finally:
+        state.active = False
+        if outer is not None:
+            _ACTIVE[tid] = outer
+        else:
+            _ACTIVE.pop(tid, None)
+        if state.armed:
+            sys.settrace(state.previous_trace)
 
-        def _raise(signum: int, frame: Any) -> None:
-            if not state.active:
-                return
-            if state.wait(frame):
-                signal.setitimer(signal.ITIMER_REAL, DEFER_S, REPEAT_S)
-                return
-            if state.deferred and not state.extended:
-                # the deadline passed during an import: give the import's time back, once
-                state.extended = True
-                signal.setitimer(signal.ITIMER_REAL, min(state.deferred, MAX_DEFER_S), REPEAT_S)
-                return
+
+def _verdict(state: _Deadline) -> BaseException | None:
+    if state.interrupted:
+        return KeyboardInterrupt()
+    if state.fired:
+        return CheckTimeout()
+    return None
+
+
+@contextlib.contextmanager
+def _signal_limit(state: _Deadline) -> Iterator[None]:
+    def _tick(signum: int, frame: Any) -> None:
+        if not state.active:
+            return
+        wait = state.due(frame)
+        if wait > 0:
+            signal.setitimer(signal.ITIMER_REAL, wait, REPEAT_S)
+            return
+        if state.escalate is None:
             state.fired = True
-            raise CheckTimeout()
-
-        previous = signal.signal(signal.SIGALRM, _raise)
+            state.escalate = CheckTimeout
         # The alarm repeats: an exception raised where Python swallows it (a weakref
         # callback, a __del__) would otherwise leave an endless loop running forever.
-        signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_S)
-        try:
-            yield
-        except BaseException:
-            if state.fired:  # whatever the code made of the timeout, the verdict is the timeout
-                raise CheckTimeout() from None
-            raise
-        finally:
-            state.active = False
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-        if state.fired:  # the learner's code caught the timeout and returned
-            raise CheckTimeout()
-        return
+        signal.setitimer(signal.ITIMER_REAL, REPEAT_S, REPEAT_S)
+        raise state.escalate()  # creating it arms the tracer (_Escalating)
 
-    target = threading.get_ident()
+    def _interrupt(signum: int, frame: Any) -> None:
+        if state.active:
+            state.interrupted = True
+            state.escalate = CheckInterrupted
+            signal.setitimer(signal.ITIMER_REAL, REPEAT_S, REPEAT_S)
+        raise CheckInterrupted()
+
+    previous = signal.signal(signal.SIGALRM, _tick)
+    # Interrupt Kernel escalates too, where it would raise KeyboardInterrupt anyway
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
+    signal.setitimer(signal.ITIMER_REAL, state.seconds, REPEAT_S)
+    try:
+        yield
+    except BaseException:
+        verdict = _verdict(state)  # whatever the code made of the timeout, the verdict stands
+        if verdict is not None:
+            raise verdict from None
+        raise
+    finally:
+        state.active = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if previous_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous_int)
+    verdict = _verdict(state)
+    if verdict is not None:  # the learner's code caught the timeout and returned
+        raise verdict
+
+
+@contextlib.contextmanager
+def _watchdog_limit(state: _Deadline) -> Iterator[None]:
+    target = state.thread
     done = threading.Event()
 
     def _watchdog() -> None:
-        wait = seconds
+        wait = state.seconds
         while not done.wait(wait):  # repeat until the block has ended (see above)
-            frame = sys._current_frames().get(target)
-            if state.wait(frame):
-                wait = DEFER_S
-                continue
-            if state.deferred and not state.extended:
-                state.extended = True
-                wait = min(state.deferred, MAX_DEFER_S)
+            wait = state.due(sys._current_frames().get(target))
+            if wait > 0:
                 continue
             state.fired = True
+            state.escalate = CheckTimeout
             _async_exc(target, CheckTimeout)
             wait = REPEAT_S
 
