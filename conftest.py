@@ -66,6 +66,7 @@ HEAVY_FIRST = (
     "tests/test_hostile_submissions.py",
     "tests/test_grade_solutions.py",
     "tests/test_grade.py",
+    "tests/test_forgery.py",
     "tests/test_packaging.py",
     "tests/test_colab.py",
     "tests/test_browser.py",
@@ -74,11 +75,12 @@ HEAVY_FIRST = (
 )
 
 # Files whose tests share a module-scoped fixture (a graded batch, a built wheel, a browser, a
-# hub): all their tests go to one worker, so the fixture is built once. Collection fails when a
-# file uses such a fixture and is missing here (:func:`_check_file_scopes`), and
+# hub): all their tests go to one worker, so the fixture is built once. The tests of a file that
+# uses such a fixture and is missing here fail, naming it (:func:`_check_file_scopes`), and
 # tests/test_scheduling.py checks the whole mechanism in a real two-worker run.
 FILE_SCOPES = (
     "tests/test_browser.py",
+    "tests/test_forgery.py",
     "tests/test_grade.py",
     "tests/test_hostile_submissions.py",
     "tests/test_jupyterhub.py",
@@ -110,17 +112,23 @@ def _shared_fixtures(item: pytest.Item) -> list[str]:
                    if d.scope in SHARED_SCOPES and d.baseid.startswith("tests")})
 
 
+# Files found using a module-scoped fixture without being in FILE_SCOPES: their tests fail at setup,
+# naming the file (a UsageError raised in an xdist worker's collection only shows as a crash).
+_UNSCOPED: dict[str, list[str]] = {}
+
+
 def _check_file_scopes(items: list[pytest.Item]) -> None:
-    missing = {}
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         if path not in FILE_SCOPES and (names := _shared_fixtures(item)):
-            missing[path] = names
-    if missing:
-        raise pytest.UsageError(
-            "these test files use a module-scoped fixture but are not in FILE_SCOPES (conftest.py), "
-            "so two workers would each build it: "
-            + "; ".join(f"{path} ({', '.join(names)})" for path, names in sorted(missing.items())))
+            _UNSCOPED[path] = sorted(set(_UNSCOPED.get(path, [])) | set(names))
+
+
+def pytest_runtest_setup(item):
+    path = item.nodeid.split("::", 1)[0]
+    if path in _UNSCOPED:
+        pytest.fail(f"{path} uses a module-scoped fixture ({', '.join(_UNSCOPED[path])}) but is not in "
+                    "FILE_SCOPES (conftest.py), so two workers would each build it: add it there", pytrace=False)
 
 
 def _rank(item: pytest.Item) -> int:

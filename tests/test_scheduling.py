@@ -56,13 +56,14 @@ def test_units_are_notebooks_listed_files_and_single_tests(pytestconfig):
     assert conftest.scope_of("tests/test_predict.py::test_x[a@b]") == "tests/test_predict.py::test_x[a@b]"
 
 
-def test_a_file_with_an_unlisted_module_fixture_is_a_collection_error(tmp_path):
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_file_with_an_unlisted_module_fixture_fails_naming_it(tmp_path, workers):
     """A new test file with a module-scoped fixture, missing from FILE_SCOPES, would have its
-    fixture built on both workers: collection stops with the file's name instead."""
+    fixture built on both workers: its tests fail with the file's name instead."""
     out = _run_tmp_project(tmp_path, "import pytest\n\n@pytest.fixture(scope='module')\ndef heavy():\n"
-                                     "    return 1\n\ndef test_a(heavy):\n    assert heavy\n")
-    assert out.returncode != 0, out.stdout
-    assert "FILE_SCOPES" in out.stdout + out.stderr and "tests/test_new.py (heavy)" in out.stdout + out.stderr
+                                     "    return 1\n\ndef test_a(heavy):\n    assert heavy\n", workers)
+    assert out.returncode == 1 and "INTERNALERROR" not in out.stdout + out.stderr, out.stdout + out.stderr
+    assert "tests/test_new.py uses a module-scoped fixture (heavy) but is not in FILE_SCOPES" in out.stdout, out.stdout
 
 
 @pytest.mark.slow
@@ -96,11 +97,12 @@ def test_two_workers_keep_a_notebook_and_a_fixture_file_each_on_one_worker(tmp_p
     assert len(builds) == 1, f"the module fixture was built {len(builds)} times: {builds}"
 
 
-def _run_tmp_project(tmp_path: Path, test_source: str, **env: str) -> subprocess.CompletedProcess:
+def _run_tmp_project(tmp_path: Path, test_source: str, workers: int = 0, **env: str) -> subprocess.CompletedProcess:
     (tmp_path / "tests").mkdir(exist_ok=True)
     (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text())
     (tmp_path / "tests" / "test_new.py").write_text(test_source)
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:nbval", "-p", "no:cacheprovider",
+    xdist = ["-n", str(workers)] if workers else ["-p", "no:xdist"]
+    return subprocess.run([sys.executable, "-m", "pytest", *xdist, "-p", "no:nbval", "-p", "no:cacheprovider",
                            "-o", "addopts=", "tests"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**{k: v for k, v in os.environ.items() if k != "CI"}, "PYTHONPATH": str(ROOT), **env})
 
