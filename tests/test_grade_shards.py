@@ -163,3 +163,26 @@ def test_merge_refuses_to_read_what_it_writes_and_non_gradebooks(tmp_path, capsy
     assert grade_merge.main([str(tmp_path / "missing.sqlite"), "--out", str(tmp_path / "m.sqlite")]) == 2
     err = capsys.readouterr().err
     assert "being written" in err and "not a gradebook" in err and "no gradebook at" in err
+
+
+def test_a_file_naming_a_student_of_another_shard_is_refused_as_in_one_run(tmp_path):
+    """Who is a student is decided over the whole batch, before sharding: `mallory/alice_...` is
+    refused in every shard, also one that holds none of alice's own files (merge = one run)."""
+    from course_utils.instructor import grade
+
+    subs = tmp_path / "subs"
+    for rel in (f"alice/{LESSON}.ipynb", f"mallory/alice_{LESSON}.ipynb"):
+        (subs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (subs / rel).write_text('{"cells": [ not json')  # refused unread, or a quick error row
+    items = [(subs / "alice" / f"{LESSON}.ipynb", subs), (subs / "mallory" / f"alice_{LESSON}.ipynb", subs)]
+    n = next(n for n in range(2, 50) if len({grade_shard.shard_of(p, r, n) for p, r in items}) == 2)
+    k = grade_shard.shard_of(*items[1], n)  # mallory's file alone in its shard
+    out = tmp_path / "g.csv"
+    code = grade.main([str(subs), "--shard", f"{k}/{n}", "--no-sandbox", "--workers", "1", "--quiet",
+                       "--csv", str(out)])
+    assert code == 0
+    import csv
+
+    with open(out, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and all(r["mistake"] == "names_another_student" and r["student"] == "mallory" for r in rows), rows

@@ -81,7 +81,7 @@ from typing import Any
 from . import capacity, grade_shard, gradebook, sandbox
 # The pipeline, one module per step; the names tests and benchmarks use as `grade.X` stay here.
 from .grade_parse import (  # noqa: F401  (1. parse: re-exported as grade.X)
-    ROOT, expected_checks, find_notebooks, identify_lesson, split_check_cell, student_of)
+    ROOT, expected_checks, find_notebooks, identify_lesson, known_students, lesson_stems, split_check_cell, student_of)
 from .grade_report import COLUMNS, NotebookReport, duplicates, shown, summary_text  # noqa: F401  (3. report)
 from .grade_run import DEFAULT_NOTEBOOK_TIMEOUT, DEFAULT_TIMEOUT, Grader, grade  # noqa: F401  (2. run and judge)
 from .gradebook import Gradebook
@@ -136,9 +136,10 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], list[tuple[Path, Path | None]]] | None:
-    """The roster and the notebooks to grade (this shard's, with ``--shard``), or ``None`` after
-    saying why not (a usage error)."""
+def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], list[tuple[Path, Path | None]], set[str]] | None:
+    """The roster, the notebooks to grade (this shard's, with ``--shard``) and every student the
+    whole batch names (a shard refuses a file naming a student of another shard, as one run
+    would), or ``None`` after saying why not (a usage error)."""
     try:
         shard = grade_shard.parse(args.shard) if args.shard else None
     except grade_shard.ShardError as exc:
@@ -162,11 +163,12 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], list[tuple[Path, 
     if not items:
         print("no notebooks (*.ipynb) found under " + ", ".join(map(shown, args.paths)), file=sys.stderr)
         return None
+    everyone = set(roster) | known_students(items, lesson_stems())
     if shard is not None:
         found = len(items)
         items = grade_shard.select(items, *shard)
         print(f"Shard {shard[0]}/{shard[1]}: {len(items)} of {found} notebook(s).", flush=True)
-    return roster, items
+    return roster, items, everyone
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     found = _inputs(args)
     if found is None:
         return 2
-    roster, items = found
+    roster, items, everyone = found
     if args.workers is None:
         args.workers = capacity.default_workers(args.memory, sandbox.MAX_WORKERS)
     if args.workers < 1 or args.timeout <= 0 or args.notebook_timeout <= 0:
@@ -210,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     start = time.perf_counter()
     grader = Grader(args.workers, args.timeout, args.notebook_timeout, limits, not args.no_sandbox, book,
-                    regrade=args.regrade, progress=progress, roster=roster)
+                    regrade=args.regrade, progress=progress, roster=everyone)
     received: list[int] = []
 
     def on_signal(signum: int, frame: Any) -> None:

@@ -166,7 +166,3 @@ def parse_notebook(path: Path, data: bytes) -> nbformat.NotebookNode:
         raise ValueError("no list of cells")
     nbformat.validate(nb)
     return nb
-
-
-def read_notebook(path: Path) -> nbformat.NotebookNode:
-    return parse_notebook(path, read_bytes(path))

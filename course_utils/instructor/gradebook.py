@@ -12,7 +12,6 @@ escaped (``\\xff``), so every export is valid UTF-8.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import os
 import sqlite3
@@ -34,17 +33,6 @@ CREATE TABLE IF NOT EXISTS grades (
     path_bytes BLOB NOT NULL, sha256 TEXT NOT NULL, exercise TEXT NOT NULL, status TEXT, mistake TEXT,
     detail TEXT, points REAL, max_points REAL, PRIMARY KEY (path_bytes, sha256, exercise));
 """
-
-
-def digest(path: Path) -> str:
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    except OSError as exc:
-        return f"unreadable:{type(exc).__name__}"
-    return h.hexdigest()
 
 
 def key(path: str | os.PathLike[str]) -> bytes:
