@@ -38,7 +38,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from course_utils.datasets import digits_split
-from course_utils.lesson_props.l10_devices import requires_gpu
+from course_utils.lesson_props.l10_devices import bf16_native, requires_gpu
 from course_utils.grading import exercises_for, predictions_for
 
 ex = exercises_for("10_performance")
@@ -119,7 +119,7 @@ layer(torch.randn(1, 4))              # CPU input, meta weights
 # %% [markdown]
 # 🖥️ **GPU only**: the same mistake on a real GPU.
 
-# %% tags=["raises-exception", "nbval-ignore-output"]
+# %% tags=["raises-exception", "nbval-ignore-output", "gpu-only"]
 if requires_gpu("the CUDA device-mismatch error"):
     gpu_layer = nn.Linear(4, 2).to("cuda")
     gpu_layer(torch.randn(1, 4))      # the input is still on the CPU
@@ -181,7 +181,7 @@ ex.to_device.check(to_device)
 #
 # 🖥️ **GPU only**: the difference, measured.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output", "gpu-only"]
 if requires_gpu("timing asynchronous CUDA work"):
     a = torch.randn(4096, 4096, device="cuda")
     a @ a                                   # warm up: the first call pays one-time costs
@@ -254,11 +254,13 @@ print(f"a 512x512 matrix product on {device.type}: {seconds * 1e3:.2f} ms")
 #
 # 🖥️ **GPU only**:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output", "gpu-only"]
 if requires_gpu("CUDA memory statistics"):
     torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()                    # tensors of earlier cells
     big = torch.empty(64, 1024, 1024, device="cuda")          # 256 MiB of float32
-    print(f"allocated {torch.cuda.memory_allocated() / 2**20:.0f} MiB, "
+    print(f"allocated {torch.cuda.memory_allocated() / 2**20:.0f} MiB "
+          f"({(torch.cuda.memory_allocated() - before) / 2**20:.0f} MiB of it this tensor), "
           f"peak {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB, "
           f"reserved {torch.cuda.memory_reserved() / 2**20:.0f} MiB")
     del big
@@ -369,8 +371,7 @@ print("parameters:   ", model[0].weight.dtype)
 print("gradients:    ", model[0].weight.grad.dtype)
 
 # %% [markdown]
-# Do not take a table's word for it (this lesson's first draft got the CPU list wrong): ask
-# autocast on the device you run on. Each op below gets a bfloat16 input, as it would after an
+# Do not take a table's word for it, not even this one: ask autocast on the device you run on. Each op below gets a bfloat16 input, as it would after an
 # autocast `linear`:
 
 # %%
@@ -474,7 +475,8 @@ def step_time(width, batch_size, amp):
     return time_per_call(step, device, repeats=3, warmup=1)
 
 
-print("CPU vector instructions:", torch.backends.cpu.get_cpu_capability())
+print("CPU vector instructions:", torch.backends.cpu.get_cpu_capability(),
+      "| bfloat16 instructions:", bf16_native("cpu"))
 sizes = {"small (64 wide, batch 64)": (64, 64), "large (1024 wide, batch 256)": (1024, 256)}
 times = {name: (step_time(w, b, amp=False), step_time(w, b, amp=True))
          for name, (w, b) in sizes.items()}
@@ -490,12 +492,17 @@ for ax, (name, (fp32, bf16)) in zip(axes, times.items()):
 fig.tight_layout()
 
 # %% [markdown]
-# On the 2-core machine this course is tested on (an AMD EPYC with AVX512-BF16), the large model
-# trains about 1.5-2x faster in bfloat16, and the small one 1.5-3x slower. Your numbers
-# will differ: timings on a busy machine jump around (run the cell again), and on CPUs without
-# bfloat16 instructions (neither AVX512-BF16 nor AMX) bfloat16 can be slower at every size. On
-# NVIDIA GPUs from the Ampere generation on, bfloat16 and float16 run on tensor cores, and large
-# models train about 2-3x faster. Measure on your own hardware.
+# What the hardware has decides it. On a 2-core AMD EPYC with bfloat16 instructions
+# (AVX512-BF16), the large model trained about 1.5-2x faster in bfloat16, and the small one
+# 1.5-3x slower. On a 2-core CPU with only AVX2, like most laptops before 2023, there are no
+# bfloat16 instructions: PyTorch converts to float32 and back around every operation, and
+# bfloat16 was **6x slower for the small model and 11x slower for the large one** (other AVX2
+# machines measured up to 16x). `bf16_native("cpu")` (in `course_utils.lesson_props.l10_devices`)
+# reads the CPU's flags for AVX512-BF16, AMX or Arm's BF16. On NVIDIA GPUs, float16 runs on
+# tensor cores from the Volta generation on (compute capability 7.0: V100, and the T4 that
+# Colab lends for free), bfloat16 from Ampere on (8.0: A100, RTX 30xx and newer), and large
+# models train several times faster than in float32. Timings on a busy machine jump around (run
+# the cell again), and yours will differ: measure on your own hardware.
 
 # %% [markdown]
 # ### float16 on a GPU needs a `GradScaler`
@@ -510,7 +517,7 @@ fig.tight_layout()
 #
 # 🖥️ **GPU only**:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output", "gpu-only"]
 if requires_gpu("float16 autocast with a GradScaler"):
     torch.manual_seed(0)
     gpu_model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)).to("cuda")
@@ -544,22 +551,28 @@ for w in caught:
 # ### Exercise 3: which precision, which scaler?
 #
 # Write `amp_policy(device_type, bf16_supported)`. It returns `(dtype, use_scaler)`: the dtype
-# to pass to `torch.autocast` for training on `device_type` (`"cpu"` or `"cuda"`), and whether
-# that training needs a `GradScaler`. `bf16_supported` says whether the device computes in
-# bfloat16 natively (on CUDA: `torch.cuda.is_bf16_supported()`, true from the Ampere generation
-# on). Choose for correct training first, speed second, and use no scaler where none is needed.
-# Any other device type is not yours to decide: raise a `ValueError`.
+# to train in on `device_type` (`"cpu"` or `"cuda"`), and whether that training needs a
+# `GradScaler`. `torch.float32` is an answer too: it means no mixed precision, and a training
+# loop then passes `enabled=False` to `torch.autocast`. `bf16_supported` says whether the device
+# has bfloat16 instructions (`bf16_native(device_type)`; on CUDA that is compute capability 8.0
+# and newer, which `torch.cuda.is_bf16_supported(including_emulation=False)` asks: the default
+# `including_emulation=True` also says `True` on a T4, which only emulates bfloat16, slowly).
+#
+# Decide each of the four cases from what this lesson showed you: which dtypes keep training
+# correct, which ones need a scaler, and what each one costs on hardware with and without fast
+# units for it. Correct training first, speed second, and no scaler where none is needed. Any
+# other device type is not yours to decide: raise a `ValueError`.
 
 # %% tags=["answer:amp_policy"]
 def amp_policy(device_type, bf16_supported):
     ### BEGIN SOLUTION
-    if device_type == "cpu":
-        return torch.bfloat16, False      # autocast's CPU default; no scaler needed
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(f"no AMP policy for device type {device_type!r}")
+    if bf16_supported:
+        return torch.bfloat16, False      # float32's range: nothing underflows, no scaler
     if device_type == "cuda":
-        if bf16_supported:
-            return torch.bfloat16, False  # float32's range: nothing underflows
-        return torch.float16, True        # older GPUs: float16, whose gradients need scaling
-    raise ValueError(f"no AMP policy for device type {device_type!r}")
+        return torch.float16, True        # tensor cores since Volta; float16 gradients need scaling
+    return torch.float32, False           # emulated 16-bit on this CPU is slower: no mixed precision
     ### END SOLUTION
 
 
@@ -668,7 +681,7 @@ print(f"forward + backward: plain {t_plain * 1e3:.0f} ms, checkpointed {t_ckpt *
 # %% [markdown]
 # 🖥️ **GPU only**: on a GPU the saving shows up in the peak memory.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output", "gpu-only"]
 if requires_gpu("peak CUDA memory with and without checkpointing"):
     gpu_blocks, x_gpu = blocks.to("cuda"), x_big.to("cuda")
     forwards = {
@@ -880,8 +893,9 @@ torch._dynamo.reset()
 #   `backward` and the optimizer step stay outside, and the weights stay float32. Matrix
 #   products run in low precision; softmax and reductions follow the device's op list (float32
 #   on CUDA, the input's dtype on the CPU): print the dtypes rather than assume them.
-# - bfloat16 (CPU, Ampere and newer GPUs) needs no scaler; float16 (CUDA's autocast default)
-#   needs `torch.amp.GradScaler`, and `unscale_` before anything reads the gradients, such as
+# - bfloat16 (CPUs with bf16 instructions, Ampere and newer GPUs) needs no scaler; without them a
+#   CPU emulates it, many times slower, so train in float32 there. float16 (CUDA's autocast
+#   default; tensor cores since Volta) needs `torch.amp.GradScaler`, and `unscale_` before anything reads the gradients, such as
 #   clipping. `torch.cuda.amp.*` is deprecated. Measure the speed-up: it needs large matrices.
 # - Activation checkpointing (`use_reentrant=False`) trades one extra forward pass for most of
 #   the activation memory; a checkpointed block runs twice, so blocks that change state in

@@ -395,8 +395,13 @@ print(f"{len(X_train)} training samples saved for the ranks")
 #
 # - `torch.set_num_threads(1)`: two ranks on two cores. With the default thread count each rank
 #   would start one thread per core, and four busy threads on two cores slow everything down.
-# - `init_process_group("gloo")`: gloo runs on CPUs. NCCL is the backend for NVIDIA GPUs and
-#   needs one GPU per rank, so the script uses it only when there are enough GPUs.
+# - `pick_device()`: NCCL is the backend for NVIDIA GPUs and needs one GPU per rank **on each
+#   machine**, so the script compares the GPUs it sees with `LOCAL_WORLD_SIZE` (the ranks on this
+#   machine), not with `WORLD_SIZE` (all ranks of all machines: 8 on 2 machines with 4 GPUs each,
+#   where each machine sees only 4). With enough GPUs, rank `LOCAL_RANK` takes GPU number
+#   `LOCAL_RANK` and makes it its current device (`torch.cuda.set_device`), so that everything
+#   that uses "the" GPU, NCCL included, uses its own. Otherwise every rank runs on the CPU with
+#   gloo.
 # - `DistributedSampler` + `sampler.set_epoch(epoch)`: different data per rank, a new shuffle
 #   each epoch.
 # - `DDP(model)`: broadcasts rank 0's weights to all ranks, then all-reduces the gradients during
@@ -434,6 +439,17 @@ def make_model():
     return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
+def pick_device():
+    """This rank's device and the process group backend: one GPU per rank on this machine, or
+    the CPU for all."""
+    local_rank = int(os.environ["LOCAL_RANK"])               # this rank's number on this machine
+    ranks_here = int(os.environ["LOCAL_WORLD_SIZE"])         # ranks on this machine
+    if torch.cuda.device_count() >= ranks_here:
+        torch.cuda.set_device(local_rank)
+        return torch.device("cuda", local_rank), "nccl"
+    return torch.device("cpu"), "gloo"
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", required=True)
@@ -441,11 +457,9 @@ def main():
     args = parser.parse_args()
 
     torch.set_num_threads(1)                     # one thread per rank
-    world_size = int(os.environ["WORLD_SIZE"])
-    use_cuda = torch.cuda.device_count() >= world_size
-    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
-    rank = dist.get_rank()
-    device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}") if use_cuda else torch.device("cpu")
+    device, backend = pick_device()
+    dist.init_process_group(backend=backend)
+    rank, world_size = dist.get_rank(), dist.get_world_size()   # over all machines
 
     dataset = make_dataset(args.data)
     sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=0)
@@ -526,7 +540,7 @@ for epoch in range(ddp_train.NUM_EPOCHS):
         loss_fn(model(X), y).backward()
         optimizer.step()
 
-ddp_weights = torch.load(out_path)
+ddp_weights = torch.load(out_path, map_location="cpu")   # rank 0 saved them from its GPU, if it had one
 diff = max((ddp_weights[k] - v).abs().max().item() for k, v in model.state_dict().items())
 print("same parameter names:", list(ddp_weights) == list(model.state_dict()))
 print("largest weight difference below 1e-5:", diff < 1e-5)
@@ -547,7 +561,9 @@ print(f"largest difference: {diff:.1e}")
 #
 # The same script runs on several machines unchanged. Only the launch line changes: start it
 # once on every machine (*node*), all pointing at one *rendezvous endpoint* (any node's address
-# and a free port):
+# and a free port). The course's tests run this very script as two nodes on one machine, two
+# `torchrun` agents meeting at `127.0.0.1`, and check its device choice for 2 machines with 4
+# GPUs each:
 #
 # ```bash
 # # on each of 2 machines with 4 GPUs each (8 ranks in total)
@@ -556,8 +572,10 @@ print(f"largest difference: {diff:.1e}")
 #          ddp_train.py --data ... --out ...
 # ```
 #
-# `RANK` then runs over all 8 processes and `LOCAL_RANK` over the 4 on each machine. That is why
-# the script picks its GPU with `LOCAL_RANK` and saves only on global rank 0. Cluster schedulers
+# `RANK` then runs over all 8 processes, `LOCAL_RANK` over the 4 on each machine, and
+# `LOCAL_WORLD_SIZE` is 4. That is why the script counts GPUs against `LOCAL_WORLD_SIZE`, picks
+# its GPU with `LOCAL_RANK`, and saves only on global rank 0. A file saved from a GPU remembers
+# its device: load it with `map_location` where that GPU may not exist, as the check above does. Cluster schedulers
 # such as SLURM start one `torchrun` per node for you.
 
 # %% [markdown]

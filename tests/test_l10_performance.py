@@ -167,15 +167,61 @@ def test_mixed_precision_step_loss_is_within_low_precision_tolerance_of_fp32(see
 
 
 def test_amp_policy_dtypes_train_on_the_cpu():
-    """The policy's CPU answer really runs: autocast in that dtype, with a scaler where it says so."""
-    dtype, use_scaler = M_AP.amp_policy("cpu", False)
-    model = nn.Linear(4, 2)
-    with torch.autocast("cpu", dtype=dtype):
-        out = model(torch.randn(3, 4))
-    assert out.dtype == dtype and not use_scaler
+    """The policy's CPU answers really run: autocast in that dtype (float32 meaning autocast off),
+    with a scaler where it says so."""
+    for bf16 in (True, False):
+        dtype, use_scaler = M_AP.amp_policy("cpu", bf16)
+        model = nn.Linear(4, 2)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype != torch.float32):
+            out = model(torch.randn(3, 4))
+        assert out.dtype == dtype and not use_scaler
+    assert M_AP.amp_policy("cpu", False) == (torch.float32, False)
     assert M_AP.amp_policy("cuda", False) == (torch.float16, True)
     with pytest.raises(ValueError):
         M_AP.amp_policy("mps", True)
+
+
+def test_bf16_native_follows_the_capability_rules(monkeypatch):
+    """bfloat16 tensor cores from compute capability 8.0 (Ampere) on; a T4 (7.5) or a V100 (7.0)
+    emulates it, although `torch.cuda.is_bf16_supported()`'s default says True there (issue 26)."""
+    from types import SimpleNamespace
+
+    from course_utils.lesson_props import l10_devices
+
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "_check_bf16_tensor_supported", lambda device: True)  # emulation works
+    for name, major, minor, native in [("V100", 7, 0, False), ("T4", 7, 5, False), ("A100", 8, 0, True),
+                                       ("RTX 4090", 8, 9, True), ("H100", 9, 0, True)]:
+        props = SimpleNamespace(major=major, minor=minor, name=name)
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device, props=props: props)
+        assert torch.cuda.is_bf16_supported(), "the default counts emulation (what the lesson warns about)"
+        assert l10_devices.cuda_bf16_native() is native, name
+        assert l10_devices.bf16_native("cuda") is native, name
+        policy = M_AP.amp_policy("cuda", l10_devices.bf16_native("cuda"))
+        assert policy == ((torch.bfloat16, False) if native else (torch.float16, True)), name
+
+
+@pytest.mark.parametrize("flags,native", [({"avx2", "fma"}, False), ({"avx512f", "avx512_bf16"}, True),
+                                          ({"avx2", "amx_bf16", "amx_tile"}, True), ({"fp", "asimd", "bf16"}, True),
+                                          (set(), False)])
+def test_cpu_bf16_native_reads_the_cpu_flags(flags, native):
+    from course_utils.lesson_props import l10_devices
+
+    assert l10_devices.cpu_bf16_native(flags) is native
+
+
+def test_cpu_bf16_native_on_this_machine_matches_proc_cpuinfo():
+    from pathlib import Path
+
+    from course_utils.lesson_props import l10_devices
+
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    expected = any(flag in text.split() for flag in ("avx512_bf16", "amx_bf16"))
+    if "Features" in text:  # Arm
+        expected = expected or "bf16" in text.split()
+    assert l10_devices.bf16_native("cpu") is expected
 
 
 def test_amp_check_restores_the_autocast_default_dtype():
@@ -689,35 +735,60 @@ def ap_follows_flag_everywhere(device_type, bf16_supported):
     return (torch.bfloat16, False) if bf16_supported else (torch.float16, True)
 
 
+@wrong(AP, "cpu_emulated_bf16")
+def ap_cpu_default_everywhere(device_type, bf16_supported):
+    """The lesson's first policy: the CPU's autocast default whatever the CPU has."""
+    if device_type == "cpu":
+        return torch.bfloat16, False
+    if device_type == "cuda":
+        return (torch.bfloat16, False) if bf16_supported else (torch.float16, True)
+    raise ValueError(device_type)
+
+
+@wrong(AP, "old_gpu_float32")
+def ap_float32_without_bf16(device_type, bf16_supported):
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    return (torch.bfloat16, False) if bf16_supported else (torch.float32, False)
+
+
 @wrong(AP, "scaler_with_bf16")
 def ap_always_scaler(device_type, bf16_supported):
-    if device_type == "cpu":
-        return torch.bfloat16, True
-    if device_type == "cuda":
-        return (torch.bfloat16 if bf16_supported else torch.float16), True
-    raise ValueError(device_type)
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    if not bf16_supported:
+        return (torch.float16, True) if device_type == "cuda" else (torch.float32, False)
+    return torch.bfloat16, True
 
 
 @wrong(AP, "float16_without_scaler")
 def ap_never_scaler(device_type, bf16_supported):
-    if device_type == "cpu":
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    if bf16_supported:
         return torch.bfloat16, False
-    if device_type == "cuda":
-        return (torch.bfloat16 if bf16_supported else torch.float16), False
-    raise ValueError(device_type)
+    return (torch.float16 if device_type == "cuda" else torch.float32), False
 
 
 @wrong(AP, "unknown_device")
 def ap_guesses_unknown(device_type, bf16_supported):
-    if device_type == "cuda" and not bf16_supported:
-        return torch.float16, True
-    return torch.bfloat16, False
+    if bf16_supported:
+        return torch.bfloat16, False
+    return (torch.float16, True) if device_type == "cuda" else (torch.float32, False)
+
+
+@wrong(AP, "unknown_device")
+def ap_wrong_error_for_unknown(device_type, bf16_supported):
+    table = {"cpu": (torch.float32, False), "cuda": (torch.float16, True)}
+    if bf16_supported and device_type in table:
+        return torch.bfloat16, False
+    return table[device_type]  # KeyError, not ValueError
 
 
 @wrong(AP)
 def ap_float16_everywhere_on_gpu(device_type, bf16_supported):
     if device_type == "cpu":
-        return torch.bfloat16, False
+        return (torch.bfloat16, False) if bf16_supported else (torch.float32, False)
     if device_type == "cuda":
         return torch.float16, True
     raise ValueError(device_type)
@@ -725,7 +796,7 @@ def ap_float16_everywhere_on_gpu(device_type, bf16_supported):
 
 @valid(AP)
 def ap_table(device_type, bf16_supported):
-    table = {("cpu", True): (torch.bfloat16, False), ("cpu", False): (torch.bfloat16, False),
+    table = {("cpu", True): (torch.bfloat16, False), ("cpu", False): (torch.float32, False),
              ("cuda", True): (torch.bfloat16, False), ("cuda", False): (torch.float16, True)}
     try:
         return table[(device_type, bool(bf16_supported))]
@@ -736,10 +807,12 @@ def ap_table(device_type, bf16_supported):
 @valid(AP)
 def ap_match(device_type, bf16_supported):
     match device_type:
-        case "cuda" if not bf16_supported:
-            dtype = torch.float16
-        case "cpu" | "cuda":
+        case "cpu" | "cuda" if bf16_supported:
             dtype = torch.bfloat16
+        case "cuda":
+            dtype = torch.float16
+        case "cpu":
+            dtype = torch.float32
         case _:
             raise ValueError(device_type)
     return dtype, dtype is torch.float16
@@ -750,7 +823,18 @@ def ap_numpy_bool_scaler(device_type, bf16_supported):
     if device_type not in {"cpu", "cuda"}:
         raise ValueError("cpu or cuda only")
     use_fp16 = device_type == "cuda" and not bf16_supported
-    return (torch.float16 if use_fp16 else torch.bfloat16), np.bool_(use_fp16)
+    dtype = torch.bfloat16 if bf16_supported else (torch.float16 if use_fp16 else torch.float32)
+    return dtype, np.bool_(use_fp16)
+
+
+@valid(AP)
+def ap_list_pair(device_type, bf16_supported):
+    """A list where a pair is asked for reads the same (issue 27: arguable readings of the text)."""
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(device_type)
+    if bf16_supported:
+        return [torch.bfloat16, False]
+    return [torch.float16, True] if device_type == "cuda" else [torch.float32, False]
 
 
 @cheat(AP)

@@ -12,17 +12,23 @@ Everything here runs on a CPU-only machine; with a GPU the same calls use it.
   it returns ``True`` and the cell runs unchanged.
 - :func:`synchronize` and :func:`time_per_call` time work on asynchronous devices honestly
   (a GPU call returns before the GPU has finished; the clock must wait for it).
+- :func:`bf16_native` says whether a device computes in bfloat16 with its own instructions,
+  which is what decides whether bfloat16 autocast is worth it (see exercise 3, ``amp_policy``).
 """
 
 from __future__ import annotations
 
+import platform
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
-__all__ = ["gpu_available", "pick_device", "requires_gpu", "synchronize", "time_per_call"]
+__all__ = ["bf16_native", "cpu_bf16_native", "cuda_bf16_native", "gpu_available", "pick_device", "requires_gpu",
+           "synchronize", "time_per_call"]
 
 
 def pick_device() -> torch.device:
@@ -79,3 +85,57 @@ def time_per_call(fn: Callable[[], object], device: torch.device | str = "cpu", 
         synchronize(device)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+#: CPU feature flags (Linux ``/proc/cpuinfo``) that mean bfloat16 arithmetic in hardware:
+#: x86's AVX512-BF16 and AMX-BF16, Arm's BF16 extension.
+CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags, as far as this operating system tells them (empty if unknown)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        flags: set[str] = set()
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("flags", "Features"):  # x86 says flags, Arm says Features
+                flags.update(value.split())
+        return flags
+    if platform.system() == "Darwin":  # Apple silicon from M2 on has FEAT_BF16
+        try:
+            out = subprocess.run(["sysctl", "-n", "hw.optional.arm.FEAT_BF16"], capture_output=True,
+                                 text=True, timeout=5, check=False).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return set()
+        return {"bf16"} if out == "1" else set()
+    return set()
+
+
+def cpu_bf16_native(flags: set[str] | None = None) -> bool:
+    """Whether this CPU has bfloat16 instructions (AVX512-BF16, AMX, or Arm's BF16).
+
+    Without them PyTorch still computes in bfloat16, by converting to float32 and back around
+    every operation: correct, but on an AVX2 laptop CPU a bfloat16 autocast training step
+    measured 6 to 16 times slower than float32 (lesson 10 measures yours)."""
+    return bool(CPU_BF16_FLAGS & (_cpu_flags() if flags is None else flags))
+
+
+def cuda_bf16_native() -> bool:
+    """Whether the current CUDA GPU has bfloat16 tensor cores (compute capability 8.0, Ampere,
+    and newer; AMD GPUs through ROCm too).
+
+    ``torch.cuda.is_bf16_supported()`` alone is not this question: its default
+    ``including_emulation=True`` also answers ``True`` on a T4 (capability 7.5, Colab's free
+    GPU), which only emulates bfloat16, slowly."""
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
+
+
+def bf16_native(device_type: str) -> bool:
+    """Whether ``device_type`` (``"cpu"`` or ``"cuda"``) computes in bfloat16 natively on this
+    machine: the ``bf16_supported`` argument of lesson 10's ``amp_policy``."""
+    if device_type == "cpu":
+        return cpu_bf16_native()
+    if device_type == "cuda":
+        return cuda_bf16_native()
+    raise ValueError(f"device_type must be 'cpu' or 'cuda', not {device_type!r}")

@@ -39,13 +39,13 @@ def median_time(fn, synchronize, warmup=2, repeats=5):
 
 
 def amp_policy(device_type, bf16_supported):
-    if device_type == "cpu":
-        return torch.bfloat16, False      # autocast's CPU default; no scaler needed
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(f"no AMP policy for device type {device_type!r}")
+    if bf16_supported:
+        return torch.bfloat16, False      # float32's range: nothing underflows, no scaler
     if device_type == "cuda":
-        if bf16_supported:
-            return torch.bfloat16, False  # float32's range: nothing underflows
-        return torch.float16, True        # older GPUs: float16, whose gradients need scaling
-    raise ValueError(f"no AMP policy for device type {device_type!r}")
+        return torch.float16, True        # tensor cores since Volta; float16 gradients need scaling
+    return torch.float32, False           # emulated 16-bit on this CPU is slower: no mixed precision
 
 
 def amp_train_step(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):

@@ -1,8 +1,10 @@
 """amp_policy: the autocast dtype and whether a GradScaler is needed, per device.
 
-Subtle: the CPU's answer does not depend on bf16 hardware (bfloat16 is correct everywhere, only
-slower without it); CUDA's default autocast dtype (float16) is wrong where bfloat16 is
-supported; float16 needs the scaler and bfloat16 does not; an unknown device raises.
+Subtle: the answer follows the hardware, not autocast's defaults. With bfloat16 instructions,
+bfloat16 and no scaler, on either device (CUDA's default float16 is the wrong choice there); a GPU
+without them still has float16 tensor cores (Volta on), so float16 with a scaler; a CPU without
+them only emulates 16-bit arithmetic (an AVX2 CPU measured 6-16x slower per step), so float32,
+autocast off. float16 needs the scaler and nothing else does; an unknown device raises.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def _cases(r: Rand) -> Case:
 # --- run and probes
 def _run(answer, case: Case):
     got = answer(*case.args)
-    if not isinstance(got, tuple) or len(got) != 2:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:  # a list of two reads the same
         raise Incorrect("not_a_pair", got=type(got).__name__)
     dtype, scaler = got
     if not isinstance(dtype, torch.dtype):
@@ -45,21 +47,21 @@ def _probe_unknown_device(answer, r: Rand) -> None:
     except ValueError:
         return
     except Exception as exc:  # noqa: BLE001 - any other error is the wrong kind
-        raise Incorrect("unknown_device", device=device, what=type(exc).__name__) from None
-    raise Incorrect("unknown_device", device=device, what="no error")
+        raise Incorrect("unknown_device", device=device, what=f"raised {type(exc).__name__}") from None
+    raise Incorrect("unknown_device", device=device, what="returned without an error")
 
 
 # --- wrong answers
-def _policy(device_type, bf16_supported, *, cpu_follows_flag=False, default_cuda=False, bf16_scaler=False,
-            fp16_scaler=True, unknown_ok=False):
+def _policy(device_type, bf16_supported, *, cpu_follows_flag=False, cpu_always_bf16=False, default_cuda=False,
+            bf16_scaler=False, fp16_scaler=True, old_gpu_fp32=False, unknown_ok=False):
     if device_type == "cpu":
-        if cpu_follows_flag and not bf16_supported:
-            return torch.float16, fp16_scaler
-        return torch.bfloat16, bf16_scaler
+        if bf16_supported or cpu_always_bf16:
+            return torch.bfloat16, bf16_scaler
+        return (torch.float16, fp16_scaler) if cpu_follows_flag else (torch.float32, False)
     if device_type == "cuda":
         if bf16_supported and not default_cuda:
             return torch.bfloat16, bf16_scaler
-        return torch.float16, fp16_scaler
+        return (torch.float32, False) if old_gpu_fp32 and not bf16_supported else (torch.float16, fp16_scaler)
     if unknown_ok:
         return torch.bfloat16, False
     raise ValueError(device_type)
@@ -78,19 +80,28 @@ register(Exercise(
         Mistake("cuda_default_dtype", "On a GPU that supports bfloat16 you chose float16 (autocast's CUDA default, "
                 "`torch.get_autocast_dtype('cuda')`: a starting point, not a choice). float16's tiny range makes "
                 "gradients underflow unless a scaler rescues them; bfloat16 has float32's range and needs no scaler.",
-                lambda d, f: _policy(d, f, default_cuda=True)),
-        Mistake("cpu_float16", "On a CPU without bf16 instructions you chose float16. bfloat16 may be slower there, "
-                "but float16 brings the underflow problem and a scaler with it: on the CPU, bfloat16 (autocast's "
-                "CPU default) is the choice whatever the hardware flag says; measure whether it is faster.",
+                lambda d, f: _policy(d, f, default_cuda=True, cpu_always_bf16=True)),
+        Mistake("cpu_float16", "On a CPU without bf16 instructions you chose float16. That CPU has no fast 16-bit "
+                "units of either kind, so float16 is emulated too, and it brings float16's underflow and a "
+                "scaler with it: train in float32 there.",
                 lambda d, f: _policy(d, f, cpu_follows_flag=True)),
+        Mistake("cpu_emulated_bf16", "On a CPU without bf16 instructions you chose bfloat16. It trains correctly "
+                "but is emulated, converting to float32 and back around every operation: a training step "
+                "measured 6 to 16 times slower than float32 on an AVX2 CPU. Mixed precision pays only with "
+                "hardware 16-bit units; there, train in float32 (autocast off).",
+                lambda d, f: _policy(d, f, cpu_always_bf16=True)),
+        Mistake("old_gpu_float32", "On a GPU without bfloat16 you turned mixed precision off. NVIDIA GPUs have had "
+                "float16 tensor cores since Volta (a T4 has them): float16 with a GradScaler trains correctly "
+                "and several times faster than float32.",
+                lambda d, f: _policy(d, f, old_gpu_fp32=True)),
         Mistake("scaler_with_bf16", "You asked for a GradScaler with bfloat16. bfloat16 has float32's exponent "
                 "range, so gradients do not underflow, and a scaler only adds work.",
                 lambda d, f: _policy(d, f, bf16_scaler=True)),
         Mistake("float16_without_scaler", "You chose float16 without a GradScaler: small float16 gradients "
                 "underflow to zero and those weights stop learning. float16 training needs the scaler.",
                 lambda d, f: _policy(d, f, fp16_scaler=False)),
-        Mistake("unknown_device", "For device type {device!r} your function returned ({what}); a device this "
-                "policy knows nothing about should raise a `ValueError`, not get a guess.",
+        Mistake("unknown_device", "For device type {device!r} your function {what}; a device this "
+                "policy knows nothing about should raise a `ValueError`: guessing there is not this function's job.",
                 lambda d, f: _policy(d, f, unknown_ok=True), match_output=False),
         Mistake("not_a_pair", "Return a pair `(dtype, use_scaler)`, not a {got}.",
                 lambda d, f: amp_policy(d, f)[0], match_output=False),
@@ -98,8 +109,10 @@ register(Exercise(
                 lambda d, f: (str(amp_policy(d, f)[0]), amp_policy(d, f)[1]), match_output=False),
     ],
     hints=[
-        "Which failure is worse: slower steps, or gradients that silently become zero? Let that decide first.",
+        "Which failure is worse: slower steps, or gradients that silently become zero? Let that decide first. "
+        "Then ask, for each of the four cases: does this hardware have fast units for the 16-bit type I pick?",
         "bfloat16 keeps float32's range (no scaler), float16 keeps more digits but a tiny range (needs a scaler). "
-        "Only one of the two devices has hardware where bfloat16 is missing AND float16 is fast.",
+        "Look again at the speed cell above: what did bfloat16 cost on a CPU without bf16 instructions, and "
+        "which of the two devices still has fast float16 units when bfloat16 is missing?",
     ],
 ))
