@@ -167,6 +167,7 @@ class Agenda:
 
 
 BREAK = Pause("break", 15)
+WRAP_UP = Pause("wrap-up: the room summary on screen, the homework", 10)
 AGENDAS: tuple[Agenda, ...] = (
     Agenda("Half day", "the pieces of every model: tensors, gradients and modules. Learners leave able to "
            "read and write the code that the training loop of {05_training_loop} puts together.", ((
@@ -175,6 +176,7 @@ AGENDAS: tuple[Agenda, ...] = (
                BREAK,
                Block("02_autograd", ("dfdx", "gradient_descent")),
                Block("03_nn_module", ("Tower",)),
+               WRAP_UP,
            ),)),
     Agenda("Full day", "from tensors to a model trained, evaluated and stopped early. Learners leave able to "
            "write and debug a training loop on data of their own.", ((
@@ -187,6 +189,7 @@ AGENDAS: tuple[Agenda, ...] = (
                Block("04_data", ("WindowDataset", "pad_collate")),
                BREAK,
                Block("05_training_loop", ("train_one_epoch", "evaluate", "EarlyStopping")),
+               WRAP_UP,
            ),)),
     Agenda("A course in sessions", "the whole course, every exercise done in class, in evening or weekly "
            "sessions of at most three hours, a 10-minute break between two lessons.", (
@@ -237,13 +240,19 @@ def readme_syllabus() -> str:
     return "\n".join(rows)
 
 
+def _pauses(agenda: Agenda) -> list[tuple[str, int]]:
+    pauses = [p for s in agenda.sessions for p in s if isinstance(p, Pause)]
+    wrap = sum(p.minutes for p in pauses if p.label.startswith("wrap-up"))
+    return [("breaks", sum(p.minutes for p in pauses) - wrap), ("wrap-up", wrap)]
+
+
 def agenda_markdown(agenda: Agenda) -> str:
     several = len(agenda.sessions) > 1
     out = [f"### {agenda.slug}", "",
            f"**{_hm(agenda.minutes)}** on the clock"
            + (f" over {len(agenda.sessions)} sessions" if several else "")
            + f" ({_hm(agenda.teaching_minutes)} of lessons"
-           + (f", {_hm(agenda.minutes - agenda.teaching_minutes)} of breaks" if agenda.minutes > agenda.teaching_minutes else "")
+           + "".join(f", {_hm(m)} of {kind}" for kind, m in _pauses(agenda) if m)
            + f"). Goal: {_lessons(agenda.goal)}", ""]
     head = "| session | time | block | minutes | learners do in class |" if several else \
         "| time | block | minutes | learners do in class |"
