@@ -15,8 +15,9 @@ line behind):
 ``python -m course_utils build`` writes, between markers, the README's syllabus table and the
 guide's agendas, live-code notes and stumbling points (every named mistake with its message);
 ``build --check`` fails when one of them differs from what this module generates, and when
-README.md or a file in docs/ names a lesson by a wrong number or title outside those blocks
-(:func:`stale_references`), or links to a README section that does not exist.
+README.md, CONTRIBUTING.md, ARCHITECTURE.md or a file in docs/ names a lesson by a wrong number
+or title outside those blocks (:func:`stale_references`), or links to a README section or a
+heading of its own that does not exist.
 
 The mistake messages come from the graders, which only ``build`` (layer 5) may import: the
 functions that need them take the exercises as an argument (:func:`exercise_docs`).
@@ -474,12 +475,15 @@ def anchor_problems(text: str, where: str) -> list[str]:
 
 
 def _docs() -> list[Path]:
-    return [README, *sorted(DOCS.rglob("*.md"))] if DOCS.is_dir() else [README]
+    """The documents the scan reads: README.md, CONTRIBUTING.md, ARCHITECTURE.md and docs/."""
+    top = [README, ROOT / "CONTRIBUTING.md", ROOT / "ARCHITECTURE.md"]
+    return top + (sorted(DOCS.rglob("*.md")) if DOCS.is_dir() else [])
 
 
 def problems(exercises: list[ExerciseDoc] | None = None) -> list[str]:
     """Every generated block that differs from what this module generates, every stale lesson
-    reference and every broken README link in README.md and docs/ (empty when all agree).
+    reference and every broken README or heading link in the documents of :func:`_docs`
+    (empty when all agree).
     Without ``exercises`` the blocks that quote the graders (live-code notes, stumbling points)
     are not compared."""
     out: list[str] = []

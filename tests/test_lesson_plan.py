@@ -29,9 +29,10 @@ def exercises() -> tuple[lp.ExerciseDoc, ...]:
 
 @pytest.fixture
 def copy(tmp_path, monkeypatch):
-    """README.md and docs/ copied, with lesson_plan pointed at the copy."""
+    """README.md, CONTRIBUTING.md and docs/ copied, with lesson_plan pointed at the copy."""
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copy(ROOT / "CONTRIBUTING.md", tmp_path / "CONTRIBUTING.md")
     monkeypatch.setattr(lp, "ROOT", tmp_path)
     monkeypatch.setattr(lp, "README", tmp_path / "README.md")
     monkeypatch.setattr(lp, "GUIDE", tmp_path / "docs" / "instructor_guide.md")
@@ -189,7 +190,8 @@ def test_the_scan_passes_right_references_and_ignores_generated_blocks():
     assert len(lp.stale_references(f"{lp.AGENDAS_MARK[0]}\n{lp.AGENDAS_MARK[1]}\n{stale}\n", "x")) == 1
 
 
-@pytest.mark.parametrize("where", ["README.md", "docs/instructor_guide.md", "docs/design_reference_out_of_executor.md"])
+@pytest.mark.parametrize("where", ["README.md", "CONTRIBUTING.md", "docs/instructor_guide.md",
+                                   "docs/design_reference_out_of_executor.md"])
 def test_a_stale_reference_in_the_docs_fails_the_check_naming_the_file(copy, where):
     path = copy / where
     path.write_text(path.read_text(encoding="utf-8") + "\nThe DDP part is in **06 GPU, AMP, DDP**.\n", encoding="utf-8")
