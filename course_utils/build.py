@@ -350,7 +350,33 @@ def check(stems: list[str], orphans: bool = True) -> list[str]:
     from . import lesson_times
 
     problems += lesson_times.problems()
+    # the docs' syllabus, agendas, live-code notes, stumbling points and lesson references
+    from . import lesson_plan
+
+    problems += lesson_plan.problems(doc_exercises())
     return problems
+
+
+def write_docs() -> None:
+    """Lesson times into the solution headers (.py and .ipynb), README and guide; the README's
+    syllabus and the guide's agendas, live-code notes and stumbling points."""
+    from . import lesson_plan, lesson_times
+
+    for path in lesson_times.write():
+        print(f"wrote {path.relative_to(ROOT)} (lesson times)")
+    for path in lesson_plan.write(doc_exercises()):
+        print(f"wrote {path.relative_to(ROOT)} (syllabus, agendas, live-code notes, stumbling points)")
+
+
+def doc_exercises() -> list | None:
+    """The exercises and their named mistakes, for the docs' generated blocks (``None`` for a
+    course folder without the lesson packages: those blocks are then left as they are)."""
+    if index_path() is None:
+        return None
+    from . import lesson_plan
+    from .grading import registry  # lazy: only build and its check pay for the graders
+
+    return lesson_plan.exercise_docs(registry.all_exercises())
 
 
 def references_dir() -> Path | None:
@@ -534,12 +560,9 @@ def write(stems: list[str], force: bool = False, backup_to: Path | None = None) 
     """Write the learner notebooks of ``stems`` and remove leftover text pairs. A file with edits
     build did not make is left alone (``refused``) unless ``force``, which backs it up first.
     Nothing is written when anything is refused, so a build is never half done."""
-    # lesson times into solution headers (.py and .ipynb), README, guide: before the learner notebooks
-    from . import lesson_times
     from .backups import backup_files
 
-    for path in lesson_times.write():
-        print(f"wrote {path.relative_to(ROOT)} (lesson times)")
+    write_docs()  # before the learner notebooks: the solution headers carry the lesson times
     for path in tag_solutions(stems):
         print(f"wrote {path.relative_to(ROOT)} (cell identity tags)")
     res = BuildResult()

@@ -17,6 +17,9 @@ fails when any of them disagrees with this file:
 - the *time* column of the README's syllabus table (between the ``lesson-times`` markers);
 - the lesson table of ``docs/instructor_guide.md`` (between the ``lesson-table`` markers).
 
+The guide's agendas take each block's minutes from :meth:`Lesson.block_minutes`
+(``course_utils/lesson_plan.py`` declares them, with the rest of what the docs say per lesson).
+
 Change a time here, never in those files.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,7 +59,15 @@ class Lesson:
     @property
     def minutes(self) -> int:
         """The learner's total, alone, rounded to ``ROUND_TO`` minutes."""
-        raw = self.reading + self.examples + self.predictions + self.exercise_minutes
+        return self.block_minutes(self.exercises)
+
+    def block_minutes(self, exercises: Iterable[str]) -> int:
+        """The lesson with only ``exercises`` done (an agenda's block; the others are homework):
+        its reading, examples and predictions, plus those exercises, rounded to ``ROUND_TO``."""
+        unknown = [e for e in exercises if e not in self.exercises]
+        if unknown:
+            raise KeyError(f"{self.title}: no exercise {', '.join(unknown)} in course_utils/lesson_times.py")
+        raw = self.reading + self.examples + self.predictions + sum(self.exercises[e] for e in exercises)
         return max(ROUND_TO, int(ROUND_TO * round(raw / ROUND_TO)))
 
 
