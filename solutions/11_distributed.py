@@ -75,11 +75,11 @@ print("devices it would use:", dp.device_ids, "| output:", tuple(dp(torch.randn(
 # %% [markdown]
 # ### Who gets which samples: `DistributedSampler`
 #
-# Each rank builds the same shuffled order (seeded by `seed + epoch`) and takes every
-# `world_size`-th item, starting at its rank. If the dataset does not divide evenly, items
-# from the start are repeated so that every rank gets the same number. Otherwise one rank would
-# wait forever in an all-reduce that the others never join. You must call `set_epoch(epoch)`
-# at the start of every epoch, or every epoch repeats the same order:
+# Each rank builds the same shuffled order, seeded by the sampler's seed and the epoch, and the
+# ranks share it out: each visits different items, and all visit the **same number** of them,
+# so when the dataset does not divide evenly some items are visited twice. Otherwise one rank
+# would wait forever in an all-reduce that the others never join. You must call
+# `set_epoch(epoch)` at the start of every epoch, or every epoch repeats the same order:
 
 # %% [markdown]
 # **Predict the output** (value): What is `len(DistributedSampler(range(17), num_replicas=3, rank=2))`,
@@ -131,18 +131,27 @@ interact(show_shards, n=IntSlider(10, 1, 24), world_size=IntSlider(3, 1, 4),
          epoch=IntSlider(0, 0, 5), shuffle=Checkbox(True));
 
 # %% [markdown]
-# ### Exercise 1: shard like `DistributedSampler`
+# ### Exercise 1: work out `DistributedSampler`'s rule
 #
+# A sampler is a rule, and you can read it off what it does. Without shuffling, the order is
+# simply `0, 1, ..., n-1`, so these lists show how the ranks share the order out, and what
+# happens when `n` does not divide by `world_size` (look closely at `n=2` with 4 ranks):
+
+# %%
+for n, world_size in [(7, 3), (2, 4), (10, 4), (6, 3)]:
+    print(f"n={n:2d}, world_size={world_size}: ", shard_assignment(n, world_size, shuffle=False))
+
+# %% [markdown]
 # Write `shard_indices(n, world_size, rank, epoch, shuffle=True, seed=0)`. It returns the list
 # of dataset indices (Python ints) that `rank` visits in `epoch`, exactly as
 # `DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed)`
-# gives them after `set_epoch(epoch)`, for a dataset of `n` items:
+# gives them after `set_epoch(epoch)`, for a dataset of `n` items, without using the sampler.
+# The one thing the lists cannot show you is how the shuffled order is drawn:
+# `torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))`, shared out by the
+# same rule as the unshuffled one. An empty dataset (`n = 0`) gives every rank `[]`.
 #
-# 1. the order is `torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))`
-#    when shuffling, else `0, 1, ..., n-1`;
-# 2. it is padded, by repeating it from its start, to the next multiple of `world_size` (an
-#    empty dataset, `n = 0`, has nothing to pad: every rank gets `[]`);
-# 3. rank `r` takes positions `r, r + world_size, r + 2*world_size, ...`.
+# The check compares your lists with the sampler's for many `n`, `world_size`, epochs and
+# seeds, and says which part of the rule differs.
 
 # %% tags=["answer:shard_indices"]
 import math  # noqa: E402

@@ -20,7 +20,16 @@ def rejected(exercise_id: str, answer, mistake: str | None = None, n_random: int
         if mistake is not None:
             assert res.mistake == mistake, f"seed {seed}: expected {mistake}, got {res.mistake}: {res.message}"
         assert "Checking stopped unexpectedly" not in res.message, res.text()
+        assert_no_placeholder(res)
     return res
+
+
+def assert_no_placeholder(res: grading.Result) -> None:
+    """The learner never reads a template: every ``{field}`` of the message was filled."""
+    from course_utils.grading.spec import FIELD
+
+    left = FIELD.search(res.message or "")
+    assert left is None, f"unfilled placeholder {left.group(0)} in the message of {res.mistake}: {res.message}"
 
 
 def accepted(exercise_id: str, answer, n_random: int | None = None, seeds=SEEDS) -> None:

@@ -22,6 +22,8 @@ from course_utils import grading
 from course_utils.grading import registry
 from course_utils.grading.runner import run_check
 
+from grading_asserts import assert_no_placeholder  # noqa: E402 (tests/ is on sys.path)
+
 IDS = grading.exercises()
 SEEDS = [11, 2024, 987654]
 
@@ -71,6 +73,7 @@ def test_known_mistake_fails_with_its_name(exercise_id, mistake_id):
         assert res.status == "incorrect", f"{mistake_id} passed with seed {seed}"
         assert res.mistake == mistake_id, f"seed {seed}: expected {mistake_id}, got {res.mistake}: {res.message}"
         assert res.message and "Traceback" not in res.message
+        assert_no_placeholder(res)
 
 
 def _raise_stub(*args, **kwargs):

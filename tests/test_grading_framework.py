@@ -937,3 +937,13 @@ def test_a_sleep_loop_is_stopped_by_the_wall_time_backstop():
     took = time.perf_counter() - start
     assert took >= 0.2 * BACKSTOP * 0.9  # using no CPU, it runs to the backstop
     assert took < 0.2 * max(BACKSTOP, LOAD_MARGIN * _load_per_core()) + 3
+
+
+def test_fill_formats_fields_as_str_format_does_and_leaves_other_braces():
+    """issue 27: a literal `{device!r}` reached a learner; conversions and specs are filled too."""
+    from course_utils.grading.spec import fill
+
+    facts = {"device": "tpu", "loss": 0.123456, "n": 3}
+    assert fill("for {device!r}: {n} items, loss {loss:.3f}", facts) == "for 'tpu': 3 items, loss 0.123"
+    assert fill('code {"a": 1} and {unknown}', facts) == 'code {"a": 1} and {unknown}'
+    assert fill("{n:.2f}", {"n": "three"}) == "three", "a spec that does not suit the value shows it plainly"

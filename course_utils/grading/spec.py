@@ -35,13 +35,30 @@ class Incorrect(Exception):
         self.facts = facts
 
 
-_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: A field of a mistake's message: ``{name}``, with an optional conversion and format spec as in
+#: ``str.format`` (``{device!r}``, ``{loss:.3f}``). Other braces are text (``{"a": 1}`` in code).
+FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(![rsa])?(:[^{}]*)?\}")
+_CONVERT = {"!r": repr, "!s": str, "!a": ascii}
+
+
+def _field(match: re.Match[str], facts: dict[str, Any]) -> str:
+    name, conversion, spec = match.group(1), match.group(2), match.group(3)
+    if name not in facts:
+        return match.group(0)
+    value = facts[name]
+    if conversion:
+        value = _CONVERT[conversion](value)
+    try:
+        return format(value, spec[1:]) if spec else str(value)
+    except (TypeError, ValueError):  # a spec that does not suit this value: show it plainly
+        return str(value)
 
 
 def fill(message: str, facts: dict[str, Any]) -> str:
-    """``message`` with each ``{name}`` whose name is in ``facts`` replaced by that fact (other
-    braces are left alone, so a message may quote code such as ``{"a": 1}``)."""
-    return _FIELD.sub(lambda m: str(facts[m.group(1)]) if m.group(1) in facts else m.group(0), message)
+    """``message`` with each ``{name}``, ``{name!r}`` or ``{name:spec}`` whose name is in
+    ``facts`` replaced by that fact, formatted as ``str.format`` would (other braces are left
+    alone, so a message may quote code such as ``{"a": 1}``)."""
+    return FIELD.sub(lambda m: _field(m, facts), message)
 
 
 class Rand:

@@ -123,10 +123,9 @@ register(Exercise(
                 functools.partial(_variant, global_rng=True), match_output=False),
     ],
     hints=[
-        "Three steps: put all n indices in an order, make the list long enough that every rank gets the same "
-        "number, then deal it out like cards.",
-        "The order must be the same on every rank and change with the epoch: shuffle with a generator of your own "
-        "seeded from the seed and the epoch together. Padding repeats the order from its start; dealing gives "
-        "each rank every world_size-th item, starting at its rank.",
+        "Start from the unshuffled lists: which positions of the order does rank 0 take, and rank 1? Then count: "
+        "how many items does every rank get when n does not divide by world_size?",
+        "Every rank gets the same number of items, so the order is made longer before it is shared out. Which items "
+        "fill the gap in the lists, and how often is the whole order repeated when n is smaller than world_size?",
     ],
 ))
