@@ -338,6 +338,11 @@ wrong(AT, "a per-sequence mask ignored (red team s20)")(lambda q, k, v, m=None: 
 wrong(AT, "the first sequence's mask for all (red team s20)")(lambda q, k, v, m=None: torch.softmax(
     _at_mask(q @ k.mT / q.shape[-1] ** 0.5, m if m is None or m.dim() == 2 else m.reshape(-1, *m.shape[-2:])[0]),
     -1) @ v)
+def _at_kernel(q, k, v, m=None):
+    """The math kernel behind F.scaled_dot_product_attention, called by its aten name."""
+    return torch.ops.aten._scaled_dot_product_attention_math.default(q, k, v, attn_mask=m)[0]
+
+
 wrong(AT, "mask ignored")(lambda q, k, v, m=None: torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, -1) @ v)
 wrong(AT, "scaled by sqrt(Lk)")(lambda q, k, v, m=None: torch.softmax(
     _at_mask(q @ k.transpose(-2, -1) / k.shape[-2] ** 0.5, m), -1) @ v)
@@ -351,6 +356,9 @@ valid(AT, "torch's own attention math, written out")(lambda q, k, v, m=None: tor
     F.softmax(_at_mask(torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(k.size(-1))), m), dim=-1), v))
 cheat(AT, "scaled_dot_product_attention itself", "broke_rule")(
     lambda q, k, v, m=None: F.scaled_dot_product_attention(q, k, v, attn_mask=m))
+cheat(AT, "the same function through torch.ops", "broke_rule")(  # issue 27: forbidden however reached
+    lambda q, k, v, m=None: torch.ops.aten.scaled_dot_product_attention(q, k, v, attn_mask=m))
+cheat(AT, "the CPU kernel behind it through torch.ops", "broke_rule")(_at_kernel)
 cheat(AT, "the mean of the values")(lambda q, k, v, m=None: v.mean(-2, keepdim=True).expand(*q.shape[:-1], v.shape[-1]))
 
 

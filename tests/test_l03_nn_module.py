@@ -641,6 +641,10 @@ valid(LN, "rand scaled, addmm on a flattened view")(_lin(
 valid(LN, "matmul and broadcasting bias")(_lin(forward=lambda m, x: torch.matmul(x, m.weight.transpose(0, 1))
                                                + (m.bias if m.bias is not None else 0.0)))
 cheat(LN, "nn.Linear subclass", "broke_rule")(type("LinearCheat", (nn.Linear,), {}))
+cheat(LN, "F.linear through torch.ops", "broke_rule")(_lin(  # issue 27: forbidden however reached
+    forward=lambda m, x: torch.ops.aten.linear(x, m.weight, m.bias)))
+cheat(LN, "F.linear's overload through torch.ops", "broke_rule")(_lin(
+    forward=lambda m, x: torch.ops.aten.linear.default(x, m.weight, m.bias)))
 cheat(LN, "right parameters, zero output")(_lin(forward=lambda m, x: torch.zeros(*x.shape[:-1], m.weight.shape[0])))
 
 

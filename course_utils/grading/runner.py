@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import fnmatch
 import inspect
 import io
 import random
@@ -515,12 +516,42 @@ def _forbidden_names(ex: Exercise) -> set[str]:
     return out
 
 
+def _op_stem(name: str) -> str:
+    """``torch.nn.functional.scaled_dot_product_attention`` -> ``scaled_dot_product_attention``;
+    ``torch.nn.Linear`` -> ``linear``; ``aten._softmax.default`` -> ``softmax``."""
+    parts = name.split(".")
+    if parts[0] in ("aten", "prims") and len(parts) > 1:
+        return parts[1].strip("_").lower()
+    return parts[-1].strip("_").lower()
+
+
+def _forbidden_op(func: Any, ex: Exercise) -> str | None:
+    """The forbidden function an operator called through ``torch.ops`` (``torch.ops.aten.linear``,
+    ``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default``) stands for: the same
+    computation reached by another door. An aten op counts when its name, without leading
+    underscores and overload, starts with a forbidden function's name, or matches a forbidden
+    ``aten.`` name (a glob: ``aten._scaled_dot_product_*``)."""
+    if not isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return None
+    full = ".".join(str(func).split(".")[:2])  # aten._softmax.default -> aten._softmax
+    op = _op_stem(full)
+    for name in ex.forbid:
+        if name.startswith("aten.") and fnmatch.fnmatchcase(full, name):  # declared aten names, globs allowed
+            return f"torch.ops.{full}"
+        stem = _op_stem(name)
+        if not name.startswith("aten.") and len(stem) >= 3 and op.startswith(stem):
+            return f"{name} (as torch.ops.{full})"
+    return None
+
+
 class _RuleWatch(torch.overrides.TorchFunctionMode):
-    """Records the first forbidden torch function the learner's code calls directly (calls
-    made inside torch's own implementation are not seen: the mode is off while one runs)."""
+    """Records the first forbidden torch function the learner's code calls directly, by its
+    public name or through ``torch.ops`` (calls made inside torch's own implementation are not
+    seen: the mode is off while one runs)."""
 
     def __init__(self, ex: Exercise):
         super().__init__()
+        self.ex = ex
         self.names = _forbidden_names(ex)
         self.used: str | None = None
 
@@ -529,6 +560,8 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
             name = _qualname(func)
             if name in self.names:
                 self.used = name
+            else:
+                self.used = _forbidden_op(func, self.ex)
         return func(*args, **(kwargs or {}))
 
 

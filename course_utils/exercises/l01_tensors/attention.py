@@ -128,7 +128,8 @@ register(Exercise(
     title="Scaled dot-product attention by hand: softmax(q k^T / sqrt(d), masked) @ v",
     reference=attention, cases=_cases, edge_cases=_EDGE_CASES,
     forbid=("torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
-            "torch.nn.functional.multi_head_attention_forward"),
+            "torch.nn.functional.multi_head_attention_forward",
+            "aten._scaled_dot_product_*", "aten._native_multi_head_attention"),  # the kernels behind them
     rule_text="Do not use `F.scaled_dot_product_attention`",
     mistakes=[
         Mistake("no_scale", "Your scores are not divided by anything: with d features per query, dot products "
