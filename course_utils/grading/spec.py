@@ -37,8 +37,8 @@ class Incorrect(Exception):
 
 #: A field of a mistake's message: ``{name}``, with an optional conversion and format spec as in
 #: ``str.format`` (``{device!r}``, ``{loss:.3f}``). Other braces are text (``{"a": 1}`` in code).
-FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(![rsa])?(:[^{}]*)?\}")
-_CONVERT = {"!r": repr, "!s": str, "!a": ascii}
+FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(![rsa])?(:[^{}\s]*)?\}")
+_CONVERT: dict[str, Callable[[object], str]] = {"!r": repr, "!s": str, "!a": ascii}
 
 
 def _field(match: re.Match[str], facts: dict[str, Any]) -> str:
