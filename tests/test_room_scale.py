@@ -103,9 +103,9 @@ def test_watch_rereads_and_refolds_only_the_logs_that_changed(tmp_path, monkeypa
         read.append(Path(path))
         return real_read(path)
 
-    def counted_fold(events):
+    def counted_fold(events, validated=False):
         folded.append(len(events))
-        return real_fold(events)
+        return real_fold(events, validated)
 
     monkeypatch.setattr(room, "read_log", counted_read)
     monkeypatch.setattr(room, "fold_learner", counted_fold)
