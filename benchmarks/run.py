@@ -27,6 +27,10 @@ Sections:
   ``--grading-workers`` parallel workers: wall time and notebooks graded per minute; then a
   30-learner room summary (``progress summary``) of synthetic logs: table and PNG plot.
 
+- room: the instructor's room view of ``--room-learners`` (300) synthetic learners' logs:
+  ``progress summary`` as a command in a fresh interpreter (start-up and imports included), with
+  and without ``--plot``, and the ``--watch`` redraw with nothing changed and with 10 logs grown.
+  Target: the command <= 1 s, the redraw well under a second.
 - busy: one solution notebook (``--busy-lesson``) run with the course's thread policy
   (course_utils/threads.py) on the machine as it is, then again while another process runs a
   2-thread torch job (``--busy-threads``): the ratio must stay <= ``BUSY_RATIO_TARGET``.
@@ -339,6 +343,79 @@ def bench_grading(lessons: list[str], n_notebooks: int, workers: list[int], time
     return out
 
 
+ROOM_TARGET_S = 1.0
+
+
+def bench_room(n_learners: int, repeat: int) -> dict:
+    """The room view of ``n_learners`` synthetic learners (``room.synthetic_logs``): the
+    ``progress summary`` command cold, in a fresh interpreter each time (start-up and imports
+    included; wall and CPU time), with and without ``--plot``; then ``--watch``'s redraw in one
+    process: nothing changed (the logs' signatures only), and 10 learners' logs grown by one
+    event each (only those re-read and refolded)."""
+    import json as _json
+    import resource
+    import shutil
+    import tempfile
+
+    from course_utils.instructor import room
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-room-"))
+    out: dict = {"learners": n_learners, "target_s": ROOM_TARGET_S}
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    try:
+        files = room.synthetic_logs(tmp / "logs", n_learners, seed=0)
+        out["events"] = sum(len(f.read_text().splitlines()) for f in files)
+        out["megabytes"] = round(sum(f.stat().st_size for f in files) / 1e6, 1)
+        for label, extra in (("summary", []), ("summary_plot", ["--plot", str(tmp / "room.png")])):
+            walls, cpus = [], []
+            for _ in range(repeat):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "course_utils", "progress", "summary", str(tmp / "logs"), *extra],
+                               cwd=ROOT, env=env, check=True, capture_output=True)
+                walls.append(time.perf_counter() - start)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            out[label] = {"wall_median_s": round(statistics.median(walls), 3), "wall_min_s": round(min(walls), 3),
+                          "cpu_median_s": round(statistics.median(cpus), 3)}
+            ok = statistics.median(walls) <= ROOM_TARGET_S if label == "summary" else True
+            print(f"progress summary{' --plot' if extra else ''} ({n_learners} learners, {out['events']} events, "
+                  f"{out['megabytes']} MB), fresh interpreter, {repeat} runs: median {statistics.median(walls):.2f} s "
+                  f"wall (min {min(walls):.2f}), {statistics.median(cpus):.2f} s CPU"
+                  + (f"  {_flag(ok)} (target <= {ROOM_TARGET_S:g} s)" if label == "summary" else ""), flush=True)
+        probe = ("import sys, time; t = time.perf_counter(); import course_utils.__main__, course_utils.progress_cli, "
+                 "course_utils.instructor.room; print(time.perf_counter() - t)")
+        imports = [float(subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, check=True,
+                                        capture_output=True, text=True).stdout) for _ in range(repeat)]
+        out["imports_median_s"] = round(statistics.median(imports), 3)
+        print(f"  of which the summary path's imports: median {statistics.median(imports) * 1000:.0f} ms", flush=True)
+        cache = room.LogCache()
+        room.room_summary([tmp / "logs"], cache=cache).text()
+        idle, grown = [], []
+        for i in range(repeat):
+            start = time.perf_counter()
+            listed = room.log_files([tmp / "logs"])
+            room.room_signature(listed)  # what --watch compares before it redraws anything
+            idle.append(time.perf_counter() - start)
+            for f in files[i * 10 % len(files):][:10]:
+                with open(f, "a", encoding="utf-8") as fh:
+                    fh.write(_json.dumps({"ts": time.time(), "learner": f.stem, "event": "hint",
+                                          "exercise": "01_tensors.attention", "level": 1}) + "\n")
+            start = time.perf_counter()
+            listed = room.log_files([tmp / "logs"])
+            room.room_signature(listed)
+            room.room_summary([tmp / "logs"], cache=cache, files=listed).text()
+            grown.append(time.perf_counter() - start)
+        out["watch_unchanged_s"] = round(statistics.median(idle), 4)
+        out["watch_10_changed_s"] = round(statistics.median(grown), 3)
+        print(f"--watch redraw: nothing changed {statistics.median(idle) * 1000:.0f} ms, 10 logs grown "
+              f"{statistics.median(grown) * 1000:.0f} ms (medians of {repeat}; in one process)  "
+              f"{_flag(statistics.median(grown) <= ROOM_TARGET_S / 2)} (target well under a second)", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 BUSY_JOB = """
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
@@ -506,7 +583,9 @@ def bench_sandbox(lessons: list[str], n_notebooks: int, workers: int, timeout: f
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["import", "notebooks", "checks", "latency", "lessons", "grading",
-                                       "busy", "sandbox"], action="append")
+                                       "room", "busy", "sandbox"], action="append")
+    ap.add_argument("--room-learners", type=int, default=300, help="synthetic learners for the room view (300)")
+    ap.add_argument("--room-repeat", type=int, default=5, help="runs of each room-view timing (default 5)")
     ap.add_argument("--sandbox-notebooks", type=int, default=30, help="submissions for --only sandbox (default 30)")
     ap.add_argument("--sandbox-lessons", nargs="*", default=["00", "01"], help="lessons for --only sandbox")
     ap.add_argument("--sandbox-workers", type=int, default=2, help="parallel workers for --only sandbox")
@@ -523,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="also time the lesson with torch's default thread count next to the job (slow)")
     ap.add_argument("--json", type=Path, help="write all numbers to this file")
     args = ap.parse_args(argv)
-    sections = args.only or ["import", "notebooks", "checks", "latency", "lessons", "grading", "busy"]
+    sections = args.only or ["import", "notebooks", "checks", "latency", "lessons", "grading", "room", "busy"]
     report: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                 "platform": platform.platform()}}
     import torch
@@ -551,6 +630,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n## grading ({args.grading_notebooks} submissions; room summary of 30 synthetic learners)")
         report["grading"] = bench_grading(args.lessons, args.grading_notebooks, args.grading_workers,
                                           args.grading_timeout)
+    if "room" in sections:
+        print(f"\n## room view ({args.room_learners} synthetic learners)")
+        report["room"] = bench_room(args.room_learners, args.room_repeat)
     if "busy" in sections:
         print(f"\n## busy machine (lesson {args.busy_lesson}, next to a {args.busy_threads}-thread job)")
         report["busy"] = bench_busy(args.busy_lesson, args.busy_threads, args.busy_default_threads,
