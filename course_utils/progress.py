@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ def log_path() -> Path | None:
 
 
 def _learner() -> str:
-    name = os.environ.get("COURSE_LEARNER")
+    name = os.environ.get("COURSE_LEARNER") or os.environ.get("JUPYTERHUB_USER")  # a hub sets the latter
     if name:
         return name
     try:
@@ -57,10 +58,29 @@ def log_event(event: str, exercise: str, **fields: Any) -> None:
     record.update(fields)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as fh:
+        with os.fdopen(_open_log(path), "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
     except OSError:
         pass
+
+
+def _open_log(path: Path) -> int:
+    """The log opened for appending. In a shared class folder (docs/instructor_guide.md,
+    JupyterHub: setgid, so every log gets the instructors' group; sticky, so nobody removes
+    another's file) a new log is made readable by that group and by nobody else, whatever the
+    learner's umask, and a link planted under the learner's name is not followed."""
+    shared = os.stat(path.parent).st_mode
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    if shared & stat.S_ISVTX:
+        flags |= os.O_NOFOLLOW
+    if not shared & stat.S_ISGID:
+        return os.open(path, flags, 0o666)
+    try:
+        fd = os.open(path, flags | os.O_EXCL, 0o640)
+    except FileExistsError:
+        return os.open(path, flags, 0o640)
+    os.fchmod(fd, 0o640)  # new: the instructors' group reads it, other learners do not
+    return fd
 
 
 # ---------------------------------------------------------------------- reading, validated
