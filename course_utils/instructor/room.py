@@ -371,7 +371,8 @@ def read_room(files: Iterable[Path], since: float | None = None, cache: LogCache
         res.skipped += log.skipped
         for why, n in log.reasons.items():
             res.reasons[why] = res.reasons.get(why, 0) + n
-        stem, mine = f.stem, {}  # this file's events by learner (hashing a name, not a Path, per event)
+        stem = f.stem
+        mine: dict[str, list[dict[str, Any]]] = {}  # this file's events by learner (hashing a str, not a Path)
         for ev in log.events:
             if since is not None and float(ev.get("ts", 0) or 0) < since:
                 continue
