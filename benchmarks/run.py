@@ -44,6 +44,12 @@ Sections:
   separate virtual environment, ``COURSE_NBGRADER_VENV`` or one created in the temp folder).
   Targets: sandboxed within 1.5x the own run time, and faster than nbgrader.
 
+- nbgrader (only with ``--only nbgrader``): per lesson (``--lessons``, default all), ``grade`` and
+  ``nbgrader autograde`` of the same ``--nbgrader-notebooks`` submissions (solved and untouched
+  alternately, exported with ``build --nbgrader``), one worker and one torch thread each, both as
+  commands, interleaved ``--nbgrader-repeat`` times: the ratio ours/nbgrader of the medians per
+  lesson. Target <= 1. nbgrader 0.9.6 as in ``sandbox``.
+
 Run it on a quiet machine: other processes inflate every number.
 """
 
@@ -388,7 +394,8 @@ def bench_room(n_learners: int, repeat: int) -> dict:
         imports = [float(subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, check=True,
                                         capture_output=True, text=True).stdout) for _ in range(repeat)]
         out["imports_cpu_median_s"] = round(statistics.median(imports), 3)
-        print(f"  of which the summary path's imports: median {statistics.median(imports) * 1000:.0f} ms CPU", flush=True)
+        print(f"  of which the summary path's imports: median {statistics.median(imports) * 1000:.0f} ms CPU",
+              flush=True)
         cache = room.LogCache()
         room.room_summary([tmp / "logs"], cache=cache).text()
         idle, grown = [], []
@@ -580,10 +587,87 @@ def bench_sandbox(lessons: list[str], n_notebooks: int, workers: int, timeout: f
     return out
 
 
+def bench_vs_nbgrader(lessons: list[str], n_notebooks: int, repeat: int, timeout: float) -> dict:
+    """``grade`` and ``nbgrader autograde`` side by side, per lesson, on the same submissions
+    (``n_notebooks`` per lesson: solved and untouched learner notebooks alternately), one worker
+    each, one torch thread each, both as commands in fresh processes, interleaved (ours, theirs;
+    then theirs, ours, ...) ``repeat`` times. The ratio ours/nbgrader per lesson is of the
+    medians; target <= 1. nbgrader 0.9.6 is not a course dependency: it comes from its own
+    virtual environment (``COURSE_NBGRADER_VENV``, or one made in the temp folder)."""
+    import shutil
+    import tempfile
+
+    from course_utils.instructor import nbgrader_export
+
+    exe = _nbgrader_exe()
+    stems = sorted({p.stem for p in _selected(sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")), lessons)})
+    out: dict = {"notebooks_per_lesson": n_notebooks, "repeat": repeat, "lessons": {}}
+    if exe is None or not stems:
+        print("nbgrader is not available: nothing compared" if exe is None else "no lesson selected")
+        out["skipped"] = "nbgrader not installable" if exe is None else "no lesson"
+        return out
+    tmp = Path(tempfile.mkdtemp(prefix="bench-vs-nbgrader-"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", COURSE_PROGRESS_LOG="",
+               PATH=f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    try:
+        course = tmp / "nbgrader"
+        nbgrader_export.export(course, stems)
+        for stem in stems:
+            subprocess.run([str(exe), "generate_assignment", stem, "--force"], cwd=course, env=env, check=True,
+                           capture_output=True)
+            for i in range(n_notebooks):
+                student, solved = f"student{i:02d}", i % 2 == 0
+                ours = tmp / "ours" / stem / student
+                ours.mkdir(parents=True)
+                shutil.copy(ROOT / ("solutions" if solved else "notebooks") / f"{stem}.ipynb", ours / f"{stem}.ipynb")
+                theirs = course / "submitted" / student / stem
+                theirs.mkdir(parents=True)
+                src = course / ("source" if solved else "release") / stem / f"{stem}.ipynb"
+                shutil.copy(src, theirs / f"{stem}.ipynb")
+
+        def ours(stem: str, k: int) -> float:
+            start = time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "course_utils", "grade", str(tmp / "ours" / stem), "--workers",
+                                "1", "--quiet", "--regrade", "--timeout", str(timeout),
+                                "--gradebook", str(tmp / f"ours-{stem}-{k}.sqlite")],
+                               cwd=ROOT, env=env, capture_output=True, text=True)
+            took = time.perf_counter() - start
+            if r.returncode not in (0, 1):  # 1: some exercise failed (the untouched notebooks)
+                print(f"  grade {stem} failed ({r.returncode}): {r.stderr[-300:]}")
+            return took
+
+        def theirs(stem: str, k: int) -> float:
+            start = time.perf_counter()
+            r = subprocess.run([str(exe), "autograde", stem, "--force"], cwd=course, env=env, capture_output=True,
+                               text=True)
+            took = time.perf_counter() - start
+            if r.returncode != 0:
+                print(f"  nbgrader autograde {stem} failed: {r.stderr[-300:]}")
+            return took
+
+        for stem in stems:
+            times: dict[str, list[float]] = {"ours": [], "nbgrader": []}
+            for k in range(repeat):
+                order = [("ours", ours), ("nbgrader", theirs)]
+                for label, run in order if k % 2 == 0 else order[::-1]:
+                    times[label].append(run(stem, k))
+            a, b = statistics.median(times["ours"]), statistics.median(times["nbgrader"])
+            out["lessons"][stem] = {"ours_s": [round(t, 1) for t in times["ours"]],
+                                    "nbgrader_s": [round(t, 1) for t in times["nbgrader"]], "ratio": round(a / b, 2)}
+            print(f"{stem:<24} ours {a:6.1f} s  nbgrader {b:6.1f} s  ours/nbgrader = {a / b:4.2f}  "
+                  f"{_flag(a <= b)} (target <= 1; medians of {repeat}, {n_notebooks} notebooks)", flush=True)
+        out["loadavg"] = os.getloadavg()[0]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["import", "notebooks", "checks", "latency", "lessons", "grading",
-                                       "room", "busy", "sandbox"], action="append")
+                                       "room", "busy", "sandbox", "nbgrader"], action="append")
+    ap.add_argument("--nbgrader-notebooks", type=int, default=4, help="submissions per lesson for --only nbgrader")
+    ap.add_argument("--nbgrader-repeat", type=int, default=3, help="interleaved runs per lesson for --only nbgrader")
     ap.add_argument("--room-learners", type=int, default=300, help="synthetic learners for the room view (300)")
     ap.add_argument("--room-repeat", type=int, default=5, help="runs of each room-view timing (default 5)")
     ap.add_argument("--sandbox-notebooks", type=int, default=30, help="submissions for --only sandbox (default 30)")
@@ -641,6 +725,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n## sandboxed grading vs unsandboxed vs nbgrader ({args.sandbox_notebooks} submissions)")
         report["sandbox"] = bench_sandbox(args.sandbox_lessons, args.sandbox_notebooks, args.sandbox_workers,
                                           args.grading_timeout)
+    if "nbgrader" in (args.only or []):
+        print(f"\n## ours vs nbgrader per lesson ({args.nbgrader_notebooks} submissions each, one worker each, "
+              "interleaved)")
+        report["nbgrader"] = bench_vs_nbgrader(args.lessons, args.nbgrader_notebooks, args.nbgrader_repeat,
+                                               args.grading_timeout)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
         print(f"\nwrote {args.json}")
