@@ -594,10 +594,15 @@ def bench_vs_nbgrader(lessons: list[str], n_notebooks: int, repeat: int, timeout
     then theirs, ours, ...) ``repeat`` times. The ratio ours/nbgrader per lesson is of the
     medians; target <= 1. nbgrader 0.9.6 is not a course dependency: it comes from its own
     virtual environment (``COURSE_NBGRADER_VENV``, or one made in the temp folder)."""
+    import resource
     import shutil
     import tempfile
 
     from course_utils.instructor import nbgrader_export
+
+    def children_cpu() -> float:  # CPU of finished child processes (the command and its kernels)
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
 
     exe = _nbgrader_exe()
     stems = sorted({p.stem for p in _selected(sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")), lessons)})
@@ -627,35 +632,45 @@ def bench_vs_nbgrader(lessons: list[str], n_notebooks: int, repeat: int, timeout
 
         def ours(stem: str, k: int) -> float:
             start = time.perf_counter()
+            cpu = children_cpu()
             r = subprocess.run([sys.executable, "-m", "course_utils", "grade", str(tmp / "ours" / stem), "--workers",
                                 "1", "--quiet", "--regrade", "--timeout", str(timeout),
                                 "--gradebook", str(tmp / f"ours-{stem}-{k}.sqlite")],
                                cwd=ROOT, env=env, capture_output=True, text=True)
             took = time.perf_counter() - start
+            cpus["ours"].append(children_cpu() - cpu)
             if r.returncode not in (0, 1):  # 1: some exercise failed (the untouched notebooks)
                 print(f"  grade {stem} failed ({r.returncode}): {r.stderr[-300:]}")
             return took
 
         def theirs(stem: str, k: int) -> float:
             start = time.perf_counter()
+            cpu = children_cpu()
             r = subprocess.run([str(exe), "autograde", stem, "--force"], cwd=course, env=env, capture_output=True,
                                text=True)
             took = time.perf_counter() - start
+            cpus["nbgrader"].append(children_cpu() - cpu)
             if r.returncode != 0:
                 print(f"  nbgrader autograde {stem} failed: {r.stderr[-300:]}")
             return took
 
+        cpus: dict[str, list[float]] = {}
         for stem in stems:
             times: dict[str, list[float]] = {"ours": [], "nbgrader": []}
+            cpus.update(ours=[], nbgrader=[])
             for k in range(repeat):
                 order = [("ours", ours), ("nbgrader", theirs)]
                 for label, run in order if k % 2 == 0 else order[::-1]:
                     times[label].append(run(stem, k))
             a, b = statistics.median(times["ours"]), statistics.median(times["nbgrader"])
+            ca, cb = statistics.median(cpus["ours"]), statistics.median(cpus["nbgrader"])
             out["lessons"][stem] = {"ours_s": [round(t, 1) for t in times["ours"]],
-                                    "nbgrader_s": [round(t, 1) for t in times["nbgrader"]], "ratio": round(a / b, 2)}
+                                    "nbgrader_s": [round(t, 1) for t in times["nbgrader"]], "ratio": round(a / b, 2),
+                                    "ours_cpu_s": round(ca, 1), "nbgrader_cpu_s": round(cb, 1),
+                                    "cpu_ratio": round(ca / cb, 2)}
             print(f"{stem:<24} ours {a:6.1f} s  nbgrader {b:6.1f} s  ours/nbgrader = {a / b:4.2f}  "
-                  f"{_flag(a <= b)} (target <= 1; medians of {repeat}, {n_notebooks} notebooks)", flush=True)
+                  f"{_flag(a <= b)} (target <= 1; medians of {repeat}, {n_notebooks} notebooks); CPU {ca:.1f} s vs "
+                  f"{cb:.1f} s = {ca / cb:.2f}", flush=True)
         out["loadavg"] = os.getloadavg()[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
