@@ -27,6 +27,10 @@ Sections:
   ``--grading-workers`` parallel workers: wall time and notebooks graded per minute; then a
   30-learner room summary (``progress summary``) of synthetic logs: table and PNG plot.
 
+- room: the instructor's room view of ``--room-learners`` (300) synthetic learners' logs:
+  ``progress summary`` as a command in a fresh interpreter (start-up and imports included), with
+  and without ``--plot``, and the ``--watch`` redraw with nothing changed and with 10 logs grown.
+  Target: the command <= 1 s, the redraw well under a second.
 - busy: one solution notebook (``--busy-lesson``) run with the course's thread policy
   (course_utils/threads.py) on the machine as it is, then again while another process runs a
   2-thread torch job (``--busy-threads``): the ratio must stay <= ``BUSY_RATIO_TARGET``.
@@ -39,6 +43,12 @@ Sections:
   autograde`` of the same notebooks exported with ``build --nbgrader`` (nbgrader 0.9.6 from a
   separate virtual environment, ``COURSE_NBGRADER_VENV`` or one created in the temp folder).
   Targets: sandboxed within 1.5x the own run time, and faster than nbgrader.
+
+- nbgrader (only with ``--only nbgrader``): per lesson (``--lessons``, default all), ``grade`` and
+  ``nbgrader autograde`` of the same ``--nbgrader-notebooks`` submissions (solved and untouched
+  alternately, exported with ``build --nbgrader``), one worker and one torch thread each, both as
+  commands, interleaved ``--nbgrader-repeat`` times: the ratio ours/nbgrader of the medians per
+  lesson. Target <= 1. nbgrader 0.9.6 as in ``sandbox``.
 
 Run it on a quiet machine: other processes inflate every number.
 """
@@ -339,6 +349,80 @@ def bench_grading(lessons: list[str], n_notebooks: int, workers: list[int], time
     return out
 
 
+ROOM_TARGET_S = 1.0
+
+
+def bench_room(n_learners: int, repeat: int) -> dict:
+    """The room view of ``n_learners`` synthetic learners (``room.synthetic_logs``): the
+    ``progress summary`` command cold, in a fresh interpreter each time (start-up and imports
+    included; wall and CPU time), with and without ``--plot``; then ``--watch``'s redraw in one
+    process: nothing changed (the logs' signatures only), and 10 learners' logs grown by one
+    event each (only those re-read and refolded)."""
+    import json as _json
+    import resource
+    import shutil
+    import tempfile
+
+    from course_utils.instructor import room
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-room-"))
+    out: dict = {"learners": n_learners, "target_s": ROOM_TARGET_S}
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    try:
+        files = room.synthetic_logs(tmp / "logs", n_learners, seed=0)
+        out["events"] = sum(len(f.read_text().splitlines()) for f in files)
+        out["megabytes"] = round(sum(f.stat().st_size for f in files) / 1e6, 1)
+        for label, extra in (("summary", []), ("summary_plot", ["--plot", str(tmp / "room.png")])):
+            walls, cpus = [], []
+            for _ in range(repeat):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "course_utils", "progress", "summary", str(tmp / "logs"), *extra],
+                               cwd=ROOT, env=env, check=True, capture_output=True)
+                walls.append(time.perf_counter() - start)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            out[label] = {"wall_median_s": round(statistics.median(walls), 3), "wall_min_s": round(min(walls), 3),
+                          "cpu_median_s": round(statistics.median(cpus), 3)}
+            ok = statistics.median(walls) <= ROOM_TARGET_S if label == "summary" else True
+            print(f"progress summary{' --plot' if extra else ''} ({n_learners} learners, {out['events']} events, "
+                  f"{out['megabytes']} MB), fresh interpreter, {repeat} runs: median {statistics.median(walls):.2f} s "
+                  f"wall (min {min(walls):.2f}), {statistics.median(cpus):.2f} s CPU"
+                  + (f"  {_flag(ok)} (target <= {ROOM_TARGET_S:g} s)" if label == "summary" else ""), flush=True)
+        probe = ("import sys, time; t = time.process_time(); import course_utils.__main__, course_utils.progress_cli, "
+                 "course_utils.instructor.room; print(time.process_time() - t)")
+        imports = [float(subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, check=True,
+                                        capture_output=True, text=True).stdout) for _ in range(repeat)]
+        out["imports_cpu_median_s"] = round(statistics.median(imports), 3)
+        print(f"  of which the summary path's imports: median {statistics.median(imports) * 1000:.0f} ms CPU",
+              flush=True)
+        cache = room.LogCache()
+        room.room_summary([tmp / "logs"], cache=cache).text()
+        idle, grown = [], []
+        for i in range(repeat):
+            start = time.perf_counter()
+            listed = room.log_files([tmp / "logs"])
+            room.room_signature(listed)  # what --watch compares before it redraws anything
+            idle.append(time.perf_counter() - start)
+            for f in files[i * 10 % len(files):][:10]:
+                with open(f, "a", encoding="utf-8") as fh:
+                    fh.write(_json.dumps({"ts": time.time(), "learner": f.stem, "event": "hint",
+                                          "exercise": "01_tensors.attention", "level": 1}) + "\n")
+            start = time.perf_counter()
+            listed = room.log_files([tmp / "logs"])
+            room.room_signature(listed)
+            room.room_summary([tmp / "logs"], cache=cache, files=listed).text()
+            grown.append(time.perf_counter() - start)
+        out["watch_unchanged_s"] = round(statistics.median(idle), 4)
+        out["watch_10_changed_s"] = round(statistics.median(grown), 3)
+        print(f"--watch redraw: nothing changed {statistics.median(idle) * 1000:.0f} ms, 10 logs grown "
+              f"{statistics.median(grown) * 1000:.0f} ms (medians of {repeat}; in one process)  "
+              f"{_flag(statistics.median(grown) <= ROOM_TARGET_S / 2)} (target well under a second)", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 BUSY_JOB = """
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
@@ -503,10 +587,104 @@ def bench_sandbox(lessons: list[str], n_notebooks: int, workers: int, timeout: f
     return out
 
 
+def bench_vs_nbgrader(lessons: list[str], n_notebooks: int, repeat: int, timeout: float) -> dict:
+    """``grade`` and ``nbgrader autograde`` side by side, per lesson, on the same submissions
+    (``n_notebooks`` per lesson: solved and untouched learner notebooks alternately), one worker
+    each, one torch thread each, both as commands in fresh processes, interleaved (ours, theirs;
+    then theirs, ours, ...) ``repeat`` times. The ratio ours/nbgrader per lesson is of the
+    medians; target <= 1. nbgrader 0.9.6 is not a course dependency: it comes from its own
+    virtual environment (``COURSE_NBGRADER_VENV``, or one made in the temp folder)."""
+    import resource
+    import shutil
+    import tempfile
+
+    from course_utils.instructor import nbgrader_export
+
+    def children_cpu() -> float:  # CPU of finished child processes (the command and its kernels)
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
+
+    exe = _nbgrader_exe()
+    stems = sorted({p.stem for p in _selected(sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")), lessons)})
+    out: dict = {"notebooks_per_lesson": n_notebooks, "repeat": repeat, "lessons": {}}
+    if exe is None or not stems:
+        print("nbgrader is not available: nothing compared" if exe is None else "no lesson selected")
+        out["skipped"] = "nbgrader not installable" if exe is None else "no lesson"
+        return out
+    tmp = Path(tempfile.mkdtemp(prefix="bench-vs-nbgrader-"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", COURSE_PROGRESS_LOG="",
+               PATH=f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    try:
+        course = tmp / "nbgrader"
+        nbgrader_export.export(course, stems)
+        for stem in stems:
+            subprocess.run([str(exe), "generate_assignment", stem, "--force"], cwd=course, env=env, check=True,
+                           capture_output=True)
+            for i in range(n_notebooks):
+                student, solved = f"student{i:02d}", i % 2 == 0
+                ours = tmp / "ours" / stem / student
+                ours.mkdir(parents=True)
+                shutil.copy(ROOT / ("solutions" if solved else "notebooks") / f"{stem}.ipynb", ours / f"{stem}.ipynb")
+                theirs = course / "submitted" / student / stem
+                theirs.mkdir(parents=True)
+                src = course / ("source" if solved else "release") / stem / f"{stem}.ipynb"
+                shutil.copy(src, theirs / f"{stem}.ipynb")
+
+        def ours(stem: str, k: int) -> float:
+            start = time.perf_counter()
+            cpu = children_cpu()
+            r = subprocess.run([sys.executable, "-m", "course_utils", "grade", str(tmp / "ours" / stem), "--workers",
+                                "1", "--quiet", "--regrade", "--timeout", str(timeout),
+                                "--gradebook", str(tmp / f"ours-{stem}-{k}.sqlite")],
+                               cwd=ROOT, env=env, capture_output=True, text=True)
+            took = time.perf_counter() - start
+            cpus["ours"].append(children_cpu() - cpu)
+            if r.returncode not in (0, 1):  # 1: some exercise failed (the untouched notebooks)
+                print(f"  grade {stem} failed ({r.returncode}): {r.stderr[-300:]}")
+            return took
+
+        def theirs(stem: str, k: int) -> float:
+            start = time.perf_counter()
+            cpu = children_cpu()
+            r = subprocess.run([str(exe), "autograde", stem, "--force"], cwd=course, env=env, capture_output=True,
+                               text=True)
+            took = time.perf_counter() - start
+            cpus["nbgrader"].append(children_cpu() - cpu)
+            if r.returncode != 0:
+                print(f"  nbgrader autograde {stem} failed: {r.stderr[-300:]}")
+            return took
+
+        cpus: dict[str, list[float]] = {}
+        for stem in stems:
+            times: dict[str, list[float]] = {"ours": [], "nbgrader": []}
+            cpus.update(ours=[], nbgrader=[])
+            for k in range(repeat):
+                order = [("ours", ours), ("nbgrader", theirs)]
+                for label, run in order if k % 2 == 0 else order[::-1]:
+                    times[label].append(run(stem, k))
+            a, b = statistics.median(times["ours"]), statistics.median(times["nbgrader"])
+            ca, cb = statistics.median(cpus["ours"]), statistics.median(cpus["nbgrader"])
+            out["lessons"][stem] = {"ours_s": [round(t, 1) for t in times["ours"]],
+                                    "nbgrader_s": [round(t, 1) for t in times["nbgrader"]], "ratio": round(a / b, 2),
+                                    "ours_cpu_s": round(ca, 1), "nbgrader_cpu_s": round(cb, 1),
+                                    "cpu_ratio": round(ca / cb, 2)}
+            print(f"{stem:<24} ours {a:6.1f} s  nbgrader {b:6.1f} s  ours/nbgrader = {a / b:4.2f}  "
+                  f"{_flag(a <= b)} (target <= 1; medians of {repeat}, {n_notebooks} notebooks); CPU {ca:.1f} s vs "
+                  f"{cb:.1f} s = {ca / cb:.2f}", flush=True)
+        out["loadavg"] = os.getloadavg()[0]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["import", "notebooks", "checks", "latency", "lessons", "grading",
-                                       "busy", "sandbox"], action="append")
+                                       "room", "busy", "sandbox", "nbgrader"], action="append")
+    ap.add_argument("--nbgrader-notebooks", type=int, default=4, help="submissions per lesson for --only nbgrader")
+    ap.add_argument("--nbgrader-repeat", type=int, default=3, help="interleaved runs per lesson for --only nbgrader")
+    ap.add_argument("--room-learners", type=int, default=300, help="synthetic learners for the room view (300)")
+    ap.add_argument("--room-repeat", type=int, default=5, help="runs of each room-view timing (default 5)")
     ap.add_argument("--sandbox-notebooks", type=int, default=30, help="submissions for --only sandbox (default 30)")
     ap.add_argument("--sandbox-lessons", nargs="*", default=["00", "01"], help="lessons for --only sandbox")
     ap.add_argument("--sandbox-workers", type=int, default=2, help="parallel workers for --only sandbox")
@@ -523,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="also time the lesson with torch's default thread count next to the job (slow)")
     ap.add_argument("--json", type=Path, help="write all numbers to this file")
     args = ap.parse_args(argv)
-    sections = args.only or ["import", "notebooks", "checks", "latency", "lessons", "grading", "busy"]
+    sections = args.only or ["import", "notebooks", "checks", "latency", "lessons", "grading", "room", "busy"]
     report: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                 "platform": platform.platform()}}
     import torch
@@ -551,6 +729,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n## grading ({args.grading_notebooks} submissions; room summary of 30 synthetic learners)")
         report["grading"] = bench_grading(args.lessons, args.grading_notebooks, args.grading_workers,
                                           args.grading_timeout)
+    if "room" in sections:
+        print(f"\n## room view ({args.room_learners} synthetic learners)")
+        report["room"] = bench_room(args.room_learners, args.room_repeat)
     if "busy" in sections:
         print(f"\n## busy machine (lesson {args.busy_lesson}, next to a {args.busy_threads}-thread job)")
         report["busy"] = bench_busy(args.busy_lesson, args.busy_threads, args.busy_default_threads,
@@ -559,6 +740,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n## sandboxed grading vs unsandboxed vs nbgrader ({args.sandbox_notebooks} submissions)")
         report["sandbox"] = bench_sandbox(args.sandbox_lessons, args.sandbox_notebooks, args.sandbox_workers,
                                           args.grading_timeout)
+    if "nbgrader" in (args.only or []):
+        print(f"\n## ours vs nbgrader per lesson ({args.nbgrader_notebooks} submissions each, one worker each, "
+              "interleaved)")
+        report["nbgrader"] = bench_vs_nbgrader(args.lessons, args.nbgrader_notebooks, args.nbgrader_repeat,
+                                               args.grading_timeout)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
         print(f"\nwrote {args.json}")

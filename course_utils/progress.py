@@ -14,10 +14,10 @@ a room's.
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +37,12 @@ def log_path() -> Path | None:
 
 
 def _learner() -> str:
-    name = os.environ.get("COURSE_LEARNER")
+    name = os.environ.get("COURSE_LEARNER") or os.environ.get("JUPYTERHUB_USER")  # a hub sets the latter
     if name:
         return name
     try:
+        import getpass  # lazily: readers (the room view) never ask who is writing
+
         return getpass.getuser()
     except Exception:  # noqa: BLE001 - no user database in some containers
         return "learner"
@@ -56,10 +58,29 @@ def log_event(event: str, exercise: str, **fields: Any) -> None:
     record.update(fields)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as fh:
+        with os.fdopen(_open_log(path), "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
     except OSError:
         pass
+
+
+def _open_log(path: Path) -> int:
+    """The log opened for appending. In a shared class folder (docs/instructor_guide.md,
+    JupyterHub: setgid, so every log gets the instructors' group; sticky, so nobody removes
+    another's file) a new log is made readable by that group and by nobody else, whatever the
+    learner's umask, and a link planted under the learner's name is not followed."""
+    shared = os.stat(path.parent).st_mode
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    if shared & stat.S_ISVTX:
+        flags |= os.O_NOFOLLOW
+    if not shared & stat.S_ISGID:
+        return os.open(path, flags, 0o666)
+    try:
+        fd = os.open(path, flags | os.O_EXCL, 0o640)
+    except FileExistsError:
+        return os.open(path, flags, 0o640)
+    os.fchmod(fd, 0o640)  # new: the instructors' group reads it, other learners do not
+    return fd
 
 
 # ---------------------------------------------------------------------- reading, validated
@@ -159,8 +180,21 @@ RENAMED_EXERCISES: dict[str, str] = {
 }
 
 
+_CURRENT: dict[str, str] = {}  # ids already mapped by current_id (bounded: cleared when full)
+
+
 def current_id(exercise: str) -> str:
     """Today's id of an exercise or prediction id that may predate a renumbering."""
+    new = _CURRENT.get(exercise)
+    if new is None:
+        new = _current_id(exercise)
+        if len(_CURRENT) >= 4096:
+            _CURRENT.clear()
+        _CURRENT[exercise] = new
+    return new
+
+
+def _current_id(exercise: str) -> str:
     for _ in range(8):  # renames may chain (06 -> 10 -> 11); a cycle stops here
         new = RENAMED_EXERCISES.get(exercise)
         if new is None:
@@ -171,6 +205,10 @@ def current_id(exercise: str) -> str:
             return exercise
         exercise = new
     return exercise
+
+
+_DECODER = json.JSONDecoder()
+_NOT_JSON = "not JSON (garbage or a half-written line)"
 
 
 def read_log(path: str | os.PathLike[str] | None = None, missing_ok: bool = False) -> LogRead:
@@ -192,6 +230,7 @@ def read_log(path: str | os.PathLike[str] | None = None, missing_ok: bool = Fals
     except OSError as exc:
         raise LogError(f"cannot read the progress log {p}: {exc.strerror or exc}") from None
     out = LogRead(p)
+    decode = _DECODER.raw_decode  # json.loads without its whitespace handling: the line is stripped
     for line in data.decode("utf-8", errors="replace").splitlines():
         line = line.strip()
         if not line:
@@ -201,11 +240,11 @@ def read_log(path: str | os.PathLike[str] | None = None, missing_ok: bool = Fals
             problem = "line too long"
         else:
             try:
-                rec = json.loads(line)
+                rec, end = decode(line)
             except (ValueError, RecursionError):
-                problem = "not JSON (garbage or a half-written line)"
+                problem = _NOT_JSON
             else:
-                problem = event_problem(rec)
+                problem = event_problem(rec) if end == len(line) else _NOT_JSON
         if problem is None:
             rec["exercise"] = current_id(rec["exercise"])
             out.events.append(rec)
@@ -235,11 +274,12 @@ class ExerciseProgress:
     mistakes: dict[str, int] = field(default_factory=dict)
 
 
-def exercise_progress(events: Iterable[dict[str, Any]]) -> dict[str, ExerciseProgress]:
-    """Fold events into one :class:`ExerciseProgress` per exercise."""
+def exercise_progress(events: Iterable[dict[str, Any]], validated: bool = False) -> dict[str, ExerciseProgress]:
+    """Fold events into one :class:`ExerciseProgress` per exercise (``validated``: the events
+    came from :func:`read_log`, which kept only valid ones; they are not validated again)."""
     out: dict[str, ExerciseProgress] = {}
     for ev in events:
-        if not valid_event(ev):  # callers may pass events that did not come through read_log
+        if not validated and not valid_event(ev):  # callers may pass events that did not come through read_log
             continue
         kind = ev["event"]
         if kind == "prediction":  # a predict-the-output question, not an exercise
@@ -274,12 +314,13 @@ class PredictionProgress:
     right: bool = False  # right at some attempt
 
 
-def prediction_progress(events: Iterable[dict[str, Any]]) -> dict[str, PredictionProgress]:
+def prediction_progress(events: Iterable[dict[str, Any]], validated: bool = False) -> dict[str, PredictionProgress]:
     """Fold ``prediction`` events into one :class:`PredictionProgress` per question. The
-    first attempt counts most: after it the check shows the answer."""
+    first attempt counts most: after it the check shows the answer. (``validated``: as for
+    :func:`exercise_progress`.)"""
     out: dict[str, PredictionProgress] = {}
     for ev in events:
-        if not valid_event(ev) or ev["event"] != "prediction":
+        if not (validated or valid_event(ev)) or ev["event"] != "prediction":
             continue
         status = ev.get("status")
         if status not in ("correct", "incorrect"):  # `...`: not attempted

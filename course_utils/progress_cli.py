@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import progress, progress_view
+from . import progress
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -41,6 +41,8 @@ def _show(args: argparse.Namespace) -> int:
                 f" (nothing has been checked with this log yet; {progress.ENV_VAR} names another file)")
         print(f"progress show: {exc}{hint}", file=sys.stderr)
         return 2
+    from . import progress_view  # lazily: `progress summary` (the room view) does not show one learner
+
     print(progress_view.read(path).text())
     return 0
 

@@ -103,9 +103,9 @@ def test_watch_rereads_and_refolds_only_the_logs_that_changed(tmp_path, monkeypa
         read.append(Path(path))
         return real_read(path)
 
-    def counted_fold(events):
+    def counted_fold(events, validated=False):
         folded.append(len(events))
-        return real_fold(events)
+        return real_fold(events, validated)
 
     monkeypatch.setattr(room, "read_log", counted_read)
     monkeypatch.setattr(room, "fold_learner", counted_fold)
@@ -118,3 +118,95 @@ def test_watch_rereads_and_refolds_only_the_logs_that_changed(tmp_path, monkeypa
     assert read == [files[3]] and len(folded) == 1
     assert after.to_dict() == room.room_summary([tmp_path], exercises=ids).to_dict() != first.to_dict()
     assert after.rows[-1].mistakes["late"] == 1
+
+
+# ---------------------------------------------------------------------- 300 learners in about a second
+
+SUMMARY_ONLY = """
+import contextlib, io, json, runpy, sys
+sys.argv = ["course_utils", "progress", "summary", sys.argv[1]]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        runpy.run_module("course_utils", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code
+print(json.dumps({"rc": code, "modules": sorted(sys.modules)}))
+"""
+
+# What `progress summary` (without --plot) must not import: heavy libraries, the graders, the
+# learner's one-log view, and the standard modules only demos or HTML need (start-up counts).
+NOT_ON_THE_SUMMARY_PATH = ("torch", "matplotlib", "numpy", "pandas", "ipywidgets", "IPython", "nbformat",
+                           "nbclient", "course_utils.grading", "course_utils.exercises",
+                           "course_utils.progress_view", "course_utils.dashboard", "statistics", "random", "html")
+
+
+def test_the_summary_command_imports_only_what_it_needs(tmp_path):
+    room.synthetic_logs(tmp_path, 5, seed=3)
+    proc = subprocess.run([sys.executable, "-c", SUMMARY_ONLY, str(tmp_path)], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["rc"] == 0
+    loaded = [m for m in out["modules"]
+              if any(m == bad or m.startswith(bad + ".") for bad in NOT_ON_THE_SUMMARY_PATH)]
+    assert loaded == [], f"`progress summary` imported {loaded[:8]}"
+
+
+def test_the_room_view_validates_each_event_once(tmp_path, monkeypatch):
+    from course_utils import progress
+
+    files = room.synthetic_logs(tmp_path, 6, seed=5)
+    lines = sum(len(f.read_text().splitlines()) for f in files)
+    calls = []
+    real = progress.event_problem
+
+    def counted(rec):
+        calls.append(1)
+        return real(rec)
+
+    monkeypatch.setattr(progress, "event_problem", counted)
+    summary = room.room_summary([tmp_path])
+    assert summary.events == lines and len(calls) == lines  # read_log validated them; folding did not again
+    calls.clear()
+    room.room_summary([tmp_path], cache=room.LogCache())
+    assert len(calls) == lines
+
+
+def test_summarize_agrees_with_folding_each_exercise_learner_by_learner(tmp_path):
+    """The one-walk aggregation gives what the plain definition gives, row by row."""
+    from course_utils import progress
+
+    ids = [e.id for e in exercise_index.EXERCISES][:25]
+    room.synthetic_logs(tmp_path, 40, seed=6, exercises=ids)
+    per = room.learners_events(room.log_files([tmp_path]))
+    summary = room.summarize(per, exercises=ids + ["99_gone.extra"], stuck_after=2)
+    for row in summary.rows:
+        attempted, correct, stuck, working, hints, mistakes = 0, 0, [], [], 0, {}
+        for who, evs in per.items():
+            p = progress.exercise_progress(evs).get(row.exercise)
+            if p is None:
+                continue
+            hints += p.hints
+            latest = [e["exercise"] for e in evs if e["event"] != "prediction"][-1]
+            working += [who] if latest == row.exercise else []
+            if p.attempts:
+                attempted += 1
+                correct += p.status == "correct"
+                for m, k in p.mistakes.items():
+                    mistakes[m] = mistakes.get(m, 0) + k
+                if p.status != "correct" and (p.attempts >= 2 or p.solution_viewed):
+                    stuck.append(who)
+        assert (row.attempted, row.correct, row.stuck, row.working, row.hints, dict(row.mistakes)) == \
+               (attempted, correct, stuck, working, hints, mistakes), row.exercise
+    assert summary.rows[-1].exercise == "99_gone.extra" and summary.rows[-1].attempted == 0
+
+
+def test_log_files_lists_a_log_reached_twice_once(tmp_path):
+    logs = tmp_path / "logs"
+    a, b = room.synthetic_logs(logs, 2, seed=7)
+    (logs / "sub").mkdir()
+    os.symlink(a, logs / "sub" / "again.jsonl")
+    os.link(b, tmp_path / "hard.jsonl")
+    (logs / "notes.jsonl").mkdir()  # a folder named like a log is no log
+    found = room.log_files([logs, a, tmp_path / "hard.jsonl", logs, tmp_path / "missing.jsonl"])
+    assert found == [a, b]

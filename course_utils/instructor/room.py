@@ -35,11 +35,9 @@ may hold several learners (the ``learner`` field of each event). Reading reuses
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import os
-import random
-import statistics
+import stat
 import sys
 import time
 from collections import Counter
@@ -49,7 +47,7 @@ from typing import Any
 from collections.abc import Iterable
 
 from ..progress import (ExerciseProgress, LogError, LogRead, PredictionProgress, exercise_progress,
-                        prediction_progress, read_log, skipped_note)
+                        prediction_progress, read_log, skipped_note, valid_event)
 
 STUCK_AFTER = 3
 
@@ -162,6 +160,8 @@ class RoomSummary:
         return self.text()
 
     def _repr_html_(self) -> str:
+        import html  # lazily: the command line never renders HTML
+
         body = []
         for r in self.active_rows():
             rate = r.pass_rate
@@ -270,15 +270,30 @@ PLOT_WIDTH, PLOT_ROW, PLOT_TOP, PLOT_BOTTOM, PLOT_FONT = 11.0, 0.34, 0.75, 1.2, 
 
 
 def log_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Log files named directly, plus every ``*.jsonl`` under folders named."""
+    """Log files named directly, plus every ``*.jsonl`` under folders named; a file reached
+    twice (named twice, a link, a folder inside another named one) is listed once. One
+    ``stat`` per file: the room view lists 300 logs at every ``--watch`` redraw."""
     out: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+
+    def add(q: Path, must_be_file: bool) -> None:
+        try:
+            st = q.stat()
+        except OSError:
+            return
+        if must_be_file and not stat.S_ISREG(st.st_mode):
+            return
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            out.append(q)
+
     for p in map(Path, paths):
         if p.is_dir():
-            out += sorted(q for q in p.rglob("*.jsonl") if q.is_file())
-        elif p.exists():
-            out.append(p)
-    seen: set[Path] = set()
-    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
+            for q in sorted(p.rglob("*.jsonl")):
+                add(q, True)
+        else:
+            add(p, False)
+    return out
 
 
 @dataclass
@@ -329,7 +344,7 @@ class LogCache:
         kept = self._folds.get(key)
         if hit is not None and kept is not None and kept[0] == (hit[0], len(events)):
             return kept[1]
-        fold = fold_learner(events)
+        fold = fold_learner(events, validated=True)  # events of read_log: validated there
         if hit is not None:
             self._folds[key] = ((hit[0], len(events)), fold)
         return fold
@@ -356,11 +371,18 @@ def read_room(files: Iterable[Path], since: float | None = None, cache: LogCache
         res.skipped += log.skipped
         for why, n in log.reasons.items():
             res.reasons[why] = res.reasons.get(why, 0) + n
+        stem = f.stem
+        mine: dict[str, list[dict[str, Any]]] = {}  # this file's events by learner (hashing a str, not a Path)
         for ev in log.events:
             if since is not None and float(ev.get("ts", 0) or 0) < since:
                 continue
-            who = str(ev.get("learner") or f.stem)
-            raw.setdefault((who, f), []).append(ev)
+            who = str(ev.get("learner") or stem)
+            evs = mine.get(who)
+            if evs is None:
+                evs = mine[who] = []
+            evs.append(ev)
+        for who, evs in mine.items():
+            raw.setdefault((who, f), []).extend(evs)
     names = Counter(who for who, _ in raw)
     out: dict[str, list[dict[str, Any]]] = {}
     for (who, f), evs in raw.items():
@@ -402,31 +424,38 @@ class LearnerFold:
     events: int
 
 
-def fold_learner(events: list[dict[str, Any]]) -> LearnerFold:
+def fold_learner(events: list[dict[str, Any]], validated: bool = False) -> LearnerFold:
+    """One learner's events folded (``validated``: they came from
+    :func:`course_utils.progress.read_log`, which validated every one; others are validated
+    here, once, and the invalid ones left out)."""
+    if not validated:
+        events = [e for e in events if valid_event(e)]
     latest = next((e["exercise"] for e in reversed(events) if e["event"] != "prediction"), None)
-    return LearnerFold(exercise_progress(events), prediction_progress(events), _attempts_to_pass(events),
-                       latest, len(events))
+    return LearnerFold(exercise_progress(events, validated=True), prediction_progress(events, validated=True),
+                       _attempts_to_pass(events), latest, len(events))
 
 
 def summarize(per_learner: dict[str, list[dict[str, Any]]], exercises: Iterable[str] | None = None,
               stuck_after: int = STUCK_AFTER, since: float | None = None,
-              folds: dict[str, LearnerFold] | None = None) -> RoomSummary:
+              folds: dict[str, LearnerFold] | None = None, validated: bool = False) -> RoomSummary:
     """Fold each learner's events with :func:`exercise_progress` and aggregate per exercise
-    (``folds``: the learners' events already folded, e.g. kept by a :class:`LogCache`)."""
-    fold_of = folds if folds is not None else {who: fold_learner(evs) for who, evs in per_learner.items()}
+    (``folds``: the learners' events already folded, e.g. kept by a :class:`LogCache`;
+    ``validated``: the events came from :func:`read_room`, not validated again)."""
+    fold_of = folds if folds is not None else {who: fold_learner(evs, validated)
+                                               for who, evs in per_learner.items()}
     ids = list(exercises) if exercises is not None else _course_ids()
     seen = {ex for f in fold_of.values() for ex in f.progress}
     ids += sorted(seen - set(ids))
     learners = list(per_learner)
-    rows = []
-    for ex in ids:
-        st = ExerciseStats(ex, learners=len(learners))
-        attempts, to_pass = [], []
-        for who in learners:
-            fold = fold_of[who]
-            p = fold.progress.get(ex)
-            if p is None:
-                continue
+    # one walk over what each learner touched (not every exercise times every learner), in
+    # learner order: the stuck and working lists, and the mistakes' ties, keep that order
+    stats = {ex: ExerciseStats(ex, learners=len(learners)) for ex in ids}
+    attempts: dict[str, list[int]] = {ex: [] for ex in ids}
+    to_pass: dict[str, list[int]] = {ex: [] for ex in ids}
+    for who in learners:
+        fold = fold_of[who]
+        for ex, p in fold.progress.items():
+            st = stats[ex]
             st.hints += p.hints
             st.solutions += int(p.solution_viewed)
             if fold.latest == ex:
@@ -434,17 +463,20 @@ def summarize(per_learner: dict[str, list[dict[str, Any]]], exercises: Iterable[
             if p.attempts == 0:
                 continue
             st.attempted += 1
-            attempts.append(p.attempts)
+            attempts[ex].append(p.attempts)
             st.mistakes.update(p.mistakes)
             if p.status == "correct":
                 st.correct += 1
                 k = fold.to_pass.get(ex)
                 if k is not None:
-                    to_pass.append(k)
+                    to_pass[ex].append(k)
             elif p.attempts >= stuck_after or p.solution_viewed:
                 st.stuck.append(who)
-        st.median_attempts = float(statistics.median(attempts)) if attempts else None
-        st.median_attempts_to_pass = float(statistics.median(to_pass)) if to_pass else None
+    rows = []
+    for ex in ids:
+        st = stats[ex]
+        st.median_attempts = _median(attempts[ex]) if attempts[ex] else None
+        st.median_attempts_to_pass = _median(to_pass[ex]) if to_pass[ex] else None
         rows.append(st)
     n_events = sum(fold_of[who].events for who in learners)
     predictions: dict[str, tuple[int, int]] = {}
@@ -453,6 +485,14 @@ def summarize(per_learner: dict[str, list[dict[str, Any]]], exercises: Iterable[
             k, r = predictions.get(q, (0, 0))
             predictions[q] = (k + 1, r + int(bool(pred.first_right)))
     return RoomSummary(learners, rows, n_events, since, predictions=predictions)
+
+
+def _median(values: list[int]) -> float:
+    """``statistics.median`` of a non-empty list, as a float (without importing statistics,
+    which imports random, decimal and fractions: the room view's start-up counts)."""
+    v = sorted(values)
+    mid = len(v) // 2
+    return float(v[mid]) if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 def _course_ids() -> list[str]:
@@ -474,7 +514,7 @@ def room_summary(paths: Iterable[str | os.PathLike[str]], exercises: Iterable[st
     logs.unreadable += [f"{p}: no such file or folder" for p in map(Path, paths) if not p.exists()]
     folds = None if cache is None else {who: cache.fold(logs.sources[who], who, evs, since)
                                         for who, evs in logs.per_learner.items()}
-    summary = summarize(logs.per_learner, exercises, stuck_after, since, folds)
+    summary = summarize(logs.per_learner, exercises, stuck_after, since, folds, validated=True)
     summary.skipped, summary.reasons, summary.unreadable = logs.skipped, logs.reasons, logs.unreadable
     return summary
 
@@ -487,6 +527,8 @@ def synthetic_logs(folder: str | os.PathLike[str], n_learners: int = 30, seed: i
     """Write ``n_learners`` plausible progress logs (one file each) for demos, tests and the
     benchmark: learners of varied speed work through the exercises in order, fail with the
     exercises' own named mistakes, take hints, sometimes view solutions."""
+    import random  # lazily: only demos, tests and the benchmark make logs up
+
     rng = random.Random(seed)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -560,7 +602,7 @@ def _run(args: argparse.Namespace) -> int:
     cache = LogCache()
     last: tuple[Any, RoomSummary] | None = None
     while True:
-        files = log_files(args.files)
+        files = log_files(args.files) if last is not None else files
         sig = room_signature(files)
         changed = last is None or last[0] != sig
         room = room_summary(args.files, stuck_after=args.stuck_after, since=since, cache=cache, files=files) \
