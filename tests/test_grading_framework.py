@@ -947,3 +947,46 @@ def test_fill_formats_fields_as_str_format_does_and_leaves_other_braces():
     assert fill("for {device!r}: {n} items, loss {loss:.3f}", facts) == "for 'tpu': 3 items, loss 0.123"
     assert fill('code {"a": 1} and {unknown}', facts) == 'code {"a": 1} and {unknown}'
     assert fill("{n:.2f}", {"n": "three"}) == "three", "a spec that does not suit the value shows it plainly"
+
+
+def test_a_setting_left_changed_on_any_argument_object_is_caught():
+    """issue 27: a loss function's `reduction` changed and left so; an optimizer's learning rate;
+    a plain object's field. Objects the reference changes too (an optimizer it steps) are not
+    judged here, and reading settings is fine."""
+    loss_ex = Exercise(lesson="99_toy", name="mean_loss", title="mean_loss",
+                       reference=lambda fn, x: fn(x, torch.zeros_like(x)),
+                       edge_cases=[Case((torch.nn.MSELoss(), torch.arange(4.0)))])
+    assert run_check(loss_ex, lambda fn, x: fn(x, torch.zeros_like(x))).passed
+    assert run_check(loss_ex, lambda fn, x: ((x - 0) ** 2).sum() / x.numel() if fn.reduction == "mean" else None).passed
+
+    def sum_then_divide(fn, x):
+        fn.reduction = "sum"
+        return fn(x, torch.zeros_like(x)) / x.numel()
+
+    res = run_check(loss_ex, sum_then_divide)
+    assert res.mistake == "mutated_input" and "`fn`" in res.message, res
+
+    class Config:
+        def __init__(self):
+            self.scale = 2.0
+
+    cfg_ex = Exercise(lesson="99_toy", name="scaled", title="scaled", reference=lambda c, x: x * c.scale,
+                      edge_cases=[Case((Config(), torch.ones(3)))])
+    assert run_check(cfg_ex, lambda c, x: x * c.scale).passed
+
+    def doubles_then_halves(c, x):
+        c.scale *= 0.5
+        return x * c.scale * 2
+
+    assert run_check(cfg_ex, doubles_then_halves).mistake == "mutated_input"
+
+    p = torch.nn.Parameter(torch.ones(2))
+    lr_ex = Exercise(lesson="99_toy", name="lr", title="lr", reference=lambda opt: opt.param_groups[0]["lr"] * 10,
+                     edge_cases=[Case((torch.optim.SGD([p], lr=0.1),))])
+    assert run_check(lr_ex, lambda opt: opt.param_groups[0]["lr"] * 10).passed
+
+    def sets_lr(opt):
+        opt.param_groups[0]["lr"] *= 10
+        return opt.param_groups[0]["lr"]
+
+    assert run_check(lr_ex, sets_lr).mistake == "mutated_input"

@@ -16,6 +16,7 @@ import inspect
 import io
 import random
 import traceback
+import types
 import warnings
 import zlib
 from typing import Any, Iterator
@@ -162,7 +163,9 @@ def _differs(before: Any, after: Any, depth: int = 0) -> bool:
         if [m.training for m in before.modules()] != [m.training for m in after.modules()]:
             return True
         sb, sa = before.state_dict(keep_vars=True), after.state_dict(keep_vars=True)
-        return set(sb) != set(sa) or any(_differs(sb[k], sa[k], depth + 1) for k in sb)
+        if set(sb) != set(sa) or any(_differs(sb[k], sa[k], depth + 1) for k in sb):
+            return True
+        return any(_differs(_settings(mb), _settings(ma), depth + 1) for mb, ma in zip(before.modules(), after.modules()))
     tname = type(before).__module__
     if tname == "numpy" and hasattr(before, "dtype") and hasattr(before, "shape"):
         import numpy as np
@@ -180,7 +183,30 @@ def _differs(before: Any, after: Any, depth: int = 0) -> bool:
             return bool(before != after) and not (before != before and after != after)  # NaN == NaN here
         except Exception:  # noqa: BLE001
             return True
+    if _plain_object(before):  # an optimizer's param_groups, a config object's fields
+        return type(before) is not type(after) or _differs(_settings(before), _settings(after), depth + 1)
     return False
+
+
+_SETTING = (int, float, str, bool, type(None), tuple, list, dict, torch.Tensor)
+
+
+def _settings(obj: Any) -> dict[str, Any]:
+    """An object's public attributes that hold data (a loss's ``reduction``, a Dropout's ``p``, an
+    optimizer's ``param_groups``): what a function may not leave changed on its caller's object."""
+    try:
+        items = vars(obj).items()
+    except TypeError:
+        return {}
+    return {k: v for k, v in items if not k.startswith("_") and k != "training" and isinstance(v, _SETTING)}
+
+
+def _plain_object(obj: Any) -> bool:
+    """An instance of a class of its own (not a type, function, module object or generator), whose
+    attributes can be compared."""
+    return (hasattr(obj, "__dict__") and not isinstance(obj, (type, types.FunctionType, types.MethodType,
+                                                               types.ModuleType, types.GeneratorType))
+            and not callable(getattr(obj, "__next__", None)))
 
 
 def _check_side_effects(ex: Exercise, pristine: tuple, used: tuple, got: Any, by_reference: tuple | None = None) -> None:
@@ -202,7 +228,8 @@ def _check_side_effects(ex: Exercise, pristine: tuple, used: tuple, got: Any, by
                     "mutated_input",
                     f"Your code changed its input `{name}` (an op ending in `_`, `+=`, `/=`, an indexed "
                     "assignment, `.append`, a `.grad` left behind, `requires_grad` switched, or a module's "
-                    "parameters or train/eval mode). Compute new values and leave the input as it was.",
+                    "parameters, train/eval mode or a setting such as a loss's `reduction`). Compute new values and "
+                    "leave the input as it was.",
                 )
     if ex.compare.views:
         for name, arg in zip(names, afters):
