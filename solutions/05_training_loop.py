@@ -100,31 +100,44 @@ with torch.no_grad():
 
 # %% [markdown]
 # An **epoch** is one pass over the training loader: these five steps for every batch.
-# `model.train()` at the start of an epoch puts layers such as Dropout and BatchNorm into
-# training behaviour (lesson 03).
-
-# %% [markdown]
-# ## 2. The evaluation loop
-#
-# Evaluating differs in three ways:
-#
-# - **`model.eval()`**: Dropout stops dropping, BatchNorm uses its running statistics.
-#   Forgetting it makes metrics noisy and too low.
-# - **`torch.inference_mode()`** (or `torch.no_grad()`): no graph is recorded, which saves
-#   memory and time. It does *not* switch Dropout off; only `eval()` does.
-# - **averages per sample**: the last batch is usually smaller, so add up `loss * batch size`
-#   and the number of correct predictions, and divide by the number of samples at the end.
-#
-# The metric here is accuracy: the share of images whose highest logit is the right class,
-# `(logits.argmax(dim=1) == y)`.
 
 # %% [markdown]
 # ### Exercise 1: `train_one_epoch`
 #
-# Write `train_one_epoch(model, loader, loss_fn, optimizer)`: put the model in training mode,
-# run the five steps for every batch of `loader`, and return the **mean loss per sample** over
-# the epoch as a Python float. The check hands you a model with stale gradients in `.grad`
-# and in eval mode, and batches of unequal size.
+# A colleague wrote this epoch function for the digits project. It raises nothing, the loss
+# goes down, and the model it trains scores well on the test images:
+
+# %% tags=["nbval-ignore-output"]
+def buggy_train_one_epoch(model, loader, loss_fn, optimizer):
+    total, n = 0.0, 0
+    for X, y in loader:
+        logits = model(X)
+        loss = loss_fn(logits, y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()  # clean up for the next batch
+        total += loss * len(y)
+        n += len(y)
+    return total.item() / n
+
+
+torch.manual_seed(0)
+model = make_model()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+for epoch in range(4):
+    train_loss = buggy_train_one_epoch(model, train_loader, loss_fn, optimizer)
+    test_loss, test_acc = lab.evaluate(model, test_loader, loss_fn)
+    print(f"epoch {epoch + 1}: train loss {train_loss:.3f}, test accuracy {test_acc:.1%}")
+
+# %% [markdown]
+# Yet it has **three bugs**. None of them shows in this run; each one shows in a real project.
+# Find them and write `train_one_epoch(model, loader, loss_fn, optimizer)` without them: one
+# epoch over `loader` that returns the **mean loss per sample** as a Python float.
+#
+# The check calls your function the way a real run calls it: right after an evaluation of the
+# model, with gradients in `.grad` left by an earlier `backward()`, and it watches what stays in
+# memory from one batch to the next (a real epoch has thousands of batches). It names each bug
+# it still finds.
 
 # %% tags=["answer:train_one_epoch"]
 def train_one_epoch(model, loader, loss_fn, optimizer):
@@ -147,11 +160,47 @@ def train_one_epoch(model, loader, loss_fn, optimizer):
 ex.train_one_epoch.check(train_one_epoch)
 
 # %% [markdown]
+# ## 2. The evaluation loop
+#
+# An epoch starts with `model.train()`: whatever ran before (an evaluation, usually) may have
+# left the model in eval mode, and Dropout and BatchNorm behave differently in each (lesson 03).
+#
+# Scoring a model is an epoch without `backward()` and `step()`: the mean loss, and the
+# accuracy, the share of images whose highest logit is the right class
+# (`logits.argmax(dim=1) == y`). Here is the obvious version, scoring a model with Dropout fresh
+# from training, on test batches of 100 images (the last one has 60):
+
+# %% tags=["nbval-ignore-output"]
+def naive_evaluate(model, loader, loss_fn):
+    losses, accuracies = [], []
+    for X, y in loader:
+        logits = model(X)
+        losses.append(loss_fn(logits, y).item())
+        accuracies.append((logits.argmax(dim=1) == y).float().mean().item())
+    return sum(losses) / len(losses), sum(accuracies) / len(accuracies)
+
+
+torch.manual_seed(0)
+dropout_model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10))
+optimizer = torch.optim.Adam(dropout_model.parameters(), lr=3e-3)
+for _ in range(3):
+    lab.train_one_epoch(dropout_model, train_loader, loss_fn, optimizer)
+test_in_100s = DataLoader(TensorDataset(split.X_test, split.y_test), batch_size=100)
+test_in_one = DataLoader(TensorDataset(split.X_test, split.y_test), batch_size=360)
+for name, loader in (("batches of 100, first time ", test_in_100s), ("batches of 100, second time", test_in_100s),
+                     ("one batch of 360           ", test_in_one)):
+    loss, acc = naive_evaluate(dropout_model, loader, loss_fn)
+    print(f"{name}: loss {loss:.4f}, accuracy {acc:.2%}")
+
+# %% [markdown]
 # ### Exercise 2: `evaluate`
 #
-# Write `evaluate(model, loader, loss_fn)` returning `(mean_loss, accuracy)`, two Python
-# floats averaged over samples, with the model in eval mode and autograd off. The check's model
-# contains Dropout and arrives in training mode.
+# The same model on the same 360 images should get one score. Here it got three, and every
+# forward pass also recorded an autograd graph that scoring never uses (memory and time
+# wasted). Work out where each difference comes from, then write `evaluate(model, loader,
+# loss_fn)` returning `(mean_loss, accuracy)`, two Python floats: the same numbers every time,
+# whatever the batch size, and no graph recorded. The check hands you a model with Dropout,
+# fresh from training, and batches of unequal size.
 
 # %% tags=["answer:evaluate"]
 def evaluate(model, loader, loss_fn):
@@ -170,6 +219,16 @@ def evaluate(model, loader, loss_fn):
 
 # %% tags=["check:evaluate"]
 ex.evaluate.check(evaluate)
+
+# %% [markdown]
+# The three differences, and their fixes:
+#
+# - **`model.eval()`**: Dropout stops dropping, BatchNorm uses its running statistics.
+#   Forgetting it makes metrics noisy and too low.
+# - **`torch.inference_mode()`** (or `torch.no_grad()`): no graph is recorded, which saves
+#   memory and time. It does *not* switch Dropout off; only `eval()` does.
+# - **averages per sample**: the last batch is usually smaller, so add up `loss * batch size`
+#   and the number of correct predictions, and divide by the number of samples at the end.
 
 # %% [markdown]
 # ## 3. Train to ≥ 97 % in about a second

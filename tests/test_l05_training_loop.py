@@ -1600,3 +1600,74 @@ def test_hints_give_ideas_and_leave_the_code_to_the_solution():
         if exercise_id.startswith("05_training_loop."):
             for hint in grading.exercise(exercise_id).hints:
                 assert not code.search(hint), (exercise_id, hint)
+
+
+# --------------------------------------------------------------------------- the notebook's puzzles (issue 26)
+# Each exercise asks for a decision: the notebook hands over a buggy function, a target curve or
+# a table of observations. These tests hold the notebook's material and the grader together: what
+# the learner is shown is wrong in exactly the ways the grader names, and the table/curve the
+# learner reads off is what the reference produces.
+_SOLUTION = __import__("pathlib").Path(__file__).resolve().parent.parent / "solutions" / "05_training_loop.py"
+
+
+def _notebook_source(name: str) -> str:
+    """The source of the top-level function ``name`` in the solution notebook, as the learner sees it."""
+    import ast
+
+    text = _SOLUTION.read_text()
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_source_segment(text, node)
+    raise AssertionError(f"no function {name} in {_SOLUTION.name}")
+
+
+def _define(source: str, name: str):
+    namespace = {"torch": torch, "nn": nn, "math": math}
+    exec(compile(source, f"<notebook {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def test_the_colleagues_epoch_has_the_three_bugs_the_text_promises_each_named_in_turn():
+    """Exercise 1 is a bug hunt: the notebook's loop fails the check, and fixing one bug at a time names
+    the next one, until the fixed loop passes."""
+    buggy = _notebook_source("buggy_train_one_epoch")
+    fixes = [  # (the mistake the check names, the fix of that bug)
+        ("graph_kept_alive", [("total += loss * len(y)", "total += loss.item() * len(y)"),
+                              ("return total.item() / n", "return total / n")]),
+        ("forgot_train_mode", [("    total, n = 0.0, 0\n", "    model.train()\n    total, n = 0.0, 0\n")]),
+        ("zero_grad_at_end", [("        optimizer.zero_grad()  # clean up for the next batch\n", "")]),
+    ]
+    source = buggy
+    for mistake, replacements in fixes:
+        res = check("train_one_epoch", _define(source.replace("buggy_", ""), "train_one_epoch"), seed=0)
+        assert res.mistake == mistake, (mistake, res.text())
+        for old, new in replacements:
+            assert old in source, old
+            source = source.replace(old, new)
+    source = source.replace("        logits = model(X)\n", "        optimizer.zero_grad()\n        logits = model(X)\n")
+    assert check("train_one_epoch", _define(source.replace("buggy_", ""), "train_one_epoch"), seed=1).passed
+
+
+def test_the_naive_evaluate_has_the_three_problems_the_text_promises_each_named_in_turn():
+    """Exercise 2 is a diagnosis: the notebook's naive loop fails the check, and fixing one cause at a time
+    names the next one, until the fixed loop passes."""
+    source = _notebook_source("naive_evaluate").replace("naive_", "")
+    fixes = [
+        ("forgot_eval", [("    losses, accuracies = [], []\n", "    model.eval()\n    losses, accuracies = [], []\n")]),
+        ("forgot_no_grad", [("        logits = model(X)\n",
+                             "        with torch.no_grad():\n            logits = model(X)\n")]),
+        ("batch_mean_average", [
+            ("losses.append(loss_fn(logits, y).item())", "losses.append(loss_fn(logits, y).item() * len(y))"),
+            ("accuracies.append((logits.argmax(dim=1) == y).float().mean().item())",
+             "accuracies.append((logits.argmax(dim=1) == y).sum().item())"),
+            ("return sum(losses) / len(losses), sum(accuracies) / len(accuracies)",
+             "n = len(loader.dataset)\n    return sum(losses) / n, sum(accuracies) / n")]),
+    ]
+    for mistake, replacements in fixes:
+        res = check("evaluate", _define(source, "evaluate"), seed=0)
+        assert res.mistake == mistake, (mistake, res.text())
+        for old, new in replacements:
+            assert old in source, old
+            source = source.replace(old, new)
+    assert check("evaluate", _define(source, "evaluate"), seed=1).passed
+
