@@ -26,6 +26,8 @@
 # **Time: about 85 minutes** on your own, the six checked exercises included (about 47 of those minutes). *Run All* alone takes about 14 s on a 2-core CPU.
 
 # %%
+import copy
+
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
@@ -330,14 +332,42 @@ for name, history in (("underfitting", under), ("good fit", good), ("overfitting
 #
 # ### Exercise 3: `EarlyStopping`
 #
-# Complete `step(val_loss, model)`: if `val_loss` is strictly lower than `best_loss`, store
-# the loss and a **copy** of `model.state_dict()` in `best_state` and reset `bad_epochs`;
-# otherwise count one more bad epoch. Return `True` once `bad_epochs` reaches `patience`.
+# "Without improvement" and "after `patience` epochs" leave decisions open: is an equal loss an
+# improvement? Better than the epoch before, or better than the best so far? What happens to the
+# count when the loss improves again? Does training stop when the count reaches `patience`, or
+# when it exceeds it? The course's `EarlyStopping` made these decisions on four runs (epochs
+# count from 1; each epoch's weights are filled with its number, so the weights kept say which
+# epoch they come from):
+
+# %%
+def early_stopping_run(stopper, losses):
+    """Feed the losses to `stopper.step`; returns the epoch it stopped after (None: never)."""
+    model = nn.Linear(2, 1)
+    for epoch, val_loss in enumerate(losses, start=1):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.fill_(epoch)
+        if stopper.step(val_loss, model):
+            return epoch
+    return None
+
+
+for patience, losses in ((2, [1.0, 0.8, 0.8, 0.9, 0.7]), (2, [1.0, 0.8, 0.9, 0.85, 0.95, 0.6]),
+                         (3, [1.0, 1.1, 1.2, 0.9, 1.0, 1.0, 1.0, 0.5]), (1, [0.5, 0.4, 0.3])):
+    stopper = reference("05_training_loop.EarlyStopping")(patience=patience)
+    stopped = early_stopping_run(stopper, losses)
+    kept = int(stopper.best_state["weight"][0, 0])
+    print(f"patience {patience}, losses {losses}: "
+          f"{'never stops' if stopped is None else f'stops after epoch {stopped}'}, "
+          f"best_loss {stopper.best_loss}, keeps the weights of epoch {kept}")
+
+# %% [markdown]
+# Work out its rules from these runs, then complete `step(val_loss, model)` so that your class
+# makes the same decisions: it returns `True` when training should stop, keeps the best loss in
+# `best_loss`, and keeps the best epoch's weights in `best_state`, still those weights when
+# training ends, however many epochs changed the model after them.
 
 # %% tags=["answer:EarlyStopping"]
-import copy  # noqa: E402
-
-
 class EarlyStopping:
     def __init__(self, patience=3):
         self.patience = patience
@@ -428,13 +458,29 @@ fig.tight_layout()
 # %% [markdown]
 # ### Exercise 4: `warmup_cosine`
 #
-# Large models often start with a short **warm-up** (the learning rate grows linearly from
-# small to full), then decay with a cosine. Write `warmup_cosine(optimizer, warmup_steps,
-# total_steps)` returning a `torch.optim.lr_scheduler.LambdaLR` whose factor at step `s`
-# (the number of `scheduler.step()` calls so far) is
-#
-# - `(s + 1) / warmup_steps` while `s < warmup_steps`,
-# - then `0.5 * (1 + cos(pi * progress))` with `progress = (s - warmup_steps) / max(1, total_steps - warmup_steps)`.
+# Large models often start with a short **warm-up**, the learning rate growing linearly from
+# small to full, then decay along a cosine to 0. A training recipe asks for exactly this
+# schedule, and the reference run it comes with logged these learning rates (base `lr=0.1`):
+
+# %%
+target_schedule = reference("05_training_loop.warmup_cosine")
+fig, axes = plt.subplots(1, 2, figsize=(10, 3))
+for ax, (warmup_steps, total_steps) in zip(axes, ((4, 12), (0, 6))):
+    lrs = lab.scheduler_lrs(lambda opt, w=warmup_steps, t=total_steps: target_schedule(opt, w, t), total_steps)
+    ax.plot(lrs, "o-")
+    ax.set_title(f"warmup_steps={warmup_steps}, total_steps={total_steps}", fontsize=9)
+    ax.set_xlabel("step (scheduler.step() calls so far)")
+    ax.set_ylabel("learning rate")
+    print(f"warmup_steps={warmup_steps}, total_steps={total_steps}:", " ".join(f"{lr:.4f}" for lr in lrs))
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Read the schedule off these numbers, then write `warmup_cosine(optimizer, warmup_steps,
+# total_steps)` returning a `torch.optim.lr_scheduler.LambdaLR` that reproduces them, for any
+# `warmup_steps` and `total_steps`: no warm-up at all, and a warm-up as long as the run, too.
+# `LambdaLR(optimizer, factor)` sets the learning rate to the optimizer's initial one times
+# `factor(step)`, where `step` counts the `scheduler.step()` calls so far (0 at the start).
 
 # %% tags=["answer:warmup_cosine"]
 import math  # noqa: E402

@@ -1671,3 +1671,67 @@ def test_the_naive_evaluate_has_the_three_problems_the_text_promises_each_named_
             source = source.replace(old, new)
     assert check("evaluate", _define(source, "evaluate"), seed=1).passed
 
+
+def _early_stopping_runs() -> list:
+    """The (patience, losses) runs of the notebook's table for exercise 3, read from its source."""
+    import ast
+
+    for node in ast.walk(ast.parse(_SOLUTION.read_text())):
+        if (isinstance(node, ast.For) and isinstance(node.target, ast.Tuple)
+                and [getattr(e, "id", None) for e in node.target.elts] == ["patience", "losses"]):
+            return ast.literal_eval(node.iter)
+    raise AssertionError("no `for patience, losses in ...` table in the notebook")
+
+
+class _ComparesWithPreviousEpoch(EarlyStoppingWithClones):
+    """Improvement measured against the epoch before, not the best so far."""
+
+    def step(self, val_loss, model):
+        self.best_loss, self.previous = getattr(self, "previous", float("inf")), val_loss
+        return super().step(val_loss, model)
+
+
+def test_the_early_stopping_table_tells_every_named_rule_apart():
+    """Exercise 3 asks the learner to work out the rules from the notebook's four runs: every wrong rule the
+    grader names (and comparing with the previous epoch) must make a different row of that table."""
+    from course_utils.exercises.l05_training_loop import early_stopping as es
+
+    run = _define(_notebook_source("early_stopping_run"), "early_stopping_run")
+
+    def table(cls):
+        rows = []
+        for patience, losses in _early_stopping_runs():
+            stopper = cls(patience=patience)
+            rows.append((run(stopper, losses), int(stopper.best_state["weight"][0, 0])))
+        return rows
+
+    expected = table(es.EarlyStopping)
+    assert expected == table(EarlyStoppingWithClones)  # a right answer written differently agrees
+    for wrong in (es._StateNotCopied, es._CounterNotReset, es._CounterDecremented, es._StopsLate, es._TieImproves,
+                  _ComparesWithPreviousEpoch):
+        assert table(wrong) != expected, wrong.__name__
+
+
+def test_the_logged_curves_tell_every_named_wrong_schedule_apart():
+    """Exercise 4 asks the learner to read the schedule off the notebook's printed curves (4 decimals): every
+    wrong shape the grader names must print a different number on one of them."""
+    import ast
+
+    from course_utils.exercises.l05_training_loop import warmup_cosine as wc
+
+    for node in ast.walk(ast.parse(_SOLUTION.read_text())):
+        if isinstance(node, ast.For) and "warmup_steps" in ast.unparse(node.target):
+            curves = ast.literal_eval(node.iter.args[1])
+            break
+    else:
+        raise AssertionError("no curves for exercise 4 in the notebook")
+
+    def printed(schedule):
+        return [[f"{lr:.4f}" for lr in lab.scheduler_lrs(lambda opt, w=w, t=t: schedule(opt, w, t), t)]
+                for w, t in curves]
+
+    expected = printed(wc.warmup_cosine)
+    assert expected[0][:5] == ["0.0250", "0.0500", "0.0750", "0.1000", "0.1000"]  # what the hints ask about
+    for wrong in (wc._wc_from_zero, wc._wc_ignores_warmup, wc._wc_not_shifted):
+        assert printed(wrong) != expected
+
