@@ -23,7 +23,7 @@
 # 5. use learning-rate schedules, gradient clipping and gradient accumulation;
 # 6. diagnose the classic bugs from their symptoms, and make runs reproducible.
 #
-# **Time: about 85 minutes** on your own, the six checked exercises included (about 47 of those minutes). *Run All* alone takes about 14 s on a 2-core CPU.
+# **Time: about 100 minutes** on your own, the six checked exercises included (about 54 of those minutes). *Run All* alone takes about 14 s on a 2-core CPU.
 
 # %%
 import copy
@@ -505,31 +505,37 @@ ex.warmup_cosine.check(warmup_cosine)
 # ## 7. Gradient clipping
 #
 # One bad batch can produce a huge gradient and throw the parameters far away; recurrent
-# networks and large learning rates are prone to it. **Clipping** rescales all gradients
-# together when their total norm exceeds a limit, keeping the direction of the step. Call it
-# between `backward()` and `step()`:
-
-# %%
-torch.manual_seed(0)
-model = make_model()
-X, y = next(iter(train_loader))
-loss_fn(model(X * 50), y).backward()  # inputs far too large: a large gradient
-before = nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-after = torch.sqrt(sum((p.grad**2).sum() for p in model.parameters()))
-print(f"total gradient norm {before.item():.1f} before clipping, {after.item():.3f} after")
-
-# %% [markdown]
-# `clip_grad_norm_` returns the norm measured *before* clipping: log it to see how often
-# clipping kicks in.
+# networks and large learning rates are prone to it. **Clipping** limits the gradients before
+# the step: `nn.utils.clip_grad_norm_(model.parameters(), max_norm)`, called between
+# `backward()` and `step()`.
 #
 # ### Exercise 5: `clip_grad_norm`
 #
-# Write it yourself: `clip_grad_norm(parameters, max_norm)` computes the total norm of all
-# gradients (skipping parameters whose `.grad` is None), the square root of the sum of every
-# squared entry. If it is larger than `max_norm`, multiply every gradient by
-# `max_norm / (total_norm + 1e-6)` (in place with `mul_`, as the built-in does; assigning a new
-# `p.grad` works too). Return the total norm from before clipping as a Python float (0.0 when no
-# parameter has a gradient).
+# What exactly does it compute? Here it is on gradients small enough to follow by hand: two
+# parameters whose gradients are `[3, 4]` and `[12]`, then a parameter alone:
+
+# %%
+def clip_experiment(grads, max_norm):
+    params = [torch.zeros(len(g), requires_grad=True) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = torch.tensor(g)
+    returned = nn.utils.clip_grad_norm_(params, max_norm)
+    after = [[round(v, 4) for v in p.grad.tolist()] for p in params]
+    print(f"gradients {grads}, max_norm={max_norm}: returns {returned.item():.4f}, gradients become {after}")
+
+
+clip_experiment([[3.0, 4.0], [12.0]], max_norm=1.0)
+clip_experiment([[3.0, 4.0], [12.0]], max_norm=6.5)
+clip_experiment([[3.0, 4.0], [12.0]], max_norm=20.0)
+clip_experiment([[0.3, 0.4]], max_norm=1.0)
+
+# %% [markdown]
+# Work out from these four experiments what `clip_grad_norm_` computes, when it changes the
+# gradients and what it returns. Write it yourself, then, without PyTorch's clipping functions:
+# `clip_grad_norm(parameters, max_norm)` doing the same, and returning the same number as a Python
+# float. Like the built-in, it takes any iterable of parameters (often the generator
+# `model.parameters()`), skips parameters whose `.grad` is None (returning 0.0 when none has
+# one), and changes the gradients that the optimizer will read.
 
 # %% tags=["answer:clip_grad_norm"]
 def clip_grad_norm(parameters, max_norm):
@@ -549,21 +555,61 @@ def clip_grad_norm(parameters, max_norm):
 ex.clip_grad_norm.check(clip_grad_norm)
 
 # %% [markdown]
+# Clipping rescales *all* gradients together, by one factor, when their total norm (the norm of
+# all entries as one long vector) exceeds the limit: the step keeps its direction and only gets
+# shorter. `clip_grad_norm_` returns the norm measured *before* clipping: log it to see how often
+# clipping kicks in. On the digits model with inputs far too large:
+
+# %%
+torch.manual_seed(0)
+model = make_model()
+X, y = next(iter(train_loader))
+loss_fn(model(X * 50), y).backward()  # inputs far too large: a large gradient
+before = nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+after = torch.sqrt(sum((p.grad**2).sum() for p in model.parameters()))
+print(f"total gradient norm {before.item():.1f} before clipping, {after.item():.3f} after")
+
+# %% [markdown]
 # ## 8. Gradient accumulation
 #
 # When a batch does not fit in memory, split it into **micro-batches** and let the gradients
-# add up before a single `step()`. Since each micro-batch loss is a *mean*, scale it by the
-# micro-batch's share of the samples so that the sum equals the gradient of the big batch's
-# mean loss.
-#
+# add up before a single `step()`: `backward()` adds to `.grad`. Is the sum the big batch's
+# gradient? Here is one batch of 64 images, its gradient computed at once and accumulated over
+# two micro-batches, each loss left as `loss_fn` returns it. If the accumulated gradient were a
+# multiple `c` of the big batch's, nothing would remain once `c` times the big batch's gradient
+# is taken away:
+
+# %% tags=["nbval-ignore-output"]
+def flat_grad(model):
+    return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+
+X, y = next(iter(train_loader))
+torch.manual_seed(0)
+model = make_model()
+model.zero_grad()
+loss_fn(model(X), y).backward()
+big_batch_grad = flat_grad(model)
+for sizes in ([32, 32], [40, 24]):
+    model.zero_grad()
+    for X_micro, y_micro in zip(X.split(sizes), y.split(sizes)):
+        loss_fn(model(X_micro), y_micro).backward()
+    accumulated = flat_grad(model)
+    c = (accumulated @ big_batch_grad / (big_batch_grad @ big_batch_grad)).item()
+    off = ((accumulated - c * big_batch_grad).norm() / accumulated.norm()).item()
+    print(f"micro-batches of {sizes}: accumulated = {c:.3f} x big-batch gradient + a remainder of {off:.1%}")
+
+# %% [markdown]
 # ### Exercise 6: `accumulated_step`
 #
-# Write `accumulated_step(model, loss_fn, optimizer, micro_batches)`: `micro_batches` is a list
+# Why exactly 2 for two halves, and why does no single factor fix the uneven split? Work it out, then
+# write `accumulated_step(model, loss_fn, optimizer, micro_batches)`: `micro_batches` is a list
 # of `(X, y)` pairs, possibly of different sizes. Make exactly one optimizer step whose
-# gradient equals that of `loss_fn` on all samples at once. Zero the gradients first, and call
-# `backward()` once per micro-batch: that frees each micro-batch's graph before the next one is
-# built, which is the point (summing the losses first and calling `backward()` once would keep
-# every micro-batch's graph in memory at the same time).
+# gradient equals that of `loss_fn` on all samples at once. Call `backward()` once per
+# micro-batch: that frees each micro-batch's graph before the next one is built, which is the
+# point (summing the losses first and calling `backward()` once would keep every micro-batch's
+# graph in memory at the same time). The check leaves gradients of an earlier `backward()` in
+# `.grad`, as a real training loop would.
 
 # %% tags=["answer:accumulated_step"]
 def accumulated_step(model, loss_fn, optimizer, micro_batches):

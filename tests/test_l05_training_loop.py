@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import math
 
 import matplotlib
@@ -1735,3 +1736,67 @@ def test_the_logged_curves_tell_every_named_wrong_schedule_apart():
     for wrong in (wc._wc_from_zero, wc._wc_ignores_warmup, wc._wc_not_shifted):
         assert printed(wrong) != expected
 
+
+def test_the_clipping_experiments_tell_every_named_wrong_rule_apart(capsys):
+    """Exercise 5 asks the learner to work out clipping from the notebook's experiments with the built-in:
+    every wrong rule the grader names must print a different line in one of them."""
+    import ast
+    import types
+
+    from course_utils.exercises.l05_training_loop import clip_grad_norm as cg
+
+    text = _SOLUTION.read_text()
+    calls = [(ast.literal_eval(node.value.args[0]), ast.literal_eval(node.value.keywords[0].value))
+             for node in ast.parse(text).body
+             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+             and getattr(node.value.func, "id", None) == "clip_experiment"]
+    assert len(calls) >= 3
+    source = _notebook_source("clip_experiment")
+
+    def printed(clip):
+        fake_nn = types.SimpleNamespace(utils=types.SimpleNamespace(
+            clip_grad_norm_=lambda params, max_norm: torch.as_tensor(clip(params, max_norm))))
+        namespace = {"torch": torch, "nn": fake_nn}
+        exec(compile(source, "<notebook clip_experiment>", "exec"), namespace)
+        capsys.readouterr()
+        for grads, max_norm in calls:
+            namespace["clip_experiment"](grads, max_norm=max_norm)
+        return capsys.readouterr().out.splitlines()
+
+    expected = printed(torch.nn.utils.clip_grad_norm_)
+    assert printed(cg.clip_grad_norm) == expected  # the course's answer reproduces the built-in's lines
+    for wrong in (functools.partial(cg._clip_with, per_parameter=True), functools.partial(cg._clip_with, always=True),
+                  cg._clip_returns_after, functools.partial(cg._clip_with, norm=lambda gs: sum(g.norm() for g in gs))):
+        assert printed(wrong) != expected
+
+
+def test_unscaled_accumulation_is_off_as_the_notebook_says():
+    """Exercise 6 asks why the unscaled sum is exactly twice the big batch's gradient for two halves and no
+    multiple of it for an uneven split: both must hold for the splits the notebook shows."""
+    import ast
+
+    from course_utils.datasets import digits_split
+
+    splits = next(ast.literal_eval(node.iter) for node in ast.walk(ast.parse(_SOLUTION.read_text()))
+                  if isinstance(node, ast.For) and getattr(node.target, "id", None) == "sizes")
+    data = digits_split()
+    X, y = data.X_train[:64], data.y_train[:64]
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+
+    def grad(batches):
+        model.zero_grad()
+        for Xm, ym in batches:
+            F.cross_entropy(model(Xm), ym).backward()
+        return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+    big = grad([(X, y)])
+    for sizes in splits:
+        assert sum(sizes) == 64
+        acc = grad(list(zip(X.split(sizes), y.split(sizes))))
+        c = float(acc @ big / (big @ big))
+        off = float((acc - c * big).norm() / acc.norm())
+        if len(set(sizes)) == 1:
+            assert math.isclose(c, len(sizes), rel_tol=1e-5) and off < 1e-5
+        else:
+            assert off > 0.01, (sizes, off)

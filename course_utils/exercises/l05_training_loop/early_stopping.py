@@ -176,7 +176,7 @@ _AN_INSTANCE = object.__new__(EarlyStopping)
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="EarlyStopping", title="Early stopping that keeps the best weights",
+    lesson=LESSON, name="EarlyStopping", title="Early stopping, its rules worked out from four runs",
     reference=EarlyStopping, kind="any", run=_run, cases=_cases, edge_cases=EDGE_CASES,
     mistakes=[
         # named by its output (the whole state live: the last epoch's weights), or by `_run` (a part live)

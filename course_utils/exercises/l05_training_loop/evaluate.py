@@ -94,7 +94,7 @@ def _eval_grad_left_off(model, loader, loss_fn):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="evaluate", title="The evaluation loop: mean loss and accuracy",
+    lesson=LESSON, name="evaluate", title="An evaluation loop that gives one score per model",
     reference=evaluate, run=_run, cases=loop_case, n_random=5, timeout=10,
     compare=Compare(rtol=1e-5, atol=1e-7),
     mistakes=[

@@ -202,7 +202,7 @@ def _train_returns(convert):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="train_one_epoch", title="One epoch of the five-step training loop",
+    lesson=LESSON, name="train_one_epoch", title="Repair a training epoch with three silent bugs",
     reference=train_one_epoch, run=_run, cases=loop_case, n_random=5, timeout=10,
     mistakes=[
         Mistake("forgot_zero_grad", "Gradients accumulate: without `optimizer.zero_grad()` every `backward()` "

@@ -86,7 +86,7 @@ def _wc_own_optimizer(optimizer, warmup_steps, total_steps):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="warmup_cosine", title="A warm-up + cosine learning-rate schedule",
+    lesson=LESSON, name="warmup_cosine", title="Reproduce a logged warm-up + cosine schedule",
     reference=warmup_cosine, run=_run, cases=_cases, edge_cases=EDGE_CASES, compare=Compare(rtol=1e-6, atol=1e-9),
     mistakes=[
         Mistake("warmup_from_zero", "The first step's factor is `1 / warmup_steps`, not 0: a zero learning "
