@@ -23,9 +23,11 @@
 # 5. use learning-rate schedules, gradient clipping and gradient accumulation;
 # 6. diagnose the classic bugs from their symptoms, and make runs reproducible.
 #
-# **Time: about 85 minutes** on your own, the six checked exercises included (about 47 of those minutes). *Run All* alone takes about 14 s on a 2-core CPU.
+# **Time: about 100 minutes** on your own, the six checked exercises included (about 54 of those minutes). *Run All* alone takes about 14 s on a 2-core CPU.
 
 # %%
+import copy
+
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
@@ -100,31 +102,44 @@ with torch.no_grad():
 
 # %% [markdown]
 # An **epoch** is one pass over the training loader: these five steps for every batch.
-# `model.train()` at the start of an epoch puts layers such as Dropout and BatchNorm into
-# training behaviour (lesson 03).
-
-# %% [markdown]
-# ## 2. The evaluation loop
-#
-# Evaluating differs in three ways:
-#
-# - **`model.eval()`**: Dropout stops dropping, BatchNorm uses its running statistics.
-#   Forgetting it makes metrics noisy and too low.
-# - **`torch.inference_mode()`** (or `torch.no_grad()`): no graph is recorded, which saves
-#   memory and time. It does *not* switch Dropout off; only `eval()` does.
-# - **averages per sample**: the last batch is usually smaller, so add up `loss * batch size`
-#   and the number of correct predictions, and divide by the number of samples at the end.
-#
-# The metric here is accuracy: the share of images whose highest logit is the right class,
-# `(logits.argmax(dim=1) == y)`.
 
 # %% [markdown]
 # ### Exercise 1: `train_one_epoch`
 #
-# Write `train_one_epoch(model, loader, loss_fn, optimizer)`: put the model in training mode,
-# run the five steps for every batch of `loader`, and return the **mean loss per sample** over
-# the epoch as a Python float. The check hands you a model with stale gradients in `.grad`
-# and in eval mode, and batches of unequal size.
+# A colleague wrote this epoch function for the digits project. It raises nothing, the loss
+# goes down, and the model it trains scores well on the test images:
+
+# %% tags=["nbval-ignore-output"]
+def buggy_train_one_epoch(model, loader, loss_fn, optimizer):
+    total, n = 0.0, 0
+    for X, y in loader:
+        logits = model(X)
+        loss = loss_fn(logits, y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()  # clean up for the next batch
+        total += loss * len(y)
+        n += len(y)
+    return total.item() / n
+
+
+torch.manual_seed(0)
+model = make_model()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+for epoch in range(4):
+    train_loss = buggy_train_one_epoch(model, train_loader, loss_fn, optimizer)
+    test_loss, test_acc = lab.evaluate(model, test_loader, loss_fn)
+    print(f"epoch {epoch + 1}: train loss {train_loss:.3f}, test accuracy {test_acc:.1%}")
+
+# %% [markdown]
+# Yet it has **three bugs**. None of them shows in this run; each one shows in a real project.
+# Find them and write `train_one_epoch(model, loader, loss_fn, optimizer)` without them: one
+# epoch over `loader` that returns the **mean loss per sample** as a Python float.
+#
+# The check calls your function the way a real run calls it: right after an evaluation of the
+# model, with gradients in `.grad` left by an earlier `backward()`, and it watches what stays in
+# memory from one batch to the next (a real epoch has thousands of batches). It names each bug
+# it still finds.
 
 # %% tags=["answer:train_one_epoch"]
 def train_one_epoch(model, loader, loss_fn, optimizer):
@@ -147,11 +162,47 @@ def train_one_epoch(model, loader, loss_fn, optimizer):
 ex.train_one_epoch.check(train_one_epoch)
 
 # %% [markdown]
+# ## 2. The evaluation loop
+#
+# An epoch starts with `model.train()`: whatever ran before (an evaluation, usually) may have
+# left the model in eval mode, and Dropout and BatchNorm behave differently in each (lesson 03).
+#
+# Scoring a model is an epoch without `backward()` and `step()`: the mean loss, and the
+# accuracy, the share of images whose highest logit is the right class
+# (`logits.argmax(dim=1) == y`). Here is the obvious version, scoring a model with Dropout fresh
+# from training, on test batches of 100 images (the last one has 60):
+
+# %% tags=["nbval-ignore-output"]
+def naive_evaluate(model, loader, loss_fn):
+    losses, accuracies = [], []
+    for X, y in loader:
+        logits = model(X)
+        losses.append(loss_fn(logits, y).item())
+        accuracies.append((logits.argmax(dim=1) == y).float().mean().item())
+    return sum(losses) / len(losses), sum(accuracies) / len(accuracies)
+
+
+torch.manual_seed(0)
+dropout_model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10))
+optimizer = torch.optim.Adam(dropout_model.parameters(), lr=3e-3)
+for _ in range(3):
+    lab.train_one_epoch(dropout_model, train_loader, loss_fn, optimizer)
+test_in_100s = DataLoader(TensorDataset(split.X_test, split.y_test), batch_size=100)
+test_in_one = DataLoader(TensorDataset(split.X_test, split.y_test), batch_size=360)
+for name, loader in (("batches of 100, first time ", test_in_100s), ("batches of 100, second time", test_in_100s),
+                     ("one batch of 360           ", test_in_one)):
+    loss, acc = naive_evaluate(dropout_model, loader, loss_fn)
+    print(f"{name}: loss {loss:.4f}, accuracy {acc:.2%}")
+
+# %% [markdown]
 # ### Exercise 2: `evaluate`
 #
-# Write `evaluate(model, loader, loss_fn)` returning `(mean_loss, accuracy)`, two Python
-# floats averaged over samples, with the model in eval mode and autograd off. The check's model
-# contains Dropout and arrives in training mode.
+# The same model on the same 360 images should get one score. Here it got three, and every
+# forward pass also recorded an autograd graph that scoring never uses (memory and time
+# wasted). Work out where each difference comes from, then write `evaluate(model, loader,
+# loss_fn)` returning `(mean_loss, accuracy)`, two Python floats: the same numbers every time,
+# whatever the batch size, and no graph recorded. The check hands you a model with Dropout,
+# fresh from training, and batches of unequal size.
 
 # %% tags=["answer:evaluate"]
 def evaluate(model, loader, loss_fn):
@@ -170,6 +221,16 @@ def evaluate(model, loader, loss_fn):
 
 # %% tags=["check:evaluate"]
 ex.evaluate.check(evaluate)
+
+# %% [markdown]
+# The three differences, and their fixes:
+#
+# - **`model.eval()`**: Dropout stops dropping, BatchNorm uses its running statistics.
+#   Forgetting it makes metrics noisy and too low.
+# - **`torch.inference_mode()`** (or `torch.no_grad()`): no graph is recorded, which saves
+#   memory and time. It does *not* switch Dropout off; only `eval()` does.
+# - **averages per sample**: the last batch is usually smaller, so add up `loss * batch size`
+#   and the number of correct predictions, and divide by the number of samples at the end.
 
 # %% [markdown]
 # ## 3. Train to ≥ 97 % in about a second
@@ -271,14 +332,42 @@ for name, history in (("underfitting", under), ("good fit", good), ("overfitting
 #
 # ### Exercise 3: `EarlyStopping`
 #
-# Complete `step(val_loss, model)`: if `val_loss` is strictly lower than `best_loss`, store
-# the loss and a **copy** of `model.state_dict()` in `best_state` and reset `bad_epochs`;
-# otherwise count one more bad epoch. Return `True` once `bad_epochs` reaches `patience`.
+# "Without improvement" and "after `patience` epochs" leave decisions open: is an equal loss an
+# improvement? Better than the epoch before, or better than the best so far? What happens to the
+# count when the loss improves again? Does training stop when the count reaches `patience`, or
+# when it exceeds it? The course's `EarlyStopping` made these decisions on four runs (epochs
+# count from 1; each epoch's weights are filled with its number, so the weights kept say which
+# epoch they come from):
+
+# %%
+def early_stopping_run(stopper, losses):
+    """Feed the losses to `stopper.step`; returns the epoch it stopped after (None: never)."""
+    model = nn.Linear(2, 1)
+    for epoch, val_loss in enumerate(losses, start=1):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.fill_(epoch)
+        if stopper.step(val_loss, model):
+            return epoch
+    return None
+
+
+for patience, losses in ((2, [1.0, 0.8, 0.8, 0.9, 0.7]), (2, [1.0, 0.8, 0.9, 0.85, 0.95, 0.6]),
+                         (3, [1.0, 1.1, 1.2, 0.9, 1.0, 1.0, 1.0, 0.5]), (1, [0.5, 0.4, 0.3])):
+    stopper = reference("05_training_loop.EarlyStopping")(patience=patience)
+    stopped = early_stopping_run(stopper, losses)
+    kept = int(stopper.best_state["weight"][0, 0])
+    print(f"patience {patience}, losses {losses}: "
+          f"{'never stops' if stopped is None else f'stops after epoch {stopped}'}, "
+          f"best_loss {stopper.best_loss}, keeps the weights of epoch {kept}")
+
+# %% [markdown]
+# Work out its rules from these runs, then complete `step(val_loss, model)` so that your class
+# makes the same decisions: it returns `True` when training should stop, keeps the best loss in
+# `best_loss`, and keeps the best epoch's weights in `best_state`, still those weights when
+# training ends, however many epochs changed the model after them.
 
 # %% tags=["answer:EarlyStopping"]
-import copy  # noqa: E402
-
-
 class EarlyStopping:
     def __init__(self, patience=3):
         self.patience = patience
@@ -369,13 +458,29 @@ fig.tight_layout()
 # %% [markdown]
 # ### Exercise 4: `warmup_cosine`
 #
-# Large models often start with a short **warm-up** (the learning rate grows linearly from
-# small to full), then decay with a cosine. Write `warmup_cosine(optimizer, warmup_steps,
-# total_steps)` returning a `torch.optim.lr_scheduler.LambdaLR` whose factor at step `s`
-# (the number of `scheduler.step()` calls so far) is
-#
-# - `(s + 1) / warmup_steps` while `s < warmup_steps`,
-# - then `0.5 * (1 + cos(pi * progress))` with `progress = (s - warmup_steps) / max(1, total_steps - warmup_steps)`.
+# Large models often start with a short **warm-up**, the learning rate growing linearly from
+# small to full, then decay along a cosine to 0. A training recipe asks for exactly this
+# schedule, and the reference run it comes with logged these learning rates (base `lr=0.1`):
+
+# %%
+target_schedule = reference("05_training_loop.warmup_cosine")
+fig, axes = plt.subplots(1, 2, figsize=(10, 3))
+for ax, (warmup_steps, total_steps) in zip(axes, ((4, 12), (0, 6))):
+    lrs = lab.scheduler_lrs(lambda opt, w=warmup_steps, t=total_steps: target_schedule(opt, w, t), total_steps)
+    ax.plot(lrs, "o-")
+    ax.set_title(f"warmup_steps={warmup_steps}, total_steps={total_steps}", fontsize=9)
+    ax.set_xlabel("step (scheduler.step() calls so far)")
+    ax.set_ylabel("learning rate")
+    print(f"warmup_steps={warmup_steps}, total_steps={total_steps}:", " ".join(f"{lr:.4f}" for lr in lrs))
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Read the schedule off these numbers, then write `warmup_cosine(optimizer, warmup_steps,
+# total_steps)` returning a `torch.optim.lr_scheduler.LambdaLR` that reproduces them, for any
+# `warmup_steps` and `total_steps`: no warm-up at all, and a warm-up as long as the run, too.
+# `LambdaLR(optimizer, factor)` sets the learning rate to the optimizer's initial one times
+# `factor(step)`, where `step` counts the `scheduler.step()` calls so far (0 at the start).
 
 # %% tags=["answer:warmup_cosine"]
 import math  # noqa: E402
@@ -400,31 +505,37 @@ ex.warmup_cosine.check(warmup_cosine)
 # ## 7. Gradient clipping
 #
 # One bad batch can produce a huge gradient and throw the parameters far away; recurrent
-# networks and large learning rates are prone to it. **Clipping** rescales all gradients
-# together when their total norm exceeds a limit, keeping the direction of the step. Call it
-# between `backward()` and `step()`:
-
-# %%
-torch.manual_seed(0)
-model = make_model()
-X, y = next(iter(train_loader))
-loss_fn(model(X * 50), y).backward()  # inputs far too large: a large gradient
-before = nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-after = torch.sqrt(sum((p.grad**2).sum() for p in model.parameters()))
-print(f"total gradient norm {before.item():.1f} before clipping, {after.item():.3f} after")
-
-# %% [markdown]
-# `clip_grad_norm_` returns the norm measured *before* clipping: log it to see how often
-# clipping kicks in.
+# networks and large learning rates are prone to it. **Clipping** limits the gradients before
+# the step: `nn.utils.clip_grad_norm_(model.parameters(), max_norm)`, called between
+# `backward()` and `step()`.
 #
 # ### Exercise 5: `clip_grad_norm`
 #
-# Write it yourself: `clip_grad_norm(parameters, max_norm)` computes the total norm of all
-# gradients (skipping parameters whose `.grad` is None), the square root of the sum of every
-# squared entry. If it is larger than `max_norm`, multiply every gradient by
-# `max_norm / (total_norm + 1e-6)` (in place with `mul_`, as the built-in does; assigning a new
-# `p.grad` works too). Return the total norm from before clipping as a Python float (0.0 when no
-# parameter has a gradient).
+# What exactly does it compute? Here it is on gradients small enough to follow by hand: two
+# parameters whose gradients are `[3, 4]` and `[12]`, then a parameter alone:
+
+# %%
+def clip_experiment(grads, max_norm):
+    params = [torch.zeros(len(g), requires_grad=True) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = torch.tensor(g)
+    returned = nn.utils.clip_grad_norm_(params, max_norm)
+    after = [[round(v, 4) for v in p.grad.tolist()] for p in params]
+    print(f"gradients {grads}, max_norm={max_norm}: returns {returned.item():.4f}, gradients become {after}")
+
+
+clip_experiment([[3.0, 4.0], [12.0]], max_norm=1.0)
+clip_experiment([[3.0, 4.0], [12.0]], max_norm=6.5)
+clip_experiment([[3.0, 4.0], [12.0]], max_norm=20.0)
+clip_experiment([[0.3, 0.4]], max_norm=1.0)
+
+# %% [markdown]
+# Work out from these four experiments what `clip_grad_norm_` computes, when it changes the
+# gradients and what it returns. Write it yourself, then, without PyTorch's clipping functions:
+# `clip_grad_norm(parameters, max_norm)` doing the same, and returning the same number as a Python
+# float. Like the built-in, it takes any iterable of parameters (often the generator
+# `model.parameters()`), skips parameters whose `.grad` is None (returning 0.0 when none has
+# one), and changes the gradients that the optimizer will read.
 
 # %% tags=["answer:clip_grad_norm"]
 def clip_grad_norm(parameters, max_norm):
@@ -444,21 +555,61 @@ def clip_grad_norm(parameters, max_norm):
 ex.clip_grad_norm.check(clip_grad_norm)
 
 # %% [markdown]
+# Clipping rescales *all* gradients together, by one factor, when their total norm (the norm of
+# all entries as one long vector) exceeds the limit: the step keeps its direction and only gets
+# shorter. `clip_grad_norm_` returns the norm measured *before* clipping: log it to see how often
+# clipping kicks in. On the digits model with inputs far too large:
+
+# %%
+torch.manual_seed(0)
+model = make_model()
+X, y = next(iter(train_loader))
+loss_fn(model(X * 50), y).backward()  # inputs far too large: a large gradient
+before = nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+after = torch.sqrt(sum((p.grad**2).sum() for p in model.parameters()))
+print(f"total gradient norm {before.item():.1f} before clipping, {after.item():.3f} after")
+
+# %% [markdown]
 # ## 8. Gradient accumulation
 #
 # When a batch does not fit in memory, split it into **micro-batches** and let the gradients
-# add up before a single `step()`. Since each micro-batch loss is a *mean*, scale it by the
-# micro-batch's share of the samples so that the sum equals the gradient of the big batch's
-# mean loss.
-#
+# add up before a single `step()`: `backward()` adds to `.grad`. Is the sum the big batch's
+# gradient? Here is one batch of 64 images, its gradient computed at once and accumulated over
+# two micro-batches, each loss left as `loss_fn` returns it. If the accumulated gradient were a
+# multiple `c` of the big batch's, nothing would remain once `c` times the big batch's gradient
+# is taken away:
+
+# %% tags=["nbval-ignore-output"]
+def flat_grad(model):
+    return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+
+X, y = next(iter(train_loader))
+torch.manual_seed(0)
+model = make_model()
+model.zero_grad()
+loss_fn(model(X), y).backward()
+big_batch_grad = flat_grad(model)
+for sizes in ([32, 32], [40, 24]):
+    model.zero_grad()
+    for X_micro, y_micro in zip(X.split(sizes), y.split(sizes)):
+        loss_fn(model(X_micro), y_micro).backward()
+    accumulated = flat_grad(model)
+    c = (accumulated @ big_batch_grad / (big_batch_grad @ big_batch_grad)).item()
+    off = ((accumulated - c * big_batch_grad).norm() / accumulated.norm()).item()
+    print(f"micro-batches of {sizes}: accumulated = {c:.3f} x big-batch gradient + a remainder of {off:.1%}")
+
+# %% [markdown]
 # ### Exercise 6: `accumulated_step`
 #
-# Write `accumulated_step(model, loss_fn, optimizer, micro_batches)`: `micro_batches` is a list
+# Why exactly 2 for two halves, and why does no single factor fix the uneven split? Work it out, then
+# write `accumulated_step(model, loss_fn, optimizer, micro_batches)`: `micro_batches` is a list
 # of `(X, y)` pairs, possibly of different sizes. Make exactly one optimizer step whose
-# gradient equals that of `loss_fn` on all samples at once. Zero the gradients first, and call
-# `backward()` once per micro-batch: that frees each micro-batch's graph before the next one is
-# built, which is the point (summing the losses first and calling `backward()` once would keep
-# every micro-batch's graph in memory at the same time).
+# gradient equals that of `loss_fn` on all samples at once. Call `backward()` once per
+# micro-batch: that frees each micro-batch's graph before the next one is built, which is the
+# point (summing the losses first and calling `backward()` once would keep every micro-batch's
+# graph in memory at the same time). The check leaves gradients of an earlier `backward()` in
+# `.grad`, as a real training loop would.
 
 # %% tags=["answer:accumulated_step"]
 def accumulated_step(model, loss_fn, optimizer, micro_batches):

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import math
 
 import matplotlib
@@ -1600,3 +1601,202 @@ def test_hints_give_ideas_and_leave_the_code_to_the_solution():
         if exercise_id.startswith("05_training_loop."):
             for hint in grading.exercise(exercise_id).hints:
                 assert not code.search(hint), (exercise_id, hint)
+
+
+# --------------------------------------------------------------------------- the notebook's puzzles (issue 26)
+# Each exercise asks for a decision: the notebook hands over a buggy function, a target curve or
+# a table of observations. These tests hold the notebook's material and the grader together: what
+# the learner is shown is wrong in exactly the ways the grader names, and the table/curve the
+# learner reads off is what the reference produces.
+_SOLUTION = __import__("pathlib").Path(__file__).resolve().parent.parent / "solutions" / "05_training_loop.py"
+
+
+def _notebook_source(name: str) -> str:
+    """The source of the top-level function ``name`` in the solution notebook, as the learner sees it."""
+    import ast
+
+    text = _SOLUTION.read_text()
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_source_segment(text, node)
+    raise AssertionError(f"no function {name} in {_SOLUTION.name}")
+
+
+def _define(source: str, name: str):
+    namespace = {"torch": torch, "nn": nn, "math": math}
+    exec(compile(source, f"<notebook {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def test_the_colleagues_epoch_has_the_three_bugs_the_text_promises_each_named_in_turn():
+    """Exercise 1 is a bug hunt: the notebook's loop fails the check, and fixing one bug at a time names
+    the next one, until the fixed loop passes."""
+    buggy = _notebook_source("buggy_train_one_epoch")
+    fixes = [  # (the mistake the check names, the fix of that bug)
+        ("graph_kept_alive", [("total += loss * len(y)", "total += loss.item() * len(y)"),
+                              ("return total.item() / n", "return total / n")]),
+        ("forgot_train_mode", [("    total, n = 0.0, 0\n", "    model.train()\n    total, n = 0.0, 0\n")]),
+        ("zero_grad_at_end", [("        optimizer.zero_grad()  # clean up for the next batch\n", "")]),
+    ]
+    source = buggy
+    for mistake, replacements in fixes:
+        res = check("train_one_epoch", _define(source.replace("buggy_", ""), "train_one_epoch"), seed=0)
+        assert res.mistake == mistake, (mistake, res.text())
+        for old, new in replacements:
+            assert old in source, old
+            source = source.replace(old, new)
+    source = source.replace("        logits = model(X)\n", "        optimizer.zero_grad()\n        logits = model(X)\n")
+    assert check("train_one_epoch", _define(source.replace("buggy_", ""), "train_one_epoch"), seed=1).passed
+
+
+def test_the_naive_evaluate_has_the_three_problems_the_text_promises_each_named_in_turn():
+    """Exercise 2 is a diagnosis: the notebook's naive loop fails the check, and fixing one cause at a time
+    names the next one, until the fixed loop passes."""
+    source = _notebook_source("naive_evaluate").replace("naive_", "")
+    fixes = [
+        ("forgot_eval", [("    losses, accuracies = [], []\n", "    model.eval()\n    losses, accuracies = [], []\n")]),
+        ("forgot_no_grad", [("        logits = model(X)\n",
+                             "        with torch.no_grad():\n            logits = model(X)\n")]),
+        ("batch_mean_average", [
+            ("losses.append(loss_fn(logits, y).item())", "losses.append(loss_fn(logits, y).item() * len(y))"),
+            ("accuracies.append((logits.argmax(dim=1) == y).float().mean().item())",
+             "accuracies.append((logits.argmax(dim=1) == y).sum().item())"),
+            ("return sum(losses) / len(losses), sum(accuracies) / len(accuracies)",
+             "n = len(loader.dataset)\n    return sum(losses) / n, sum(accuracies) / n")]),
+    ]
+    for mistake, replacements in fixes:
+        res = check("evaluate", _define(source, "evaluate"), seed=0)
+        assert res.mistake == mistake, (mistake, res.text())
+        for old, new in replacements:
+            assert old in source, old
+            source = source.replace(old, new)
+    assert check("evaluate", _define(source, "evaluate"), seed=1).passed
+
+
+def _early_stopping_runs() -> list:
+    """The (patience, losses) runs of the notebook's table for exercise 3, read from its source."""
+    import ast
+
+    for node in ast.walk(ast.parse(_SOLUTION.read_text())):
+        if (isinstance(node, ast.For) and isinstance(node.target, ast.Tuple)
+                and [getattr(e, "id", None) for e in node.target.elts] == ["patience", "losses"]):
+            return ast.literal_eval(node.iter)
+    raise AssertionError("no `for patience, losses in ...` table in the notebook")
+
+
+class _ComparesWithPreviousEpoch(EarlyStoppingWithClones):
+    """Improvement measured against the epoch before, not the best so far."""
+
+    def step(self, val_loss, model):
+        self.best_loss, self.previous = getattr(self, "previous", float("inf")), val_loss
+        return super().step(val_loss, model)
+
+
+def test_the_early_stopping_table_tells_every_named_rule_apart():
+    """Exercise 3 asks the learner to work out the rules from the notebook's four runs: every wrong rule the
+    grader names (and comparing with the previous epoch) must make a different row of that table."""
+    from course_utils.exercises.l05_training_loop import early_stopping as es
+
+    run = _define(_notebook_source("early_stopping_run"), "early_stopping_run")
+
+    def table(cls):
+        rows = []
+        for patience, losses in _early_stopping_runs():
+            stopper = cls(patience=patience)
+            rows.append((run(stopper, losses), int(stopper.best_state["weight"][0, 0])))
+        return rows
+
+    expected = table(es.EarlyStopping)
+    assert expected == table(EarlyStoppingWithClones)  # a right answer written differently agrees
+    for wrong in (es._StateNotCopied, es._CounterNotReset, es._CounterDecremented, es._StopsLate, es._TieImproves,
+                  _ComparesWithPreviousEpoch):
+        assert table(wrong) != expected, wrong.__name__
+
+
+def test_the_logged_curves_tell_every_named_wrong_schedule_apart():
+    """Exercise 4 asks the learner to read the schedule off the notebook's printed curves (4 decimals): every
+    wrong shape the grader names must print a different number on one of them."""
+    import ast
+
+    from course_utils.exercises.l05_training_loop import warmup_cosine as wc
+
+    for node in ast.walk(ast.parse(_SOLUTION.read_text())):
+        if isinstance(node, ast.For) and "warmup_steps" in ast.unparse(node.target):
+            curves = ast.literal_eval(node.iter.args[1])
+            break
+    else:
+        raise AssertionError("no curves for exercise 4 in the notebook")
+
+    def printed(schedule):
+        return [[f"{lr:.4f}" for lr in lab.scheduler_lrs(lambda opt, w=w, t=t: schedule(opt, w, t), t)]
+                for w, t in curves]
+
+    expected = printed(wc.warmup_cosine)
+    assert expected[0][:5] == ["0.0250", "0.0500", "0.0750", "0.1000", "0.1000"]  # what the hints ask about
+    for wrong in (wc._wc_from_zero, wc._wc_ignores_warmup, wc._wc_not_shifted):
+        assert printed(wrong) != expected
+
+
+def test_the_clipping_experiments_tell_every_named_wrong_rule_apart(capsys):
+    """Exercise 5 asks the learner to work out clipping from the notebook's experiments with the built-in:
+    every wrong rule the grader names must print a different line in one of them."""
+    import ast
+    import types
+
+    from course_utils.exercises.l05_training_loop import clip_grad_norm as cg
+
+    text = _SOLUTION.read_text()
+    calls = [(ast.literal_eval(node.value.args[0]), ast.literal_eval(node.value.keywords[0].value))
+             for node in ast.parse(text).body
+             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+             and getattr(node.value.func, "id", None) == "clip_experiment"]
+    assert len(calls) >= 3
+    source = _notebook_source("clip_experiment")
+
+    def printed(clip):
+        fake_nn = types.SimpleNamespace(utils=types.SimpleNamespace(
+            clip_grad_norm_=lambda params, max_norm: torch.as_tensor(clip(params, max_norm))))
+        namespace = {"torch": torch, "nn": fake_nn}
+        exec(compile(source, "<notebook clip_experiment>", "exec"), namespace)
+        capsys.readouterr()
+        for grads, max_norm in calls:
+            namespace["clip_experiment"](grads, max_norm=max_norm)
+        return capsys.readouterr().out.splitlines()
+
+    expected = printed(torch.nn.utils.clip_grad_norm_)
+    assert printed(cg.clip_grad_norm) == expected  # the course's answer reproduces the built-in's lines
+    for wrong in (functools.partial(cg._clip_with, per_parameter=True), functools.partial(cg._clip_with, always=True),
+                  cg._clip_returns_after, functools.partial(cg._clip_with, norm=lambda gs: sum(g.norm() for g in gs))):
+        assert printed(wrong) != expected
+
+
+def test_unscaled_accumulation_is_off_as_the_notebook_says():
+    """Exercise 6 asks why the unscaled sum is exactly twice the big batch's gradient for two halves and no
+    multiple of it for an uneven split: both must hold for the splits the notebook shows."""
+    import ast
+
+    from course_utils.datasets import digits_split
+
+    splits = next(ast.literal_eval(node.iter) for node in ast.walk(ast.parse(_SOLUTION.read_text()))
+                  if isinstance(node, ast.For) and getattr(node.target, "id", None) == "sizes")
+    data = digits_split()
+    X, y = data.X_train[:64], data.y_train[:64]
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+
+    def grad(batches):
+        model.zero_grad()
+        for Xm, ym in batches:
+            F.cross_entropy(model(Xm), ym).backward()
+        return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+    big = grad([(X, y)])
+    for sizes in splits:
+        assert sum(sizes) == 64
+        acc = grad(list(zip(X.split(sizes), y.split(sizes))))
+        c = float(acc @ big / (big @ big))
+        off = float((acc - c * big).norm() / acc.norm())
+        if len(set(sizes)) == 1:
+            assert math.isclose(c, len(sizes), rel_tol=1e-5) and off < 1e-5
+        else:
+            assert off > 0.01, (sizes, off)

@@ -5,8 +5,8 @@ notebook-level names they use; the exercises of 05_training_loop take their refe
 
 # ruff: noqa
 
-import torch
 import copy
+import torch
 import math
 
 

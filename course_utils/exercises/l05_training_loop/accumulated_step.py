@@ -1,5 +1,7 @@
 """accumulated_step: one optimizer step on the gradient of the whole batch, computed micro-batch by
-micro-batch (gradient accumulation).
+micro-batch (gradient accumulation). The notebook does not say how to scale: it shows unscaled
+accumulation off by exactly 2 for two halves and by no single factor for an uneven split, and asks
+the learner to work out why.
 
 Subtle: each micro-batch loss is a mean, so it is weighted by ``len(y) / n_total`` (micro-batches
 of different sizes too); zero once before the loop (the grader leaves stale gradients), step once
@@ -169,9 +171,13 @@ register(Exercise(
                 "step, after `backward()` of every micro-batch.", _acc_steps_again, match_output=False),
     ],
     hints=[
-        "backward() adds to .grad, so calling it once per micro-batch accumulates the gradients.",
-        "The big-batch loss is the mean over all samples, so each micro-batch's mean loss must count in "
-        "proportion to its share of the samples before you backpropagate it. Clear the gradients once "
-        "before the micro-batches and step the optimizer once after them.",
+        "Each micro-batch's loss is a mean over its own samples; the big batch's loss is a mean over all of "
+        "them. For two halves, how many means are added up, and what would one mean of everything be?",
+        "Write the big batch's mean loss as a sum over the micro-batches: how much does each micro-batch's "
+        "mean count in it, when the micro-batches have 40 and 24 samples? And what is in .grad before the "
+        "first micro-batch, and after the last?",
+        "The ideas: weight each micro-batch's mean loss by its share of all the samples before its backward "
+        "pass, so that the gradients add up to the big batch's; clear the gradients once before the "
+        "micro-batches and step once after them.",
     ],
 ))

@@ -1,5 +1,7 @@
 """clip_grad_norm: scale all gradients together, in place, so that their total norm is at most
-``max_norm``; return the total norm measured before clipping.
+``max_norm``; return the total norm measured before clipping. The notebook gives no formula: the
+learner works it out from four experiments with the built-in on small gradients
+(tests/test_l05_training_loop.py checks that every wrong rule named below prints differently).
 
 Subtle: the norm is that of *all* gradients together; only gradients above ``max_norm`` are scaled;
 ``parameters`` may be a generator (``model.parameters()``), empty the second time it is iterated;
@@ -163,7 +165,7 @@ def _clip_iterates_twice(parameters, max_norm):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="clip_grad_norm", title="Clip gradients by their total norm",
+    lesson=LESSON, name="clip_grad_norm", title="Gradient clipping, worked out from the built-in",
     reference=clip_grad_norm, run=_run, cases=_cases, edge_cases=EDGE_CASES,
     compare=Compare(rtol=1e-4, atol=1e-6, mutation=False),
     mistakes=[
@@ -194,10 +196,12 @@ register(Exercise(
                 "them.", functools.partial(_clip_with, weights=True), match_output=False),
     ],
     hints=[
-        "The total norm is taken over all gradients together, as if they were one long vector; "
-        "parameters without a gradient do not count.",
-        "Square-sum every gradient, add them up, take the square root. Only when that exceeds max_norm, "
-        "scale every gradient in place by max_norm over the norm (plus a tiny epsilon). Return the norm "
-        "before clipping as a Python float, and 0.0 when there are no gradients.",
+        "In the first experiment, is every gradient divided by the same number? Which single number is 13, "
+        "given the entries 3, 4 and 12 (and which would 5 and 12 be)?",
+        "Compare the experiments with max_norm 6.5 and 20: when does the built-in leave the gradients alone, "
+        "and is the number it returns measured before or after it scales them?",
+        "The ideas: one norm for all gradients together, as if they were one long vector, parameters without "
+        "a gradient left out; only when it exceeds max_norm, every gradient is scaled in place by the one "
+        "factor that brings that norm down to max_norm; the returned number is the norm before scaling.",
     ],
 ))

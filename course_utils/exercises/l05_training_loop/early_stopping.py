@@ -1,5 +1,7 @@
 """EarlyStopping: stop when the validation loss has not improved for ``patience`` epochs and keep a
-snapshot of the best weights.
+snapshot of the best weights. The notebook gives no rules: the learner works them out from a table
+of four runs of the course's class (tests/test_l05_training_loop.py checks that every wrong rule
+named below changes a row of that table).
 
 Subtle: ``model.state_dict()`` holds the live tensors, so the best state must be a deep copy (the
 grader writes each epoch's number into the weights to see which epoch a state holds); only a
@@ -174,7 +176,7 @@ _AN_INSTANCE = object.__new__(EarlyStopping)
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="EarlyStopping", title="Early stopping that keeps the best weights",
+    lesson=LESSON, name="EarlyStopping", title="Early stopping, its rules worked out from four runs",
     reference=EarlyStopping, kind="any", run=_run, cases=_cases, edge_cases=EDGE_CASES,
     mistakes=[
         # named by its output (the whole state live: the last epoch's weights), or by `_run` (a part live)
@@ -204,9 +206,14 @@ register(Exercise(
                 _NoBestLoss, match_output=False),
     ],
     hints=[
-        "In step: an improvement remembers the loss and the weights and resets the count of bad epochs; "
-        "anything else counts one more bad epoch.",
-        "model.state_dict() alone is a dict of references to the live parameters: keep a deep copy (read "
-        "about copy.deepcopy). Stop once the bad epochs reach patience.",
+        "Take the runs one epoch at a time and keep two numbers: the best loss so far and a count of epochs "
+        "without improvement. In the first run, what does the count become after the second 0.8, and at "
+        "which value of the count does training stop?",
+        "In the run with 0.85: was that epoch an improvement? In the run with 0.9 after two bad epochs: what "
+        "is the count just after it? And what does model.state_dict() hold: numbers frozen at that epoch, or "
+        "the tensors the model goes on training?",
+        "The ideas: only a loss strictly below the best so far is an improvement; it records the loss, keeps "
+        "an independent copy of the weights and starts the count again from zero; anything else adds one; "
+        "training stops as soon as the count reaches patience.",
     ],
 ))

@@ -1,4 +1,6 @@
-"""evaluate: the evaluation loop, returning ``(mean loss per sample, accuracy)``.
+"""evaluate: the evaluation loop, returning ``(mean loss per sample, accuracy)``. The notebook shows
+a naive loop scoring one model three times with three results (random Dropout, a mean of batch
+means) and asks the learner to find the causes.
 
 Subtle: the model arrives in training mode with Dropout, so a loop without ``model.eval()`` gives
 noisy metrics; forward passes must record no graph (``inference_mode``/``no_grad``), and grad mode
@@ -92,7 +94,7 @@ def _eval_grad_left_off(model, loader, loss_fn):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="evaluate", title="The evaluation loop: mean loss and accuracy",
+    lesson=LESSON, name="evaluate", title="An evaluation loop that gives one score per model",
     reference=evaluate, run=_run, cases=loop_case, n_random=5, timeout=10,
     compare=Compare(rtol=1e-5, atol=1e-7),
     mistakes=[
@@ -127,9 +129,12 @@ register(Exercise(
                 "list.", _eval_returns(lambda loss, acc: [loss, acc])),
     ],
     hints=[
-        "Which mode should the model be in while evaluating, and should autograd record anything?",
-        "Read about model.eval and torch.inference_mode. Per batch, add the loss weighted by the batch "
-        "size and the number of correct argmax predictions; divide both totals by the number of samples "
-        "at the end.",
+        "Scored twice, the same model on the same images gave two results: which of its layers draws random "
+        "numbers at every forward pass, and what tells that layer the model is being scored, not trained?",
+        "With batches of 100, 100, 100 and 60 images, does the mean of the four batch means weigh every image "
+        "equally? And what does a forward pass record while autograd is on?",
+        "The ideas: switch the model to its evaluation behaviour and score with autograd off, inside a block "
+        "that turns it back on afterwards; add up totals over images (the loss times the batch size, the "
+        "number right) and divide by the number of images once, at the end.",
     ],
 ))

@@ -1,5 +1,7 @@
 """train_one_epoch: one pass over a loader with the five steps per batch; returns the mean loss
-per sample.
+per sample. The notebook hands the learner a colleague's loop with three bugs to find (no
+``model.train()``, ``zero_grad()`` after the step, a running total of loss tensors); each is a
+named mistake below, and the checks in ``_run`` name them one at a time.
 
 Subtle: the grader leaves stale gradients in ``.grad`` and hands the model over in eval mode, so a
 loop without ``zero_grad()`` first (or without ``model.train()``) makes a different update; it
@@ -200,7 +202,7 @@ def _train_returns(convert):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="train_one_epoch", title="One epoch of the five-step training loop",
+    lesson=LESSON, name="train_one_epoch", title="Repair a training epoch with three silent bugs",
     reference=train_one_epoch, run=_run, cases=loop_case, n_random=5, timeout=10,
     mistakes=[
         Mistake("forgot_zero_grad", "Gradients accumulate: without `optimizer.zero_grad()` every `backward()` "
@@ -260,9 +262,13 @@ register(Exercise(
         Mistake("not_a_number", NOT_A_NUMBER, _train_returns(lambda loss: [loss]), match_output=False),
     ],
     hints=[
-        "Which mode should the model be in while training? Then loop over the loader and do the five "
-        "steps of lesson 05 for every batch.",
-        "The five steps: clear the gradients, forward pass, loss, backward, optimizer step. For the mean "
-        "loss per sample, weight each batch's loss by its size and divide by the number of samples.",
+        "Run the colleague's loop in your head right after an evaluation, with old gradients still in .grad: "
+        "what mode is the model in during the epoch, and what does the very first step of the epoch add to "
+        "the fresh gradient?",
+        "And what is total after the loop: a number, or a tensor that still holds on to something from every "
+        "batch?",
+        "The ideas: an epoch sets the training mode itself at its start; gradients are cleared before each "
+        "backward pass, so no step sees gradients from anything but its own batch; what you add up for the "
+        "log is a plain Python number, taken out of the loss tensor, weighted by the batch size.",
     ],
 ))

@@ -1,5 +1,7 @@
 """warmup_cosine: a ``LambdaLR`` with a linear warm-up over ``warmup_steps`` and then a cosine
-decay to 0 at ``total_steps``.
+decay to 0 at ``total_steps``. The notebook gives no formula: the learner reads the schedule off
+two logged curves of the course's answer (tests/test_l05_training_loop.py checks that every wrong
+shape named below changes a number the notebook prints).
 
 Subtle: the first step's factor is ``1 / warmup_steps`` (not 0); the cosine's progress is measured
 from the end of the warm-up and shifted to run from 1 to 0; ``warmup_steps=0`` and
@@ -84,7 +86,7 @@ def _wc_own_optimizer(optimizer, warmup_steps, total_steps):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="warmup_cosine", title="A warm-up + cosine learning-rate schedule",
+    lesson=LESSON, name="warmup_cosine", title="Reproduce a logged warm-up + cosine schedule",
     reference=warmup_cosine, run=_run, cases=_cases, edge_cases=EDGE_CASES, compare=Compare(rtol=1e-6, atol=1e-9),
     mistakes=[
         Mistake("warmup_from_zero", "The first step's factor is `1 / warmup_steps`, not 0: a zero learning "
@@ -102,9 +104,13 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "LambdaLR multiplies the optimizer's initial lr by a factor you compute from step, the number of "
-        "scheduler.step() calls so far (0 at the start).",
-        "During warm-up the factor grows linearly so it reaches 1 at the end of the warm-up steps; after "
-        "that it follows half a cosine from 1 down to 0 over the remaining steps (progress from 0 to 1).",
+        "Read the first curve at steps 0, 3 and 4: what fraction of 0.1 is each? So what is the factor at step "
+        "0, and at which step does it first reach 1?",
+        "After the warm-up: which function falls from 1 to 0, flat at both ends, as its input goes from 0 to pi? "
+        "Over how many steps does the decay run in each curve, and from which step do you count them?",
+        "The ideas: a linear warm-up that reaches 1 on its last step, so its first factor is one warm-up "
+        "step's worth, not 0; then half a cosine, shifted and scaled to go from 1 to 0, over the steps that "
+        "remain after the warm-up, its progress counted from the end of the warm-up; guard the division when "
+        "no step remains.",
     ],
 ))
