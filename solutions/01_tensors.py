@@ -195,7 +195,7 @@ print(torch.stack([v, v]).shape, torch.cat([v, v]).shape)
 # %% tags=["answer:batch_flatten"]
 def batch_flatten(x):
     ### BEGIN SOLUTION
-    return x.flatten(start_dim=1)  # reshape(len(x), -1) cannot infer -1 when N = 0
+    return x.flatten(1)  # reshape(len(x), -1) cannot infer -1 when N = 0
     ### END SOLUTION
 
 
@@ -255,6 +255,39 @@ broadcast_explorer("3, 1", "4")
 # tensors from different places.
 
 # %% [markdown]
+# ## 6. Reductions along a dimension
+#
+# `sum`, `mean`, `max`, `argmax`... reduce over the dimension you name, which disappears
+# from the shape unless you pass `keepdim=True`:
+
+# %% [markdown]
+# **Predict the output** (shape): What is the shape of `t.sum(dim=1, keepdim=True)` for `t` of shape (2, 3)?
+
+# %% tags=["predict:keepdim_shape"]
+quiz.keepdim_shape(
+    ### BEGIN PREDICTION
+    (2, 1)
+    ### END PREDICTION
+)
+
+# %%
+t = torch.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
+print(t.sum(), t.sum(dim=0), t.sum(dim=1), t.sum(dim=1, keepdim=True).shape)
+print(t.max(dim=1))
+print(t.argmax(dim=1))
+
+# %% [markdown]
+# With `keepdim=True` the reduced dimension stays, with size 1, so the result broadcasts back
+# against the tensor it came from: one value per row (or per column). Without it,
+# `t.max(dim=1).values` has shape `(2,)`, which broadcasting aligns with `t`'s *last* dimension
+# (3): an error here, and a silent mix-up whenever the two sizes happen to be equal.
+
+# %%
+row_max = t.max(dim=1, keepdim=True).values   # (2, 1): each row's maximum
+print(row_max.shape)
+print(t - row_max)                            # each row minus its own maximum
+
+# %% [markdown]
 # ### Exercise 3: normalise rows
 #
 # Write `normalize_rows(x)` for a 2-D tensor of positive numbers: divide each row by its sum,
@@ -288,7 +321,7 @@ def pairwise_distances(a, b):
 ex.pairwise_distances.check(pairwise_distances)
 
 # %% [markdown]
-# ## 6. Indexing
+# ## 7. Indexing
 #
 # Slicing works as in NumPy and returns **views** (no copy). Boolean masks and index tensors
 # ("advanced indexing") return **copies**.
@@ -359,31 +392,9 @@ def pick_scores(scores, labels):
 ex.pick_scores.check(pick_scores)
 
 # %% [markdown]
-# ## 7. Reductions along a dimension
-#
-# `sum`, `mean`, `max`, `argmax`... reduce over the dimension you name, which disappears
-# from the shape unless you pass `keepdim=True`:
-
-# %% [markdown]
-# **Predict the output** (shape): What is the shape of `t.sum(dim=1, keepdim=True)` for `t` of shape (2, 3)?
-
-# %% tags=["predict:keepdim_shape"]
-quiz.keepdim_shape(
-    ### BEGIN PREDICTION
-    (2, 1)
-    ### END PREDICTION
-)
-
-# %%
-t = torch.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
-print(t.sum(), t.sum(dim=0), t.sum(dim=1), t.sum(dim=1, keepdim=True).shape)
-print(t.max(dim=1))
-print(t.argmax(dim=1))
-
-# %% [markdown]
-# A picture helps: the scikit-learn digits are 8×8 images stored as rows of 64 numbers.
-# Reshape to images, then reduce over the *batch* dimension to see the average "3" and the
-# average "7":
+# Masks and reductions together make a picture: the scikit-learn digits are 8×8 images stored
+# as rows of 64 numbers. Reshape to images, select each digit with a mask, then reduce over the
+# *batch* dimension to see the average "3" and the average "7":
 
 # %%
 import matplotlib.pyplot as plt
@@ -589,5 +600,5 @@ print(torch.randint(0, 100, (5,), generator=g))
 #   (the web version of appendix A of *Build a Large Language Model (From Scratch)*): its tensor
 #   sections are a fast review before lesson 02.
 # - Sasha Rush, [Tensor Puzzles](https://github.com/srush/Tensor-Puzzles): rebuild NumPy
-#   functions with broadcasting and indexing only; the best practice there is for sections 5 and
-#   6.
+#   functions with broadcasting and indexing only; the best practice there is for sections 5 to
+#   7.
