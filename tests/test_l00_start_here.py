@@ -113,3 +113,28 @@ def test_cheat_is_rejected(exercise_id, label, answer):
 
 def test_every_exercise_has_five_wrong_three_valid_two_cheats():
     team.assert_five_wrong_three_valid_two_cheats("00_start_here")
+
+
+# =========================================================================== the lesson's own claims
+def _markdown_of_lesson_00() -> list[str]:
+    from course_utils import build, cells
+
+    nb = build.read_py(build.SOLUTIONS / "00_start_here.py")
+    return [" ".join(cells.source(c).split()) for c in nb.cells if c.cell_type == "markdown"]
+
+
+def test_lesson_00_says_predictions_are_recorded_as_they_are(tmp_path, monkeypatch):
+    """Lesson 00 once told learners predictions "are not recorded in your progress"; they are
+    logged (and the instructor's room view counts them per question): the text says so."""
+    from course_utils import progress
+    from course_utils.grading import predictions_for
+
+    log = tmp_path / "progress.jsonl"
+    monkeypatch.setenv(progress.ENV_VAR, str(log))
+    predictions_for("00_start_here").sum_dim0_shape((3,))
+    assert [e["event"] for e in progress.read_events(log)] == ["prediction"]
+
+    text = [t for t in _markdown_of_lesson_00() if t.startswith("### Predict the output")]
+    assert len(text) == 1
+    assert "not recorded" not in text[0]
+    assert "they are recorded" in text[0] and "progress file" in text[0] and "instructor" in text[0]
