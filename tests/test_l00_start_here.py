@@ -45,6 +45,24 @@ def test_c2f_in_place_then_returned_is_rejected():
     rejected(C2F, in_place, "mutated_input")
 
 
+def _augmented(c):
+    c *= 1.8
+    c += 32
+    return c
+
+
+@pytest.mark.parametrize("answer, wrote", [
+    (_augmented, "`c *= 9 / 5` and `c += 32`"),
+    (lambda c: c.mul_(1.8).add_(32), "methods ending in `_`"),
+], ids=["augmented assignment", "underscore methods"])
+def test_c2f_in_place_message_is_true_of_what_the_learner_wrote(answer, wrote):
+    """An answer written with `*=` and `+=` was told that "arithmetic operators return new
+    tensors": on a tensor, augmented assignment is in place, like the `_` methods."""
+    res = rejected(C2F, answer, "mutated_input")
+    assert wrote in res.message and "write into `c` itself" in res.message
+    assert "arithmetic operators return new tensors" not in res.message
+
+
 def test_c2f_hard_coded_fixed_case_is_rejected():
     rejected(C2F, lambda c: torch.tensor([32.0, 212.0, -40.0]))
 
