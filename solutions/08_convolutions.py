@@ -12,9 +12,15 @@
 # An MLP sees an image as a flat list of numbers: move a digit one pixel to the right and,
 # to the MLP, it is a different input. A **convolution** slides one small set of weights over
 # the whole image, so a stroke detector learned in one corner works everywhere, with a
-# fraction of the parameters. Classic image networks (LeNet, VGG, ResNet) are built from four
-# layers: `Conv2d`, `BatchNorm2d`, `ReLU` and `MaxPool2d`. This lesson takes each apart and then
-# puts them together on the handwritten digits.
+# fraction of the parameters. Today's convolutional networks are built mostly from four layers:
+# `Conv2d`, `BatchNorm2d`, `ReLU` and `MaxPool2d`. The classics show how that set grew. LeNet-5
+# (1998) alternated convolutions with average-pooling ("subsampling") layers and squashed with
+# tanh-like activations. VGG (2014) stacked 3x3 convolutions with ReLU and 2x2 max-pooling;
+# BatchNorm came a year later and was added to VGG afterwards (torchvision's `vgg16_bn`).
+# ResNet (2015) uses BatchNorm and ReLU too, but its key idea is the **residual connection**: each
+# block adds its input to what its layers compute, which lets networks of more than 100 layers
+# train; it shrinks the image mostly with stride-2 convolutions and ends in global average pooling. This lesson
+# takes the four layers apart and then puts them together, VGG-style, on the handwritten digits.
 #
 # You will learn to
 #
@@ -442,9 +448,9 @@ ex.receptive_field.check(receptive_field)
 # %% [markdown]
 # ## 9. A small CNN on the digits
 #
-# VGG's recipe: blocks of 3x3 convolutions with `padding=1` (the size stays), BatchNorm and
-# ReLU, then a 2x2 max-pool that halves the size while the channels grow. Two blocks take an
-# 8x8 digit to 32 channels of 2x2:
+# VGG's recipe, with the BatchNorm of its later versions: blocks of 3x3 convolutions with
+# `padding=1` (the size stays), BatchNorm and ReLU, then a 2x2 max-pool that halves the size while
+# the channels grow. Two blocks take an 8x8 digit to 32 channels of 2x2:
 
 # %%
 _ = torch.manual_seed(0)
