@@ -21,8 +21,16 @@ ROOT = course_files.CLONE
 START = course_files.START
 
 
+# JupyterLab prints its URLs (and redirects `/`) to its default URL, the Launcher at the root
+# unless told otherwise: where no browser opens (SSH, WSL, a server) the learner copies a printed
+# URL, which must land on lesson 00 too, not only the browser that `jupyter lab FILE` opens
+START_URL = "/lab/tree/" + START
+
+
 def command(extra: list[str], root: Path = ROOT) -> list[str]:
     cmd = [sys.executable, "-m", "jupyterlab", START, f"--ServerApp.root_dir={root}", *extra]
+    if not any(".default_url" in arg for arg in extra):
+        cmd.append(f"--LabApp.default_url={START_URL}")
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
         cmd.append("--allow-root")
     return cmd
@@ -51,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     n = threads.apply_env()  # kernels inherit it
     print(f"Opening {root / START} (torch uses {n} CPU thread{'s' * (n != 1)} per notebook; "
-          f"set {threads.ENV} to change it).", flush=True)
+          f"set {threads.ENV} to change it). If no browser opens (SSH, WSL, a server), open the URL "
+          f"below that ends in {START_URL}?token=...", flush=True)
     os.chdir(root)
     cmd = command(args, root)
     os.execv(cmd[0], cmd)
