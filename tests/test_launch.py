@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -8,6 +9,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +44,38 @@ def test_launch_points_every_url_at_lesson_00():
     assert sum(".default_url" in a for a in launch.command(["--ServerApp.default_url=/tree"])) == 1
 
 
+def _app_dir(folder: Path) -> Path:
+    """A JupyterLab application folder of its own (JUPYTERLAB_DIR): this environment's assets,
+    and a settings folder that the lab command may write into without touching the venv's."""
+    import jupyterlab.commands
+
+    installed = Path(jupyterlab.commands.get_app_dir())
+    folder.mkdir(parents=True)
+    for part in ("static", "schemas", "themes"):
+        if (installed / part).exists():
+            (folder / part).symlink_to(installed / part)
+    return folder
+
+
+def test_lab_turns_the_news_pop_up_off_in_the_environments_settings(tmp_path, monkeypatch):
+    """JupyterLab asks every new learner about "Jupyter news" in a pop-up over lesson 00 unless
+    fetchNews is set: `lab` writes it (and no update check) before starting, keeping what the
+    settings file already held."""
+    settings = tmp_path / "app" / "settings"
+    settings.mkdir(parents=True)
+    (settings / "overrides.json").write_text(json.dumps(
+        {"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}}))
+    monkeypatch.setenv("JUPYTERLAB_DIR", str(tmp_path / "app"))
+    monkeypatch.setattr(launch.course_files, "course_folder", lambda: launch.ROOT)
+    monkeypatch.setattr(launch.os, "chdir", lambda path: None)
+    ran = []
+    monkeypatch.setattr(launch.os, "execv", lambda exe, cmd: ran.append(cmd))
+    assert launch.main(["--no-browser"]) == 0 and ran
+    written = json.loads((settings / "overrides.json").read_text())
+    assert written["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
+    assert written["@jupyterlab/apputils-extension:themes"] == {"theme": "JupyterLab Dark"}
+
+
 @pytest.mark.slow
 def test_the_printed_url_opens_lesson_00(tmp_path):
     """A real `python -m course_utils lab --no-browser`: the URLs it prints end in lesson 00's
@@ -50,7 +84,8 @@ def test_the_printed_url_opens_lesson_00(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "PYTHONPATH": str(launch.ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+           "PYTHONPATH": str(launch.ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "JUPYTERLAB_DIR": str(_app_dir(tmp_path / "app"))}
     log = tmp_path / "lab.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "course_utils", "lab", "--no-browser", f"--port={port}",
@@ -75,6 +110,12 @@ def test_the_printed_url_opens_lesson_00(tmp_path):
         with pytest.raises(urllib.error.HTTPError) as redirect:
             urllib.request.build_opener(NoRedirect).open(f"http://127.0.0.1:{port}/", timeout=10)
         assert redirect.value.code == 302
+        # and the course's lab shows no "Jupyter news" pop-up: the settings it serves say never
+        token = paths[0].split("token=", 1)[1]
+        api = f"http://127.0.0.1:{port}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}"
+        with urllib.request.urlopen(api, timeout=10) as answer:  # overrides arrive as the schema's defaults
+            served = json.load(answer)["schema"]["properties"]
+        assert (served["fetchNews"]["default"], served["checkForUpdates"]["default"]) == ("false", False)
         assert redirect.value.headers["Location"].rstrip("?").endswith(f"/lab/tree/{launch.START}")
     finally:
         proc.terminate()
