@@ -228,17 +228,24 @@ print(col + row)                              # (3, 4)
 # When no rule applies you get this error, which names the dimension that failed:
 
 # %% [markdown]
-# **Predict the output** (exception): What exception does `torch.ones(3, 4) + torch.ones(3)` raise?
+# **Predict the output** (value): `torch.ones(3, 4) + torch.ones(3)` raises. Which right-hand operands would work with `torch.ones(3, 4)`: a `torch.ones(4)`, b `torch.ones(3, 1)`, c `torch.ones(1, 3)`, d `torch.ones(1, 4)`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:broadcast_error"]
 quiz.broadcast_error(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['a', 'b', 'd']
     ### END PREDICTION
 )
 
 # %% tags=["raises-exception"]
 torch.ones(3, 4) + torch.ones(3)
+
+# %%
+for b in (torch.ones(4), torch.ones(3, 1), torch.ones(1, 3), torch.ones(1, 4)):
+    try:
+        print(tuple(b.shape), "->", tuple((torch.ones(3, 4) + b).shape))
+    except RuntimeError as err:
+        print(tuple(b.shape), "->", err)
 
 # %% [markdown]
 # Type two shapes and watch the rules apply, dimension by dimension, next to PyTorch's own

@@ -84,12 +84,12 @@ print("output:", tuple(conv(X_train[:4]).shape))
 # the number of channels:
 
 # %% [markdown]
-# **Predict the output** (exception): The same `Conv2d(1, 6, 3)` gets channels-last images of shape (4, 8, 8, 1). What exception?
+# **Predict the output** (value): The same `Conv2d(1, 6, 3)` refuses channels-last images `x` of shape (4, 8, 8, 1). Which of these give it the same images, channels first: a `x.transpose(1, 3)`, b `x.permute(0, 3, 1, 2)`, c `x.reshape(4, 1, 8, 8)`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:channels_last_error"]
 quiz.channels_last_error(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['b', 'c']
     ### END PREDICTION
 )
 
@@ -99,8 +99,19 @@ conv(images_hwc)
 
 # %% [markdown]
 # "expected input[4, 8, 8, 1] to have 1 channels, but got 8 channels instead": the channel
-# count is read from dimension 1. Move the channels there with `permute(0, 3, 1, 2)`. A single
-# image may also come without a batch dimension, `(C, H, W)`; the layer then returns `(C_out, H', W')`.
+# count is read from dimension 1. Move the channels there with `permute(0, 3, 1, 2)`; a shape
+# that merely fits is not enough (element `[n, h, w, c]` must land at `[n, c, h, w]`):
+
+# %%
+right = torch.einsum("nhwc->nchw", images_hwc)  # element [n, h, w, c] goes to [n, c, h, w]
+candidates = {"a": images_hwc.transpose(1, 3), "b": images_hwc.permute(0, 3, 1, 2),
+              "c": images_hwc.reshape(4, 1, 8, 8)}
+for name, t in candidates.items():
+    print(name, tuple(t.shape), "same images:", torch.equal(t, right))
+
+# %% [markdown]
+# A single image may also come without a batch dimension, `(C, H, W)`; the layer then returns
+# `(C_out, H', W')`.
 
 # %%
 print(tuple(conv(images_hwc.permute(0, 3, 1, 2)).shape), tuple(conv(X_train[0]).shape))
