@@ -89,8 +89,8 @@ ex
 #
 # Stuck? `ex.celsius_to_fahrenheit.hint()` gives a hint (call again for a more specific
 # one), and `ex.celsius_to_fahrenheit.solution()` shows a reference solution. Checks, hints
-# and solution views are recorded in a small progress file on your machine, so you can see
-# where you stand (section 4).
+# and solution views (and the predictions below) are recorded in a small progress file on your
+# machine, so you can see where you stand (section 4).
 
 # %% [markdown]
 # ### Predict the output
@@ -101,8 +101,10 @@ ex
 # make things stick. Whether you were right or wrong, the check then shows the answer and
 # explains it; the cell after it runs the code. Spelling is flexible: `(5, 7)`, `[5, 7]` and
 # `torch.Size([5, 7])` are the same shape, `torch.int8` and `"int8"` the same dtype, and
-# `"KeyError"` or `KeyError` name the same exception. Predictions are practice: they are not
-# recorded in your progress.
+# `"KeyError"` or `KeyError` name the same exception. Predictions are practice and count toward
+# no grade, but they are recorded: each one goes into your progress file (section 4) with
+# whether it was right, and an instructor who collects the class's progress files sees, for
+# each question, how many learners predicted it and how many were right at the first try.
 
 # %%
 from course_utils.grading import predictions_for

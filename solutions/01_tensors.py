@@ -195,7 +195,7 @@ print(torch.stack([v, v]).shape, torch.cat([v, v]).shape)
 # %% tags=["answer:batch_flatten"]
 def batch_flatten(x):
     ### BEGIN SOLUTION
-    return x.flatten(start_dim=1)  # reshape(len(x), -1) cannot infer -1 when N = 0
+    return x.flatten(1)  # reshape(len(x), -1) cannot infer -1 when N = 0
     ### END SOLUTION
 
 
@@ -228,17 +228,24 @@ print(col + row)                              # (3, 4)
 # When no rule applies you get this error, which names the dimension that failed:
 
 # %% [markdown]
-# **Predict the output** (exception): What exception does `torch.ones(3, 4) + torch.ones(3)` raise?
+# **Predict the output** (value): `torch.ones(3, 4) + torch.ones(3)` raises. Which right-hand operands would work with `torch.ones(3, 4)`: a `torch.ones(4)`, b `torch.ones(3, 1)`, c `torch.ones(1, 3)`, d `torch.ones(1, 4)`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:broadcast_error"]
 quiz.broadcast_error(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['a', 'b', 'd']
     ### END PREDICTION
 )
 
 # %% tags=["raises-exception"]
 torch.ones(3, 4) + torch.ones(3)
+
+# %%
+for b in (torch.ones(4), torch.ones(3, 1), torch.ones(1, 3), torch.ones(1, 4)):
+    try:
+        print(tuple(b.shape), "->", tuple((torch.ones(3, 4) + b).shape))
+    except RuntimeError as err:
+        print(tuple(b.shape), "->", err)
 
 # %% [markdown]
 # Type two shapes and watch the rules apply, dimension by dimension, next to PyTorch's own
@@ -253,6 +260,39 @@ broadcast_explorer("3, 1", "4")
 # Broadcasting `(N, 1)` against `(N,)` silently gives `(N, N)`; the most common shape bug in
 # training code (lesson 05 shows it wrecking a regression). Check shapes whenever you combine
 # tensors from different places.
+
+# %% [markdown]
+# ## 6. Reductions along a dimension
+#
+# `sum`, `mean`, `max`, `argmax`... reduce over the dimension you name, which disappears
+# from the shape unless you pass `keepdim=True`:
+
+# %% [markdown]
+# **Predict the output** (shape): What is the shape of `t.sum(dim=1, keepdim=True)` for `t` of shape (2, 3)?
+
+# %% tags=["predict:keepdim_shape"]
+quiz.keepdim_shape(
+    ### BEGIN PREDICTION
+    (2, 1)
+    ### END PREDICTION
+)
+
+# %%
+t = torch.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
+print(t.sum(), t.sum(dim=0), t.sum(dim=1), t.sum(dim=1, keepdim=True).shape)
+print(t.max(dim=1))
+print(t.argmax(dim=1))
+
+# %% [markdown]
+# With `keepdim=True` the reduced dimension stays, with size 1, so the result broadcasts back
+# against the tensor it came from: one value per row (or per column). Without it,
+# `t.max(dim=1).values` has shape `(2,)`, which broadcasting aligns with `t`'s *last* dimension
+# (3): an error here, and a silent mix-up whenever the two sizes happen to be equal.
+
+# %%
+row_max = t.max(dim=1, keepdim=True).values   # (2, 1): each row's maximum
+print(row_max.shape)
+print(t - row_max)                            # each row minus its own maximum
 
 # %% [markdown]
 # ### Exercise 3: normalise rows
@@ -288,7 +328,7 @@ def pairwise_distances(a, b):
 ex.pairwise_distances.check(pairwise_distances)
 
 # %% [markdown]
-# ## 6. Indexing
+# ## 7. Indexing
 #
 # Slicing works as in NumPy and returns **views** (no copy). Boolean masks and index tensors
 # ("advanced indexing") return **copies**.
@@ -359,31 +399,9 @@ def pick_scores(scores, labels):
 ex.pick_scores.check(pick_scores)
 
 # %% [markdown]
-# ## 7. Reductions along a dimension
-#
-# `sum`, `mean`, `max`, `argmax`... reduce over the dimension you name, which disappears
-# from the shape unless you pass `keepdim=True`:
-
-# %% [markdown]
-# **Predict the output** (shape): What is the shape of `t.sum(dim=1, keepdim=True)` for `t` of shape (2, 3)?
-
-# %% tags=["predict:keepdim_shape"]
-quiz.keepdim_shape(
-    ### BEGIN PREDICTION
-    (2, 1)
-    ### END PREDICTION
-)
-
-# %%
-t = torch.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
-print(t.sum(), t.sum(dim=0), t.sum(dim=1), t.sum(dim=1, keepdim=True).shape)
-print(t.max(dim=1))
-print(t.argmax(dim=1))
-
-# %% [markdown]
-# A picture helps: the scikit-learn digits are 8×8 images stored as rows of 64 numbers.
-# Reshape to images, then reduce over the *batch* dimension to see the average "3" and the
-# average "7":
+# Masks and reductions together make a picture: the scikit-learn digits are 8×8 images stored
+# as rows of 64 numbers. Reshape to images, select each digit with a mask, then reduce over the
+# *batch* dimension to see the average "3" and the average "7":
 
 # %%
 import matplotlib.pyplot as plt
@@ -589,5 +607,5 @@ print(torch.randint(0, 100, (5,), generator=g))
 #   (the web version of appendix A of *Build a Large Language Model (From Scratch)*): its tensor
 #   sections are a fast review before lesson 02.
 # - Sasha Rush, [Tensor Puzzles](https://github.com/srush/Tensor-Puzzles): rebuild NumPy
-#   functions with broadcasting and indexing only; the best practice there is for sections 5 and
-#   6.
+#   functions with broadcasting and indexing only; the best practice there is for sections 5 to
+#   7.

@@ -12,9 +12,15 @@
 # An MLP sees an image as a flat list of numbers: move a digit one pixel to the right and,
 # to the MLP, it is a different input. A **convolution** slides one small set of weights over
 # the whole image, so a stroke detector learned in one corner works everywhere, with a
-# fraction of the parameters. Classic image networks (LeNet, VGG, ResNet) are built from four
-# layers: `Conv2d`, `BatchNorm2d`, `ReLU` and `MaxPool2d`. This lesson takes each apart and then
-# puts them together on the handwritten digits.
+# fraction of the parameters. Today's convolutional networks are built mostly from four layers:
+# `Conv2d`, `BatchNorm2d`, `ReLU` and `MaxPool2d`. The classics show how that set grew. LeNet-5
+# (1998) alternated convolutions with average-pooling ("subsampling") layers and squashed with
+# tanh-like activations. VGG (2014) stacked 3x3 convolutions with ReLU and 2x2 max-pooling;
+# BatchNorm came a year later and was added to VGG afterwards (torchvision's `vgg16_bn`).
+# ResNet (2015) uses BatchNorm and ReLU too, but its key idea is the **residual connection**: each
+# block adds its input to what its layers compute, which lets networks of more than 100 layers
+# train; it shrinks the image mostly with stride-2 convolutions and ends in global average pooling. This lesson
+# takes the four layers apart and then puts them together, VGG-style, on the handwritten digits.
 #
 # You will learn to
 #
@@ -78,12 +84,12 @@ print("output:", tuple(conv(X_train[:4]).shape))
 # the number of channels:
 
 # %% [markdown]
-# **Predict the output** (exception): The same `Conv2d(1, 6, 3)` gets channels-last images of shape (4, 8, 8, 1). What exception?
+# **Predict the output** (value): The same `Conv2d(1, 6, 3)` refuses channels-last images `x` of shape (4, 8, 8, 1). Which of these give it the same images, channels first: a `x.transpose(1, 3)`, b `x.permute(0, 3, 1, 2)`, c `x.reshape(4, 1, 8, 8)`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:channels_last_error"]
 quiz.channels_last_error(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['b', 'c']
     ### END PREDICTION
 )
 
@@ -93,8 +99,19 @@ conv(images_hwc)
 
 # %% [markdown]
 # "expected input[4, 8, 8, 1] to have 1 channels, but got 8 channels instead": the channel
-# count is read from dimension 1. Move the channels there with `permute(0, 3, 1, 2)`. A single
-# image may also come without a batch dimension, `(C, H, W)`; the layer then returns `(C_out, H', W')`.
+# count is read from dimension 1. Move the channels there with `permute(0, 3, 1, 2)`; a shape
+# that merely fits is not enough (element `[n, h, w, c]` must land at `[n, c, h, w]`):
+
+# %%
+right = torch.einsum("nhwc->nchw", images_hwc)  # element [n, h, w, c] goes to [n, c, h, w]
+candidates = {"a": images_hwc.transpose(1, 3), "b": images_hwc.permute(0, 3, 1, 2),
+              "c": images_hwc.reshape(4, 1, 8, 8)}
+for name, t in candidates.items():
+    print(name, tuple(t.shape), "same images:", torch.equal(t, right))
+
+# %% [markdown]
+# A single image may also come without a batch dimension, `(C, H, W)`; the layer then returns
+# `(C_out, H', W')`.
 
 # %%
 print(tuple(conv(images_hwc.permute(0, 3, 1, 2)).shape), tuple(conv(X_train[0]).shape))
@@ -442,9 +459,9 @@ ex.receptive_field.check(receptive_field)
 # %% [markdown]
 # ## 9. A small CNN on the digits
 #
-# VGG's recipe: blocks of 3x3 convolutions with `padding=1` (the size stays), BatchNorm and
-# ReLU, then a 2x2 max-pool that halves the size while the channels grow. Two blocks take an
-# 8x8 digit to 32 channels of 2x2:
+# VGG's recipe, with the BatchNorm of its later versions: blocks of 3x3 convolutions with
+# `padding=1` (the size stays), BatchNorm and ReLU, then a 2x2 max-pool that halves the size while
+# the channels grow. Two blocks take an 8x8 digit to 32 channels of 2x2:
 
 # %%
 _ = torch.manual_seed(0)

@@ -19,6 +19,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from course_utils import jupyter_settings
+
 ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -164,3 +166,41 @@ def test_jupyter_settings_write_into_the_environment_they_run_in(tmp_path, monke
     assert not (system / "settings").exists()
     monkeypatch.setenv("JUPYTERLAB_DIR", str(tmp_path / "chosen"))  # JupyterLab's own override wins
     assert jupyter_settings.settings_dir() == tmp_path / "chosen" / "settings"
+
+
+def _schema(plugin_id: str) -> dict:
+    import jupyterlab
+
+    package, plugin = plugin_id.split(":")
+    path = Path(jupyterlab.__file__).parent / "schemas" / package / f"{plugin}.json"
+    if not path.exists():  # a plugin of another package (jupytext...): its own schemas
+        pytest.skip(f"no schema of {plugin_id} in jupyterlab")
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("plugin_id", sorted(jupyter_settings.OVERRIDES))
+def test_overrides_are_settings_the_installed_jupyterlab_knows(plugin_id):
+    """A misspelt key or a value of the wrong type does not do what it says, and no learner sees
+    why: each override is a property of its plugin's schema in the installed JupyterLab, with a
+    value the schema allows."""
+    pytest.importorskip("jupyterlab")
+
+    props = _schema(plugin_id)["properties"]
+    for key, value in jupyter_settings.OVERRIDES[plugin_id].items():
+        assert key in props, f"{plugin_id} has no setting {key!r}"
+        spec = props[key]
+        if "oneOf" in spec:
+            assert value in [c["const"] for c in spec["oneOf"] if "const" in c], (key, value)
+        kind = {"boolean": bool, "string": str, "object": dict}.get(spec.get("type", ""))
+        if kind:
+            assert isinstance(value, kind), (key, value)
+
+
+def test_the_course_lab_and_images_turn_the_news_pop_up_off():
+    """JupyterLab's "Jupyter news" question covers every notebook until answered: fetchNews
+    "false" (never; "none" is the asking default) and no update check, in the overrides that
+    binder/postBuild and the JupyterHub recipe write and in what `lab` writes."""
+
+    news = {"fetchNews": "false", "checkForUpdates": False}
+    assert jupyter_settings.NO_NEWS == {"@jupyterlab/apputils-extension:notification": news}
+    assert jupyter_settings.OVERRIDES["@jupyterlab/apputils-extension:notification"] == news

@@ -45,6 +45,24 @@ def test_c2f_in_place_then_returned_is_rejected():
     rejected(C2F, in_place, "mutated_input")
 
 
+def _augmented(c):
+    c *= 1.8
+    c += 32
+    return c
+
+
+@pytest.mark.parametrize("answer, wrote", [
+    (_augmented, "`c *= 9 / 5` and `c += 32`"),
+    (lambda c: c.mul_(1.8).add_(32), "methods ending in `_`"),
+], ids=["augmented assignment", "underscore methods"])
+def test_c2f_in_place_message_is_true_of_what_the_learner_wrote(answer, wrote):
+    """An answer written with `*=` and `+=` was told that "arithmetic operators return new
+    tensors": on a tensor, augmented assignment is in place, like the `_` methods."""
+    res = rejected(C2F, answer, "mutated_input")
+    assert wrote in res.message and "write into `c` itself" in res.message
+    assert "arithmetic operators return new tensors" not in res.message
+
+
 def test_c2f_hard_coded_fixed_case_is_rejected():
     rejected(C2F, lambda c: torch.tensor([32.0, 212.0, -40.0]))
 
@@ -113,3 +131,28 @@ def test_cheat_is_rejected(exercise_id, label, answer):
 
 def test_every_exercise_has_five_wrong_three_valid_two_cheats():
     team.assert_five_wrong_three_valid_two_cheats("00_start_here")
+
+
+# =========================================================================== the lesson's own claims
+def _markdown_of_lesson_00() -> list[str]:
+    from course_utils import build, cells
+
+    nb = build.read_py(build.SOLUTIONS / "00_start_here.py")
+    return [" ".join(cells.source(c).split()) for c in nb.cells if c.cell_type == "markdown"]
+
+
+def test_lesson_00_says_predictions_are_recorded_as_they_are(tmp_path, monkeypatch):
+    """Lesson 00 once told learners predictions "are not recorded in your progress"; they are
+    logged (and the instructor's room view counts them per question): the text says so."""
+    from course_utils import progress
+    from course_utils.grading import predictions_for
+
+    log = tmp_path / "progress.jsonl"
+    monkeypatch.setenv(progress.ENV_VAR, str(log))
+    predictions_for("00_start_here").sum_dim0_shape((3,))
+    assert [e["event"] for e in progress.read_events(log)] == ["prediction"]
+
+    text = [t for t in _markdown_of_lesson_00() if t.startswith("### Predict the output")]
+    assert len(text) == 1
+    assert "not recorded" not in text[0]
+    assert "they are recorded" in text[0] and "progress file" in text[0] and "instructor" in text[0]

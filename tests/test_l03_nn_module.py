@@ -1400,3 +1400,19 @@ def test_predict_proba_reference_agrees_with_an_eval_copy():
         assert not got.requires_grad, where
         _close(got, want.numpy(), rtol=1e-5, atol=1e-6, where=where)
         assert [m.training for m in model.modules()] == modes, where
+
+
+@pytest.mark.parametrize("after, says, why", [
+    (lambda m, was: None, "The model came in training mode and you left it in eval mode.", "without dropout"),
+    (lambda m, was: m.train(), "The model came in eval mode and you left it in training mode", "Dropout is on again"),
+    (lambda m, was: setattr(m, "training", was),
+     "The model has its own flag back in training mode, but inside it BatchNorm1d, Dropout stayed in eval mode",
+     "without dropout"),
+], ids=["training left in eval", "eval left in training", "only the top flag restored"])
+def test_predict_proba_mode_message_says_which_way_round(after, says, why):
+    """The message once hedged ("a model in training mode came back in eval mode, or the other
+    way round"): it now says which way the learner's code changed the mode."""
+    res = rejected(M + "predict_proba", _proba(lambda m: m.eval(), _no_grad_softmax, after), "mode_not_restored",
+                   n_random=0)
+    assert says in res.message and why in res.message, res.message
+    assert "other way round" not in res.message and "{" not in res.message

@@ -857,3 +857,21 @@ def test_every_exercise_has_its_red_team():
         assert len(wrong_answers) >= 5, eid
         assert len(valid_answers) >= 3, eid
         assert cheats is None or len(cheats) >= 2, eid
+
+
+def test_the_intro_describes_the_classic_networks_as_they_were():
+    """Lesson 08 once said LeNet, VGG and ResNet are "built from" Conv2d, BatchNorm2d, ReLU and
+    MaxPool2d: LeNet predates BatchNorm and used tanh and average pooling, the first VGG had no
+    BatchNorm, and ResNet's key is the residual connection (stride-2 convolutions, global
+    average pooling)."""
+    from course_utils import build, cells
+
+    nb = build.read_py(build.SOLUTIONS / "08_convolutions.py")
+    intro = " ".join(cells.source(next(c for c in nb.cells if c.cell_type == "markdown")).split())
+    assert "(LeNet, VGG, ResNet) are built from" not in intro
+    lenet = intro[intro.index("LeNet"):intro.index("VGG (")]
+    assert "average-pooling" in lenet and "tanh" in lenet and "BatchNorm" not in lenet
+    vgg = intro[intro.index("VGG ("):intro.index("ResNet (")]
+    assert "BatchNorm came a year later" in vgg
+    resnet = intro[intro.index("ResNet ("):]
+    assert "residual connection" in resnet and "stride-2" in resnet and "global average pooling" in resnet

@@ -272,3 +272,16 @@ def test_predictions_are_logged_and_folded_apart_from_exercises(tmp_path, monkey
     assert (shape.attempts, shape.first_right, shape.right) == (2, False, True)
     assert (dtype.attempts, dtype.first_right, dtype.right) == (1, True, True)
     assert progress.exercise_progress(events) == {}
+
+
+def test_exception_questions_ask_what_fixes_it_rather_than_the_class():
+    """Issue 26: 10 of 14 exception questions had the answer `RuntimeError`, a guess that is
+    right most of the time and teaches nothing. Broadcasting (01) and channels-last images (08)
+    now ask which fix works, and the count of `RuntimeError` answers may only go down."""
+    for qid in ("01_tensors.broadcast_error", "08_convolutions.channels_last_error"):
+        q = P.QUESTIONS[qid]
+        assert q.kind == "value" and "Which" in q.prompt, qid
+        assert P.check(qid, "RuntimeError").status == "incorrect"
+    runtime = [q.id for q in P.QUESTIONS.values()
+               if q.kind == "exception" and "RuntimeError" in P.expected(q.id).names]
+    assert len(runtime) <= 8, runtime

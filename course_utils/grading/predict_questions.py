@@ -42,12 +42,22 @@ _q("01_tensors.broadcast_shape", "shape",
    "Align on the right: (3, 1) against (_, 4). The 1 stretches to 4 and the missing "
    "dimension counts as 1 and stretches to 3: (3, 4), every row value added to every column value.",
    shows="print(col + row)")
-_q("01_tensors.broadcast_error", "exception",
-   "What exception does `torch.ones(3, 4) + torch.ones(3)` raise?",
-   "torch.ones(3, 4) + torch.ones(3)",
-   "Aligned on the right, 4 meets 3: neither is 1, so broadcasting fails with a RuntimeError "
-   "naming the dimension. `torch.ones(3, 1)` (or `.unsqueeze(1)`) would broadcast.",
-   shows="torch.ones(3, 4) + torch.ones(3)")
+_q("01_tensors.broadcast_error", "value",
+   "`torch.ones(3, 4) + torch.ones(3)` raises. Which right-hand operands would work with `torch.ones(3, 4)`: "
+   "a `torch.ones(4)`, b `torch.ones(3, 1)`, c `torch.ones(1, 3)`, d `torch.ones(1, 4)`? Answer with the "
+   "list of letters in order, such as `['c']`.",
+   "def broadcasts(b):\n"
+   "    try:\n"
+   "        torch.ones(3, 4) + b\n"
+   "    except RuntimeError:\n"
+   "        return False\n"
+   "    return True\n"
+   "operands = {'a': torch.ones(4), 'b': torch.ones(3, 1), 'c': torch.ones(1, 3), 'd': torch.ones(1, 4)}\n"
+   "[k for k, b in operands.items() if broadcasts(b)]",
+   "Aligned on the right, the last sizes must match or be 1: `(4,)` and `(1, 4)` match the 4, and "
+   "`(3, 1)` has a 1 there and a 3 that matches the rows. `(1, 3)` puts 3 against 4, as `(3,)` did: "
+   "the error names that dimension. `(3, 1)` is the fix when the 3 numbers are one per row.",
+   shows="for b in (torch.ones(4), torch.ones(3, 1), torch.ones(1, 3), torch.ones(1, 4)):")
 _q("01_tensors.keepdim_shape", "shape",
    "What is the shape of `t.sum(dim=1, keepdim=True)` for `t` of shape (2, 3)?",
    "t = torch.zeros(2, 3)\nt.sum(dim=1, keepdim=True).shape",
@@ -371,13 +381,20 @@ _q("08_convolutions.conv_output_shape", "shape",
    "Batch stays 4, channels become out_channels = 6, and a 3x3 window fits in 8 - 3 + 1 = 6 "
    "positions along each axis: (4, 6, 6, 6).",
    shows='print("output:", tuple(conv(X_train[:4]).shape))')
-_q("08_convolutions.channels_last_error", "exception",
-   "The same `Conv2d(1, 6, 3)` gets channels-last images of shape (4, 8, 8, 1). What exception?",
-   "conv = nn.Conv2d(1, 6, 3)\nconv(torch.zeros(4, 8, 8, 1))",
-   "The layer reads channels from dimension 1, which is 8 here, and it expects 1: a "
-   "RuntimeError ('expected input ... to have 1 channels, but got 8 channels'). "
-   "`permute(0, 3, 1, 2)` fixes it.",
-   shows="conv(images_hwc)")
+_q("08_convolutions.channels_last_error", "value",
+   "The same `Conv2d(1, 6, 3)` refuses channels-last images `x` of shape (4, 8, 8, 1). Which of these give "
+   "it the same images, channels first: a `x.transpose(1, 3)`, b `x.permute(0, 3, 1, 2)`, "
+   "c `x.reshape(4, 1, 8, 8)`? Answer with the list of letters in order, such as `['c']`.",
+   "x = torch.randn(4, 8, 8, 1)\n"
+   "right = torch.einsum('nhwc->nchw', x)\n"
+   "fixes = {'a': x.transpose(1, 3), 'b': x.permute(0, 3, 1, 2), 'c': x.reshape(4, 1, 8, 8)}\n"
+   "[k for k, t in fixes.items() if t.shape == right.shape and torch.equal(t, right)]",
+   "The layer reads the channels from dimension 1 (8 here, where it expects 1), so it raises. "
+   "`permute(0, 3, 1, 2)` moves the channels there and keeps every image. With ONE channel, "
+   "`reshape` happens to give the same tensor (no element moves past a dimension of size 1); with 3 "
+   "channels it would scramble them. `transpose(1, 3)` has the right shape, but every image is "
+   "transposed (H and W swapped): the layer runs, on mirrored digits.",
+   shows='    print(name, tuple(t.shape), "same images:", torch.equal(t, right))')
 _q("08_convolutions.stride2_pad1_shape", "shape",
    "What is the output shape of `nn.Conv2d(1, 1, 3, stride=2, padding=1)` on `torch.zeros(1, 1, 8, 8)`?",
    "layer = nn.Conv2d(1, 1, kernel_size=3, stride=2, padding=1)\nlayer(torch.zeros(1, 1, 8, 8)).shape",

@@ -16,7 +16,7 @@ def image_to_tensor(image):
 
 
 def batch_flatten(x):
-    return x.flatten(start_dim=1)  # reshape(len(x), -1) cannot infer -1 when N = 0
+    return x.flatten(1)  # reshape(len(x), -1) cannot infer -1 when N = 0
 
 
 def normalize_rows(x):

@@ -64,8 +64,12 @@ register(
             Mistake("forgot_offset", "You scaled but forgot to add 32.", lambda c: c * 9 / 5),
             Mistake("reversed_conversion", "That is Fahrenheit to Celsius, (F − 32) × 5/9; this exercise "
                     "goes the other way: F = C × 9/5 + 32.", lambda c: (c - 32) * 5 / 9),
-            Mistake("mutated_input", "Your function modified the tensor it was given. Compute a new tensor instead: "
-                    "arithmetic operators return new tensors, while methods ending in `_` change theirs in place.",
+            # the text is true of both ways a learner mutates `c`: augmented assignment (`c *= 1.8`)
+            # and the methods ending in `_` (`c.mul_(1.8)`) both write into the caller's tensor
+            Mistake("mutated_input", "Your function changed the tensor it was given: the caller's temperatures "
+                    "are now Fahrenheit too. On a tensor, `c *= 9 / 5` and `c += 32` write into `c` itself, "
+                    "as do the methods ending in `_` (`c.mul_(...)`, `c.add_(...)`); `c * 9 / 5 + 32` computes "
+                    "a new tensor and leaves `c` as it was.",
                     lambda c: c.mul_(9 / 5).add_(32), match_output=False),
             Mistake("requires_grad", "Your result requires grad although the temperatures do not: a conversion "
                     "is data, not a parameter. Drop the `requires_grad_()` (or `requires_grad=True`).",

@@ -90,8 +90,44 @@ def _run(answer: Any, case: Case) -> Any:
         if (modes_after[0] == modes_before[0] and len(set(modes_before)) > 1
                 and all(t == modes_before[0] for t in modes_after)):
             raise Incorrect("mixed_modes_not_restored")
-        raise Incorrect("mode_not_restored")
+        raise Incorrect("mode_not_restored", **_mode_change(model, modes_before, modes_after))
     return out
+
+
+def _mode(training: bool) -> str:
+    return "training mode" if training else "eval mode"
+
+
+_WHY = {
+    False: "A training loop that calls it would go on training without dropout, and BatchNorm would stop "
+           "updating its running statistics.",
+    True: "Code that evaluates or serves the model after calling it would get random, batch-dependent "
+          "predictions: Dropout is on again and BatchNorm uses (and updates) each batch's statistics.",
+}
+
+
+def _mode_change(model: nn.Module, before: list[bool], after: list[bool]) -> dict[str, str]:
+    """Which way the modes changed, said exactly: the model's own mode flipped (training -> eval,
+    or eval -> training), or its flag is back while layers inside stayed switched."""
+    if before[0] != after[0]:
+        what = f"came in {_mode(before[0])} and you left it in {_mode(after[0])}"
+        if after[0]:
+            what += " (a `model.train()` at the end?)"
+        return {"what": what + ".", "why": _WHY[after[0]]}
+    changed = [(m, a) for m, b, a in zip(model.modules(), before, after) if a != b]
+    # name the layers whose forward depends on the mode (Dropout, BatchNorm) when there are any
+    moody = [(m, a) for m, a in changed
+             if isinstance(m, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._NormBase))]
+    layers = ", ".join(dict.fromkeys(type(m).__name__ for m, _ in moody or changed))
+    directions = {a for _, a in changed}
+    if len(directions) == 1:
+        (now,) = directions
+        where, why = f"stayed in {_mode(now)}", _WHY[now]
+    else:
+        where, why = "changed mode", ""
+    what = (f"has its own flag back in {_mode(after[0])}, but inside it {layers} {where}: "
+            "`model.training = ...` sets that one flag and does not reach the layers inside.")
+    return {"what": what, "why": why}
 
 
 # --- wrong answers
@@ -180,11 +216,9 @@ register(Exercise(
                 "`torch.inference_mode()`).",
                 _keeps_graph, match_output=False),
         Mistake("mode_not_restored",
-                "Your function left the model in a different mode than it found it (a model in training mode "
-                "came back in eval mode, or the other way round). A training loop that calls it would go on "
-                "training without dropout. Remember every submodule's mode first, "
-                "`modes = [(m, m.training) for m in model.modules()]`, and restore each at the end "
-                "(`model.training = ...` alone does not reach the Dropout and BatchNorm inside).",
+                "Your function changed the model's mode and did not put it back. The model {what} {why} Remember every "
+                "submodule's mode first, `modes = [(m, m.training) for m in model.modules()]`, and restore "
+                "each at the end.",
                 _stays_eval, match_output=False),
         Mistake("mixed_modes_not_restored",
                 "The model came with its submodules in different modes (training, but its Dropout in eval), and "
