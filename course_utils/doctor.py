@@ -32,7 +32,7 @@ from collections.abc import Callable
 ROOT = Path(__file__).resolve().parent.parent
 # The tested range (README, "Tested versions"; tools/test-matrix.sh). Outside it: a warning.
 PYTHON_RANGE = ((3, 10), (3, 13))
-TORCH_RANGE = ((2, 8), (2, 13))
+TORCH_RANGE = ((2, 8), (2, 15))
 TORCH_VERSION = "2.13"  # what the stored outputs were made with; the README installs it
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 

@@ -101,6 +101,12 @@ print(a.dtype, torch.from_numpy(a).dtype, torch.from_numpy(a).float().dtype)
 torch.tensor([1, 2, 3]).mean()
 
 # %% [markdown]
+# The message names the dtype it got (`Long`, i.e. int64). Its class depends on the version:
+# `RuntimeError` up to PyTorch 2.14, `NotImplementedError` from 2.15. `NotImplementedError` is a
+# subclass of `RuntimeError`, so `except RuntimeError` catches both. The fix is to convert first:
+# `labels.float().mean()`.
+
+# %% [markdown]
 # ### Exercise 1: an image from NumPy
 #
 # Image libraries hand you pixels as a NumPy `uint8` array of shape `(H, W)` with values

@@ -375,9 +375,10 @@ model = nn.Sequential(
 model(X_train[:4])
 
 # %% [markdown]
-# "mat1 and mat2 shapes cannot be multiplied (4x128 and 512x10)": the first matrix is the
-# flattened batch, 4 images of 128 numbers (8 channels x 4 x 4); the second is the `Linear`
-# weight (transposed), expecting 512. Three fixes:
+# "mat1 and mat2 shapes cannot be multiplied (4x128 and 512x10)" (from PyTorch 2.15 the message
+# starts with the operation, `addmm:`, the multiply-and-add inside `nn.Linear`): the first matrix
+# is the flattened batch, 4 images of 128 numbers (8 channels x 4 x 4); the second is the
+# `Linear` weight (transposed), expecting 512. Three fixes:
 #
 # 1. compute it: each 2x2 pool halves the size, rounding down (exercise 1's formula for the
 #    convolutions);

@@ -871,17 +871,19 @@ print("same predictions:", (onnx_logits.argmax(1) == torch_logits.argmax(1)).all
 # %% [markdown]
 # ### TorchScript is deprecated
 #
-# Older tutorials export with `torch.jit.script` or `torch.jit.trace`. Both still work in
-# PyTorch 2.13 but are **deprecated** in favour of `torch.export` (and `torch.compile` for
-# speed). The warning is a `DeprecationWarning`, which Python hides by default outside
-# `__main__`, so you may never have seen it:
+# Older tutorials export with `torch.jit.script` or `torch.jit.trace`. Both still work (in
+# PyTorch 2.13 to 2.15) but are **deprecated** in favour of `torch.export` (and `torch.compile`
+# for speed). How loudly depends on the version. Up to PyTorch 2.13 the warning is a
+# `DeprecationWarning`, which Python hides by default outside `__main__`, so you may never have
+# seen it. From 2.14 it is a `FutureWarning`, which Python always shows. The cell records the
+# warning and prints its category, so you see the one your PyTorch uses:
 
 # %%
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     torch.jit.script(model)        # deprecated: shown only to read its warning
 messages = {f"{w.category.__name__}: {w.message}" for w in caught
-            if issubclass(w.category, DeprecationWarning)}
+            if issubclass(w.category, (DeprecationWarning, FutureWarning))}
 print(*sorted(messages), sep="\n")
 
 # %% [markdown]

@@ -39,7 +39,7 @@ def test_python_version_range_warns_outside_the_tested_range():
         assert c.ok  # a warning is not a failure
 
 
-@pytest.mark.parametrize("version", ["2.8.0+cu128", "2.10.1", "2.13.0+cpu", "2.13.1"])
+@pytest.mark.parametrize("version", ["2.8.0+cu128", "2.10.1", "2.13.0+cpu", "2.13.1", "2.14.1", "2.15.0+cu130"])
 def test_torch_in_the_tested_range_is_ok(monkeypatch, version):
     import torch
 
@@ -47,13 +47,13 @@ def test_torch_in_the_tested_range_is_ok(monkeypatch, version):
     assert {c.name: c for c in doctor.check_torch()}["torch version"].status == "OK"
 
 
-@pytest.mark.parametrize("version", ["2.5.1+cu121", "2.14.0.dev20261201", "3.0.0"])
+@pytest.mark.parametrize("version", ["2.5.1+cu121", "2.16.0.dev20270101", "3.0.0"])
 def test_torch_outside_the_tested_range_warns_with_the_install_command(monkeypatch, version):
     import torch
 
     monkeypatch.setattr(torch, "__version__", version)
     checks = {c.name: c for c in doctor.check_torch()}
-    assert checks["torch version"].status == "WARN" and "2.8–2.13" in checks["torch version"].detail
+    assert checks["torch version"].status == "WARN" and "2.8–2.15" in checks["torch version"].detail
     assert "torch==2.13.0" in checks["torch version"].fix and "download.pytorch.org" in checks["torch version"].fix
     assert checks["torch works"].status == "OK"
     assert all(c.ok for c in checks.values())  # warnings keep the exit status 0
