@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import re
 import shutil
 import subprocess
@@ -46,6 +47,13 @@ MARKER_LINE = re.compile(r"^\s*###\s*(BEGIN|END) (SOLUTION|PREDICTION)\s*$")
 # Cells whose stored (solution) output would give the answer away or claim it is correct.
 BADGE = re.compile(r"\[!\[([^\]]+)\]\([^)]+\)\]\(([^)]+)\)")
 REVEALING = re.compile(r"\bex\.\w+\.(check|solution)\(")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# Widget models a reader acts on: on a page, moving or clicking one changes nothing else, since
+# the Python that would recompute the output is not running (progress bars, HTML, boxes only show).
+CONTROL_MODEL = re.compile(r"(Slider|Dropdown|Button|Buttons|Checkbox|Text|Textarea|Select|SelectMultiple"
+                           r"|RadioButtons|Combobox|Picker|Play)Model$")
+MODEL_REF = re.compile(r"IPY_MODEL_(\w+)")
 
 
 def _clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -69,6 +77,47 @@ def _clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+def needs_kernel(cell: nbformat.NotebookNode, state: dict) -> bool:
+    """Whether an output of ``cell`` is a widget with a control in it (found through the models
+    its view refers to, in the notebook's stored widget ``state``)."""
+    todo = [o["data"][WIDGET_VIEW]["model_id"] for o in cell.get("outputs", []) if WIDGET_VIEW in o.get("data", {})]
+    seen: set[str] = set()
+    while todo:
+        model_id = todo.pop()
+        if model_id in seen or model_id not in state:
+            continue
+        seen.add(model_id)
+        model = state[model_id]
+        if CONTROL_MODEL.search(model.get("model_name", "")):
+            return True
+        todo.extend(MODEL_REF.findall(json.dumps(model.get("state", {}))))
+    return False
+
+
+def kernel_note(path: str) -> str:
+    """The note under a widget: on the site its controls move but nothing is recomputed."""
+    return f""":::{{admonition}} This widget needs a running Python kernel
+:class: note kernel-note
+
+On this page its controls move, but nothing is recomputed: what it shows was stored when the
+lesson was run. To use it, open the notebook where Python runs: [on Binder]({links.binder_url(path)}),
+[on Colab]({links.colab_url(path)}), or in JupyterLab on your machine (`python -m course_utils lab`,
+see [the README]({links.repo_url()})), and run its cells.
+:::"""
+
+
+def with_kernel_notes(nb: nbformat.NotebookNode, path: str) -> nbformat.NotebookNode:
+    """``nb`` with :func:`kernel_note` after every cell that shows a widget with a control."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.cell_type == "code" and needs_kernel(cell, state):
+            cells.append(nbformat.v4.new_markdown_cell(kernel_note(path)))
+    nb.cells = cells
+    return nb
+
+
 def _solution(stem: str) -> nbformat.NotebookNode:
     return nbformat.read(build.SOLUTIONS / f"{stem}.ipynb", as_version=4)
 
@@ -87,11 +136,11 @@ def learner_page(stem: str) -> nbformat.NotebookNode:
             mine.execution_count = theirs.execution_count
     if "widgets" in solution.metadata:
         learner.metadata["widgets"] = copy.deepcopy(solution.metadata["widgets"])
-    return _clean(learner)
+    return with_kernel_notes(_clean(learner), f"notebooks/{stem}.ipynb")
 
 
 def solution_page(stem: str) -> nbformat.NotebookNode:
-    nb = _clean(_solution(stem))
+    nb = with_kernel_notes(_clean(_solution(stem)), f"solutions/{stem}.ipynb")
     first = nb.cells[0]
     if first.cell_type == "markdown" and first.source.startswith("# "):
         title, _, rest = first.source.partition("\n")
@@ -147,7 +196,8 @@ def write_sources(src: Path, stems: list[str]) -> None:
         nbformat.write(learner_page(stem), src / "lessons" / f"{stem}.ipynb")
         nbformat.write(solution_page(stem), src / "solutions" / f"{stem}.ipynb")
     (src / "index.md").write_text(_index(stems), encoding="utf-8")
-    shutil.copy(HERE / "conf.py", src / "conf.py")
+    for name in ("conf.py", "course_a11y.py"):
+        shutil.copy(HERE / name, src / name)
     static = src / "_static"
     static.mkdir()
     for name in ("course.css", "course.js"):

@@ -1,10 +1,15 @@
 # Sphinx configuration of the course website; website/build.py writes the pages next to a copy
 # of this file and runs Sphinx. Everything it loads is local: the widget manager and MathJax
 # are vendored from npm at build time (website/build.py), never fetched from a CDN.
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # course_a11y.py, copied next to this file
+
 project = "PyTorch from the ground up"
 author = "the course authors"
 copyright = "the course authors; lesson text CC BY 4.0, code MIT"
-extensions = ["myst_nb"]
+extensions = ["myst_nb", "course_a11y"]  # course_a11y: headings with a level, focusable code blocks
 html_theme = "furo"
 html_title = project
 html_static_path = ["_static"]
