@@ -103,3 +103,9 @@ def test_the_instructors_judge_carries_ids_and_facts():
     assert rebuilt.facts == {"got": "7", "name": "WindowDataset"}
     framework = judge._rebuild(judge._exc_info(Incorrect("timeout", "Your code did not finish.")))
     assert framework.message == "Your code did not finish."
+
+
+def test_shows_declared_knows_conversions_and_specs():
+    assert shows_declared("For {device!r} your function {what}.", "For 'tpu' your function raised KeyError.")
+    assert shows_declared("loss {loss:.3f}", "loss 0.123")
+    assert not shows_declared("For {device!r} your function {what}.", "For tpu it raised.")

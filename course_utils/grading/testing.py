@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from . import registry
 from .runner import run_check
+from .spec import FIELD  # {name}, {name!r}, {name:spec}: the fields fill() fills
 
 GENERIC = frozenset({
     "exception", "wrong_values", "wrong_shape", "wrong_dtype", "wrong_type", "wrong_device",
@@ -60,8 +61,8 @@ def assert_mistake_specific(
 def shows_declared(template: str, shown: str) -> bool:
     """Whether ``shown`` is ``template`` with its ``{fields}`` filled in (and, for a mistake
     recognised by the error it raises, PyTorch's words appended)."""
-    parts = re.split(r"\\\{[A-Za-z_][A-Za-z0-9_]*\\\}", re.escape(template))
-    pattern = "(.+?)".join(parts) + r"( \(PyTorch said: .*\))?"
+    literal = FIELD.sub("\0", template).split("\0")
+    pattern = "(.+?)".join(re.escape(part) for part in literal) + r"( \(PyTorch said: .*\))?"
     return re.fullmatch(pattern, shown, flags=re.DOTALL) is not None
 
 
