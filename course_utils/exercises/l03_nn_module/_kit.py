@@ -81,7 +81,7 @@ def ran(data: Any, *keys: str) -> dict:
     """What a ``run`` half returned, checked to be the dict ``finish`` expects (in the grader it
     came from the process that ran the answer, as plain data)."""
     if not isinstance(data, dict) or any(k not in data for k in keys):
-        raise Incorrect("not_plain_value", "The check of your answer sent back something unreadable.")
+        raise RuntimeError("the check of your answer sent back something unreadable")
     return data
 
 

@@ -180,7 +180,7 @@ def _finish(data: Any, case: Case) -> Any:
     (`torch.no_grad()`, `.detach()`, `.data`) give a model that never learns: every parameter
     must get a gradient from the training output."""
     if not isinstance(data, dict) or not isinstance(data.get("out"), dict) or any(k not in data["out"] for k in _MODES):
-        raise Incorrect("not_plain_value", "The check of your answer sent back something unreadable.")
+        raise RuntimeError("the check of your answer sent back something unreadable")
     out, missing = data["out"][_MODES[0]], data.get("missing")
     if isinstance(out, torch.Tensor) and isinstance(missing, list) and missing:
         in_channels, num_classes, widths, (h, w) = case.args

@@ -238,8 +238,8 @@ def _start_fact(start: Any) -> Any:
     return {"repr": repr(start)[:200], "type": type(start).__name__[:80]}
 
 
-def _unreadable() -> Incorrect:
-    return Incorrect("not_plain_value", "The check of your answer sent back something unreadable.")
+def _unreadable() -> RuntimeError:
+    return RuntimeError("the check of your answer sent back something unreadable")
 
 
 def _bit_identical(uninterrupted: Any, resumed: Any) -> None:

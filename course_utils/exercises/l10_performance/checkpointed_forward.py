@@ -172,7 +172,7 @@ def _finish(data: Any, case: Case) -> Any:
     if not isinstance(data, dict) or any(k not in data for k in _SENT) or not all(
             isinstance(data[k], int) for k in ("used", "plain")) or not all(
             isinstance(data[k], list) for k in ("missing", "wanted", "recomputed")):
-        raise Incorrect("not_plain_value", "The check of your answer sent back something unreadable.")
+        raise RuntimeError("the check of your answer sent back something unreadable")
     blocks, x = case.args
     used, plain, missing, wanted, recomputed = (data[k] for k in ("used", "plain", "missing", "wanted", "recomputed"))
     n = len(blocks)
