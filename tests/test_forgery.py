@@ -2,14 +2,15 @@
 
 Issue 23, item 1: the grader once told the course's frames from the learner's by file name, and
 gave the real reference back to the process that runs answers when a stub "of the course" asked
-for it (the executor's ``guard`` op). An answer whose code is compiled under a file name inside
-the staged course passed as course code there, and simply called the reference. The reference is
-now handed to that process only for the exercises whose own checking code needs it there
-(``judge.RUN_NEEDS_REFERENCE``), and only the references that code needs; every other forgery
-below gets the grade of an answer that computes nothing: the hidden reference's error.
+for it (the executor's ``guard`` op, now gone). An answer whose code is compiled under a file name
+inside the staged course passed as course code there, and simply called the reference. No
+reference is in that process any more: an exercise whose check needs one does that part in the
+judge, on the plain data the answer's half returned (``Exercise.finish``). Every forgery below
+gets the grade of an answer that computes nothing: the hidden reference's error. The list has one
+forgery of each exercise whose check used to build its reference next to the answer.
 
 One batch is graded once (sandbox on, as an instructor grades); each notebook is the learner's
-notebook with one answer cell replaced by a forgery.
+notebook with some answer cells replaced by forgeries (one student, one lesson).
 """
 
 from __future__ import annotations
@@ -95,48 +96,60 @@ def closure_thief(exercise_id: str) -> str:
     return _compiled_as(src, name, "/usr/lib/python3/site-packages/numbers_extra.py")
 
 
-# (student, exercise id, answer cell code)
+# (student, exercise id, answer cell code); rows of one student are cells of one notebook
 FORGERIES = [
     ("l00_course_file", "00_start_here.celsius_to_fahrenheit", forged_function),
     ("l00_closure", "00_start_here.celsius_to_fahrenheit", closure_thief),
     ("l01_course_file", "01_tensors.normalize_rows", forged_function),
-    ("l01_course_file_masked_mean", "01_tensors.masked_mean", forged_function),
+    ("l01_course_file", "01_tensors.masked_mean", forged_function),
     ("l03_course_file", "03_nn_module.predict_proba", forged_function),
-    ("l03_course_file_linear", "03_nn_module.Linear", forged_class),
+    ("l03_course_file", "03_nn_module.Linear", forged_class),
+    ("l03_course_file", "03_nn_module.MLP", forged_class),
+    ("l03_course_file", "03_nn_module.Tower", forged_class),
+    ("l03_closure", "03_nn_module.Linear", closure_thief),
+    ("l04_course_file", "04_data.MiniLoader", forged_function),
+    ("l07_course_file", "07_debugging.first_nonfinite", forged_function),
+    ("l07_course_file", "07_debugging.diagnose", forged_function),
+    ("l08_course_file", "08_convolutions.SmallVGG", forged_class),
+    ("l09_course_file", "09_persistence.save_checkpoint", forged_function),
+    ("l09_course_file", "09_persistence.load_checkpoint", forged_function),
+    ("l10_course_file", "10_performance.checkpointed_forward", forged_function),
 ]
 
 
-def _notebook(exercise_id: str, code: str) -> nbformat.NotebookNode:
-    lesson, name = exercise_id.split(".")
+def _notebook(lesson: str, forged: list[tuple[str, str]]) -> nbformat.NotebookNode:
     nb = nbformat.read(build.NOTEBOOKS / f"{lesson}.ipynb", as_version=4)
-    found = [c for c in nb.cells if c.cell_type == "code" and re.search(rf"^(def|class) {name}\b", c.source, re.M)]
-    assert len(found) == 1, (exercise_id, len(found))
-    found[0].source = code
+    for name, code in forged:
+        found = [c for c in nb.cells if c.cell_type == "code" and re.search(rf"^(def|class) {name}\b", c.source, re.M)]
+        assert len(found) == 1, (lesson, name, len(found))
+        found[0].source = code
     return nb
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     subs = tmp_path_factory.mktemp("forgery")
+    notebooks: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for student, exercise_id, make in FORGERIES:
+        lesson, name = exercise_id.split(".")
+        notebooks.setdefault((student, lesson), []).append((name, make(exercise_id)))
+    for (student, lesson), forged in notebooks.items():
         (subs / student).mkdir()
-        lesson = exercise_id.split(".")[0]
-        nbformat.write(_notebook(exercise_id, make(exercise_id)), subs / student / f"{lesson}.ipynb")
-    reports = grade.grade([subs], workers=2, timeout=60)
+        nbformat.write(_notebook(lesson, forged), subs / student / f"{lesson}.ipynb")
+    reports = grade.grade([subs], workers=2, timeout=120)
     return {(rep.student, row.exercise): row for rep in reports for row in rep.rows}
 
 
-# The exercises whose checking code still needs its reference inside the executor get it back
-# there (judge.RUN_NEEDS_REFERENCE), so a forgery of one of them still passes: the known hole,
-# until their checks move out of the executor (docs/design_reference_out_of_executor.md).
-STILL_FORGEABLE = {"03_nn_module.Linear"}
-
-
-@pytest.mark.parametrize("student, exercise_id", [
-    pytest.param(s, e, marks=pytest.mark.xfail(strict=True, reason="issue 23: the guard is still installed for "
-                                                             "this exercise's own reference"))
-    if e in STILL_FORGEABLE else (s, e) for s, e, _ in FORGERIES])
+@pytest.mark.parametrize("student, exercise_id", [(s, e) for s, e, _ in FORGERIES])
 def test_a_forgery_that_calls_the_reference_is_never_correct(graded, student, exercise_id):
     row = graded[(student, exercise_id)]
     assert row.status != "correct", (student, exercise_id, row)
     assert row.status in ("incorrect", "error"), row
+
+
+def test_the_executor_holds_no_reference_and_trusts_no_file_name():
+    """What used to decide, by file name, who may call the reference next to the answer is gone."""
+    from course_utils.instructor import judge
+
+    for name in ("RUN_NEEDS_REFERENCE", "_install_guard", "_from_course", "_GUARDS", "_reference_source"):
+        assert not hasattr(judge, name), name

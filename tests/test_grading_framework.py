@@ -151,6 +151,30 @@ def test_probe_and_custom_run_raise_incorrect():
     assert run_check(_toy(run=run), lambda x: 2 * x).mistake == "custom"
 
 
+def test_finish_gets_what_run_returned_and_supply_comes_with_the_case():
+    """An exercise's check in two halves (issue 23): ``run`` touches the answer, ``finish`` gets
+    only what run returned (plain data) and may name a mistake; ``supply`` makes an input that
+    ``run`` reads as ``case.supplied``. In a notebook the halves run one after the other."""
+    seen = []
+
+    def supply(case):
+        return {"offset": 1.0}
+
+    def run(answer, case):
+        seen.append(case.supplied)
+        return {"out": answer(*case.args) + case.supplied["offset"]}
+
+    def finish(data, case):
+        if not torch.equal(data["out"], 2 * case.args[0] + 1):
+            raise Incorrect("tripled")
+        return data["out"]
+
+    ex = _toy(run=run, finish=finish, supply=supply)
+    assert run_check(ex, lambda x: 2 * x).status == "correct"
+    assert seen and all(s == {"offset": 1.0} for s in seen)
+    assert run_check(ex, lambda x: 3 * x).mistake == "tripled"
+
+
 def test_learner_output_is_captured_and_shown_on_failure(capsys):
     res = run_check(_toy(), lambda x: print("debugging!") or x)
     assert "debugging!" in res.text()

@@ -160,10 +160,10 @@ def test_mlp_not_a_module():
 
 def test_copy_parameters_in_order_reports_shapes():
     with pytest.raises(Incorrect) as info:
-        _copy_parameters_in_order(nn.Linear(3, 4), nn.Linear(4, 3))
+        _copy_parameters_in_order(list(nn.Linear(3, 4).parameters()), nn.Linear(4, 3))
     assert info.value.mistake == "wrong_layers" and "(4, 3)" in str(info.value.facts)
     src, dst = nn.Linear(3, 4), nn.Linear(3, 4)
-    _copy_parameters_in_order(src, dst)
+    _copy_parameters_in_order(list(src.parameters()), dst)
     assert torch.equal(src.weight, dst.weight) and torch.equal(src.bias, dst.bias)
 
 

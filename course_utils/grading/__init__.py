@@ -14,6 +14,7 @@ In notebooks, use :func:`exercises_for`::
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from . import registry
@@ -55,5 +56,35 @@ def check(exercise_id: str, answer: Any, seed: int | None = None, n_random: int 
 
 
 def reference(exercise_id: str) -> Any:
-    """The reference answer for ``exercise_id`` (what a learner would pass to check)."""
-    return registry.get(exercise_id).reference
+    """The reference answer for ``exercise_id`` (what a learner would pass to check).
+
+    In the course the instructor's grader stages for a submission, where the references are cut
+    out (``course_utils/_staged.py`` exists only there), a lesson's demo cell that uses the
+    course's answer (``reference("05_training_loop.EarlyStopping")(patience=5)``) gets the
+    notebook's own answer of that name instead, when it defines one: a perfect submission's demos
+    run as in the lesson, and nothing of the course's answer is handed out (issue 23)."""
+    ex = registry.get(exercise_id)
+    if _staged():
+        own = _notebook_namespace().get(ex.name)
+        if own is not None:
+            return own
+    return ex.reference
+
+
+def _notebook_namespace() -> dict:
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    return shell.user_ns if shell is not None else vars(sys.modules["__main__"])
+
+
+def _staged() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("course_utils._staged") is not None
+    except (ImportError, ValueError):
+        return False

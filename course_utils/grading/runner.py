@@ -98,9 +98,10 @@ def _arg_names(ex: Exercise, n: int) -> list[str]:
 
 
 def _call(ex: Exercise, answer: Any, case: Case) -> Any:
-    if ex.run is not None:
-        return ex.run(answer, case)
-    return answer(*case.args, **case.kwargs)
+    if ex.supply is not None and getattr(case, "supplied", None) is None:
+        case.supplied = ex.supply(case)  # type: ignore[attr-defined]
+    out = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
+    return ex.finish(out, case) if ex.finish is not None else out
 
 
 def _learner_frame(exc: BaseException) -> str:

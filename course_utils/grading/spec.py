@@ -170,6 +170,16 @@ class Exercise:
         n_random: random cases per check (tests use more).
         run: ``run(answer, case)`` returns the output to compare; default calls
             ``answer(*case.args, **case.kwargs)``. It may raise :class:`Incorrect`.
+        supply: ``supply(case)`` makes plain data from the reference that ``run`` reads as
+            ``case.supplied``: an input only the reference can make (the checkpoint file a
+            loader reads), never what the answer should return. In the instructor's grader it
+            runs in the judge and travels to the sandbox with the case.
+        finish: ``finish(ran, case)`` turns what ``run`` returned into the output to compare; it
+            may raise :class:`Incorrect`. ``run`` is the part that touches the answer and must not
+            use the reference; ``finish`` never touches the answer, only the plain data ``run``
+            returned (tensors, numbers, strings, lists, dicts), and may use the reference. In the
+            instructor's grader ``run`` runs in the sandbox with the answer and ``finish`` in the
+            judge, where the reference is (issue 23); in a notebook they run one after the other.
         compare: settings for the output comparison.
         mistakes: named known mistakes (see :class:`Mistake`).
         probes: extra behavioural tests ``probe(answer, rand)`` that raise
@@ -206,6 +216,8 @@ class Exercise:
     kind: AnswerKind = "function"
     n_random: int = 10
     run: Callable[[Any, Case], Any] | None = None
+    finish: Callable[[Any, Case], Any] | None = None
+    supply: Callable[[Case], Any] | None = None
     compare: Compare = field(default_factory=Compare)
     mistakes: Sequence[Mistake] = ()
     probes: Sequence[Callable[[Any, Rand], None]] = ()

@@ -20,12 +20,12 @@ choose what it returns, which is what is being graded. (What the executor report
 behaviour test, "passed" or a named mistake, is the one thing taken on its word; a forged
 "passed" still needs outputs that match the hidden references on every random case.)
 
-Known gap (issue 23): the checking code of ten exercises (:data:`RUN_NEEDS_REFERENCE`) builds a
-reference inside the executor. For those only, when the stub raised the hidden-reference error,
-the judge sends that reference's source there, callable from frames whose file name is the
-course's (``_install_guard``). File names are the answer's to choose, so those ten can be forged;
-every other exercise never has a reference in the executor. The plan that removes the guard:
-docs/design_reference_out_of_executor.md.
+No reference is ever in the executor (issue 23). An exercise whose check needs the reference
+while it handles the answer's results splits its ``run`` (``Exercise.finish``): the executor runs
+the half that touches the answer and returns plain data; the judge applies ``finish``, with the
+real reference, to that data. An input only the reference can make (``Exercise.supply``: the
+checkpoint a loader reads) is made here and sent with the case, as plain data. Nothing decides
+trust by a frame's file name or by what an object says about itself.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ import builtins
 import copy
 import dataclasses
 import io
-import json
 import os
 import re
 import signal
@@ -123,62 +122,6 @@ def _jacobians(outs: list, inputs: list) -> list:
     return jac
 
 
-_GUARDS: list[Any] = []
-
-
-def _from_course(frame: Any) -> bool:
-    """Whether ``frame`` is the course's own code. Frames of the standard library's ``copy`` and
-    ``copyreg`` are looked through: a check that deep-copies a reference model (``copy.deepcopy(ref)``)
-    rebuilds it in ``copyreg.__newobj__``, on behalf of the course code that asked."""
-    import copy as copy_module
-    import copyreg
-
-    from .sandbox import COURSE_IN_SANDBOX
-
-    through = {copy_module.__file__, copyreg.__file__}
-    while frame is not None and frame.f_code.co_filename in through:
-        frame = frame.f_back
-    return frame is not None and frame.f_code.co_filename.startswith(COURSE_IN_SANDBOX + "/course_utils/")
-
-
-def _install_guard(ex: Any, module: str, name: str, source: str) -> None:
-    """Give the staged lesson module its real reference ``name`` back, callable only from the
-    course's own code (a case's ``run`` that builds the reference, say): an answer calling it,
-    subclassing it or instantiating it gets the hidden-reference error."""
-    import functools
-    import types
-
-    from .sandbox import HIDDEN_MESSAGE
-
-    real_ns: dict[str, Any] = {"__name__": module + "._real", "__builtins__": builtins}
-    exec(compile(source, "<reference>", "exec"), real_ns)  # noqa: S102 - the course's own source
-    del source
-    real = real_ns[name]
-    if isinstance(real, type):
-        def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
-            if cls is not guarded or not _from_course(sys._getframe(1)):
-                raise RuntimeError(HIDDEN_MESSAGE)
-            return object.__new__(cls)
-        guarded: Any = type(name, (real,), {"__new__": __new__, "__module__": module,
-                                            "__qualname__": name, "__init_subclass__": classmethod(
-                                                lambda cls, **k: (_ for _ in ()).throw(RuntimeError(HIDDEN_MESSAGE)))})
-    else:
-        @functools.wraps(real)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            if not _from_course(sys._getframe(1)):
-                raise RuntimeError(HIDDEN_MESSAGE)
-            return real(*args, **kwargs)
-        guarded.__wrapped__ = None  # type: ignore[attr-defined]
-    _GUARDS.append(guarded)
-    mod = sys.modules[module]
-    stub = getattr(mod, name)
-    for m in list(sys.modules.values()):
-        if isinstance(m, types.ModuleType) and (getattr(m, "__name__", "") or "").startswith("course_utils."):
-            for key, value in list(vars(m).items()):
-                if value is stub:
-                    setattr(m, key, guarded)
-
-
 def _preload(ex: Any) -> None:
     """The course's warm-up imports (``torch._dynamo`` on a first ``optimizer.step()``...),
     before the judge's clock runs on the first call."""
@@ -224,14 +167,15 @@ def serve(lesson: str) -> int:
                 answer = pickle.loads(payload)
                 answers[ex.id] = answer
                 reply["kind"] = {"none": answer is None, "ellipsis": answer is Ellipsis,
-                                 "is_reference": any(answer is e.reference for e in exercises.values())
-                                 or any(answer is g for g in _GUARDS),
+                                 "is_reference": any(answer is e.reference for e in exercises.values()),
                                  "is_class": isinstance(answer, type),
                                  "is_module": isinstance(answer, torch.nn.Module),
                                  "callable": callable(answer), "type": type(answer).__name__[:80]}
             elif req["op"] == "call":
                 answer = answers[ex.id]
                 case = _case(ex, req["plan"])
+                if req.get("supplied"):  # the judge's plain data for this case (Exercise.supply)
+                    case.supplied = torch.load(io.BytesIO(payload), weights_only=True)
                 got = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
                 tensors = _tensors(case.args) + _tensors(case.kwargs)
                 jac = None
@@ -241,8 +185,6 @@ def serve(lesson: str) -> int:
                 buf = io.BytesIO()
                 torch.save({"out": got, "tensors": tensors, "jac": jac}, buf)
                 data = buf.getvalue()
-            elif req["op"] == "guard":
-                _install_guard(ex, req["module"], req["name"], payload.decode("utf-8"))
             elif req["op"] == "probe":
                 from course_utils.grading.spec import Rand
 
@@ -464,47 +406,6 @@ def _standin(kind: dict[str, Any]) -> Any:
     return type(name, (), {})()
 
 
-def _reference_source(qualified: str) -> tuple[str, str, str] | None:
-    """``(module, name, source)`` of a real reference (``module.name``, one that the staged
-    course code cut out), for an exercise whose checking code needs it inside the executor."""
-    import inspect
-
-    from course_utils.grading import registry
-
-    module, _, name = qualified.rpartition(".")
-    mod = sys.modules.get(module)
-    if mod is None or not module.startswith("course_utils.exercises."):
-        return None
-    ref = getattr(mod, name, None)
-    if ref is None or not any(ex.reference is ref for ex in registry.all_exercises()):
-        return None
-    try:
-        return module, name, inspect.getsource(mod)
-    except (OSError, TypeError):
-        return None
-
-
-# The exercises whose own checking code (a case's ``run`` or a probe) builds a reference inside
-# the executor, and the references each needs: measured by grading every solution notebook. The
-# executor gets a reference back for these only, never for an answer that merely raises the
-# hidden-reference message (issue 23: an answer can fake the course's frames, by file name, and
-# then call whatever the executor holds). Still a hole for these ten, until their checks move
-# out of the executor (docs/design_reference_out_of_executor.md).
-_REFS = "course_utils.exercises._references."
-RUN_NEEDS_REFERENCE: dict[str, frozenset[str]] = {
-    "03_nn_module.Linear": frozenset({_REFS + "l03_nn_module.Linear"}),
-    "03_nn_module.MLP": frozenset({_REFS + "l03_nn_module.MLP"}),
-    "03_nn_module.Tower": frozenset({_REFS + "l03_nn_module.Tower"}),
-    "04_data.MiniLoader": frozenset({_REFS + "l04_data.MiniLoader"}),
-    "07_debugging.first_nonfinite": frozenset({_REFS + "l07_debugging.first_nonfinite"}),
-    "07_debugging.diagnose": frozenset({_REFS + "l07_debugging.diagnose"}),
-    "08_convolutions.SmallVGG": frozenset({_REFS + "l08_convolutions.SmallVGG"}),
-    "09_persistence.save_checkpoint": frozenset({_REFS + "l09_persistence.load_checkpoint"}),
-    "09_persistence.load_checkpoint": frozenset({_REFS + "l09_persistence.save_checkpoint"}),
-    "10_performance.checkpointed_forward": frozenset({_REFS + "l10_performance.checkpointed_forward"}),
-}
-
-
 _PLAIN_TYPES: dict[str, list] = {}
 
 
@@ -526,45 +427,41 @@ def _course_data_types(ex: Any) -> list:
 def judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,
               seed: int | None = None) -> dict[str, Any]:
     """The verdict for one exported answer: ``{status, mistake, message}``."""
-    return _judge_one(ex, payload, export_error, executor, seed)[0]
+    return _judge_one(ex, payload, export_error, executor, seed)
 
 
 # C901: one early verdict per way an answer can fail to arrive, in pipeline order; read top to bottom
 def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,  # noqa: C901
-               seed: int | None = None) -> tuple[dict[str, Any], bool]:
+               seed: int | None = None) -> dict[str, Any]:
     from course_utils.grading.runner import run_check
-
-    from .sandbox import HIDDEN_MESSAGE
-
-    needs_reference: list[str] = []
 
     if payload is None or export_error:
         return {"status": "error", "mistake": "export_failed",
                 "message": "the answer could not be taken out of the notebook "
-                           f"({export_error or 'nothing exported'})"}, False
+                           f"({export_error or 'nothing exported'})"}
     if payload.startswith(b"MISSING"):
         return {"status": "incorrect", "mistake": "answer_not_defined",
                 "message": "the answer is not defined when its check cell runs (did the cell that defines it raise "
-                           "an error, e.g. a SyntaxError?)"}, False
+                           "an error, e.g. a SyntaxError?)"}
     if payload.startswith(b"ERROR"):
         return {"status": "error", "mistake": "export_failed",
                 "message": "the answer could not be serialized: "
-                           + _clean(payload[5:].decode("utf-8", "replace"))}, False
+                           + _clean(payload[5:].decode("utf-8", "replace"))}
     if not payload.startswith(b"PICKLE"):
-        return {"status": "error", "mistake": "export_failed", "message": "the exported answer is unreadable"}, False
+        return {"status": "error", "mistake": "export_failed", "message": "the exported answer is unreadable"}
     try:
         head, _ = executor.request({"op": "load", "exercise": ex.id}, payload[6:])
     except ExecutorGone as exc:
-        return {"status": "incorrect", "mistake": "exception", "message": f"loading the answer failed: {exc}"}, False
+        return {"status": "incorrect", "mistake": "exception", "message": f"loading the answer failed: {exc}"}
     if "raised" in head:
         info = head["raised"]
         return {"status": "incorrect", "mistake": "exception",
                 "message": f"loading the answer raised {_clean(info.get('type'), 80)}: "
-                           f"{_clean(info.get('message'))}"}, False
+                           f"{_clean(info.get('message'))}"}
     kind = head.get("kind") or {}
     if kind.get("is_reference"):
         return {"status": "incorrect", "mistake": "reference_answer",
-                "message": "The answer is the course's own reference solution object, not the learner's code."}, False
+                "message": "The answer is the course's own reference solution object, not the learner's code."}
     standin = _standin(kind)
 
     def run(answer: Any, case: Any) -> Any:
@@ -573,13 +470,20 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         plan = getattr(case, "_course_plan", None)
         if plan is None:
             raise RuntimeError("internal: a case without its plan")
+        supplied = getattr(case, "supplied", None)
+        sent = b""
+        if supplied is not None:
+            import torch
+
+            buf = io.BytesIO()
+            torch.save(supplied, buf)
+            sent = buf.getvalue()
         try:
             rep, data = executor.request({"op": "call", "exercise": ex.id, "plan": plan,
-                                          "grad": bool(ex.compare.grad)})
+                                          "grad": bool(ex.compare.grad), "supplied": supplied is not None}, sent)
         except ExecutorGone as exc:
             _raiser(None)(RuntimeError(str(exc)))
         if "raised" in rep:
-            _note_hidden(rep["raised"])
             _raise(rep["raised"])
         got = _plain(data, _course_data_types(ex))
         if not isinstance(got, dict) or "out" not in got:
@@ -607,17 +511,8 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
             except ExecutorGone as exc:
                 _raiser(None)(RuntimeError(str(exc)))
             if "raised" in rep:
-                _note_hidden(rep["raised"])
                 _raise(rep["raised"])
         return probe
-
-    def _note_hidden(info: dict[str, Any]) -> None:
-        text = json.dumps(info)
-        if HIDDEN_MESSAGE in text and not info.get("learner"):
-            allowed = RUN_NEEDS_REFERENCE.get(ex.id, frozenset())
-            for qualified in re.findall(re.escape(HIDDEN_MESSAGE) + r" \(([\w.]+)\)", text):
-                if qualified in allowed and qualified not in needs_reference:
-                    needs_reference.append(qualified)
 
     cases = None
     if ex.cases is not None:
@@ -630,28 +525,7 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         ex, edge_cases=[tag(copy.deepcopy(c), ["edge", i]) for i, c in enumerate(ex.edge_cases)],
         cases=cases, run=run, probes=[remote_probe(j) for j in range(len(ex.probes))], timeout=timeout)
     result = run_check(judged, standin, seed=seed)
-    verdict: dict[str, Any] = {"status": result.status, "mistake": result.mistake or "", "message": result.message}
-    guarded = []
-    for qualified in needs_reference[:4]:
-        # The course's checking code for this exercise builds a reference inside the
-        # executor: give it back there, callable from course code only, and check again with
-        # the answer object loaded before (its references still point at the stub).
-        found = _reference_source(qualified)
-        if found is None:
-            continue
-        module, name, source = found
-        try:
-            head, _ = executor.request({"op": "guard", "exercise": ex.id, "module": module, "name": name},
-                                       source.encode("utf-8"))
-        except ExecutorGone:
-            return verdict, True
-        if "raised" not in head:
-            guarded.append(qualified)
-    if guarded:
-        result = run_check(judged, standin, seed=seed)
-        verdict = {"status": result.status, "mistake": result.mistake or "", "message": result.message,
-                   "guarded": guarded}
-    return verdict, bool(needs_reference)
+    return {"status": result.status, "mistake": result.mistake or "", "message": result.message}
 
 
 def judge_submission(lesson: str, answers: dict[str, tuple[bytes | None, str | None]], start_executor: Any,

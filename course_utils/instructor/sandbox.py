@@ -263,6 +263,9 @@ def stage_course(dest: Path, lesson: str | None = None) -> Path:
         module = "course_utils." + ".".join(rel.with_suffix("").parts)
         staged.write_text(cut_references(Path(file).read_text(encoding="utf-8"), names, module), encoding="utf-8")
     cut_generated_references(target, lesson)
+    # the mark of a staged course: a demo cell's `reference(...)` gets the notebook's own answer
+    (target / "_staged.py").write_text('"""This copy of the course has its references cut out (course_utils.instructor.'
+                                       'sandbox.stage_course)."""\n', encoding="utf-8")
     for path in [dest, *dest.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return dest

@@ -1,8 +1,13 @@
 """Helpers shared by the class exercises of 03_nn_module (MLP, Tower, RMSNorm, RunningMean).
 
 Every exercise that uses :func:`build` declares ``missing_super_init`` and ``not_a_module``
-(with the messages below); every one that uses :func:`check_param_grads` declares
-``parameter_not_trained``.
+(with the messages below); every one that uses :func:`check_reference_grads` declares ``parameter_not_trained``.
+
+Linear, MLP and Tower are checked in two halves (``Exercise.run`` and ``Exercise.finish``): the
+first builds and runs the learner's module with no reference in reach and returns plain data
+(:func:`param_grads`, ``x``, the output); the second builds the reference with the same values,
+drawn from the case's seed, and compares (:func:`check_reference_grads`). In the instructor's
+grader the first runs in the sandbox with the answer, the second in the judge (issue 23).
 """
 
 from __future__ import annotations
@@ -60,24 +65,51 @@ def fill_from(module: nn.Module, g: torch.Generator, scale: float = 0.5) -> None
             t.copy_(torch.randn(t.shape, generator=g, dtype=t.dtype) * scale)
 
 
-def check_param_grads(model: nn.Module, out: Any, ref: nn.Module, x: torch.Tensor,
-                      pairs: list[tuple[str, nn.Parameter, nn.Parameter]], g: torch.Generator) -> None:
-    """Backward a random upstream gradient through both models; every parameter the reference
-    trains must get the same gradient in the learner's (a forward run partly under
-    ``no_grad``, or with ``.detach()``/``.data``, gives right values and a model that never
-    learns). ``pairs`` is ``(name, learner_param, reference_param)``."""
+def param_grads(out: Any, named: list[tuple[str, torch.Tensor]], g: torch.Generator) -> list | None:
+    """The answer's half of :func:`check_reference_grads`: backward an upstream gradient drawn
+    from ``g`` through ``out`` and return ``[[name, gradient or None], ...]`` for ``named`` (plain
+    data); ``None`` when ``out`` is not a tensor that requires grad (values or the generic graph
+    check report it)."""
     if not (isinstance(out, torch.Tensor) and out.requires_grad):
-        return  # values or the generic graph check report it
+        return None
+    upstream = torch.randn(out.shape, generator=g)
+    got = torch.autograd.grad(out, [p for _, p in named], upstream, allow_unused=True, retain_graph=True)
+    return [[name, None if gr is None else gr.detach().clone()] for (name, _), gr in zip(named, got)]
+
+
+def ran(data: Any, *keys: str) -> dict:
+    """What a ``run`` half returned, checked to be the dict ``finish`` expects (in the grader it
+    came from the process that ran the answer, as plain data)."""
+    if not isinstance(data, dict) or any(k not in data for k in keys):
+        raise RuntimeError("the check of your answer sent back something unreadable")
+    return data
+
+
+def check_reference_grads(out: Any, ref: nn.Module, x: torch.Tensor, grads: Any,
+                          ref_params: dict[str, nn.Parameter], g: torch.Generator) -> None:
+    """Backward the same upstream gradient through the reference: every parameter the
+    reference trains must get the same gradient in the learner's (a forward run partly under
+    ``no_grad``, or with ``.detach()``/``.data``, gives right values and a model that never
+    learns). ``grads`` is what :func:`param_grads`
+    returned for the learner's module, ``ref_params`` maps each of its names to the reference
+    parameter it was given the values of; ``g`` is at the same point of its stream as the
+    answer's half was when it drew the upstream gradient."""
+    if not (isinstance(out, torch.Tensor) and out.requires_grad) or not isinstance(grads, list):
+        return
     want = ref(x.detach())
     if want.shape != out.shape or want.dtype != out.dtype or not torch.allclose(
             out.detach(), want.detach(), rtol=1e-5, atol=1e-6):
         return  # wrong values: the output comparison reports (and names) them
     upstream = torch.randn(out.shape, generator=g)
-    got_g = torch.autograd.grad(out, [p for _, p, _ in pairs], upstream, allow_unused=True, retain_graph=True)
+    pairs = [(item[0], item[1], ref_params[item[0]]) for item in grads
+             if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str)
+             and item[0] in ref_params]
+    if not pairs:
+        return
     want_g = torch.autograd.grad(want, [p for _, _, p in pairs], upstream, allow_unused=True)
-    for (name, _, _), got, w in zip(pairs, got_g, want_g):
+    for (name, got, _), w in zip(pairs, want_g):
         if w is None:
             continue
-        if got is None or not torch.allclose(got, w, rtol=1e-4, atol=1e-5):
+        if not isinstance(got, torch.Tensor) or got.shape != w.shape or not torch.allclose(got, w, rtol=1e-4,
+                                                                                             atol=1e-5):
             raise Incorrect("parameter_not_trained", name=name, how="missing" if got is None else "wrong")
-

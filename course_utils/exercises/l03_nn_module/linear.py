@@ -22,10 +22,12 @@ from torch import nn
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 from ._linear_checks import check_init as _check_init, check_parameters as _check_parameters
-from ._kit import LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, build, check_param_grads, gen
+from ._kit import (
+    LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, build, check_reference_grads, gen, param_grads,
+    ran,
+)
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
-from .._references import l03_nn_module as _references
 from .._references.l03_nn_module import Linear
 
 
@@ -55,7 +57,17 @@ def _make(answer: Any, case: Case) -> nn.Module:
     return build(answer, n_in, n_out) if bias else build(answer, n_in, n_out, False)
 
 
+def _values(g: torch.Generator, n_in: int, n_out: int, bias: bool) -> dict[str, torch.Tensor]:
+    """An nn.Linear-shaped state_dict drawn from ``g`` (weight (out, in), then bias (out,))."""
+    state = {"weight": torch.randn((n_out, n_in), generator=g) * 0.5}
+    if bias:
+        state["bias"] = torch.randn((n_out,), generator=g) * 0.5
+    return state
+
+
 def _run(answer: Any, case: Case) -> Any:
+    """The half that touches the answer (no reference here): its structure and initial values,
+    then its forward with nn.Linear-shaped weights and the gradients its parameters get."""
     n_in, n_out = case.args
     bias = case.kwargs["bias"]
     model = _make(answer, case)
@@ -65,27 +77,33 @@ def _run(answer: Any, case: Case) -> Any:
             _check_parameters(build(answer, n_in, n_out + 1, bias), n_in, n_out + 1, bias)
     _check_init(model, n_in, n_out)
     g = gen(case.kwargs["seed"])
-    # an nn.Linear-shaped state_dict; the reference layer is the lesson's own (the rule forbids
-    # F.linear while the answer runs, and this code runs then too)
-    # looked up on the generated module at call time: in the instructor's sandbox the judge puts the
-    # real reference back there (the name imported above is the cut stub)
-    with torch.random.fork_rng(devices=[]):
-        reference = _references.Linear(n_in, n_out, bias)
-    with torch.no_grad():
-        for p in reference.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
-    model.load_state_dict(reference.state_dict())  # an nn.Linear checkpoint loads into yours
+    model.load_state_dict(_values(g, n_in, n_out, bias))  # an nn.Linear checkpoint loads into yours
     x = torch.randn(*case.kwargs["lead"], n_in, generator=g).requires_grad_(True)
     with answer_grad_mode():
         out = model(x)
+    return {"out": out, "grads": param_grads(out, list(model.named_parameters()), g)}
+
+
+def _finish(data: Any, case: Case) -> Any:
+    """The reference's half: the lesson's own layer with the same weights, on the same input."""
+    data = ran(data, "out", "grads")
+    out = data["out"]
+    n_in, n_out = case.args
+    bias = case.kwargs["bias"]
+    g = gen(case.kwargs["seed"])
+    with torch.random.fork_rng(devices=[]):
+        reference = Linear(n_in, n_out, bias)
+    with torch.no_grad():
+        for (name, value) in _values(g, n_in, n_out, bias).items():
+            getattr(reference, name).copy_(value)
+    x = torch.randn(*case.kwargs["lead"], n_in, generator=g).requires_grad_(True)
     if isinstance(out, torch.Tensor) and out.shape == x.shape[:-1] + (n_out,) and n_in == n_out:
         w = reference.weight.detach()
         b = reference.bias.detach() if bias else torch.zeros(n_out)
         if torch.allclose(out.detach(), x.detach() @ w + b, atol=1e-5) and not torch.allclose(
                 out.detach(), x.detach() @ w.T + b, atol=1e-5):
             raise Incorrect("forward_transposed")
-    pairs = [(n, p, dict(reference.named_parameters())[n]) for n, p in model.named_parameters()]
-    check_param_grads(model, out, reference, x, pairs, g)
+    check_reference_grads(out, reference, x, data["grads"], dict(reference.named_parameters()), g)
     return out
 
 
@@ -230,7 +248,7 @@ class _DetachedBias(Linear):
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="Linear", title="nn.Linear from nn.Parameter: state_dict, init and any leading shape",
-    reference=Linear, kind="class", cases=_cases, edge_cases=EDGE_CASES, run=_run,
+    reference=Linear, kind="class", cases=_cases, edge_cases=EDGE_CASES, run=_run, finish=_finish,
     probes=[_probe_distribution], uses_global_rng=True,
     forbid=("torch.nn.functional.linear", "torch.nn.Linear", "torch.nn.LazyLinear"),
     rule_text="Do not use `nn.Linear` or `F.linear` inside it",

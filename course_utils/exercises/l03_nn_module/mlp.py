@@ -16,8 +16,8 @@ from torch import nn
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import (
-    LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_param_grads, count,
-    fill_from, gen,
+    LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_reference_grads, count,
+    fill_from, gen, param_grads, ran,
 )
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
@@ -42,27 +42,37 @@ EDGE_CASES = [
 
 
 # --- run and probes
-def _copy_parameters_in_order(src: nn.Module, dst: nn.Module) -> list:
-    """Load ``src``'s parameter values into ``dst`` in registration order (names may differ),
-    after checking the shapes agree one by one. A model that registers all its weights, then all
-    its biases (two ParameterLists) is paired kind by kind: weights with weights, biases with
-    biases, each in registration order. Returns ``(name, dst's parameter, src's parameter)``."""
-    src_params = list(src.parameters())
+def _values(g: torch.Generator, sizes: list[int]) -> list[torch.Tensor]:
+    """The spec's parameters, Linear by Linear (weight (out, in), then bias (out,)), with values
+    drawn from ``g`` in that order: the reference's registration order (``fill_from``)."""
+    values = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        values.append(torch.randn((n_out, n_in), generator=g) * 0.5)
+        values.append(torch.randn((n_out,), generator=g) * 0.5)
+    return values
+
+
+def _copy_parameters_in_order(src: list[torch.Tensor], dst: nn.Module) -> list:
+    """Load the values ``src`` (the spec's parameters in the reference's registration order)
+    into ``dst`` in registration order (names may differ), after checking the shapes agree one by
+    one. A model that registers all its weights, then all its biases (two ParameterLists) is
+    paired kind by kind: weights with weights, biases with biases, each in registration order.
+    Returns ``(name, dst's parameter, index in src)``."""
     dst_named = list(dst.named_parameters())
     got = [tuple(p.shape) for _, p in dst_named]
-    want = [tuple(p.shape) for p in src_params]
+    want = [tuple(p.shape) for p in src]
     if got == want:
-        pairs = [(name, value) for (name, _), value in zip(dst_named, src_params)]
+        pairs = [(name, i) for i, (name, _) in enumerate(dst_named)]
     else:
-        pairs = [(n, v) for d in (2, 1) for n, v in zip([n for n, p in dst_named if p.dim() == d],
-                                                        [v for v in src_params if v.dim() == d])]
+        pairs = [(n, i) for d in (2, 1) for n, i in zip([n for n, p in dst_named if p.dim() == d],
+                                                        [i for i, v in enumerate(src) if v.dim() == d])]
         by_kind = all([x for x in got if len(x) == d] == [x for x in want if len(x) == d] for d in (2, 1))
-        if not (by_kind and len(pairs) == len(src_params) == len(dst_named)):
+        if not (by_kind and len(pairs) == len(src) == len(dst_named)):
             raise Incorrect("wrong_layers", what="parameter shapes", order="they were registered", got=got,
                             want=want)
-    dst.load_state_dict({name: value.detach().clone() for name, value in pairs}, strict=False)
+    dst.load_state_dict({name: src[i].detach().clone() for name, i in pairs}, strict=False)
     own = dict(dst.named_parameters())
-    return [(name, own[name], value) for name, value in pairs]
+    return [(name, own[name], i) for name, i in pairs]
 
 
 def _linears_in_call_order(model: nn.Module, x: torch.Tensor) -> list[nn.Linear] | None:
@@ -82,51 +92,68 @@ def _linears_in_call_order(model: nn.Module, x: torch.Tensor) -> list[nn.Linear]
     return called
 
 
-def _copy_linears_in_call_order(ref: nn.Module, model: nn.Module, in_features: int) -> list:
-    """Give the learner's model the reference's weights, layer by layer in the order the
-    forward uses them: where the layers are registered (an output layer created first, a
-    ModuleList, a dict) does not matter, only the computation. Models without nn.Linear
-    submodules (F.linear on own Parameters) are matched in registration order."""
-    ref_linears = [m for m in ref.modules() if isinstance(m, nn.Linear)]
+def _copy_linears_in_call_order(src: list[torch.Tensor], model: nn.Module, in_features: int) -> list:
+    """Give the learner's model the spec's weights (``src``: weight, bias, weight, ...), layer by
+    layer in the order the forward uses them: where the layers are registered (an output layer
+    created first, a ModuleList, a dict) does not matter, only the computation. Models without
+    nn.Linear submodules (F.linear on own Parameters) are matched in registration order.
+    Returns ``(name, the learner's parameter, index in src)``."""
     called = _linears_in_call_order(model, torch.zeros(2, in_features))
-    if called and len(called) == len(ref_linears) == sum(isinstance(m, nn.Linear) for m in model.modules()):
+    n_linears = len(src) // 2
+    if called and len(called) == n_linears == sum(isinstance(m, nn.Linear) for m in model.modules()):
         got = [tuple(m.weight.shape) for m in called]
-        want = [tuple(m.weight.shape) for m in ref_linears]
+        want = [tuple(src[2 * k].shape) for k in range(n_linears)]
         if got != want:
             raise Incorrect("wrong_layers", what="Linear layers' weight shapes", order="your forward uses them",
                             got=got, want=want)
         pairs = []
         with torch.no_grad():
-            for k, (src, dst) in enumerate(zip(ref_linears, called)):
-                dst.weight.copy_(src.weight)
-                pairs.append((f"layer {k + 1}'s weight", dst.weight, src.weight))
-                if dst.bias is not None and src.bias is not None:
-                    dst.bias.copy_(src.bias)
-                    pairs.append((f"layer {k + 1}'s bias", dst.bias, src.bias))
+            for k, dst in enumerate(called):
+                dst.weight.copy_(src[2 * k])
+                pairs.append((f"layer {k + 1}'s weight", dst.weight, 2 * k))
+                if dst.bias is not None:
+                    dst.bias.copy_(src[2 * k + 1])
+                    pairs.append((f"layer {k + 1}'s bias", dst.bias, 2 * k + 1))
         return pairs
-    return _copy_parameters_in_order(ref, model)
+    return _copy_parameters_in_order(src, model)
 
 
 def _run(answer: Any, case: Case) -> Any:
+    """The half that touches the answer (no reference here): its parameters, then its forward
+    with the spec's weights and the gradients they get."""
     in_features, hidden, num_classes = case.args
     g = gen(case.kwargs["seed"])
-    ref = MLP(in_features, list(hidden), num_classes)
-    fill_from(ref, g)
+    src = _values(g, [in_features, *hidden, num_classes])
     hidden_arg = list(hidden)
     model = build(answer, in_features, hidden_arg, num_classes)
     if hidden_arg != list(hidden):
         raise Incorrect("mutated_input", now=hidden_arg, was=list(hidden))
-    n_got, n_ref = count(model), count(ref)
+    n_got, n_ref = count(model), sum(v.numel() for v in src)
     if n_got == 0:
         raise Incorrect("unregistered_parameters")
     if n_got != n_ref:
         raise Incorrect("wrong_parameter_count", got=n_got, want=n_ref, in_features=in_features,
                         hidden_sizes=list(hidden), num_classes=num_classes)
-    pairs = _copy_linears_in_call_order(ref, model, in_features)
+    pairs = _copy_linears_in_call_order(src, model, in_features)
     x = torch.randn(batch_size(g), in_features, generator=g)
     out = model(x)
-    if pairs:
-        check_param_grads(model, out, ref, x, pairs, g)
+    return {"out": out, "grads": param_grads(out, [(name, p) for name, p, _ in pairs], g),
+            "index": {name: i for name, _, i in pairs}}
+
+
+def _finish(data: Any, case: Case) -> Any:
+    """The reference's half: the spec's model with the same weights, on the same input."""
+    data = ran(data, "out", "grads", "index")
+    out, index = data["out"], data["index"]
+    in_features, hidden, num_classes = case.args
+    g = gen(case.kwargs["seed"])
+    ref = MLP(in_features, list(hidden), num_classes)
+    fill_from(ref, g)
+    x = torch.randn(batch_size(g), in_features, generator=g)
+    params = list(ref.parameters())
+    ref_params = {name: params[i] for name, i in (index.items() if isinstance(index, dict) else ())
+                  if isinstance(name, str) and isinstance(i, int) and 0 <= i < len(params)}
+    check_reference_grads(out, ref, x, data["grads"], ref_params, g)
     if isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[1] > 1:
         o = out.detach()
         if bool((o >= 0).all()) and bool(torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-4)):
@@ -215,6 +242,7 @@ register(Exercise(
     cases=_cases,
     edge_cases=EDGE_CASES,
     run=_run,
+    finish=_finish,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
         Mistake("missing_super_init", MISSING_SUPER_INIT, _NoSuper, match_output=False),

@@ -15,8 +15,8 @@ from torch import nn
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import (
-    LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_param_grads, count,
-    fill_from, gen,
+    LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_reference_grads, count,
+    gen, param_grads, ran,
 )
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
@@ -38,7 +38,25 @@ EDGE_CASES = [
 
 
 # --- run and probes
-def _check_structure(model: nn.Module, ref: Tower, width: int, depth: int) -> None:
+def _values(g: torch.Generator, width: int, depth: int) -> dict[str, torch.Tensor]:
+    """The spec's state_dict (``blocks.i.weight`` (width, width), ``blocks.i.bias`` (width,), then
+    ``scale`` (width,)), drawn from ``g`` in the reference's registration order (``fill_from``),
+    then a scale of mixed signs."""
+    state = {}
+    for i in range(depth):
+        state[f"blocks.{i}.weight"] = torch.randn((width, width), generator=g) * 0.5
+        state[f"blocks.{i}.bias"] = torch.randn((width,), generator=g) * 0.5
+    torch.randn((width,), generator=g)  # fill_from's draw for the scale, overwritten below
+    # mixed signs, every time: relu(block(x) * scale) differs from relu(block(x)) * scale
+    # only where scale < 0 (with 1 + 0.5·randn that was ~2% of entries, seed-dependent)
+    scale = torch.randn(width, generator=g) + 0.5
+    scale[0] = -1.0 - scale[0].abs()
+    scale[-1] = 1.0 + scale[-1].abs() if width > 1 else scale[-1]
+    state["scale"] = scale
+    return state
+
+
+def _check_structure(model: nn.Module, expected_keys: list[str], width: int, depth: int) -> None:
     """What PyTorch sees of the learner's module: registered layers and scale, names, shapes."""
     n_got = count(model)
     names = [n for n, _ in model.named_parameters()]
@@ -51,7 +69,6 @@ def _check_structure(model: nn.Module, ref: Tower, width: int, depth: int) -> No
     listed = list(blocks._modules.values()) if isinstance(blocks, nn.Module) else []  # children() dedupes
     if len(listed) == depth > len({id(b) for b in listed}):
         raise Incorrect("shared_layer")
-    expected_keys = sorted(ref.state_dict())
     got_keys = sorted(model.state_dict())
     if got_keys != expected_keys or n_got != depth * (width * width + width) + width:
         raise Incorrect("wrong_structure", got=got_keys, want=expected_keys)
@@ -64,24 +81,29 @@ def _check_structure(model: nn.Module, ref: Tower, width: int, depth: int) -> No
 
 
 def _run(answer: Any, case: Case) -> Any:
+    """The half that touches the answer (no reference here): what PyTorch sees of it, then its
+    forward with the spec's values and the gradients its parameters get."""
+    width, depth = case.args
+    g = gen(case.kwargs["seed"])
+    state = _values(g, width, depth)
+    model = build(answer, width, depth)
+    _check_structure(model, sorted(state), width, depth)
+    model.load_state_dict(state)
+    x = torch.randn(batch_size(g), width, generator=g)
+    out = model(x)
+    return {"out": out, "grads": param_grads(out, list(model.named_parameters()), g)}
+
+
+def _finish(data: Any, case: Case) -> Any:
+    """The reference's half: the fixed Tower with the same values, on the same input."""
+    data = ran(data, "out", "grads")
     width, depth = case.args
     g = gen(case.kwargs["seed"])
     ref = Tower(width, depth)
-    fill_from(ref, g)
-    with torch.no_grad():
-        # mixed signs, every time: relu(block(x) * scale) differs from relu(block(x)) * scale
-        # only where scale < 0 (with 1 + 0.5·randn that was ~2% of entries, seed-dependent)
-        ref.scale.copy_(torch.randn(width, generator=g) + 0.5)
-        ref.scale[0] = -1.0 - ref.scale[0].abs()
-        ref.scale[-1] = 1.0 + ref.scale[-1].abs() if width > 1 else ref.scale[-1]
-    model = build(answer, width, depth)
-    _check_structure(model, ref, width, depth)
-    model.load_state_dict(ref.state_dict())
+    ref.load_state_dict(_values(g, width, depth))
     x = torch.randn(batch_size(g), width, generator=g)
-    out = model(x)
-    ref_params = dict(ref.named_parameters())
-    check_param_grads(model, out, ref, x, [(n, p, ref_params[n]) for n, p in model.named_parameters()], g)
-    return out
+    check_reference_grads(data["out"], ref, x, data["grads"], dict(ref.named_parameters()), g)
+    return data["out"]
 
 
 # --- wrong answers
@@ -168,6 +190,7 @@ register(Exercise(
     cases=_cases,
     edge_cases=EDGE_CASES,
     run=_run,
+    finish=_finish,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
         Mistake("unregistered_layers",

@@ -22,7 +22,6 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON, WRONG_TYPE, Pairs, labels_and_sizes, same_batches
 
 # --- reference: the solution notebook's answer (generated from solutions/04_data.py)
-from .._references import l04_data as _references
 from .._references.l04_data import MiniLoader
 
 
@@ -66,10 +65,10 @@ EDGE_CASES = [
 
 
 # --- run and probes
-def _run(answer: Any, case: Case) -> Any:
+def _inputs(case: Case) -> tuple[Dataset, dict[str, Any]]:
+    """The case's dataset and the loader's options."""
     kw = case.kwargs
-    items = kw.get("items", "pair")
-    dataset = Pairs(kw["n"], kw["d"], kw["seed"], items)
+    dataset = Pairs(kw["n"], kw["d"], kw["seed"], kw.get("items", "pair"))
     # a generator comes with every shuffled case and with some unshuffled ones (shuffle decides alone)
     generator = torch.Generator().manual_seed(kw["seed"] % 1000) if kw.get("generator", kw["shuffle"]) else None
     options: dict[str, Any] = {"batch_size": kw["batch_size"], "shuffle": kw["shuffle"], "drop_last": kw["drop_last"]}
@@ -77,6 +76,14 @@ def _run(answer: Any, case: Case) -> Any:
         options["collate_fn"] = labels_and_sizes
     if generator is not None:
         options["generator"] = generator
+    return dataset, options
+
+
+def _run(answer: Any, case: Case) -> Any:
+    """The half that touches the answer (no reference here): two epochs of its batches."""
+    kw = case.kwargs
+    items = kw.get("items", "pair")
+    dataset, options = _inputs(case)
     if not callable(answer):
         raise Incorrect("wrong_type", given=f"a {type(answer).__name__}", what="class")
     loader = answer(dataset, **options)
@@ -108,15 +115,25 @@ def _run(answer: Any, case: Case) -> Any:
         raise Incorrect("len_before_iter", error=f"it returned {n_before} then, {n_batches} after an epoch")
     if n_batches != len(epochs[0]):
         raise Incorrect("len_disagrees", got=n_batches, batches=len(epochs[0]))
-    if kw["shuffle"]:
-        _check_shuffled_epochs(epochs, dataset, options, kw["seed"] % 1000)
     return {"epoch 1's batches": epochs[0], "epoch 2's batches": epochs[1]}
 
 
+def _finish(data: Any, case: Case) -> Any:
+    """The reference's half: a shuffled case's two epochs against the reference's."""
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), list) for k in _EPOCHS):
+        raise RuntimeError("the check of your answer sent back something unreadable")
+    if case.kwargs["shuffle"]:
+        dataset, options = _inputs(case)
+        _check_shuffled_epochs([data[k] for k in _EPOCHS], dataset, options, case.kwargs["seed"] % 1000)
+    return data
+
+
+_EPOCHS = ("epoch 1's batches", "epoch 2's batches")
+
+
 def _check_shuffled_epochs(epochs: list, dataset: Dataset, options: dict, seed: int) -> None:
-    """The two shuffled epochs against the reference's, from a generator seeded alike (looked up
-    at call time: in the instructor's sandbox the real reference is put back there)."""
-    expected = _references.MiniLoader(dataset, **dict(options, generator=torch.Generator().manual_seed(seed)))
+    """The two shuffled epochs against the reference's, from a generator seeded alike."""
+    expected = MiniLoader(dataset, **dict(options, generator=torch.Generator().manual_seed(seed)))
     want = [list(expected) for _ in range(2)]
     if same_batches(epochs[0], epochs[1]) and not same_batches(want[0], want[1]):
         raise Incorrect("same_order_every_epoch")
@@ -241,7 +258,8 @@ class _NoIter:
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="MiniLoader", title="A DataLoader of your own: batches, shuffle, drop_last, collate",
-    reference=MiniLoader, kind="class", cases=_cases, edge_cases=EDGE_CASES, run=_run, n_random=12,
+    reference=MiniLoader, kind="class", cases=_cases, edge_cases=EDGE_CASES, run=_run, finish=_finish,
+    n_random=12,
     preload=("torch.utils.data",),
     forbid=("torch.utils.data.DataLoader", "torch.utils.data.BatchSampler"),
     rule_text="Do not use `DataLoader` or `BatchSampler` inside it",

@@ -135,10 +135,18 @@ def _curve(v: list[float]) -> str:
 
 
 def _run(answer: Any, case: Case) -> Any:
-    train, val = case.args
-    want = diagnose(list(train), list(val))
+    """The half that touches the answer (no reference here): its verdict, one of the kinds."""
     got = answer(*case.args)
     if got not in KINDS:
+        raise Incorrect("not_a_kind", got=repr(got)[:60])
+    return got
+
+
+def _finish(got: Any, case: Case) -> Any:
+    """The reference's half: the kind the reference sees in the case's curves."""
+    train, val = case.args
+    want = diagnose(list(train), list(val))
+    if not isinstance(got, str) or got not in KINDS:
         raise Incorrect("not_a_kind", got=repr(got)[:60])
     if got != want and not any(m.match_output and m.example(train, val) == got for m in MISTAKES):
         raise Incorrect("wrong_kind", got=got, want=want, train=_curve(train), val=_curve(val))
@@ -172,6 +180,7 @@ MISTAKES = [
 ]
 register(Exercise(
     lesson=LESSON, name="diagnose", title="Diagnose a run from its training and validation curves", run=_run,
+    finish=_finish,
     reference=diagnose, cases=_cases, edge_cases=EDGE_CASES, n_random=40, arg_names=("train_losses", "val_losses"),
     mistakes=MISTAKES,
     hints=[

@@ -162,12 +162,19 @@ def _watched(answer: Any, model: nn.Module, x: torch.Tensor) -> Any:
 
 
 def _run(answer: Any, case: Case) -> Any:
+    """The half that touches the answer (no reference here): its result, a module's name or None."""
     model, x = case.args
-    want = first_nonfinite(model, x)
     out = _watched(answer, model, x)
     names = [n for n, _ in model.named_modules()]
     if out is not None and not isinstance(out, str) or isinstance(out, str) and out not in names:
         raise Incorrect("not_a_name", got=_describe(out))
+    return out
+
+
+def _finish(out: Any, case: Case) -> Any:
+    """The reference's half: the module the reference names, on the case's own model."""
+    model, x = case.args
+    want = first_nonfinite(model, x)
     if out != want and not any(m.match_output and m.example(model, x) == out for m in MISTAKES):
         raise Incorrect("wrong_module", got=_describe(out), want=_describe(want))
     return out  # (a known mistake's answer: the framework names it, checked on more cases)
@@ -288,7 +295,7 @@ MISTAKES = [
 ]
 register(Exercise(
     lesson=LESSON, name="first_nonfinite", title="The first module whose output holds NaN or inf",
-    reference=first_nonfinite, cases=_cases, run=_run, edge_cases=EDGE_CASES, n_random=12,
+    reference=first_nonfinite, cases=_cases, run=_run, finish=_finish, edge_cases=EDGE_CASES, n_random=12,
     probes=[_probe_forward_raises], mistakes=MISTAKES,
     hints=[
         "Which tool of the lesson sees every module's output, in the order the modules finish? Which test "

@@ -6,7 +6,7 @@ with the same weights; a channels-last batch (`.view` fails); a gradient for eve
 
 from __future__ import annotations
 
-import copy
+import math
 from typing import Any
 
 import torch
@@ -56,12 +56,35 @@ def _build(answer: Any, args: tuple) -> nn.Module:
     return model
 
 
-def _check_layers(model: nn.Module, ref: nn.Module, widths: list, h: int, w: int) -> tuple[list, list]:
-    """The learner's layers against the spec's, kind by kind; returns both ``[convs, bns, linears]``."""
+KINDS = (nn.Conv2d, nn.BatchNorm2d, nn.Linear)
+
+
+def _groups(model: nn.Module) -> list[list[nn.Module]]:
+    """The model's layers kind by kind: ``[convs, bns, linears]``, each in module order."""
+    return [[m for m in model.modules() if isinstance(m, k)] for k in KINDS]
+
+
+def _flat_size(widths: list, h: int, w: int) -> tuple[int, int, int]:
+    fh, fw = h, w
+    for _ in widths:
+        fh, fw = fh // 2, fw // 2
+    return widths[-1] * fh * fw, fh, fw
+
+
+def _spec_shapes(in_channels: int, num_classes: int, widths: list, h: int, w: int) -> list:
+    """The spec's parameter shapes kind by kind, layer by layer (as ``parameters(recurse=False)``
+    lists them): 3x3 convs without bias, BatchNorm weight and bias, the Linear's weight and bias."""
+    flat = _flat_size(widths, h, w)[0]
+    return [[[(wd, c, 3, 3)] for c, wd in zip([in_channels, *widths[:-1]], widths)],
+            [[(wd,), (wd,)] for wd in widths],
+            [[(num_classes, flat), (num_classes,)]]]
+
+
+def _check_layers(model: nn.Module, want_groups: list, widths: list, h: int, w: int) -> list:
+    """The learner's layers against the spec's shapes, kind by kind; returns its ``[convs, bns, linears]``."""
     if not list(model.parameters()):
         raise Incorrect("unregistered_layers")
-    kinds = (nn.Conv2d, nn.BatchNorm2d, nn.Linear)
-    got_groups = [[m for m in model.modules() if isinstance(m, k)] for k in kinds]
+    got_groups = _groups(model)
     convs, bns, linears = got_groups
     if not bns:
         raise Incorrect("missing_batchnorm")
@@ -70,58 +93,62 @@ def _check_layers(model: nn.Module, ref: nn.Module, widths: list, h: int, w: int
     if any(c.bias is not None for c in convs):
         raise Incorrect("conv_bias")
     # the flattened size: the one number learners most often get wrong
-    fh, fw = h, w
-    for _ in widths:
-        fh, fw = fh // 2, fw // 2
-    flat = widths[-1] * fh * fw
+    flat, fh, fw = _flat_size(widths, h, w)
     if len(linears) == 1 and linears[0].in_features != flat:
         raise Incorrect("wrong_flatten_size", got=linears[0].in_features, image_size=(h, w), widths=list(widths),
                         c=widths[-1], h=fh, w=fw, flat=flat)
-    ref_groups = [[m for m in ref.modules() if isinstance(m, k)] for k in kinds]
-    for kind, want, got in zip(kinds, ref_groups, got_groups):
-        want_shapes = [[tuple(p.shape) for p in m.parameters(recurse=False)] for m in want]
+    for kind, want_shapes, got in zip(KINDS, want_groups, got_groups):
         got_shapes = [[tuple(p.shape) for p in m.parameters(recurse=False)] for m in got]
         if want_shapes != got_shapes:
             raise Incorrect("wrong_layers", name=kind.__name__, got=got_shapes, want=want_shapes)
     n_got = sum(p.numel() for p in model.parameters())
-    n_ref = sum(p.numel() for p in ref.parameters())
+    n_ref = sum(math.prod(s) for kind in want_groups for m in kind for s in m)
     if n_got != n_ref:
         raise Incorrect("wrong_parameter_count", got=n_got, want=n_ref)
-    return ref_groups, got_groups
+    return got_groups
 
 
-def _same_weights(ref_groups: list, got_groups: list, gen: torch.Generator) -> None:
-    """Same weights and running statistics in both: random values from the case's seed."""
+def _same_weights(want_groups: list, groups: list, gen: torch.Generator) -> None:
+    """Weights and running statistics drawn from the case's seed, layer by layer in the spec's
+    order, loaded into ``groups`` (the learner's layers, or the reference's: the same values)."""
     with torch.no_grad():
-        for mods_ref, mods_got in zip(ref_groups, got_groups):
-            for m_ref, m_got in zip(mods_ref, mods_got):
-                for p_ref, p_got in zip(m_ref.parameters(recurse=False), m_got.parameters(recurse=False)):
-                    p_ref.copy_(torch.randn(p_ref.shape, generator=gen) * 0.5)
-                    p_got.copy_(p_ref)
-        for b_ref, b_got in zip(ref_groups[1], got_groups[1]):
-            b_ref.running_mean.copy_(torch.randn(b_ref.running_mean.shape, generator=gen) * 0.2)
-            b_ref.running_var.copy_(torch.rand(b_ref.running_var.shape, generator=gen) + 0.5)
-            b_got.running_mean.copy_(b_ref.running_mean)
-            b_got.running_var.copy_(b_ref.running_var)
-            b_got.num_batches_tracked.copy_(b_ref.num_batches_tracked)
+        for shapes, mods in zip(want_groups, groups):
+            for m_shapes, m in zip(shapes, mods):
+                for shape, p in zip(m_shapes, m.parameters(recurse=False)):
+                    p.copy_(torch.randn(shape, generator=gen) * 0.5)
+        for bn in groups[1]:
+            bn.running_mean.copy_(torch.randn(bn.running_mean.shape, generator=gen) * 0.2)
+            bn.running_var.copy_(torch.rand(bn.running_var.shape, generator=gen) + 0.5)
+            bn.num_batches_tracked.zero_()
 
 
-def _run(answer: Any, case: Case) -> Any:
-    in_channels, num_classes, widths, (h, w) = case.args
-    gen = torch.Generator().manual_seed(case.kwargs["seed"])
-    ref = SmallVGG(in_channels, num_classes, list(widths), (h, w))
-    model = _build(answer, (in_channels, num_classes, list(widths), (h, w)))
-    if any(isinstance(p, nn.parameter.UninitializedParameter) for p in model.parameters()):
-        model.eval()  # lazy modules (nn.LazyLinear) learn their sizes from a first forward
-        with torch.no_grad():
-            model(torch.zeros(1, in_channels, h, w))
-    _same_weights(*_check_layers(model, ref, widths, h, w), gen)
+def _inputs(case: Case, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    in_channels, _, _, (h, w) = case.args
     n = case.kwargs.get("batch") or int(torch.randint(1, 6, (1,), generator=gen))
     # channels-last: the same values in another memory order (as after a permute)
     fmt = torch.channels_last if case.kwargs.get("channels_last") else torch.contiguous_format
     x_train = torch.randn(n, in_channels, h, w, generator=gen).contiguous(memory_format=fmt)
     x_eval = torch.randn(n, in_channels, h, w, generator=gen).contiguous(memory_format=fmt)
-    ref_train = copy.deepcopy(ref)  # same weights and statistics: the gradient check's yardstick
+    return x_train, x_eval
+
+
+_MODES = ("training mode (batch statistics)", "eval mode (running statistics)")
+
+
+def _run(answer: Any, case: Case) -> Any:
+    """The half that touches the answer (no reference here): its layers against the spec, its
+    outputs in both modes with the spec's weights drawn from the seed, and the parameters the
+    training output does not reach."""
+    in_channels, num_classes, widths, (h, w) = case.args
+    gen = torch.Generator().manual_seed(case.kwargs["seed"])
+    want_groups = _spec_shapes(in_channels, num_classes, list(widths), h, w)
+    model = _build(answer, (in_channels, num_classes, list(widths), (h, w)))
+    if any(isinstance(p, nn.parameter.UninitializedParameter) for p in model.parameters()):
+        model.eval()  # lazy modules (nn.LazyLinear) learn their sizes from a first forward
+        with torch.no_grad():
+            model(torch.zeros(1, in_channels, h, w))
+    _same_weights(want_groups, _check_layers(model, want_groups, widths, h, w), gen)
+    x_train, x_eval = _inputs(case, gen)
     try:
         model.train()
         with torch.enable_grad():
@@ -138,29 +165,38 @@ def _run(answer: Any, case: Case) -> Any:
             o = out.detach()
             if bool((o >= 0).all()) and bool(torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-4)):
                 raise Incorrect("softmax_in_forward")
-    _check_grads(model, out_train, ref_train, x_train)
+    missing = None
+    if isinstance(out_train, torch.Tensor):
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        grads = (torch.autograd.grad(out_train.sum(), [p for _, p in named], allow_unused=True, retain_graph=True)
+                 if out_train.requires_grad else [None] * len(named))
+        missing = [n for (n, _), g in zip(named, grads) if g is None]
     # a dict, so that feedback names the mode: "Your result['training mode (batch statistics)']"
-    return {"training mode (batch statistics)": out_train, "eval mode (running statistics)": out_eval}
+    return {"out": {_MODES[0]: out_train, _MODES[1]: out_eval}, "missing": missing}
 
 
-def _check_grads(model: nn.Module, out: Any, ref: nn.Module, x: torch.Tensor) -> None:
-    """Right outputs from a forward partly outside autograd (`torch.no_grad()`, `.detach()`, `.data`)
-    give a model that never learns: every parameter must get a gradient from the training output."""
-    if not isinstance(out, torch.Tensor):
-        return  # the output comparison reports it
-    ref.train()
-    with torch.no_grad():
-        want = ref(x)
-    if want.shape != out.shape or want.dtype != out.dtype or not torch.allclose(
-            out.detach(), want, rtol=1e-4, atol=1e-5):
-        return  # wrong values: the output comparison reports (and names) them
-    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    grads = (torch.autograd.grad(out.sum(), [p for _, p in named], allow_unused=True) if out.requires_grad
-             else [None] * len(named))
-    missing = [n for (n, _), g in zip(named, grads) if g is None]
-    if missing:
-        shown = ", ".join(f"`{n}`" for n in missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-        raise Incorrect("parameter_not_trained", names=shown, them="it" if len(missing) == 1 else "them")
+def _finish(data: Any, case: Case) -> Any:
+    """The reference's half: right training outputs from a forward partly outside autograd
+    (`torch.no_grad()`, `.detach()`, `.data`) give a model that never learns: every parameter
+    must get a gradient from the training output."""
+    if not isinstance(data, dict) or not isinstance(data.get("out"), dict) or any(k not in data["out"] for k in _MODES):
+        raise RuntimeError("the check of your answer sent back something unreadable")
+    out, missing = data["out"][_MODES[0]], data.get("missing")
+    if isinstance(out, torch.Tensor) and isinstance(missing, list) and missing:
+        in_channels, num_classes, widths, (h, w) = case.args
+        gen = torch.Generator().manual_seed(case.kwargs["seed"])
+        ref = SmallVGG(in_channels, num_classes, list(widths), (h, w))
+        _same_weights(_spec_shapes(in_channels, num_classes, list(widths), h, w), _groups(ref), gen)
+        x_train, _ = _inputs(case, gen)
+        ref.train()
+        with torch.no_grad():
+            want = ref(x_train)
+        if want.shape == out.shape and want.dtype == out.dtype and torch.allclose(
+                out.detach(), want, rtol=1e-4, atol=1e-5):
+            shown = ", ".join(f"`{n}`" for n in missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4
+                                                                 else "")
+            raise Incorrect("parameter_not_trained", names=shown, them="it" if len(missing) == 1 else "them")
+    return data["out"]
 
 
 # --- wrong answers
@@ -238,7 +274,7 @@ class _DetachedFeatures(SmallVGG):
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="SmallVGG", title="A small VGG-style CNN to a spec (conv-BN-ReLU-pool blocks, Flatten, Linear)",
-    reference=SmallVGG, kind="class", cases=_cases, run=_run, n_random=6, edge_cases=EDGE_CASES,
+    reference=SmallVGG, kind="class", cases=_cases, run=_run, finish=_finish, n_random=6, edge_cases=EDGE_CASES,
     compare=Compare(rtol=1e-4, atol=1e-5), timeout=10.0,
     mistakes=[
         Mistake("missing_super_init", "Creating your module raised \"cannot assign ... before Module.__init__() "

@@ -113,10 +113,11 @@ def _diagnose(snapshot: dict, now: dict, start, epoch: int, role: str) -> None:
     for key in ("model", "optimizer", "scheduler", "rng_state", "loader_generator"):
         if not _same(now[key], snapshot[key]):
             raise Incorrect(not_restored_id(key))
-    if role == "save" and (isinstance(start, bool) or not isinstance(start, int) or start != epoch):
-        raise Incorrect("wrong_epoch", got=repr(start), type=type(start).__name__, epoch=epoch)
-    if isinstance(start, bool) or not isinstance(start, int) or start != epoch:
-        raise Incorrect("wrong_start_epoch", got=repr(start), type=type(start).__name__, epoch=epoch)
+    # ``start``: what the loader returned, as :func:`_start_fact` makes it plain data
+    if type(start) is not int or start != epoch:
+        got, kind = (repr(start), "int") if type(start) is int else (
+            (str(start.get("repr")), str(start.get("type"))) if isinstance(start, dict) else (repr(start), "?"))
+        raise Incorrect("wrong_epoch" if role == "save" else "wrong_start_epoch", got=got, type=kind, epoch=epoch)
 
 
 def resume_case(r: Rand) -> Case:
@@ -209,76 +210,153 @@ def _case_key(case: Case) -> tuple:
     return tuple(sorted(case.kwargs.items()))
 
 
-def _run_resume(answer, case: Case, role: str):
-    """Train k epochs, save, train on (the uninterrupted run); then, in a "new process" with other
-    weights and another random state, load and train on (the resumed run): the two must end with
-    bit-identical weights. ``role`` says which half ``answer`` is ("save" or "load"); the other
-    half is the reference. Raises the ids ``changed_mode``, ``no_file``, ``missing_<key>``,
-    ``missing_entry``, ``pickled_objects``, ``unloadable_checkpoint``, ``<key>_not_restored``,
-    ``wrong_epoch`` (save), ``wrong_start_epoch`` (load) and ``not_bit_identical``."""
-    kw = case.kwargs
-    # looked up on the generated module at call time, not through the registry: in the
-    # instructor's sandbox the judge puts the real reference back on the module (guarded so only
-    # the course's code may call it), while the registry still holds the cut stub
-    save = answer if role == "save" else _references.save_checkpoint
-    load = answer if role == "load" else _references.load_checkpoint
-    k, num_epochs = kw["epoch"], kw["num_epochs"]
+def _reference_original(case: Case) -> tuple[dict, list[torch.Tensor], bytes]:
+    """The original run saving with the reference (a function of the case alone, computed once per
+    case and recalled): its state at the save, its final weights and the file it wrote."""
+    key = _case_key(case)
+    if key not in _ORIGINAL_RUNS:
+        if len(_ORIGINAL_RUNS) >= 256:
+            _ORIGINAL_RUNS.clear()
+        with tempfile.TemporaryDirectory(prefix="course-grader-") as tmp:
+            path = os.path.join(tmp, "checkpoint.pt")
+            snapshot, uninterrupted = _original_run(case.kwargs, _references.save_checkpoint, path, "load")
+            with open(path, "rb") as f:
+                _ORIGINAL_RUNS[key] = (snapshot, uninterrupted, f.read())
+    return _ORIGINAL_RUNS[key]
+
+
+def _fresh(kw: dict) -> tuple:
+    """The restarted process: other initial weights, another random state."""
+    torch.manual_seed(kw["other_rng"])
+    return setup(kw, "fresh")
+
+
+def _start_fact(start: Any) -> Any:
+    """A loader's return value as plain data: an int as it is, anything else as its repr and type."""
+    if type(start) is int:
+        return start
+    return {"repr": repr(start)[:200], "type": type(start).__name__[:80]}
+
+
+def _unreadable() -> RuntimeError:
+    return RuntimeError("the check of your answer sent back something unreadable")
+
+
+def _bit_identical(uninterrupted: Any, resumed: Any) -> None:
+    if not (isinstance(uninterrupted, list) and isinstance(resumed, list) and len(uninterrupted) == len(resumed)
+            and all(_same(a, b) for a, b in zip(uninterrupted, resumed))):
+        raise Incorrect("not_bit_identical")
+
+
+# save_checkpoint and load_checkpoint are checked in halves (issue 23): the half that calls the
+# learner's function (``run``) never calls the reference, which does the other half (``finish``,
+# and for the loader ``supply``, the reference's checkpoint file it reads), so that in the
+# instructor's grader the answer runs in the sandbox and the reference outside it. Train k
+# epochs, save, train on (the uninterrupted run); then, in a "new process" with other weights and
+# another random state, load and train on (the resumed run): the two must end with bit-identical
+# weights. Ids raised: ``changed_mode``, ``no_file``, ``missing_<key>``, ``missing_entry``,
+# ``pickled_objects``, ``unloadable_checkpoint``, ``<key>_not_restored``, ``wrong_epoch`` (save),
+# ``wrong_start_epoch`` (load) and ``not_bit_identical``.
+def run_save(answer: Any, case: Case) -> dict:
+    """The learner's save in the original run: the file it wrote and the run's final weights."""
     with tempfile.TemporaryDirectory(prefix="course-grader-") as tmp:
         path = os.path.join(tmp, "checkpoint.pt")
-        if role == "save":
-            snapshot, uninterrupted = _original_run(kw, save, path, role)
-        else:
-            key = _case_key(case)
-            if key not in _ORIGINAL_RUNS:
-                if len(_ORIGINAL_RUNS) >= 256:
-                    _ORIGINAL_RUNS.clear()
-                snapshot, uninterrupted = _original_run(kw, save, path, role)
-                with open(path, "rb") as f:
-                    _ORIGINAL_RUNS[key] = (snapshot, uninterrupted, f.read())
-            snapshot, uninterrupted, data = _ORIGINAL_RUNS[key]
-            with open(path, "wb") as f:
-                f.write(data)
+        _, uninterrupted = _original_run(case.kwargs, answer, path, "save")
+        with open(path, "rb") as f:
+            return {"checkpoint": f.read(), "uninterrupted": uninterrupted}
 
-        # a new process: other initial weights, other random state, then load and resume
-        torch.manual_seed(kw["other_rng"])
-        fresh = setup(kw, "fresh")
-        model2, optimizer2, scheduler2, loader2, generator2 = fresh
-        objects = (model2, optimizer2, scheduler2, generator2)
-        if role == "save":
-            start = _load_saved(load, path, objects)
-        else:
-            model2[2].eval()
-            modes2 = _modes(model2)
-            with answer_grad_mode():
-                start = load(path, *objects)
-            if _modes(model2) != modes2:
-                raise Incorrect("changed_mode")
-        _diagnose(snapshot, _state(model2, optimizer2, scheduler2, generator2), start, k, role)
-        _train(model2, optimizer2, scheduler2, loader2, range(start, num_epochs))
-        resumed = [p.detach().clone() for p in model2.parameters()]
-    if not all(torch.equal(a, b) for a, b in zip(uninterrupted, resumed)):
-        raise Incorrect("not_bit_identical")
+
+def finish_save(data: Any, case: Case) -> list[torch.Tensor]:
+    """The learner's file, loaded by the reference loader in the restarted run."""
+    if not isinstance(data, dict) or not isinstance(data.get("checkpoint"), bytes):
+        raise _unreadable()
+    kw = case.kwargs
+    snapshot = _reference_original(case)[0]
+    with tempfile.TemporaryDirectory(prefix="course-grader-") as tmp:
+        path = os.path.join(tmp, "checkpoint.pt")
+        with open(path, "wb") as f:
+            f.write(data["checkpoint"])
+        model2, optimizer2, scheduler2, loader2, generator2 = _fresh(kw)
+        start = _load_saved(_references.load_checkpoint, path, (model2, optimizer2, scheduler2, generator2))
+    _diagnose(snapshot, _state(model2, optimizer2, scheduler2, generator2), _start_fact(start), kw["epoch"], "save")
+    _train(model2, optimizer2, scheduler2, loader2, range(kw["epoch"], kw["num_epochs"]))
+    resumed = [p.detach().clone() for p in model2.parameters()]
+    _bit_identical(data.get("uninterrupted"), resumed)
     return resumed
 
 
-# The reference's run (reference save and reference load) is a function of the case alone: it is
-# computed once per case and recalled, together with the global random state it leaves behind
-# (a check sees the same side effect). Every check of a learner's answer still runs in full.
-_RECALLED: dict[tuple, tuple[list[torch.Tensor], torch.Tensor]] = {}
+def supply_load(case: Case) -> dict:
+    """The loader's input: the file the reference saved in the original run."""
+    return {"checkpoint": _reference_original(case)[2]}
 
 
-def run_resume(answer, case: Case, role: str):
-    if answer is not getattr(_references, f"{role}_checkpoint"):
-        return _run_resume(answer, case, role)
+def run_load(answer: Any, case: Case) -> dict:
+    """The learner's loader in the restarted run, on the reference's file: the state it restored,
+    what it returned, and the weights after training on."""
+    supplied = getattr(case, "supplied", None)
+    if not isinstance(supplied, dict) or not isinstance(supplied.get("checkpoint"), bytes):
+        raise RuntimeError("internal: the checkpoint to load did not come with the case")
+    kw = case.kwargs
+    with tempfile.TemporaryDirectory(prefix="course-grader-") as tmp:
+        path = os.path.join(tmp, "checkpoint.pt")
+        with open(path, "wb") as f:
+            f.write(supplied["checkpoint"])
+        model2, optimizer2, scheduler2, loader2, generator2 = _fresh(kw)
+        model2[2].eval()
+        modes2 = _modes(model2)
+        with answer_grad_mode():
+            start = answer(path, model2, optimizer2, scheduler2, generator2)
+        if _modes(model2) != modes2:
+            raise Incorrect("changed_mode")
+    state = copy.deepcopy(_state(model2, optimizer2, scheduler2, generator2))
+    error = None
+    try:
+        _train(model2, optimizer2, scheduler2, loader2, range(kw["epoch"], kw["num_epochs"]))
+    except Exception as exc:  # noqa: BLE001 - reported after the restored state is (it explains it)
+        error = f"{type(exc).__name__}: {exc}"[:300]
+    return {"state": state, "start": _start_fact(start), "error": error,
+            "resumed": [p.detach().clone() for p in model2.parameters()]}
+
+
+def finish_load(data: Any, case: Case) -> Any:
+    """The restored state and the resumed weights against the original run's."""
+    if not isinstance(data, dict) or not isinstance(data.get("state"), dict) or any(
+            k not in data["state"] for k in KEYS if k != "epoch"):
+        raise _unreadable()
+    snapshot, uninterrupted, _ = _reference_original(case)
+    _diagnose(snapshot, data["state"], data.get("start"), case.kwargs["epoch"], "load")
+    if data.get("error"):
+        raise RuntimeError(f"training on after your loader raised {str(data['error'])[:300]}")
+    _bit_identical(uninterrupted, data.get("resumed"))
+    return data["resumed"]
+
+
+# The reference's save half is a function of the case alone: it is computed once per case and
+# recalled, together with the global random state it leaves behind (a check sees the same side
+# effect). Every check of a learner's answer still runs in full.
+_RECALLED: dict[tuple, tuple[dict, torch.Tensor]] = {}
+
+
+def recalled_run_save(answer: Any, case: Case) -> dict:
+    if answer is not _references.save_checkpoint:
+        return run_save(answer, case)
     key = _case_key(case)
     if key not in _RECALLED:
         if len(_RECALLED) >= 256:
             _RECALLED.clear()
-        resumed = _run_resume(answer, case, role)
-        _RECALLED[key] = (resumed, torch.get_rng_state())
-    resumed, rng_state = _RECALLED[key]
+        _RECALLED[key] = (run_save(answer, case), torch.get_rng_state())
+    data, rng_state = _RECALLED[key]
     torch.set_rng_state(rng_state)
-    return [p.clone() for p in resumed]
+    return dict(data, uninterrupted=[p.clone() for p in data["uninterrupted"]])
+
+
+def _run_resume(answer: Any, case: Case, role: str) -> list[torch.Tensor]:
+    """The whole check of ``answer`` as the ``role`` half ("save" or "load"), the reference
+    doing the other: the resumed run's final weights."""
+    if role == "save":
+        return finish_save(run_save(answer, case), case)
+    case.supplied = supply_load(case)  # type: ignore[attr-defined]
+    return finish_load(run_load(answer, case), case)
 
 
 CHANGED_MODE = ("Your `{fn}` changed the train/eval mode of the model (or of some of its submodules), for "

@@ -15,7 +15,8 @@ from course_utils.lesson_props.l09_persistence import HarmlessPayload
 
 from ._kit import LESSON
 from ._kit import (CHANGED_MODE, EXACT, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, UNSAFE_MESSAGE,
-                   not_restored_id, probe_payload, resume_case, run_resume, setup)
+                   finish_load, not_restored_id, probe_payload, resume_case, run_load, setup,
+                   supply_load)
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py
@@ -27,10 +28,6 @@ from .._references.l09_persistence import load_checkpoint
 
 
 # --- run and probes
-def _run(answer, case):
-    return run_resume(answer, case, "load")
-
-
 def _probe_unsafe_load(answer, r: Rand) -> None:
     """Give the loader a checkpoint with a harmless payload: it must not run."""
     model, optimizer, scheduler, _, generator = setup(resume_case(r).kwargs, "original")
@@ -83,7 +80,9 @@ register(Exercise(
     edge_cases=RESUME_EDGES,
     n_random=1,
     timeout=10.0,
-    run=_run,
+    supply=supply_load,
+    run=run_load,
+    finish=finish_load,
     compare=EXACT,
     probes=[_probe_unsafe_load],
     mistakes=[

@@ -18,7 +18,7 @@ from course_utils.grading import Exercise, Mistake, register
 
 from ._kit import LESSON
 from ._kit import (CHANGED_MODE, EXACT, KEYS, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, RNG_NOT_TORCH,
-                   not_restored_id, resume_case, run_resume)
+                   finish_save, not_restored_id, recalled_run_save, resume_case)
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py
@@ -30,10 +30,6 @@ from .._references.l09_persistence import save_checkpoint
 
 
 # --- run and probes
-def _run(answer, case):
-    return run_resume(answer, case, "save")
-
-
 # --- wrong answers
 def _saved_with(**changes):
     """The reference with some entries replaced (``None``: left out); a change is a function of
@@ -82,7 +78,8 @@ register(Exercise(
     edge_cases=RESUME_EDGES,
     n_random=1,
     timeout=10.0,
-    run=_run,
+    run=recalled_run_save,
+    finish=finish_save,
     compare=EXACT,
     mistakes=[
         *[Mistake(f"missing_{key}", _MISSING_RNG if key == "rng_state" else _MISSING.format(key=key),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from typing import Any
 import functools
 import warnings
 
@@ -156,10 +157,26 @@ def _run_watched(answer, blocks, x, calls: list[int]):
         raise Incorrect("checkpointed_batchnorm", blocks=[i for i in stateful if i in recomputed])
     wanted = [i for i in range(n - 1, -1, -1) if i not in stateful]  # recomputed, the last first
     missing = sorted(i for i in wanted if i not in recomputed)
-    # What a plain forward would keep, and what the reference keeps (each checkpointed block's input).
+    # What a plain forward would keep (the reference's half adds what the reference keeps).
     with torch.enable_grad():  # the mode the case intends, whatever mode the answer left
         plain, _ = _saved_bytes(lambda: _plain_forward(copy.deepcopy(blocks),
                                                        x.detach().requires_grad_(x.requires_grad)))
+    buffers = [b.detach().clone() for b in blocks.buffers()]
+    return {"out": out.detach(), "grads": [g.detach() for g in grads], "buffers": buffers, "used": used,
+            "plain": plain, "missing": missing, "wanted": wanted, "recomputed": recomputed}
+
+
+def _finish(data: Any, case: Case) -> Any:
+    """The reference's half: the bytes the reference keeps for backward (each checkpointed
+    block's input), against what the answer kept; then the order of the recomputations."""
+    if not isinstance(data, dict) or any(k not in data for k in _SENT) or not all(
+            isinstance(data[k], int) for k in ("used", "plain")) or not all(
+            isinstance(data[k], list) for k in ("missing", "wanted", "recomputed")):
+        raise RuntimeError("the check of your answer sent back something unreadable")
+    blocks, x = case.args
+    used, plain, missing, wanted, recomputed = (data[k] for k in ("used", "plain", "missing", "wanted", "recomputed"))
+    n = len(blocks)
+    with torch.enable_grad():
         ckpt, _ = _saved_bytes(lambda: checkpointed_forward(copy.deepcopy(blocks),
                                                             x.detach().requires_grad_(x.requires_grad)))
     if used > (plain + ckpt) / 2:
@@ -172,8 +189,10 @@ def _run_watched(answer, blocks, x, calls: list[int]):
         raise Incorrect("not_checkpointed", missing=missing, n=n)
     if recomputed != wanted:
         raise Incorrect("coarse_checkpoint")
-    buffers = [b.detach().clone() for b in blocks.buffers()]
-    return out.detach(), [g.detach() for g in grads], buffers
+    return data["out"], data["grads"], data["buffers"]
+
+
+_SENT = ("out", "grads", "buffers", "used", "plain", "missing", "wanted", "recomputed")
 
 
 # --- wrong answers
@@ -238,6 +257,7 @@ register(Exercise(
     n_random=4,
     timeout=10.0,
     run=_run,
+    finish=_finish,
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
         Mistake("checkpointed_batchnorm", "Block(s) {blocks} contain a BatchNorm in training mode, and your forward "
