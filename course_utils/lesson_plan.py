@@ -512,11 +512,4 @@ def problems(exercises: list[ExerciseDoc] | None = None) -> list[str]:
 
 def write(exercises: list[ExerciseDoc] | None = None) -> list[Path]:
     """Regenerate the blocks of README.md and the guide; returns the files changed."""
-    changed = []
-    for path, render in ((README, render_readme), (GUIDE, lambda t: render_guide(t, exercises))):
-        text = path.read_text(encoding="utf-8")
-        new = render(text)
-        if new != text:
-            path.write_text(new, encoding="utf-8")
-            changed.append(path)
-    return changed
+    return lesson_times.rewrite(((README, render_readme), (GUIDE, lambda t: render_guide(t, exercises))))

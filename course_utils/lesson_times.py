@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -304,7 +304,13 @@ def write(stems: list[str] | None = None) -> list[Path]:
                     first.source = new_src
                     nbformat.write(nb, path)
                     changed.append(path)
-    for path, render in ((README, render_readme), (GUIDE, render_guide)):
+    return changed + rewrite(((README, render_readme), (GUIDE, render_guide)))
+
+
+def rewrite(renders: Iterable[tuple[Path, Callable[[str], str]]]) -> list[Path]:
+    """Pass each file's text through its render function; write and return those that changed."""
+    changed = []
+    for path, render in renders:
         text = path.read_text(encoding="utf-8")
         new = render(text)
         if new != text:
