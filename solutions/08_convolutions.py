@@ -166,21 +166,14 @@ for kwargs in [{}, {"stride": 2}, {"padding": 1}, {"padding": 1, "stride": 2},
     print(f"{str(kwargs):36} -> {tuple(layer(x).shape[2:])}")
 
 # %% [markdown]
-# The rule: pad the input (`size + 2 * padding`), find how many input pixels the kernel spans
-# (`dilation * (kernel_size - 1) + 1`), and count the positions, stepping by `stride`. A
-# window that would stick out past the edge is dropped, so the division rounds **down**:
-#
-# $$\text{out} = \left\lfloor \frac{\text{size} + 2\,\text{padding} - \text{dilation}\,(\text{kernel} - 1) - 1}{\text{stride}} \right\rfloor + 1$$
-#
-# `padding="same"` picks the padding that keeps the size (only for `stride=1`); `padding=1`
-# with a 3x3 kernel does the same, which is why it is everywhere. Height and width follow the
-# same rule separately: kernels, strides and paddings can differ per axis, `kernel_size=(3, 5)`.
-
-# %% [markdown]
 # ### Exercise 1: the output size
 #
 # Write `conv_output_size(size, kernel_size, stride=1, padding=0, dilation=1)`: the length of
 # the output along one axis, a Python `int`, for any input where at least one window fits.
+# Nobody gives you the formula: work it out from what the layers do. The table above is a
+# start; `nn.Conv2d` is here to measure any case you are unsure of (an odd size with
+# `stride=2`, a dilated kernel with padding). Which windows fit, and what happens to a window
+# that would stick out past the edge?
 
 # %% tags=["answer:conv_output_size"]
 def conv_output_size(size, kernel_size, stride=1, padding=0, dilation=1):
@@ -191,6 +184,17 @@ def conv_output_size(size, kernel_size, stride=1, padding=0, dilation=1):
 
 # %% tags=["check:conv_output_size"]
 ex.conv_output_size.check(conv_output_size)
+
+# %% [markdown]
+# The rule: pad the input (`size + 2 * padding`), find how many input pixels the kernel spans
+# (`dilation * (kernel_size - 1) + 1`), and count the positions, stepping by `stride`. A
+# window that would stick out past the edge is dropped, so the division rounds **down**:
+#
+# $$\text{out} = \left\lfloor \frac{\text{size} + 2\,\text{padding} - \text{dilation}\,(\text{kernel} - 1) - 1}{\text{stride}} \right\rfloor + 1$$
+#
+# `padding="same"` picks the padding that keeps the size (only for `stride=1`); `padding=1`
+# with a 3x3 kernel does the same, which is why it is everywhere. Height and width follow the
+# same rule separately: kernels, strides and paddings can differ per axis, `kernel_size=(3, 5)`.
 
 # %% [markdown]
 # ### Exercise 2: a convolution by hand
@@ -432,16 +436,14 @@ for name, layers in stacks.items():
     print(f"{name:26} sees {seen_width(layers)} input pixels across")
 
 # %% [markdown]
-# Each layer with kernel `k` and dilation `d` widens the field by `(k - 1) * d` of *its input*
-# pixels, which are `jump` input pixels apart, where `jump` is the product of the strides of
-# the layers before it. For the digits, two conv-pool blocks already see 10 of the 8 pixels:
-# the whole image.
-#
 # ### Exercise 5: the receptive field
 #
 # Write `receptive_field(layers)`: `layers` is a list of `(kernel_size, stride, dilation)`
 # tuples, from the input side (a 2x2 max-pool is `(2, 2, 1)`); return the width, in input
 # pixels, of the region one output pixel depends on (an `int`; padding does not change it).
+# Work the rule out from the measurements above, and measure more stacks with `seen_width` to
+# test your idea (a stride-2 convolution, two pools in a row, a dilated layer after a pool):
+# how much does one more layer widen the field, and in whose pixels is that widening counted?
 
 # %% tags=["answer:receptive_field"]
 def receptive_field(layers):
@@ -456,6 +458,12 @@ def receptive_field(layers):
 
 # %% tags=["check:receptive_field"]
 ex.receptive_field.check(receptive_field)
+
+# %% [markdown]
+# Each layer with kernel `k` and dilation `d` widens the field by `(k - 1) * d` of *its input*
+# pixels, which are `jump` input pixels apart, where `jump` is the product of the strides of
+# the layers before it. For the digits, two conv-pool blocks already see 10 of the 8 pixels:
+# the whole image.
 
 # %% [markdown]
 # ## 9. A small CNN on the digits

@@ -95,9 +95,9 @@ register(Exercise(
                 "is an int: use floor division `//`.", _true_division, match_output=False),
     ],
     hints=[
-        "Pad first: how long is the padded input? How many input pixels does a kernel of size k with "
-        "dilation d span?",
-        "Count the positions where that span fits, stepping by stride: the first one, plus one per full "
-        "stride in the room that is left (integer division).",
+        "Take one row of the table: 8 pixels and a 3x3 kernel give 6. Where can the window's first pixel sit? "
+        "What changes when the window moves 2 pixels at a time, or when the row gets a border of zeros?",
+        "Pad first, then ask how many input pixels a dilated kernel spans. The first position always fits; each "
+        "further one needs a whole stride of room, and a window that would stick out past the edge is dropped.",
     ],
 ))

@@ -75,10 +75,10 @@ register(Exercise(
                 lambda layers: math.prod(k for k, _, _ in layers)),
     ],
     hints=[
-        "Walk the layers from the input side, keeping two numbers: the receptive field rf (start at 1) "
-        "and jump, the distance in input pixels between neighbouring pixels of the current layer (start "
-        "at 1).",
-        "A layer with kernel k and dilation d widens the field by (k − 1)·d of its own input pixels, "
-        "each jump input pixels apart; then its stride multiplies jump.",
+        "Compare the measurements: what does a second 3x3 add after a 3x3, and what does it add after a pool? "
+        "Why would the same kernel widen the field more once the pixels it looks at are further apart?",
+        "Walk the layers from the input side with two numbers: the field so far, and how many input pixels apart "
+        "the current layer's pixels are. A layer widens the field by its span minus one, counted in those "
+        "pixels; then its stride spreads the pixels further apart.",
     ],
 ))
