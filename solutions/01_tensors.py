@@ -430,8 +430,23 @@ plt.show()
 # ### Exercise 7: count correct predictions
 #
 # A classifier outputs `logits` of shape `(N, C)`: one score per class. Its prediction is the
-# class with the largest score. Write `count_correct(logits, labels)` returning how many
-# predictions equal `labels`, as a Python `int`.
+# class with the largest score. A colleague's `count_correct(logits, labels)` should return how
+# many predictions equal `labels`, as a Python `int`. On the batch below, where you can see
+# that three of the four predictions are right, it says something else:
+
+# %%
+def colleagues_count_correct(logits, labels):
+    return (logits.argmax() == labels).sum()
+
+
+logits = torch.tensor([[2.0, 0.1, 0.3], [0.2, 0.1, 3.0], [0.5, 1.5, 0.1], [0.9, 0.2, 0.4]])
+labels = torch.tensor([0, 2, 1, 1])
+print("the classes with the largest score:", [max(range(3), key=lambda c: row[c].item()) for row in logits])
+print("colleague's count:", colleagues_count_correct(logits, labels))
+
+# %% [markdown]
+# Find out what goes wrong (print what `logits.argmax()` gives), then write a `count_correct`
+# that is right for any `(N, C)` batch and returns a Python `int`, not a tensor.
 
 # %% tags=["answer:count_correct"]
 def count_correct(logits, labels):

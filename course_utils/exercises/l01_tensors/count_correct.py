@@ -88,8 +88,9 @@ register(Exercise(
                 lambda z, y: int((z.argmax() == y).sum()), match_output=False),
     ],
     hints=[
-        "The prediction of a row is the class with the largest logit.",
-        "Compare predictions with labels element by element and count the matches. Name the dimension the"
-        " classes live in, and hand back a Python number, not a tensor.",
+        "What does `argmax` with no dimension return for a (4, 3) tensor: one number, or one per row? And what "
+        "type does the colleague's function hand back?",
+        "Each row needs its own prediction, so name the dimension the classes live in. Then compare with the "
+        "labels element by element, count the matches, and hand back a Python number, not a tensor.",
     ],
 ))
