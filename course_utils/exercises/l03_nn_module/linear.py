@@ -3,13 +3,12 @@
 distribution (uniform on +-1/sqrt(in_features), from the global RNG), and ``x W^T + b`` for any
 number of leading dimensions.
 
-Subtle: a weight stored (in, out) computes right with ``x @ W`` but will not load an nn.Linear
-checkpoint; ``bias=False`` answered with a zero Parameter adds a key; ``kaiming_uniform_``
-without ``a=sqrt(5)`` is sqrt(6) times too wide, a bound from ``out_features`` is another layer's;
-``x.mm``/``addmm`` work on 2-D inputs only. The initial distribution is checked on a large
-layer (a probe), and that it follows the global RNG (same seed, same layer; another seed, another;
-a private generator seeded with a constant fails); the forward runs with weights loaded from an
-nn.Linear-shaped state_dict.
+Subtle: a weight stored (in, out) computes right with ``x @ W`` but will not load an nn.Linear checkpoint;
+``bias=False`` answered with a zero Parameter adds a key; ``kaiming_uniform_`` without ``a=sqrt(5)`` is
+sqrt(6) times too wide, a bound from ``out_features`` is another layer's; ``x.mm``/``addmm`` work on 2-D inputs
+only. The initial distribution is checked on a large layer (a probe), and that it follows the global RNG (same
+seed, same layer; another seed, another; a private generator seeded with a constant fails); the forward runs
+with weights loaded from an nn.Linear-shaped state_dict.
 """
 
 from __future__ import annotations
@@ -22,10 +21,8 @@ from torch import nn
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 from ._linear_checks import check_init as _check_init, check_parameters as _check_parameters
-from ._kit import (
-    LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, build, check_reference_grads, gen, param_grads,
-    ran,
-)
+from ._kit import (LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, build, check_reference_grads,
+                   gen, param_grads, ran)
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
 from .._references.l03_nn_module import Linear
