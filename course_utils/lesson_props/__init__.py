@@ -13,5 +13,5 @@ tools), not machinery. Each module is named for the lesson it serves:
 - ``l12_capstone``: the course's lesson 04/05/09 answers the capstone's pipeline and graders use.
 
 Props import nothing of the course except the shared lesson material (``course_utils.datasets``,
-``course_utils.plotting``); the grading core never imports them (tests/test_architecture.py).
+``course_utils.glyphs``, ``course_utils.plotting``); the grading core never imports them (tests/test_architecture.py).
 """
