@@ -138,7 +138,35 @@ def _rank(item: pytest.Item) -> int:
     return len(HEAVY_FIRST) + (0 if path.endswith(".ipynb") else 1)
 
 
+# torchvision (course_utils/extras.py): the tests of the lessons that import it, and tests marked
+# ``vision``, get the ``vision`` marker. Where torchvision does not import (or does not go with this
+# torch) they are deselected, not skipped, and the summary says so; CI runs them in a second
+# environment that has it (``python -m pytest -m vision``, .ci/run and the README).
+from course_utils import extras  # noqa: E402
+
+_VISION_PROBLEM = extras.torchvision_problem()
+_VISION_DESELECTED: list[str] = []
+
+
+def _needs_vision(item: pytest.Item) -> bool:
+    return item.get_closest_marker("vision") is not None or any(
+        stem in item.nodeid for stem in extras.TORCHVISION_LESSONS)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own `-m` selection, which reads the marker
 def pytest_collection_modifyitems(config, items):
+    kept, dropped = [], []
+    for item in items:
+        if _needs_vision(item):
+            item.add_marker("vision")
+            if _VISION_PROBLEM is not None:
+                dropped.append(item)
+                continue
+        kept.append(item)
+    if dropped:
+        _VISION_DESELECTED.extend(i.nodeid for i in dropped)
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
     _check_file_scopes(items)
     # Stable: each file keeps its own order. The scheduler below hands out units in this order
     # (``--no-loadscope-reorder``).
@@ -176,6 +204,14 @@ _SKIPPED: list[str] = []
 def pytest_runtest_logreport(report):
     if report.skipped and not hasattr(report, "wasxfail"):
         _SKIPPED.append(f"{report.nodeid}: {report.longrepr[-1] if isinstance(report.longrepr, tuple) else ''}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _VISION_PROBLEM is not None and not hasattr(terminalreporter.config, "workerinput"):
+        terminalreporter.write_line(
+            f"torchvision: {_VISION_PROBLEM}, so the tests of {', '.join(extras.TORCHVISION_LESSONS)} and those "
+            "marked `vision` were deselected here; run them where it imports with `python -m pytest -m vision` "
+            "(.ci/run does, in a second environment: README, For contributors)")
 
 
 @pytest.hookimpl(trylast=True)

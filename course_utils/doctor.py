@@ -7,9 +7,10 @@ exit status is 1 when anything failed, else 0 (warnings included). ``--json`` pr
 as JSON. It works in a clone (``pip install -e .``) and from a plain ``pip install`` of the
 wheel with no clone next to it.
 
-Checked: the Python version, torch (version, build, a real computation), the devices torch
-can use, JupyterLab, ipywidgets and its JupyterLab extension, jupytext and its JupyterLab
-extension and pairing config, the Jupyter kernel (does it run this Python?), the course's
+Checked: the Python version, torch (version, build, a real computation), torchvision (does it
+import, and go with this torch: only the image lessons need it), the devices torch can use,
+JupyterLab, ipywidgets and its JupyterLab extension, jupytext and its JupyterLab extension and
+pairing config, the Jupyter kernel (does it run this Python?), the course's
 other packages (against ``requirements.txt`` in a clone, else the package's own
 dependencies), the course package itself, the repository address badges use
 (``course_utils/links.py``), and that the progress log is writable.
@@ -127,6 +128,23 @@ def check_torch() -> list[Check]:
         out.append(fail("torch works", f"a small computation failed ({type(exc).__name__}: {exc})",
                         "Reinstall torch: `pip uninstall torch` then the README's setup command."))
     return out
+
+
+def check_torchvision() -> Check:
+    from . import extras
+
+    lessons = ", ".join(extras.TORCHVISION_LESSONS)
+    try:
+        problem = extras.torchvision_problem()
+        import torch
+    except Exception:  # noqa: BLE001 - torch itself is reported by check_torch
+        return info("torchvision", "not checked: torch does not import")
+    if problem is None:
+        import torchvision
+        return ok("torchvision", f"{torchvision.__version__} (lessons {lessons})")
+    return warn("torchvision", f"{problem}; lessons {lessons} need it, the others do not",
+                f"{extras.install_line(torch.__version__, Path(sys.executable).name)}  "
+                "(torch and torchvision as a pair, from one index: README, step 2)")
 
 
 def check_devices() -> list[Check]:
@@ -382,7 +400,7 @@ def check_progress_log(path: Path | None | str = "default") -> Check:
 
 
 CHECKS: list[Callable[[], Check | list[Check]]] = [
-    check_python, check_torch, check_devices, check_jupyterlab, check_widgets, check_jupytext,
+    check_python, check_torch, check_torchvision, check_devices, check_jupyterlab, check_widgets, check_jupytext,
     check_kernel, check_packages, check_course, check_links, check_progress_log,
 ]
 

@@ -66,9 +66,19 @@ def test_learners_do_not_install_test_only_packages():
 
 
 def test_same_runtime_packages_without_test_only_ones():
-    assert set(BINDER_REQS) == RUNTIME, (
+    # torchvision: requirements.txt leaves it out (pip would take PyPI's build); binder/ pins the
+    # pair of its CPU torch (course_utils/extras.py)
+    assert set(BINDER_REQS) - {"torchvision"} == RUNTIME, (
         f"missing in binder/: {sorted(RUNTIME - set(BINDER_REQS))}; "
-        f"extra in binder/: {sorted(set(BINDER_REQS) - RUNTIME)}")
+        f"extra in binder/: {sorted(set(BINDER_REQS) - RUNTIME - {'torchvision'})}")
+
+
+def test_torchvision_is_the_pair_of_binders_torch():
+    from course_utils import extras
+
+    torch_pin = next(s.version for s in BINDER_REQS["torch"].specifier if s.operator == "==")
+    vision_pin = next(s.version for s in BINDER_REQS["torchvision"].specifier if s.operator == "==")
+    assert vision_pin.startswith(extras.torchvision_for(torch_pin) + ".") and vision_pin.endswith("+cpu"), vision_pin
 
 
 @pytest.mark.parametrize("name", sorted(RUNTIME))
