@@ -335,31 +335,15 @@ for name, history in (("underfitting", under), ("good fit", good), ("overfitting
 # "Without improvement" and "after `patience` epochs" leave decisions open: is an equal loss an
 # improvement? Better than the epoch before, or better than the best so far? What happens to the
 # count when the loss improves again? Does training stop when the count reaches `patience`, or
-# when it exceeds it? The course's `EarlyStopping` made these decisions on four runs (epochs
-# count from 1; each epoch's weights are filled with its number, so the weights kept say which
-# epoch they come from):
+# when it exceeds it? The course's `EarlyStopping` made these decisions on four runs, one
+# `step(val_loss, model)` call per epoch (epochs count from 1; "keeps the weights of epoch 2"
+# means `best_state` holds the model as it was after epoch 2, whatever came later):
 
 # %%
-def early_stopping_run(stopper, losses):
-    """Feed the losses to `stopper.step`; returns the epoch it stopped after (None: never)."""
-    model = nn.Linear(2, 1)
-    for epoch, val_loss in enumerate(losses, start=1):
-        with torch.no_grad():
-            for p in model.parameters():
-                p.fill_(epoch)
-        if stopper.step(val_loss, model):
-            return epoch
-    return None
-
-
-for patience, losses in ((2, [1.0, 0.8, 0.8, 0.9, 0.7]), (2, [1.0, 0.8, 0.9, 0.85, 0.95, 0.6]),
-                         (3, [1.0, 1.1, 1.2, 0.9, 1.0, 1.0, 1.0, 0.5]), (1, [0.5, 0.4, 0.3])):
-    stopper = reference("05_training_loop.EarlyStopping")(patience=patience)
-    stopped = early_stopping_run(stopper, losses)
-    kept = int(stopper.best_state["weight"][0, 0])
-    print(f"patience {patience}, losses {losses}: "
+for patience, losses, stopped, best_loss, kept in lab.EARLY_STOPPING_RUNS:
+    print(f"patience {patience}, losses {list(losses)}: "
           f"{'never stops' if stopped is None else f'stops after epoch {stopped}'}, "
-          f"best_loss {stopper.best_loss}, keeps the weights of epoch {kept}")
+          f"best_loss {best_loss}, keeps the weights of epoch {kept}")
 
 # %% [markdown]
 # Work out its rules from these runs, then complete `step(val_loss, model)` so that your class
@@ -463,10 +447,8 @@ fig.tight_layout()
 # schedule, and the reference run it comes with logged these learning rates (base `lr=0.1`):
 
 # %%
-target_schedule = reference("05_training_loop.warmup_cosine")
 fig, axes = plt.subplots(1, 2, figsize=(10, 3))
-for ax, (warmup_steps, total_steps) in zip(axes, ((4, 12), (0, 6))):
-    lrs = lab.scheduler_lrs(lambda opt, w=warmup_steps, t=total_steps: target_schedule(opt, w, t), total_steps)
+for ax, ((warmup_steps, total_steps), lrs) in zip(axes, lab.WARMUP_COSINE_LRS.items()):
     ax.plot(lrs, "o-")
     ax.set_title(f"warmup_steps={warmup_steps}, total_steps={total_steps}", fontsize=9)
     ax.set_xlabel("step (scheduler.step() calls so far)")

@@ -1800,3 +1800,26 @@ def test_unscaled_accumulation_is_off_as_the_notebook_says():
             assert math.isclose(c, len(sizes), rel_tol=1e-5) and off < 1e-5
         else:
             assert off > 0.01, (sizes, off)
+
+
+def test_the_early_stopping_runs_the_lesson_shows_are_what_the_reference_does():
+    from course_utils.exercises._references.l05_training_loop import EarlyStopping
+
+    for patience, losses, stopped, best_loss, kept in lab.EARLY_STOPPING_RUNS:
+        stopper, model, when = EarlyStopping(patience=patience), nn.Linear(2, 1), None
+        for epoch, val_loss in enumerate(losses, start=1):
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.fill_(epoch)  # the weights say which epoch they come from
+            if stopper.step(val_loss, model):
+                when = epoch
+                break
+        assert (when, stopper.best_loss, int(stopper.best_state["weight"][0, 0])) == (stopped, best_loss, kept)
+
+
+def test_the_warmup_cosine_rates_the_lesson_shows_are_what_the_reference_gives():
+    from course_utils.exercises._references.l05_training_loop import warmup_cosine
+
+    for (warmup, total), shown in lab.WARMUP_COSINE_LRS.items():
+        lrs = lab.scheduler_lrs(lambda opt, w=warmup, t=total: warmup_cosine(opt, w, t), total)
+        assert shown == tuple(round(lr, 6) for lr in lrs)

@@ -156,3 +156,25 @@ def scheduler_lrs(make_scheduler: Callable[[torch.optim.Optimizer], object], ste
         optimizer.step()
         scheduler.step()
     return lrs
+
+
+# What the course's answers do, written down so the lesson can show them BEFORE the learner writes
+# theirs (exercises 3 and 4 are inverse problems): a demo cell that called the answer there would
+# have none to call in a graded submission. tests/test_l05_training_loop.py keeps both equal to the
+# references.
+
+#: ``EarlyStopping(patience)`` fed these validation losses: (patience, losses, the epoch after
+#: which it stops or None, its best_loss, the epoch whose weights it keeps).
+EARLY_STOPPING_RUNS: tuple[tuple[int, tuple[float, ...], int | None, float, int], ...] = (
+    (2, (1.0, 0.8, 0.8, 0.9, 0.7), 4, 0.8, 2),
+    (2, (1.0, 0.8, 0.9, 0.85, 0.95, 0.6), 4, 0.8, 2),
+    (3, (1.0, 1.1, 1.2, 0.9, 1.0, 1.0, 1.0, 0.5), 7, 0.9, 4),
+    (1, (0.5, 0.4, 0.3), None, 0.3, 3),
+)
+
+#: ``warmup_cosine(optimizer, warmup_steps, total_steps)``'s learning rates (base lr 0.1, rounded
+#: to 6 decimals) at each step, keyed by (warmup_steps, total_steps).
+WARMUP_COSINE_LRS: dict[tuple[int, int], tuple[float, ...]] = {
+    (4, 12): (0.025, 0.05, 0.075, 0.1, 0.1, 0.096194, 0.085355, 0.069134, 0.05, 0.030866, 0.014645, 0.003806),
+    (0, 6): (0.1, 0.093301, 0.075, 0.05, 0.025, 0.006699),
+}
