@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import collections
 import copy
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -20,7 +22,7 @@ import torch
 from course_utils import grading
 from course_utils.grading import Rand
 
-from grading_asserts import rejected  # noqa: E402 (tests/ is on sys.path)
+from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
 
 N_SEEDS = 150
 
@@ -92,6 +94,13 @@ def assert_close_np(ref, oracle, rtol=1e-5, atol=1e-6, where=""):
                                rtol=rtol, atol=atol, err_msg=where)
 
 
+class RedTeamTests(NamedTuple):
+    wrong_is_rejected: Callable
+    valid_is_accepted: Callable
+    cheat_is_rejected: Callable
+    every_exercise_has_its_red_team: Callable
+
+
 class Tables:
     """Red-team rows as ``pytest.param`` values grouped per exercise (lessons 04-07 and 09-12): ``@wrong(EX,
     "mistake")``, ``@valid(EX)``, ``@cheat(EX)`` on a plain answer function, whose name is the row's
@@ -123,6 +132,36 @@ class Tables:
     @staticmethod
     def all(table: dict[str, list]) -> list:
         return [p for ps in table.values() for p in ps]
+
+    def red_team_tests(self, lesson: str) -> RedTeamTests:
+        """The red team's four tests over these tables, for the lesson's test file to take as its own
+        (pytest collects what the module's names hold)::
+
+            (test_wrong_answer_is_rejected, test_valid_answer_is_accepted, test_cheat_is_rejected,
+             test_every_exercise_has_its_red_team) = _tables.red_team_tests(LESSON)
+
+        A row's exercise is the part of its id before the first ``-`` (``EX-function``)."""
+
+        def exercise_of(request) -> str:
+            return request.node.callspec.id.split("-")[0]
+
+        @pytest.mark.parametrize("answer,mistake", self.all(self.WRONG))
+        def test_wrong_answer_is_rejected(request, answer, mistake):
+            rejected(exercise_of(request), answer, mistake)
+
+        @pytest.mark.parametrize("answer", self.all(self.VALID))
+        def test_valid_answer_is_accepted(request, answer):
+            accepted(exercise_of(request), answer)
+
+        @pytest.mark.parametrize("answer", self.all(self.CHEATS))
+        def test_cheat_is_rejected(request, answer):
+            rejected(exercise_of(request), answer)
+
+        def test_every_exercise_has_its_red_team():
+            self.assert_counts(lesson)
+
+        return RedTeamTests(test_wrong_answer_is_rejected, test_valid_answer_is_accepted, test_cheat_is_rejected,
+                            test_every_exercise_has_its_red_team)
 
     def assert_counts(self, lesson: str) -> None:
         """Every exercise of ``lesson``: at least five wrong answers, three valid, two cheats."""

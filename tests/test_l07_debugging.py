@@ -26,7 +26,6 @@ from course_utils.exercises.l07_debugging import grad_norms as gn_mod
 from course_utils.exercises.l07_debugging import read_scalars as rs_mod
 from course_utils.grading import Rand
 
-from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
 from lesson_kit import Tables, oracle_cases  # noqa: E402
 
 LESSON = "07_debugging"
@@ -797,29 +796,8 @@ def test_diagnose_generated_curves_are_what_they_claim_under_any_sensible_thresh
 
 
 # =========================================================================== the red-team tests
-_all = Tables.all
-
-
-@pytest.mark.parametrize("answer,mistake", _all(WRONG))
-def test_wrong_answer_is_rejected(request, answer, mistake):
-    exercise = request.node.callspec.id.split("-")[0]
-    rejected(exercise, answer, mistake)
-
-
-@pytest.mark.parametrize("answer", _all(VALID))
-def test_valid_answer_is_accepted(request, answer):
-    exercise = request.node.callspec.id.split("-")[0]
-    accepted(exercise, answer)
-
-
-@pytest.mark.parametrize("answer", _all(CHEATS))
-def test_cheat_is_rejected(request, answer):
-    exercise = request.node.callspec.id.split("-")[0]
-    rejected(exercise, answer)
-
-
-def test_every_exercise_has_its_red_team():
-    _tables.assert_counts(LESSON)
+(test_wrong_answer_is_rejected, test_valid_answer_is_accepted, test_cheat_is_rejected,
+ test_every_exercise_has_its_red_team) = _tables.red_team_tests(LESSON)  # tests/lesson_kit.py
 
 
 @pytest.mark.parametrize("exercise_id", [FNF, NORMS, SCALARS, DIAG, OVERFIT])

@@ -789,29 +789,8 @@ def mb_shown_case_only(counts, means, variances):
 
 
 # --------------------------------------------------------------------------- the red team's tests
-_all = Tables.all
-
-
-@pytest.mark.parametrize("answer,mistake", _all(WRONG))
-def test_wrong_answer_is_rejected(request, answer, mistake):
-    exercise = request.node.callspec.id.split("-")[0]
-    rejected(exercise, answer, mistake)
-
-
-@pytest.mark.parametrize("answer", _all(VALID))
-def test_valid_answer_is_accepted(request, answer):
-    exercise = request.node.callspec.id.split("-")[0]
-    accepted(exercise, answer)
-
-
-@pytest.mark.parametrize("answer", _all(CHEATS))
-def test_cheat_is_rejected(request, answer):
-    exercise = request.node.callspec.id.split("-")[0]
-    rejected(exercise, answer)
-
-
-def test_every_exercise_has_its_red_team():
-    _tables.assert_counts(LESSON)
+(test_wrong_answer_is_rejected, test_valid_answer_is_accepted, test_cheat_is_rejected,
+ test_every_exercise_has_its_red_team) = _tables.red_team_tests(LESSON)  # tests/lesson_kit.py
 
 
 # ########################################################################### oracles (issue 11)

@@ -1176,29 +1176,8 @@ def ts_no_training(model, train_loader, val_loader, loss_fn, optimizer, epochs):
     return _ts(model, train_loader, val_loader, loss_fn, optimizer, 0)
 
 
-_all = Tables.all
-
-
-@pytest.mark.parametrize("answer,mistake", _all(WRONG))
-def test_wrong_answer_is_rejected(request, answer, mistake):
-    exercise = request.node.callspec.id.split("-")[0]
-    rejected(exercise, answer, mistake)
-
-
-@pytest.mark.parametrize("answer", _all(VALID))
-def test_valid_answer_is_accepted(request, answer):
-    exercise = request.node.callspec.id.split("-")[0]
-    accepted(exercise, answer)
-
-
-@pytest.mark.parametrize("answer", _all(CHEATS))
-def test_cheat_is_rejected(request, answer):
-    exercise = request.node.callspec.id.split("-")[0]
-    rejected(exercise, answer)
-
-
-def test_every_exercise_has_its_red_team():
-    _tables.assert_counts("12_capstone")
+(test_wrong_answer_is_rejected, test_valid_answer_is_accepted, test_cheat_is_rejected,
+ test_every_exercise_has_its_red_team) = _tables.red_team_tests("12_capstone")  # tests/lesson_kit.py
 
 
 # =========================================================================== oracle
