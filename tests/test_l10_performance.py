@@ -78,7 +78,7 @@ def test_time_per_call_warms_up_and_takes_the_median():
 
 def test_checkpointing_saves_memory_and_keeps_gradients():
     blocks, x = M_CF._fixed_case(False).args
-    plain_bytes, out_plain = M_CF._saved_bytes(lambda: M_CF._plain_forward(blocks, x))
+    plain_bytes, out_plain = M_CF._saved_bytes(lambda: M_CF.plain_forward(blocks, x))
     ckpt_bytes, out_ckpt = M_CF._saved_bytes(lambda: M_CF.checkpointed_forward(blocks, x))
     assert ckpt_bytes < plain_bytes / 2
     assert torch.equal(out_plain, out_ckpt)

@@ -14,9 +14,9 @@ from course_utils.grading import Exercise, Mistake, Rand, register
 from course_utils.lesson_props.l09_persistence import HarmlessPayload
 
 from ._kit import LESSON
-from ._kit import (CHANGED_MODE, EXACT, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, UNSAFE_MESSAGE,
-                   finish_load, not_restored_id, probe_payload, resume_case, run_load, setup,
-                   supply_load)
+from ._kit import EXACT, UNSAFE_MESSAGE, probe_payload
+from ._resume import CHANGED_MODE, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, not_restored_id, resume_case, setup
+from ._resume_checks import finish_load, run_load, supply_load
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py

@@ -17,8 +17,10 @@ import torch
 from course_utils.grading import Exercise, Mistake, register
 
 from ._kit import LESSON
-from ._kit import (CHANGED_MODE, EXACT, KEYS, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, RNG_NOT_TORCH,
-                   finish_save, not_restored_id, recalled_run_save, resume_case)
+from ._kit import EXACT, KEYS
+from ._resume import (CHANGED_MODE, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, RNG_NOT_TORCH, not_restored_id,
+                      resume_case)
+from ._resume_checks import finish_save, recalled_run_save
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py

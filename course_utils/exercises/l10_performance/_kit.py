@@ -51,3 +51,15 @@ def uses_reentrant(out: torch.Tensor) -> bool:
             return True
         todo.extend(next_fn for next_fn, _ in fn.next_functions)
     return False
+
+
+def state_changing(block: nn.Module) -> bool:
+    """Does running ``block`` change its state (a BatchNorm in training mode updates running statistics)?"""
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training for m in block.modules())
+
+
+def plain_forward(blocks, x):
+    """``x`` through ``blocks`` in order, nothing saved or skipped."""
+    for block in blocks:
+        x = block(x)
+    return x

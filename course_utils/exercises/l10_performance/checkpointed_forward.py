@@ -14,23 +14,27 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from typing import Any
-import functools
 import warnings
 
 import torch
 from torch import nn
 from torch.nn.utils import skip_init
-from torch.utils.checkpoint import checkpoint
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 from course_utils.grading.compare import describe
 
 from ._kit import LESSON
-from ._kit import fill, saved_bytes as _saved_bytes, uses_reentrant as _uses_reentrant
+from ._kit import fill, plain_forward, saved_bytes as _saved_bytes, state_changing, uses_reentrant as _uses_reentrant
 
 
 # --- reference: the solution notebook's answer, generated from solutions/10_performance.py
 from .._references.l10_performance import checkpointed_forward
+
+
+from ._checkpointed_forward_wrong import (  # the known-wrong answers, in their own file
+    _bn_never, _cut_between, _every_block, _flips_input_flag, _keeps_more, _late_binding, _no_grad,
+    _no_return, _one_segment, _reentrant,
+)
 
 
 # --- cases
@@ -93,17 +97,7 @@ def _mixed_case(train: bool) -> Case:
     return Case((blocks, r.randn(7, 10)), label=label)
 
 
-def _state_changing(block: nn.Module) -> bool:
-    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training for m in block.modules())
-
-
 # --- run and probes
-def _plain_forward(blocks, x):
-    for block in blocks:
-        x = block(x)
-    return x
-
-
 def _run(answer, case: Case):
     blocks, x = case.args
     # Which block's first layer runs when: checkpointing every block on its own recomputes each
@@ -152,14 +146,14 @@ def _run_watched(answer, blocks, x, calls: list[int]):
     if any(g is None for g in grads):
         raise Incorrect("cut_between_blocks")
     n = len(blocks)
-    stateful = [i for i, block in enumerate(blocks) if _state_changing(block)]
+    stateful = [i for i, block in enumerate(blocks) if state_changing(block)]
     if any(i in recomputed for i in stateful):
         raise Incorrect("checkpointed_batchnorm", blocks=[i for i in stateful if i in recomputed])
     wanted = [i for i in range(n - 1, -1, -1) if i not in stateful]  # recomputed, the last first
     missing = sorted(i for i in wanted if i not in recomputed)
     # What a plain forward would keep (the reference's half adds what the reference keeps).
     with torch.enable_grad():  # the mode the case intends, whatever mode the answer left
-        plain, _ = _saved_bytes(lambda: _plain_forward(copy.deepcopy(blocks),
+        plain, _ = _saved_bytes(lambda: plain_forward(copy.deepcopy(blocks),
                                                        x.detach().requires_grad_(x.requires_grad)))
     buffers = [b.detach().clone() for b in blocks.buffers()]
     return {"out": out.detach(), "grads": [g.detach() for g in grads], "buffers": buffers, "used": used,
@@ -193,56 +187,6 @@ def _finish(data: Any, case: Case) -> Any:
 
 
 _SENT = ("out", "grads", "buffers", "used", "plain", "missing", "wanted", "recomputed")
-
-
-# --- wrong answers
-_NON_REENTRANT = functools.partial(checkpoint, use_reentrant=False)
-
-
-def _variant(blocks, x, *, wrap=_NON_REENTRANT, detach=False, every=False, skip_bn_always=False):
-    for i, block in enumerate(blocks):
-        if detach and i > 0:
-            x = x.detach()  # "to save memory": cuts the graph between blocks
-        has_bn = any(isinstance(m, nn.BatchNorm1d) for m in block.modules())
-        if (has_bn and skip_bn_always) or (_state_changing(block) and not every):
-            x = block(x)
-        else:
-            x = wrap(block, x)
-    return x
-
-
-def _no_grad(blocks, x):
-    with torch.no_grad():
-        return _plain_forward(blocks, x)
-
-
-def _late_binding(blocks, x):
-    for block in blocks:
-        x = checkpoint(lambda t: block(t), x, use_reentrant=False)  # noqa: B023 - the mistake itself
-    return x
-
-
-_every_block = functools.partial(_variant, every=True)  # BatchNorm blocks too: their statistics update twice
-_bn_never = functools.partial(_variant, skip_bn_always=True)  # BatchNorm blocks run plainly even in eval mode
-
-
-def _flips_input_flag(blocks, x):
-    return checkpointed_forward(blocks, x.requires_grad_())
-
-
-_reentrant = functools.partial(_variant, wrap=checkpoint)  # use_reentrant not given: the old mode
-_keeps_more = functools.partial(  # checkpointed, then an extra op that saves its inputs for backward
-    _variant, wrap=lambda block, x: _NON_REENTRANT(block, x) * torch.ones_like(x).requires_grad_())
-_cut_between = functools.partial(_variant, detach=True)
-
-
-def _no_return(blocks, x):
-    for block in blocks:
-        x = checkpoint(block, x, use_reentrant=False)  # ... and no `return x`
-
-
-def _one_segment(blocks, x):
-    return checkpoint(_plain_forward, blocks, x, use_reentrant=False)  # one checkpoint for all blocks
 
 
 # --- declaration
