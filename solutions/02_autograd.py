@@ -234,12 +234,12 @@ print(w.grad)
 # the derivative of `x**2`). A second `backward()` through the same graph fails:
 
 # %% [markdown]
-# **Predict the output** (exception): `y = x**2; y.backward(); y.backward()`: what exception does the second `backward()` raise?
+# **Predict the output** (value): `y = x**2; y.backward(); y.backward()` raises on the second call. Which changes would let the second `backward()` run: a `y.backward(retain_graph=True)` as the first call, b `x.grad = None` between the two calls, c `y = x**2` again between them, d the second call inside `with torch.no_grad():`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:second_backward"]
 quiz.second_backward(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['a', 'c']
     ### END PREDICTION
 )
 
@@ -250,8 +250,10 @@ y.backward()
 y.backward()
 
 # %% [markdown]
-# Usually the fix is to run the forward pass again (a new graph each time). If you really need
-# two backward passes through one graph, keep it with `retain_graph=True`:
+# Usually the fix is to run the forward pass again (a new graph each time). Clearing `x.grad`
+# does not help (it resets the result, not the freed graph), nor does `torch.no_grad()` (it stops
+# recording new operations). If you really need two backward passes through one graph, keep it
+# with `retain_graph=True`:
 
 # %% [markdown]
 # **Predict the output** (value): With `y = x**2` at `x = 2`, `y.backward(retain_graph=True)` then `y.backward()`: what is `x.grad.item()`?

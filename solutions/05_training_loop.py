@@ -711,12 +711,12 @@ plt.show()
 # NumPy on some platforms, or a `.int()`) fail with:
 
 # %% [markdown]
-# **Predict the output** (exception): `CrossEntropyLoss()(logits, targets)` with int32 class targets: what exception?
+# **Predict the output** (value): `CrossEntropyLoss()(logits, y)` raises for int32 class targets `y = torch.tensor([1, 0, 3, 9], dtype=torch.int32)`. Which targets work instead: a `y.long()`, b `y.float()`, c `y.to(torch.int16)`, d `torch.tensor(y.tolist())`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:int32_targets"]
 quiz.int32_targets(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['a', 'd']
     ### END PREDICTION
 )
 
@@ -729,12 +729,12 @@ loss_fn(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))
 # reshape, with:
 
 # %% [markdown]
-# **Predict the output** (exception): `CrossEntropyLoss()(logits, targets)` with `logits` (4, 10) and targets of shape (4, 1): what exception?
+# **Predict the output** (value): `CrossEntropyLoss()(logits, y)` with `logits` (4, 10) raises for targets `y` of shape (4, 1). Which targets work instead: a `y.squeeze(1)`, b `y.view(-1)`, c `y.T`, d `y.squeeze(0)`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:column_targets"]
 quiz.column_targets(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['a', 'b']
     ### END PREDICTION
 )
 
@@ -742,7 +742,9 @@ quiz.column_targets(
 loss_fn(logits, torch.tensor([[1], [0], [3], [9]]))
 
 # %% [markdown]
-# The fixes: `y.long()` and `y.squeeze(1)` (or `y.view(-1)`).
+# The fixes: `y.long()` (a tensor made from Python ints is int64 already; int16 or 1-D float
+# targets fail like int32) and `y.squeeze(1)` or `y.view(-1)` (`y.T` is a batch of one target
+# against four rows of logits).
 #
 # ### `(N, 1)` against `(N,)` in a regression loss
 #

@@ -128,12 +128,12 @@ print(F.cross_entropy(torch.zeros(1, 4), torch.tensor([2])).item(), " log(4) =",
 # What happens with labels stored as floats, `y.float()`?
 
 # %% [markdown]
-# **Predict the output** (exception): `F.cross_entropy(logits, y.float())` with `logits` of shape (4, 3) and `y` the class indices `[0, 2, 1, 2]`: what exception?
+# **Predict the output** (value): `F.cross_entropy(logits, y.float())` raises for `logits` of shape (4, 3) and the class indices `y = torch.tensor([0, 2, 1, 2])`. Which targets work: a `y`, b `y.float()`, c `F.one_hot(y, 3)`, d `F.one_hot(y, 3).float()`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:float_index_targets"]
 quiz.float_index_targets(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['a', 'd']
     ### END PREDICTION
 )
 

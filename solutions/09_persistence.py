@@ -238,12 +238,12 @@ bigger = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(
                        nn.ReLU(), nn.Linear(10, 10))
 
 # %% [markdown]
-# **Predict the output** (exception): Loading the 4-layer checkpoint into a model with two more layers (strict by default): what exception?
+# **Predict the output** (value): Loading the 4-layer checkpoint into `bigger`, the same layers plus two more, raises (strict by default). Which loads work: a `bigger.load_state_dict(sd, strict=False)`, b `bigger[:4].load_state_dict(sd)`, c `bigger.load_state_dict(sd, assign=True)`, d `bigger.load_state_dict({k: v for k, v in sd.items() if k.startswith('3.')})`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:strict_missing_keys"]
 quiz.strict_missing_keys(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['a', 'b']
     ### END PREDICTION
 )
 
@@ -252,7 +252,9 @@ bigger.load_state_dict(torch.load(path("digits.pt")))
 
 # %% [markdown]
 # `strict=False` loads what matches and *returns* the keys that did not. Read them: a typo in
-# a layer name becomes a silently untrained layer.
+# a layer name becomes a silently untrained layer. (`bigger[:4].load_state_dict(...)` works too:
+# a slice of a `Sequential` shares its layers and has exactly the file's keys. `assign=True`
+# changes how tensors are copied, not which keys must be there.)
 
 # %%
 result = bigger.load_state_dict(torch.load(path("digits.pt")), strict=False)

@@ -37,7 +37,7 @@ from .question import ALL, Question
 HOW = {
     "shape": "a shape such as `(5, 7)`, `[5, 7]` or `torch.Size([5, 7])`",
     "dtype": "a dtype such as `torch.int8` or `'int8'`",
-    "value": "a value such as `42`, `0.25`, `True`, `None` or `['a', 'b']`",
+    "value": "a value such as `42`, `0.25`, `True`, `None` or `['x', 'y']`",
     "exception": "the name of an exception such as `'KeyError'` (or the class itself)",
 }
 

@@ -72,12 +72,30 @@ _q("02_autograd.grad_accumulates", "value",
    "Each backward ADDS d(3w)/dw = 3 to `w.grad`: 3 + 3 + 3 = 9. That is why a training loop "
    "clears gradients every step.",
    shows="(3 * w).backward()")
-_q("02_autograd.second_backward", "exception",
-   "`y = x**2; y.backward(); y.backward()`: what exception does the second `backward()` raise?",
-   "x = torch.tensor(2.0, requires_grad=True)\ny = x**2\ny.backward()\ny.backward()",
-   "The first backward frees the values the graph saved (here `x`, needed for the derivative "
-   "of `x**2`), so the second raises a RuntimeError ('Trying to backward through the graph a "
-   "second time'). Run the forward again, or pass `retain_graph=True`.",
+_q("02_autograd.second_backward", "value",
+   "`y = x**2; y.backward(); y.backward()` raises on the second call. Which changes would let the second "
+   "`backward()` run: a `y.backward(retain_graph=True)` as the first call, b `x.grad = None` between the two "
+   "calls, c `y = x**2` again between them, d the second call inside `with torch.no_grad():`? Answer with "
+   "the list of letters in order, such as `['c']`.",
+   'def second_backward_runs(fix):\n'
+   '    x = torch.tensor(2.0, requires_grad=True)\n'
+   '    y = x**2\n'
+   "    y.backward(retain_graph=fix == 'a')\n"
+   "    if fix == 'b':\n"
+   '        x.grad = None\n'
+   "    if fix == 'c':\n"
+   '        y = x**2\n'
+   '    try:\n'
+   "        with torch.no_grad() if fix == 'd' else torch.enable_grad():\n"
+   '            y.backward()\n'
+   '    except RuntimeError:\n'
+   '        return False\n'
+   '    return True\n'
+   "[fix for fix in 'abcd' if second_backward_runs(fix)]",
+   "The first backward frees the values the graph saved (`x`, for the derivative of `x**2`), and the "
+   "second raises 'Trying to backward through the graph a second time'. `retain_graph=True` keeps them (a); "
+   "a new forward builds a new graph (c), the usual fix. Clearing `.grad` touches the result, not the "
+   "graph (b), and `no_grad` only stops recording NEW operations (d): both still fail.",
    shows="y.backward()\ny.backward()")
 _q("02_autograd.retain_graph_grad", "value",
    "With `y = x**2` at `x = 2`, `y.backward(retain_graph=True)` then `y.backward()`: what is `x.grad.item()`?",
@@ -171,18 +189,40 @@ _q("05_training_loop.train_batches", "value",
    "ceil(1437 / 64) = 23: 22 full batches and a last one of 29. Shuffling changes the order, "
    "not the count.",
    shows='print(len(train_loader), "training batches;"')
-_q("05_training_loop.int32_targets", "exception",
-   "`CrossEntropyLoss()(logits, targets)` with int32 class targets: what exception?",
-   "logits = torch.randn(4, 10)\nnn.CrossEntropyLoss()(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))",
-   "Class targets must be int64 (`long`); int32 ones fail with a RuntimeError about the "
-   "target dtype (it expected Long and got Int). `targets.long()` fixes it.",
-   shows="loss_fn(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))")
-_q("05_training_loop.column_targets", "exception",
-   "`CrossEntropyLoss()(logits, targets)` with `logits` (4, 10) and targets of shape (4, 1): what exception?",
-   "logits = torch.randn(4, 10)\nnn.CrossEntropyLoss()(logits, torch.tensor([[1], [0], [3], [9]]))",
-   "Class targets must have shape (N,); with an extra dimension the loss sees a 2-D target, "
-   "which it reads as 'multi-target' and refuses with a RuntimeError. `targets.squeeze(1)` fixes it.",
-   shows="loss_fn(logits, torch.tensor([[1], [0], [3], [9]]))")
+_q("05_training_loop.int32_targets", "value",
+   "`CrossEntropyLoss()(logits, y)` raises for int32 class targets `y = torch.tensor([1, 0, 3, 9], "
+   "dtype=torch.int32)`. Which targets work instead: a `y.long()`, b `y.float()`, c `y.to(torch.int16)`, "
+   "d `torch.tensor(y.tolist())`? Answer with the list of letters in order, such as `['c']`.",
+   'def loss_runs(targets):\n'
+   '    try:\n'
+   '        nn.CrossEntropyLoss()(torch.randn(4, 10), targets)\n'
+   '    except RuntimeError:\n'
+   '        return False\n'
+   '    return True\n'
+   'y = torch.tensor([1, 0, 3, 9], dtype=torch.int32)\n'
+   "options = {'a': y.long(), 'b': y.float(), 'c': y.to(torch.int16), 'd': torch.tensor(y.tolist())}\n"
+   '[k for k, targets in options.items() if loss_runs(targets)]',
+   "Class-index targets must be int64 (`long`): the error says it expected Long and got Int. `y.long()` "
+   "converts (a), and a tensor made from Python ints is int64 already (d). int16 fails like int32 (c), "
+   "and a 1-D float target is not class probabilities (b): those need the shape of the logits.",
+   shows='loss_fn(logits, torch.tensor([1, 0, 3, 9], dtype=torch.int32))')
+_q("05_training_loop.column_targets", "value",
+   "`CrossEntropyLoss()(logits, y)` with `logits` (4, 10) raises for targets `y` of shape (4, 1). Which "
+   "targets work instead: a `y.squeeze(1)`, b `y.view(-1)`, c `y.T`, d `y.squeeze(0)`? Answer with the "
+   "list of letters in order, such as `['c']`.",
+   'def loss_runs(targets):\n'
+   '    try:\n'
+   '        nn.CrossEntropyLoss()(torch.randn(4, 10), targets)\n'
+   '    except (RuntimeError, ValueError):\n'
+   '        return False\n'
+   '    return True\n'
+   'y = torch.tensor([[1], [0], [3], [9]])\n'
+   "options = {'a': y.squeeze(1), 'b': y.view(-1), 'c': y.T, 'd': y.squeeze(0)}\n"
+   '[k for k, targets in options.items() if loss_runs(targets)]',
+   "Class targets must have shape (N,): `squeeze(1)` drops the extra dimension (a) and `view(-1)` "
+   "flattens it (b). `y.T` has shape (1, 4), a batch of one against four logits (c), and `squeeze(0)` "
+   "does nothing, dimension 0 having size 4 (d).",
+   shows='loss_fn(logits, torch.tensor([[1], [0], [3], [9]]))')
 _q("05_training_loop.regression_broadcast", "shape",
    "What is the shape of `pred - target` for `pred` (5, 1) and `target` (5,)?",
    "pred = torch.randn(5, 1)\ntarget = torch.randn(5)\n(pred - target).shape",
@@ -197,14 +237,23 @@ _q("06_losses_optimizers.uniform_cross_entropy", "value",
    "Equal logits give every class probability 1/4, so the loss is -log(1/4) = log 4 = 1.3863, "
    "whatever the target: a classifier that knows nothing scores log C.",
    shows='print(F.cross_entropy(torch.zeros(1, 4), torch.tensor([2])).item(), " log(4) =", math.log(4))')
-_q("06_losses_optimizers.float_index_targets", "exception",
-   "`F.cross_entropy(logits, y.float())` with `logits` of shape (4, 3) and `y` the class indices "
-   "`[0, 2, 1, 2]`: what exception?",
-   "logits = torch.randn(4, 3)\ny = torch.tensor([0, 2, 1, 2])\nF.cross_entropy(logits, y.float())",
-   "A 1-D target holds class indices, which must be integers: a RuntimeError ('expected target "
-   "dtype to be Long or Byte, but got Float'). Only a target shaped like the logits may be float "
-   "(class probabilities).",
-   shows="F.cross_entropy(logits, y.float())")
+_q("06_losses_optimizers.float_index_targets", "value",
+   "`F.cross_entropy(logits, y.float())` raises for `logits` of shape (4, 3) and the class indices "
+   "`y = torch.tensor([0, 2, 1, 2])`. Which targets work: a `y`, b `y.float()`, c `F.one_hot(y, 3)`, "
+   "d `F.one_hot(y, 3).float()`? Answer with the list of letters in order, such as `['c']`.",
+   'def loss_runs(target):\n'
+   '    try:\n'
+   '        F.cross_entropy(torch.randn(4, 3), target)\n'
+   '    except RuntimeError:\n'
+   '        return False\n'
+   '    return True\n'
+   'y = torch.tensor([0, 2, 1, 2])\n'
+   "options = {'a': y, 'b': y.float(), 'c': F.one_hot(y, 3), 'd': F.one_hot(y, 3).float()}\n"
+   '[k for k, target in options.items() if loss_runs(target)]',
+   "A 1-D target holds class indices, which must be integers (a; b fails: 'expected target dtype to be "
+   "Long or Byte, but got Float'). A target shaped like the logits is read as class PROBABILITIES, which "
+   "must be floats: the float one-hot works (d) and the int64 one-hot fails (c).",
+   shows='F.cross_entropy(logits, y.float())')
 _q("06_losses_optimizers.bce_shape_mismatch", "exception",
    "`nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))`: what exception?",
    "nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))",
@@ -320,14 +369,30 @@ _q("09_persistence.weights_only_refuses", "exception",
    "`weights_only=True` is the default: the restricted unpickler meets a global it does not "
    "allow (`print`) and raises `pickle.UnpicklingError` before calling anything.",
    shows='torch.load(path("suspicious.pt"))')
-_q("09_persistence.strict_missing_keys", "exception",
-   "Loading the 4-layer checkpoint into a model with two more layers (strict by default): what exception?",
-   "small = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))\n"
-   "bigger = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10),\n"
-   "                       nn.ReLU(), nn.Linear(10, 10))\n"
-   "bigger.load_state_dict(small.state_dict())",
-   "`load_state_dict` is strict: the keys `5.weight` and `5.bias` are missing from the file, so "
-   "it raises a RuntimeError listing them. `strict=False` returns them instead.",
+_q("09_persistence.strict_missing_keys", "value",
+   "Loading the 4-layer checkpoint into `bigger`, the same layers plus two more, raises (strict by "
+   "default). Which loads work: a `bigger.load_state_dict(sd, strict=False)`, b `bigger[:4].load_state_dict(sd)`, "
+   "c `bigger.load_state_dict(sd, assign=True)`, d `bigger.load_state_dict({k: v for k, v in sd.items() if "
+   "k.startswith('3.')})`? Answer with the list of letters in order, such as `['c']`.",
+   'small = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))\n'
+   'def bigger():\n'
+   '    return nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10), nn.ReLU(), nn.Linear(10, 10))\n'
+   'def loads(load):\n'
+   '    try:\n'
+   '        load(bigger(), small.state_dict())\n'
+   '    except RuntimeError:\n'
+   '        return False\n'
+   '    return True\n'
+   "options = {'a': lambda m, sd: m.load_state_dict(sd, strict=False),\n"
+   "           'b': lambda m, sd: m[:4].load_state_dict(sd),\n"
+   "           'c': lambda m, sd: m.load_state_dict(sd, assign=True),\n"
+   "           'd': lambda m, sd: m.load_state_dict({k: v for k, v in sd.items() if k.startswith('3.')})}\n"
+   '[k for k, load in options.items() if loads(load)]',
+   "`load_state_dict` is strict: `5.weight` and `5.bias` are missing from the file, and it raises a "
+   "RuntimeError listing them. `strict=False` loads what matches and returns the missing keys (a); a "
+   "slice of a Sequential shares its layers, and holds exactly the file's keys (b). `assign=True` changes "
+   "how tensors are copied, not which keys must be there (c), and dropping keys from the file only adds "
+   "missing ones (d).",
    shows='bigger.load_state_dict(torch.load(path("digits.pt")))')
 _q("09_persistence.shape_mismatch_not_strict", "exception",
    "A 10-class checkpoint into a 5-class model WITH `strict=False`: what happens?",
