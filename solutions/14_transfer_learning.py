@@ -35,7 +35,6 @@ from course_utils.extras import require_torchvision
 
 require_torchvision()  # one line with the install command, if torchvision is missing or mismatched
 
-import json
 import tempfile
 from pathlib import Path
 

@@ -337,8 +337,8 @@ def head_dropout(model, k):
 
 
 @valid(EX)
-def head_setattr(model, k):
-    setattr(model, "fc", nn.Linear(model.fc.weight.shape[1], k, bias=True))
+def head_from_weight_shape(model, k):
+    model.fc = nn.Linear(model.fc.weight.shape[1], k, bias=True)
     return model
 
 

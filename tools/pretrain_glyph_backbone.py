@@ -69,7 +69,8 @@ def pretrain(recipe: dict = RECIPE) -> tuple[dict, dict]:
             scheduler.step()
     model.eval()
     out = dict(recipe, mean=mean, std=std, train_images=len(X), test_images=len(X_test),
-               train_accuracy=round(tl.accuracy(model, X, y), 4), test_accuracy=round(tl.accuracy(model, X_test, y_test), 4),
+               train_accuracy=round(tl.accuracy(model, X, y), 4),
+               test_accuracy=round(tl.accuracy(model, X_test, y_test), 4),
                seconds=round(time.perf_counter() - start, 1), torch=torch.__version__)
     return {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, out
 

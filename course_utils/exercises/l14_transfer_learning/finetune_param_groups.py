@@ -117,7 +117,8 @@ def _no_lr(model, head_lr, backbone_lr):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="finetune_param_groups", title="Parameter groups for fine-tuning: a lower rate for the backbone",
+    lesson=LESSON, name="finetune_param_groups",
+    title="Parameter groups for fine-tuning: a lower rate for the backbone",
     reference=finetune_param_groups, kind="function", cases=_cases, n_random=4, edge_cases=EDGE_CASES, run=_run,
     preload=("torch._dynamo",),  # building an optimizer imports it: not on the clock
     mistakes=[

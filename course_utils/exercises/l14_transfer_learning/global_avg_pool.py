@@ -7,7 +7,6 @@ that are not 7x7, and a 1x1 map.
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
