@@ -501,3 +501,31 @@ _q("12_capstone.state_dict_keys", "value",
    "`Flatten` has no tensors; the Linear is child 1 of the Sequential, so its keys are "
    "`1.weight` and `1.bias`. Reloading needs the same architecture, with the same names.",
    shows="print(list(baseline.state_dict()))")
+
+# ---------------------------------------------------------------------- 14 transfer learning
+_q("14_transfer_learning.shortcut_params", "value",
+   "How many parameters has the projection shortcut of a block from 8 to 16 channels with stride 2: "
+   "`nn.Sequential(nn.Conv2d(8, 16, 1, stride=2, bias=False), nn.BatchNorm2d(16))`?",
+   "shortcut = nn.Sequential(nn.Conv2d(8, 16, 1, stride=2, bias=False), nn.BatchNorm2d(16))\n"
+   "sum(p.numel() for p in shortcut.parameters())",
+   "The 1x1 convolution has a (16, 8, 1, 1) weight, 128 numbers, and no bias; BatchNorm2d(16) has a "
+   "weight and a bias of 16 each: 160. The stride changes the output size, never the parameters, and "
+   "BatchNorm's running statistics are buffers, not parameters.",
+   shows='print("parameters:", sum(p.numel() for p in shortcut.parameters()))')
+_q("14_transfer_learning.gap_shape", "shape",
+   "What is the shape of `x.mean(dim=(2, 3))` for `x = torch.randn(8, 32, 7, 7)`?",
+   "x = torch.randn(8, 32, 7, 7)\nx.mean(dim=(2, 3)).shape",
+   "Averaging over height and width removes both: one number per channel per image, (8, 32). "
+   "`nn.AdaptiveAvgPool2d(1)` keeps them as 1x1, (8, 32, 1, 1), hence the `flatten(x, 1)` after it.",
+   shows='print("mean over H and W:", tuple(x.mean(dim=(2, 3)).shape))')
+_q("14_transfer_learning.trainable_after_freeze", "value",
+   "In `GlyphResNet(num_classes=10)` (final feature width 32) every parameter except `fc`'s is frozen. "
+   "How many parameters still require grad?",
+   "from course_utils.lesson_props.l14_transfer_learning import GlyphResNet\n"
+   "model = GlyphResNet(num_classes=10)\n"
+   "for name, p in model.named_parameters():\n"
+   "    p.requires_grad_(name.startswith('fc.'))\n"
+   "sum(p.numel() for p in model.parameters() if p.requires_grad)",
+   "Only `fc = Linear(32, 10)` trains: a 10x32 weight and 10 biases, 330 numbers, against about 20,000 "
+   "in the backbone. That is why feature extraction can learn from 50 images without memorising them.",
+   shows='print("trainable:", sum(p.numel() for p in model.parameters() if p.requires_grad),')

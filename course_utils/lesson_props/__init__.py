@@ -11,6 +11,8 @@ tools), not machinery. Each module is named for the lesson it serves:
   stand-in for DDP that counts all-reduces.
 - ``l09_persistence``: checkpoint helpers and the harmless unsafe-load payload.
 - ``l12_capstone``: the course's lesson 04/05/09 answers the capstone's pipeline and graders use.
+- ``l14_transfer_learning``: ``GlyphResNet`` and its letter-pretrained weights, shipped in ``data/``
+  (``tools/pretrain_glyph_backbone.py`` makes them), which lesson 14's exercises check on too.
 
 Props import nothing of the course except the shared lesson material (``course_utils.datasets``,
 ``course_utils.glyphs``, ``course_utils.plotting``); the grading core never imports them (tests/test_architecture.py).

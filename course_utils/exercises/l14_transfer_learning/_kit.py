@@ -1,0 +1,47 @@
+"""What two or more of lesson 14's exercises share: the models they are checked on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from course_utils.grading import Incorrect, Rand
+from course_utils.lesson_props.l14_transfer_learning import GlyphResNet
+
+LESSON = "14_transfer_learning"
+
+
+def glyph_resnet(r: Rand, num_classes: int | None = None, head: str = "linear") -> GlyphResNet:
+    """A small GlyphResNet with random widths and BatchNorm statistics as a pretrained one has
+    them (not the fresh 0 and 1), in training mode. ``head="dropout"`` makes ``fc`` a
+    ``Sequential(Dropout, Linear)``: a head that is not one Linear."""
+    widths = (r.integer(2, 4), r.integer(3, 5), r.integer(4, 7))
+    k = num_classes if num_classes is not None else r.integer(2, 6)
+    with torch.random.fork_rng(devices=[]):  # default init draws from the global RNG
+        torch.manual_seed(r.integer(0, 2**31))
+        model = GlyphResNet(num_classes=k, widths=widths)
+        if head == "dropout":
+            model.fc = nn.Sequential(nn.Dropout(0.2), nn.Linear(widths[-1], k))  # type: ignore[assignment]
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.copy_(r.randn(m.num_features) * 0.3)
+                m.running_var.copy_(r.rand(m.num_features) + 0.5)
+                m.num_batches_tracked.fill_(100)
+    return model.train()
+
+
+def head_ids(model: nn.Module) -> set[int]:
+    return {id(p) for p in model.fc.parameters()}
+
+
+def a_type(x: Any) -> str:
+    return "None" if x is None else f"a {type(x).__name__}"
+
+
+def check_is_module(model: Any) -> nn.Module:
+    if not isinstance(model, nn.Module):
+        raise Incorrect("not_a_module", got=a_type(model))
+    return model

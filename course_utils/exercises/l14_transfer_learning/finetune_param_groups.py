@@ -1,0 +1,150 @@
+"""finetune_param_groups: AdamW parameter groups for full fine-tuning, the head ``model.fc`` at
+``head_lr`` and every other parameter at the lower ``backbone_lr``.
+
+Subtle: every parameter exactly once (``model.parameters()`` plus the head's lists the head
+twice), none missing (a filter on "conv" in the name drops the BatchNorm parameters), the rates
+the right way round (the random head needs the larger one), and each group saying its own lr.
+The check builds ``torch.optim.AdamW(groups, lr=<a rate neither argument has>)`` and reads the
+lr each parameter gets. Accepted: any number of groups, a head that is a Sequential, tuples.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+
+from ._kit import LESSON, a_type, glyph_resnet, head_ids
+
+# --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
+from .._references.l14_transfer_learning import finetune_param_groups
+
+DEFAULT_LR = 0.123  # the optimizer's lr: a parameter that ends up with it came from a group without "lr"
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    head_lr = r.choice([1e-2, 3e-3, 1e-3])
+    return Case((glyph_resnet(r, head="dropout" if r.integer(0, 2) == 0 else "linear"), head_lr,
+                 head_lr * r.choice([0.05, 0.1, 0.3])))
+
+
+EDGE_CASES = [
+    Case((glyph_resnet(Rand(1), num_classes=10), 1e-2, 1e-3), label="GlyphResNet, head 1e-2, backbone 1e-3"),
+    Case((glyph_resnet(Rand(2), head="dropout"), 3e-3, 3e-4), label="a head of Dropout and Linear"),
+]
+
+
+# --- run
+def _read(groups, model) -> dict[int, tuple[float, bool]]:
+    if not isinstance(groups, (list, tuple)) or not groups or not all(
+            isinstance(g, dict) and "params" in g for g in groups):
+        raise Incorrect("not_groups", got=a_type(groups))
+    groups = [dict(g, params=[g["params"]] if isinstance(g["params"], torch.Tensor) else list(g["params"]))
+              for g in groups]
+    said = ["lr" in g for g in groups]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            opt = torch.optim.AdamW([g for g in groups if g["params"]] or groups, lr=DEFAULT_LR)
+    except ValueError as exc:
+        if "more than one parameter group" in str(exc):
+            raise Incorrect("listed_twice") from None
+        if "empty parameter list" in str(exc):
+            raise Incorrect("missing", name=next(n for n, _ in model.named_parameters())) from None
+        raise
+    said = [s for s, g in zip(said, groups) if g["params"]] or said
+    seen: dict[int, tuple[float, bool]] = {}
+    for group, given in zip(opt.param_groups, said):
+        for p in group["params"]:
+            if id(p) in seen:
+                raise Incorrect("listed_twice")
+            seen[id(p)] = (float(group["lr"]), given)
+    return seen
+
+
+def _run(answer, case: Case):
+    model, head_lr, backbone_lr = case.args
+    seen = _read(answer(model, head_lr, backbone_lr), model)
+    names = {id(p): n for n, p in model.named_parameters()}
+    if any(i not in names for i in seen):
+        raise Incorrect("not_the_models")
+    for n, p in model.named_parameters():
+        if id(p) not in seen:
+            raise Incorrect("missing", name=n)
+    head = head_ids(model)
+    lrs = {n: seen[id(p)] for n, p in model.named_parameters()}
+    if any(not given for _, given in lrs.values()):
+        raise Incorrect("default_lr")
+    got_head = {lr for n, (lr, _) in lrs.items() if id(model.get_parameter(n)) in head}
+    got_back = {lr for n, (lr, _) in lrs.items() if id(model.get_parameter(n)) not in head}
+    if got_head == {backbone_lr} and got_back == {head_lr}:
+        raise Incorrect("swapped")
+    if got_head == got_back:
+        raise Incorrect("same_lr", lr=next(iter(got_head)))
+    for n, (lr, _) in lrs.items():
+        want = head_lr if id(model.get_parameter(n)) in head else backbone_lr
+        if lr != want:
+            raise Incorrect("wrong_lr", name=n, got=lr, want=want)
+    return {n: lr for n, (lr, _) in lrs.items()}
+
+
+# --- wrong answers
+def _both(model, head_lr, backbone_lr):
+    return [{"params": list(model.parameters()), "lr": backbone_lr},
+            {"params": list(model.fc.parameters()), "lr": head_lr}]
+
+
+def _convs_only(model, head_lr, backbone_lr):
+    return [{"params": [p for n, p in model.named_parameters() if "conv" in n], "lr": backbone_lr},
+            {"params": list(model.fc.parameters()), "lr": head_lr}]
+
+
+def _swapped(model, head_lr, backbone_lr):
+    return finetune_param_groups(model, backbone_lr, head_lr)
+
+
+def _same(model, head_lr, backbone_lr):
+    return [{"params": list(model.parameters()), "lr": head_lr}]
+
+
+def _no_lr(model, head_lr, backbone_lr):
+    backbone, head = finetune_param_groups(model, head_lr, backbone_lr)
+    return [backbone, {"params": head["params"]}]
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="finetune_param_groups",
+    title="Parameter groups for fine-tuning: a lower rate for the backbone",
+    reference=finetune_param_groups, kind="function", cases=_cases, n_random=4, edge_cases=EDGE_CASES, run=_run,
+    preload=("torch._dynamo",),  # building an optimizer imports it: not on the clock
+    mistakes=[
+        Mistake("listed_twice", "A parameter is in two of your groups (AdamW: \"some parameters appear in more "
+                "than one parameter group\"): `model.parameters()` includes the head's. Leave the head's out of "
+                "the backbone group.", _both, match_output=False),
+        Mistake("missing", "`{name}` is in none of your groups, so it would never train (a filter on the name, "
+                "such as \"conv\", misses the BatchNorm parameters). Every parameter goes in exactly one group.",
+                _convs_only, match_output=False),
+        Mistake("swapped", "Your rates are swapped: the head gets `backbone_lr` and the backbone `head_lr`. The "
+                "new head starts random and needs the larger rate; the pretrained backbone only needs nudging.",
+                _swapped, match_output=False),
+        Mistake("same_lr", "Every parameter gets the same rate ({lr}): the pretrained backbone should move more "
+                "slowly than the new head. Two groups, two rates.", _same, match_output=False),
+        Mistake("default_lr", "A group of yours gives no `\"lr\"`, so it takes whatever rate the optimizer is "
+                "built with. Each group says its own rate here: the function is the one place that decides.",
+                _no_lr, match_output=False),
+        Mistake("wrong_lr", "`{name}` gets lr {got}; it should get {want}.", match_output=False),
+        Mistake("not_the_models", "Your groups hold tensors that are not the model's parameters (copies?).",
+                match_output=False),
+        Mistake("not_groups", "Return a list of dicts, each with \"params\" and \"lr\"; you returned {got}.",
+                lambda model, h, b: list(model.parameters()), match_output=False),
+    ],
+    hints=[
+        "Two lists: the head's parameters, and every other parameter of the model (compare by identity, "
+        "`id(p)`, or by name prefix `fc.`).",
+        "`[{\"params\": backbone, \"lr\": backbone_lr}, {\"params\": head, \"lr\": head_lr}]`.",
+    ],
+))

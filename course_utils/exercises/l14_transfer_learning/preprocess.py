@@ -1,0 +1,117 @@
+"""preprocess: uint8 images to what the pretrained model expects: scaled to [0, 1], then
+standardised with the PRETRAINING statistics from its recipe.
+
+Subtle, and a decision: which mean and std. The new data's own statistics (per batch, or of this
+data set), ImageNet's, or none feed the frozen features a different scale than they were trained
+on. The recipe has more keys than the two needed; the check draws recipes whose statistics are
+far from the images' own, and images whose own statistics vary, so each wrong choice shows.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+
+from ._kit import LESSON, a_type
+
+# --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
+from .._references.l14_transfer_learning import preprocess
+
+
+# --- cases
+def _recipe(r: Rand, mean: float, std: float) -> dict:
+    return {"letters": "ABC", "widths": [8, 16, 32], "seed": r.integer(0, 9), "mean": mean, "std": std,
+            "test_accuracy": 0.9, "image_size": 28}
+
+
+def _images(r: Rand, n: int, size: int, low: int, high: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(r.integer(0, 2**31))
+    return torch.randint(low, high, (n, 1, size, size), generator=g, dtype=torch.uint8)
+
+
+def _cases(r: Rand) -> Case:
+    low = r.integer(0, 120)
+    images = _images(r, r.integer(1, 5), r.integer(3, 8), low, r.integer(low + 40, 256))
+    mean = round(0.05 + 0.5 * float(r.rand(1)), 3)
+    return Case((images, _recipe(r, mean, round(0.1 + 0.3 * float(r.rand(1)), 3))))
+
+
+EDGE_CASES = [
+    Case((_images(Rand(1), 2, 4, 0, 256), _recipe(Rand(1), 0.2113, 0.2987)), label="the course's recipe"),
+    Case((_images(Rand(2), 1, 5, 200, 256), _recipe(Rand(2), 0.1, 0.3)),
+         label="one bright image: its own statistics are far from the pretraining ones"),
+]
+
+
+# --- run
+def _run(answer, case: Case):
+    images, recipe = case.args
+    before = images.clone()
+    out = answer(images, dict(recipe))
+    if not torch.equal(images, before):
+        raise Incorrect("mutated_input")
+    if not isinstance(out, torch.Tensor):
+        raise Incorrect("not_a_tensor", got=a_type(out))
+    if not out.is_floating_point():
+        raise Incorrect("not_float", got=str(out.dtype))
+    return out
+
+
+# --- wrong answers
+def _own_stats(images, recipe):
+    x = images.float() / 255.0
+    return (x - x.mean()) / x.std()
+
+
+def _imagenet(images, recipe):
+    return (images.float() / 255.0 - 0.485) / 0.229
+
+
+def _no_scaling(images, recipe):
+    return (images.float() - recipe["mean"]) / recipe["std"]
+
+
+def _scaled_only(images, recipe):
+    return images.float() / 255.0
+
+
+def _swapped(images, recipe):
+    return (images.float() / 255.0 - recipe["std"]) / recipe["mean"]
+
+
+def _in_place(images, recipe):
+    images.clamp_(max=100)
+    return preprocess(images, recipe)
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="preprocess", title="Preprocess new images with the pretrained model's own statistics",
+    reference=preprocess, kind="function", cases=_cases, edge_cases=EDGE_CASES, run=_run,
+    compare=Compare(rtol=1e-5, atol=1e-5),
+    mistakes=[
+        Mistake("own_statistics", "You standardised with the new images' own mean and std. The pretrained "
+                "features were learned on inputs standardised with the PRETRAINING statistics (the recipe's "
+                "`mean` and `std`); other statistics shift every input the backbone sees, and change with each "
+                "batch.", _own_stats),
+        Mistake("imagenet_statistics", "You used ImageNet's statistics (0.485, 0.229): they belong to models "
+                "pretrained on ImageNet. This model was pretrained on glyphs: use its recipe's `mean` and "
+                "`std`.", _imagenet),
+        Mistake("not_scaled", "You standardised the 0-255 values directly. The statistics are of pixels "
+                "scaled to [0, 1]: divide by 255 first.", _no_scaling),
+        Mistake("not_standardised", "You scaled to [0, 1] but did not standardise: subtract the recipe's "
+                "`mean` and divide by its `std`, as the pretraining did.", _scaled_only),
+        Mistake("mean_std_swapped", "You subtracted the std and divided by the mean: `(x - mean) / std`.",
+                _swapped),
+        Mistake("mutated_input", "Your function changed the caller's images in place: return a new tensor.",
+                _in_place, match_output=False),
+        Mistake("not_a_tensor", "Return the images as one float tensor; you returned {got}.", match_output=False),
+        Mistake("not_float", "Your result has dtype {got}: the model takes floats (`images.float()`).",
+                match_output=False),
+    ],
+    hints=[
+        "Which statistics did the backbone see during pretraining? The recipe records them.",
+        "Scale to [0, 1] (`/ 255`), then `(x - recipe['mean']) / recipe['std']`.",
+    ],
+))
