@@ -62,7 +62,7 @@ SUMMARY: dict[str, str] = {
     "split, train with early stopping, resume bit for bit, export and check parity with onnxruntime, find three bugs, "
     "and a digit classifier graded on data you never see",
     "13_images_from_files": "a folder of PNG files read by a lazy `Dataset` and by `ImageFolder` with `transforms.v2`, "
-    "a split by font that shows how much a random split flatters, normalisation statistics from the training split, "
+    "a split by font measured against a random split, normalisation statistics from the training split, "
     "and an augmentation that keeps letters letters",
 }
 

@@ -108,7 +108,7 @@ LESSONS: dict[str, Lesson] = {
     "12_capstone": Lesson("capstone", 16.0, reading=20.5, examples=15.0, predictions=4, exercises={
         "split_loaders": 10, "fit_with_early_stopping": 12, "confusion_matrix": 8, "resume_training": 12,
         "onnx_parity": 8, "train_and_score": 10, "DigitClassifier": 45}),
-    "13_images_from_files": Lesson("images from files", 25.0, reading=22.0, examples=15.0, predictions=4, exercises={
+    "13_images_from_files": Lesson("images from files", 80.4, reading=22.0, examples=15.0, predictions=4, exercises={
         "GlyphFiles": 10, "split_by_font": 8, "train_stats": 8, "make_transform": 6, "make_augment": 7}),
 }
 

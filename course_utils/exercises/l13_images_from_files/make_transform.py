@@ -103,7 +103,8 @@ def _no_normalize(mean, std):
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="make_transform", title="ToImage, ToDtype(scale=True), Normalize: in order",
-    reference=make_transform, kind="function", run=_run, preload=("torchvision.transforms.v2",), cases=_cases, edge_cases=EDGE_CASES, n_random=3,
+    reference=make_transform, kind="function", run=_run, preload=("torchvision.transforms.v2",),
+    cases=_cases, edge_cases=EDGE_CASES, n_random=3,
     compare=Compare(atol=2e-3, rtol=1e-4),  # Grayscale before or after ToImage: float rounding of 0.2989+0.587+0.114
     mistakes=[
         Mistake("normalize_before_scale", "`Normalize` got the image's bytes (uint8) and refused them: put "
