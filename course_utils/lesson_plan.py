@@ -61,6 +61,9 @@ SUMMARY: dict[str, str] = {
     "12_capstone": "your own pieces from {04_data}, {05_training_loop} and {09_persistence} assembled into one pipeline: "
     "split, train with early stopping, resume bit for bit, export and check parity with onnxruntime, find three bugs, "
     "and a digit classifier graded on data you never see",
+    "13_images_from_files": "a folder of PNG files read by a lazy `Dataset` and by `ImageFolder` with `transforms.v2`, "
+    "a split by font measured against a random split, normalisation statistics from the training split, "
+    "and an augmentation that keeps letters letters",
     "14_transfer_learning": "residual blocks and global average pooling, a small ResNet pretrained on letters "
     "(shipped, reproducible), the pretrained model's preprocessing, replacing `fc`, freezing with BatchNorm, "
     "parameter groups; feature extraction vs fine-tuning vs from scratch on digits with five labels per class",
@@ -106,6 +109,9 @@ LIVE_CODE: dict[str, str] = {
     "machine run it once for the room); `no_sync` with gradient accumulation.",
     "12_capstone": "nothing new: show how the parts reuse {04_data}, {05_training_loop} and {09_persistence}, run "
     "one part's check, then let the room work; walk round during *Find the three bugs*.",
+    "13_images_from_files": "train the CNN on a random split and on the font split side by side and ask the room "
+    "which number they would report; show the horizontally flipped F, G and J; run `make_augment`'s check with "
+    "a `RandomHorizontalFlip`.",
     "14_transfer_learning": "`main_path(x) + x` failing when a block halves the size, then the 1x1 projection; "
     "the frozen backbone whose `bn1.running_mean` still moves in training mode "
     "({mistake:freeze_all_but_fc.bn_stats_updated}); the three runs of section 8, asking the room to predict the "
@@ -211,6 +217,7 @@ AGENDAS: tuple[Agenda, ...] = (
                (Block("09_persistence"),),
                (Block("10_performance"), Pause("break", 10), Block("11_distributed")),
                (Block("12_capstone"),),
+               (Block("13_images_from_files"),),
                (Block("14_transfer_learning"),),
            )),
 )

@@ -89,16 +89,20 @@ def add_noise(image, scale=0.15):
     return (image + scale * torch.randn_like(image)).clamp(0, 1)
 
 
-def flip(image):
-    return image.flip(-1)
+def shift(image, max_shift=1):
+    """Move the digit by up to `max_shift` pixels each way; zeros come in at the edges."""
+    dy, dx = torch.randint(-max_shift, max_shift + 1, (2,)).tolist()
+    h, w = image.shape[-2:]
+    padded = torch.nn.functional.pad(image, (max_shift,) * 4)
+    return padded[..., max_shift + dy:max_shift + dy + h, max_shift + dx:max_shift + dx + w]
 
 
-def noisy_flip(image):
-    return add_noise(flip(image))
+def noisy_shift(image):
+    return add_noise(shift(image))
 
 
 plain = DigitsDataset("train", images=True)
-augmented = DigitsDataset("train", images=True, transform=noisy_flip)
+augmented = DigitsDataset("train", images=True, transform=noisy_shift)
 torch.manual_seed(0)
 shown = torch.stack([plain[i][0] for i in range(6)] + [augmented[i][0] for i in range(6)])
 labels = [int(plain[i][1]) for i in range(6)] * 2
@@ -109,9 +113,14 @@ image_grid(shown, labels, ncols=6)
 plt.show()
 
 # %% [markdown]
-# The top row is the data, the bottom row the same items through `noisy_flip`. The transform
-# runs every time an item is fetched, so the noise differs each epoch: that is how data
-# augmentation works.
+# The top row is the data, the bottom row the same items through `noisy_shift`. The transform
+# runs every time an item is fetched, so the shift and the noise differ each epoch: that is how
+# data augmentation works.
+#
+# An augmentation must keep the **label** true. A digit moved by a pixel, or a little noisier,
+# is still the same digit. A horizontal flip (`image.flip(-1)`) is not a safe choice here: a
+# mirrored 2, 3, 4, 7 or 9 is no digit at all, and the model would learn it under the original's
+# label. Flips suit photos of cats, not characters.
 
 # %% [markdown]
 # ## 2. Your own Dataset: sliding windows over a time series

@@ -502,6 +502,36 @@ _q("12_capstone.state_dict_keys", "value",
    "`1.weight` and `1.bias`. Reloading needs the same architecture, with the same names.",
    shows="print(list(baseline.state_dict()))")
 
+# ---------------------------------------------------------------------- 13 images from files
+_IMAGE_FOLDER = ("import tempfile\nfrom torchvision import datasets\nfrom torchvision.transforms import v2\n"
+                 "from course_utils.glyphs import make_image_folder\n"
+                 "root = make_image_folder(tempfile.mkdtemp(), chars='AB', per_font=1, fonts=('DejaVuSans',))\n")
+_q("13_images_from_files.imagefolder_shape", "shape",
+   "The PNGs are 28x28 grayscale. What is the shape of `datasets.ImageFolder(root, transform=v2.ToImage())[0][0]`?",
+   _IMAGE_FOLDER + "datasets.ImageFolder(root, transform=v2.ToImage())[0][0].shape",
+   "(3, 28, 28): `ImageFolder`'s default loader converts every file to RGB, so a grey image comes back as three "
+   "equal channels. `v2.Grayscale(1)` gives one channel back.",
+   shows='print(len(folder), "images;", "item 0:", tuple(image.shape), image.dtype, "label", label)')
+_q("13_images_from_files.imagefolder_dtype", "dtype",
+   "And the dtype of that image?",
+   _IMAGE_FOLDER + "datasets.ImageFolder(root, transform=v2.ToImage())[0][0].dtype",
+   "`ToImage` keeps the file's bytes: uint8, 0 to 255. `ToDtype(torch.float32, scale=True)` makes floats in [0, 1].",
+   shows='print(len(folder), "images;", "item 0:", tuple(image.shape), image.dtype, "label", label)')
+_q("13_images_from_files.class_to_idx", "value",
+   "A folder holds the classes `J`, `A` and `7`, written in that order. What is its `ImageFolder(...).class_to_idx`?",
+   "import tempfile\nfrom torchvision import datasets\nfrom course_utils.glyphs import make_image_folder\n"
+   "root = make_image_folder(tempfile.mkdtemp(), chars='JA7', per_font=1, fonts=('DejaVuSans',))\n"
+   "datasets.ImageFolder(root).class_to_idx",
+   "Classes are numbered in sorted order of the folder names, whatever order they were made in; as strings, "
+   "digits sort before upper-case letters.",
+   shows="print(datasets.ImageFolder(mixed).class_to_idx)")
+_q("13_images_from_files.test_images", "value",
+   "Ten letters, three images per letter and font, 22 fonts. Five fonts held out: how many test images?",
+   "fonts = [f'font{k}' for k in range(22) for _ in range(10 * 3)]\n"
+   "held_out = {f'font{k}' for k in range(5)}\nsum(f in held_out for f in fonts)",
+   "Every image of a held-out font goes to test: 5 fonts x 10 letters x 3 images = 150.",
+   shows='print(len(train_idx), "train images,", len(test_idx), "test images;",')
+
 # ---------------------------------------------------------------------- 14 transfer learning
 _q("14_transfer_learning.shortcut_params", "value",
    "How many parameters has the projection shortcut of a block from 8 to 16 channels with stride 2: "
