@@ -61,6 +61,9 @@ SUMMARY: dict[str, str] = {
     "12_capstone": "your own pieces from {04_data}, {05_training_loop} and {09_persistence} assembled into one pipeline: "
     "split, train with early stopping, resume bit for bit, export and check parity with onnxruntime, find three bugs, "
     "and a digit classifier graded on data you never see",
+    "15_small_gpt": "a character tokenizer, `nn.Embedding` and learned positions, next-token targets, a bigram baseline, "
+    "causal self-attention (checked against `F.scaled_dot_product_attention`), pre-norm blocks, weight tying, "
+    "a tiny GPT trained on a CPU, sampling with temperature and top-k",
 }
 
 LIVE_CODE: dict[str, str] = {
@@ -103,6 +106,10 @@ LIVE_CODE: dict[str, str] = {
     "machine run it once for the room); `no_sync` with gradient accumulation.",
     "12_capstone": "nothing new: show how the parts reuse {04_data}, {05_training_loop} and {09_persistence}, run "
     "one part's check, then let the room work; walk round during *Find the three bugs*.",
+    "15_small_gpt": "`x` and `y` of one window decoded side by side (the shift); the causal mask printed, then its "
+    "softmax row by row, and the diagonal masked by mistake ({mistake:causal_mask.diagonal_masked}); attention "
+    "checked against `F.scaled_dot_product_attention(..., is_causal=True)`; the parameter count before and after "
+    "tying; the same prompt sampled at temperatures 0.5 and 1.5.",
 }
 
 
@@ -204,6 +211,7 @@ AGENDAS: tuple[Agenda, ...] = (
                (Block("09_persistence"),),
                (Block("10_performance"), Pause("break", 10), Block("11_distributed")),
                (Block("12_capstone"),),
+               (Block("15_small_gpt"),),
            )),
 )
 

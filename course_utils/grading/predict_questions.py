@@ -436,3 +436,34 @@ _q("12_capstone.state_dict_keys", "value",
    "`Flatten` has no tensors; the Linear is child 1 of the Sequential, so its keys are "
    "`1.weight` and `1.bias`. Reloading needs the same architecture, with the same names.",
    shows="print(list(baseline.state_dict()))")
+
+# ---------------------------------------------------------------------- 15 small GPT
+_q("15_small_gpt.embedding_shape", "shape",
+   "What is the shape of `nn.Embedding(95, 16)` applied to a batch of token ids of shape (4, 8)?",
+   "emb = nn.Embedding(95, 16)\nemb(torch.zeros(4, 8, dtype=torch.long)).shape",
+   "An embedding replaces each id by its row of the weight, a vector of `embedding_dim` = 16 numbers, and "
+   "keeps the ids' own shape in front: (4, 8, 16). It is indexing, `emb.weight[ids]`.",
+   shows='print("ids", tuple(ids.shape), "->", tuple(emb(ids).shape))')
+_q("15_small_gpt.float_ids_error", "exception",
+   "What exception does `nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))` raise?",
+   "nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))",
+   "A RuntimeError: the indices of an embedding must be integers (`long` or `int`); a float tensor is "
+   "refused even when its values are whole numbers.",
+   shows="nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))")
+_q("15_small_gpt.first_row_weights", "value",
+   "Scores of all zeros `(4, 4)` plus the causal mask, softmax over each row: what is row 0 of the weights, "
+   "rounded to 2 decimals (a list of 4 numbers)?",
+   "mask = torch.zeros(4, 4).masked_fill(~torch.ones(4, 4, dtype=torch.bool).tril(), float('-inf'))\n"
+   "[round(w, 2) for w in torch.softmax(torch.zeros(4, 4) + mask, dim=-1)[0].tolist()]",
+   "Row 0 is the first position: it may attend only to itself (the diagonal), so its one remaining score gets "
+   "all the weight, [1.0, 0.0, 0.0, 0.0]. Row 3 may see all four and spreads 0.25 over each.",
+   shows="print(weights.round(decimals=2))")
+_q("15_small_gpt.tied_param_count", "value",
+   "`emb = nn.Embedding(10, 4)`, `head = nn.Linear(4, 10, bias=False)`, then `head.weight = emb.weight`. How many "
+   "numbers does `sum(p.numel() for p in nn.ModuleList([emb, head]).parameters())` count?",
+   "emb, head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)\n"
+   "head.weight = emb.weight\n"
+   "sum(p.numel() for p in nn.ModuleList([emb, head]).parameters())",
+   "40: both modules hold the same Parameter object, and `parameters()` lists each Parameter once. Untied, "
+   "the two (10, 4) weights would count 80.",
+   shows='print("tied:  ", sum(p.numel() for p in both.parameters()), " same object:", head.weight is emb.weight)')
