@@ -8,7 +8,7 @@ the run returns each row's frequencies, compared with the reference's within 0.0
 estimates differ by at most about 0.011 standard deviation; every wrong distribution below is
 0.2 or more away from the right one on every random case). Exact checks on top: no draw outside
 the top k (one in the (k+1)-th place only: ``kept_k_plus_one``), the same seed twice gives the
-same draws (``ignores_generator``), a ``long`` tensor of shape (B,).
+same draws and another seed other draws (``ignores_generator``), a ``long`` tensor of shape (B,).
 
 Subtle: the temperature divides the logits; top-k keeps exactly k per row; the softmax turns
 logits into probabilities once; the draw uses ``generator``.
@@ -16,7 +16,6 @@ logits into probabilities once; the draw uses ``generator``.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -110,9 +109,13 @@ def _run(answer: Any, case: Case) -> Any:
             raise Incorrect("outside_top_k", k=top_k)
         if int(drawn_rank.max()) == top_k:
             raise Incorrect("kept_k_plus_one", k=top_k)
-    again = _draw(answer, logits[:, None].expand(rows, 50, vocab).reshape(-1, vocab), temperature, top_k, seed)
-    first = _draw(answer, logits[:, None].expand(rows, 50, vocab).reshape(-1, vocab), temperature, top_k, seed)
-    if not torch.equal(again, first):
+    few = logits.repeat_interleave(50, dim=0)
+    first, again = (_draw(answer, few, temperature, top_k, seed) for _ in range(2))
+    other = _draw(answer, few, temperature, top_k, seed + 1)
+    # the same seed must give the same draws, another seed other draws (unless only one token may win
+    # or the answer draws nothing at random: then the frequencies name what it does)
+    varied = bool((draws.view(rows, REPEAT) != draws.view(rows, REPEAT)[:, :1]).any())
+    if not torch.equal(again, first) or (varied and top_k != 1 and torch.equal(other, first)):
         raise Incorrect("ignores_generator")
     counts = torch.zeros(rows * vocab, dtype=torch.float64)
     counts.index_add_(0, torch.arange(rows).repeat_interleave(REPEAT) * vocab + draws.clamp(0, vocab - 1),
@@ -198,9 +201,10 @@ register(Exercise(
                 "them towards uniform. Apply the softmax once, to the (scaled, top-k) logits.", _softmax_twice),
         Mistake("logits_not_probs", "`torch.multinomial` needs non-negative weights: you passed it the logits. Turn "
                 "them into probabilities with a softmax first.", _logits_drawn),
-        Mistake("ignores_generator", "The same seed gave different draws: your code does not draw with `generator` "
-                "(pass `generator=generator` to `torch.multinomial` or `torch.rand`), so the text cannot be "
-                "reproduced and the global random state moves.", _global_rng, match_output=False),
+        Mistake("ignores_generator", "Your draws do not come from `generator`: the same seed gave different "
+                "draws, or another seed the same ones. Draw with it (`generator=generator` in `torch.multinomial` "
+                "or `torch.rand`), so a seed reproduces the text and the global random state stays put.",
+                _global_rng, match_output=False),
         Mistake("draw_format", "Your `sample_next` returned {got} for {rows} rows of logits; it should return one "
                 "token id per row: a `long` tensor of shape ({rows},). (`torch.multinomial` gives (B, 1): drop the "
                 "last dimension.)", _not_squeezed, match_output=False),

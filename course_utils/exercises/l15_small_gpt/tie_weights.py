@@ -54,6 +54,7 @@ EDGE_CASES = [Case((10, 4, 3, 0), label="vocabulary 10, d_model 4"),
 
 def _run(answer: Any, case: Case) -> Any:
     model = SmallLM(*case.args)
+    originals = (model.tok_emb.weight.detach().clone(), model.head.weight.detach().clone())
     answer(model)
     head, emb = model.head.weight, model.tok_emb.weight
     if head is not emb:
@@ -62,6 +63,8 @@ def _run(answer: Any, case: Case) -> Any:
         if head.shape == emb.shape and torch.equal(head, emb):
             raise Incorrect("copied_not_tied")
         raise Incorrect("not_tied")
+    if not any(emb.shape == w.shape and torch.equal(emb.detach(), w) for w in originals):
+        raise Incorrect("reinitialised")
     count = sum(p.numel() for p in model.parameters())
     # one step of training on a loss that reaches the weight through both uses
     idx = torch.arange(case.args[2]).remainder(case.args[0])[None]
@@ -88,6 +91,11 @@ def _assigned_tensor(model):
     model.head.weight = model.tok_emb.weight.detach()
 
 
+def _fresh_embedding(model):
+    model.tok_emb = nn.Embedding(model.tok_emb.num_embeddings, model.tok_emb.embedding_dim)
+    model.head.weight = model.tok_emb.weight
+
+
 def _untouched(model):
     return model
 
@@ -105,6 +113,9 @@ register(Exercise(
                 "numbers twice. Assign the embedding's Parameter itself.", _new_parameter, match_output=False),
         Mistake("assigned_tensor", "A module's weight must be an `nn.Parameter`: assign the embedding's `.weight` "
                 "Parameter itself, not a tensor made from it (`.data`, `.detach()`, `.T`).", _assigned_tensor),
+        Mistake("reinitialised", "The shared weight holds new values, neither the embedding's nor the head's: "
+                "tying should change which Parameter the head uses, not make new ones (a model being trained would "
+                "lose what it learned).", _fresh_embedding, match_output=False),
         Mistake("not_tied", "After your `tie_weights` the head's weight and the embedding's weight are different "
                 "parameters with different values: nothing is shared. Make the head use the embedding's "
                 "Parameter.", _untouched, match_output=False),
