@@ -28,7 +28,7 @@
 # 6. tie the output head to the embedding, and count what that saves;
 # 7. train a small GPT and sample from it with a temperature and top-k.
 #
-# **Time: about 80 minutes** on your own, the six checked exercises included (about 42 of those minutes). *Run All* alone takes about 12 s on a 2-core CPU.
+# **Time: about 80 minutes** on your own, the six checked exercises included (about 42 of those minutes). *Run All* alone takes about 48 s on a 2-core CPU.
 
 # %%
 import math
@@ -120,12 +120,12 @@ print("the same as indexing the weight:", torch.equal(emb(ids), emb.weight[ids])
 # The ids must be integers. Floats, even whole ones, are refused:
 
 # %% [markdown]
-# **Predict the output** (exception): What exception does `nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))` raise?
+# **Predict the output** (value): `nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))` raises. Which of these ids does it accept: a `torch.tensor([1, 2])`, b `torch.tensor([1.0, 2.0]).round()`, c `torch.tensor([1.0, 2.0]).int()`, d `torch.tensor([1.0, 2.0]).long()`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:float_ids_error"]
 quiz.float_ids_error(
     ### BEGIN PREDICTION
-    RuntimeError
+    ['a', 'c', 'd']
     ### END PREDICTION
 )
 
@@ -134,7 +134,7 @@ nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))
 
 # %% [markdown]
 # "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long,
-# Int": ids are `long` (or `int`); `encode` makes `torch.long`.
+# Int": ids are `long` (or `int`), whatever their values; `encode` makes `torch.long`.
 #
 # Attention by itself does not know the order of its inputs (it mixes a set of vectors). A GPT
 # adds a second embedding, one learned vector per **position** `0 .. block_size - 1`, to each

@@ -444,11 +444,21 @@ _q("15_small_gpt.embedding_shape", "shape",
    "An embedding replaces each id by its row of the weight, a vector of `embedding_dim` = 16 numbers, and "
    "keeps the ids' own shape in front: (4, 8, 16). It is indexing, `emb.weight[ids]`.",
    shows='print("ids", tuple(ids.shape), "->", tuple(emb(ids).shape))')
-_q("15_small_gpt.float_ids_error", "exception",
-   "What exception does `nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))` raise?",
-   "nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))",
-   "A RuntimeError: the indices of an embedding must be integers (`long` or `int`); a float tensor is "
-   "refused even when its values are whole numbers.",
+_q("15_small_gpt.float_ids_error", "value",
+   "`nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))` raises. Which of these ids does it accept: a "
+   "`torch.tensor([1, 2])`, b `torch.tensor([1.0, 2.0]).round()`, c `torch.tensor([1.0, 2.0]).int()`, "
+   "d `torch.tensor([1.0, 2.0]).long()`? Answer with the list of letters in order, such as `['c']`.",
+   "def accepted(ids):\n"
+   "    try:\n"
+   "        nn.Embedding(10, 4)(ids)\n"
+   "    except RuntimeError:\n"
+   "        return False\n"
+   "    return True\n"
+   "x = torch.tensor([1.0, 2.0])\n"
+   "candidates = {'a': torch.tensor([1, 2]), 'b': x.round(), 'c': x.int(), 'd': x.long()}\n"
+   "[k for k, ids in candidates.items() if accepted(ids)]",
+   "The indices of an embedding must be integers, `long` (int64, what `torch.tensor([1, 2])` makes) or `int` "
+   "(int32). `round()` gives whole numbers but keeps the float dtype, and it is the dtype that is checked.",
    shows="nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))")
 _q("15_small_gpt.first_row_weights", "value",
    "Scores of all zeros `(4, 4)` plus the causal mask, softmax over each row: what is row 0 of the weights, "
