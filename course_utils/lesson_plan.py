@@ -67,6 +67,9 @@ SUMMARY: dict[str, str] = {
     "14_transfer_learning": "residual blocks and global average pooling, a small ResNet pretrained on letters "
     "(shipped, reproducible), the pretrained model's preprocessing, replacing `fc`, freezing with BatchNorm, "
     "parameter groups; feature extraction vs fine-tuning vs from scratch on digits with five labels per class",
+    "15_small_gpt": "a character tokenizer, `nn.Embedding` and learned positions, next-token targets, a bigram baseline, "
+    "causal self-attention (checked against `F.scaled_dot_product_attention`), pre-norm blocks, weight tying, "
+    "a tiny GPT trained on a CPU, sampling with temperature and top-k",
 }
 
 LIVE_CODE: dict[str, str] = {
@@ -116,6 +119,10 @@ LIVE_CODE: dict[str, str] = {
     "the frozen backbone whose `bn1.running_mean` still moves in training mode "
     "({mistake:freeze_all_but_fc.bn_stats_updated}); the three runs of section 8, asking the room to predict the "
     "order first.",
+    "15_small_gpt": "`x` and `y` of one window decoded side by side (the shift); the causal mask printed, then its "
+    "softmax row by row, and the diagonal masked by mistake ({mistake:causal_mask.diagonal_masked}); attention "
+    "checked against `F.scaled_dot_product_attention(..., is_causal=True)`; the parameter count before and after "
+    "tying; the same prompt sampled at temperatures 0.5 and 1.5.",
 }
 
 
@@ -219,6 +226,7 @@ AGENDAS: tuple[Agenda, ...] = (
                (Block("12_capstone"),),
                (Block("13_images_from_files"),),
                (Block("14_transfer_learning"),),
+               (Block("15_small_gpt"),),
            )),
 )
 

@@ -53,7 +53,7 @@ from PIL import Image
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from course_utils.glyphs import FONTS, LETTERS, make_image_folder
+from course_utils.glyphs import LETTERS, make_image_folder
 from course_utils.grading import exercises_for, predictions_for, reference
 
 ex = exercises_for("13_images_from_files")

@@ -12,7 +12,8 @@ from course_utils import build, links
 ROOT = Path(__file__).resolve().parent.parent
 COURSE_URL = re.compile(
     r"(?:mybinder\.org/v2/gh/|colab\.research\.google\.com/github/|github\.com/)([\w.-]+/[\w-]+)")
-THIRD_PARTY = {"jupyterhub/nbgitpuller", "srush/Tensor-Puzzles"}  # further reading in lesson 01
+THIRD_PARTY = {"jupyterhub/nbgitpuller", "srush/Tensor-Puzzles",  # further reading in lesson 01
+               "karpathy/nanoGPT"}  # and in lesson 15
 
 
 def _files():

@@ -559,3 +559,44 @@ _q("14_transfer_learning.trainable_after_freeze", "value",
    "Only `fc = Linear(32, 10)` trains: a 10x32 weight and 10 biases, 330 numbers, against about 20,000 "
    "in the backbone. That is why feature extraction can learn from 50 images without memorising them.",
    shows='print("trainable:", sum(p.numel() for p in model.parameters() if p.requires_grad),')
+
+# ---------------------------------------------------------------------- 15 small GPT
+_q("15_small_gpt.embedding_shape", "shape",
+   "What is the shape of `nn.Embedding(95, 16)` applied to a batch of token ids of shape (4, 8)?",
+   "emb = nn.Embedding(95, 16)\nemb(torch.zeros(4, 8, dtype=torch.long)).shape",
+   "An embedding replaces each id by its row of the weight, a vector of `embedding_dim` = 16 numbers, and "
+   "keeps the ids' own shape in front: (4, 8, 16). It is indexing, `emb.weight[ids]`.",
+   shows='print("ids", tuple(ids.shape), "->", tuple(emb(ids).shape))')
+_q("15_small_gpt.float_ids_error", "value",
+   "`nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))` raises. Which of these ids does it accept: a "
+   "`torch.tensor([1, 2])`, b `torch.tensor([1.0, 2.0]).round()`, c `torch.tensor([1.0, 2.0]).int()`, "
+   "d `torch.tensor([1.0, 2.0]).long()`? Answer with the list of letters in order, such as `['c']`.",
+   "def accepted(ids):\n"
+   "    try:\n"
+   "        nn.Embedding(10, 4)(ids)\n"
+   "    except RuntimeError:\n"
+   "        return False\n"
+   "    return True\n"
+   "x = torch.tensor([1.0, 2.0])\n"
+   "candidates = {'a': torch.tensor([1, 2]), 'b': x.round(), 'c': x.int(), 'd': x.long()}\n"
+   "[k for k, ids in candidates.items() if accepted(ids)]",
+   "The indices of an embedding must be integers, `long` (int64, what `torch.tensor([1, 2])` makes) or `int` "
+   "(int32). `round()` gives whole numbers but keeps the float dtype, and it is the dtype that is checked.",
+   shows="nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))")
+_q("15_small_gpt.first_row_weights", "value",
+   "Scores of all zeros `(4, 4)` plus the causal mask, softmax over each row: what is row 0 of the weights, "
+   "rounded to 2 decimals (a list of 4 numbers)?",
+   "mask = torch.zeros(4, 4).masked_fill(~torch.ones(4, 4, dtype=torch.bool).tril(), float('-inf'))\n"
+   "[round(w, 2) for w in torch.softmax(torch.zeros(4, 4) + mask, dim=-1)[0].tolist()]",
+   "Row 0 is the first position: it may attend only to itself (the diagonal), so its one remaining score gets "
+   "all the weight, [1.0, 0.0, 0.0, 0.0]. Row 3 may see all four and spreads 0.25 over each.",
+   shows="print(weights.round(decimals=2))")
+_q("15_small_gpt.tied_param_count", "value",
+   "`emb = nn.Embedding(10, 4)`, `head = nn.Linear(4, 10, bias=False)`, then `head.weight = emb.weight`. How many "
+   "numbers does `sum(p.numel() for p in nn.ModuleList([emb, head]).parameters())` count?",
+   "emb, head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)\n"
+   "head.weight = emb.weight\n"
+   "sum(p.numel() for p in nn.ModuleList([emb, head]).parameters())",
+   "40: both modules hold the same Parameter object, and `parameters()` lists each Parameter once. Untied, "
+   "the two (10, 4) weights would count 80.",
+   shows='print("tied:  ", sum(p.numel() for p in both.parameters()), " same object:", head.weight is emb.weight)')

@@ -1,0 +1,560 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 15 · Sequences and a small GPT
+#
+# A language model reads a sequence of tokens and, at every position, predicts the next one.
+# GPT-2, Llama and their relatives are stacks of the same few parts: an **embedding** that turns
+# token ids into vectors, **causal self-attention** that lets each position look at the ones
+# before it (never after), a **block** that wraps attention and a small MLP in normalisation and
+# residual connections, and a **head** that turns vectors back into one score per token. This
+# lesson builds each part, trains a tiny model on real text in a few seconds on a CPU, and
+# samples from it. It uses what lessons 00-12 taught: tensors, `nn.Module`, the training loop
+# and cross-entropy.
+#
+# You will learn to
+#
+# 1. turn text into token ids with a character-level tokenizer, and ids into vectors with `nn.Embedding`;
+# 2. cut a sequence into inputs and next-token targets;
+# 3. measure a baseline (the bigram model) before training anything bigger;
+# 4. build the causal mask and causal self-attention, and check it against `F.scaled_dot_product_attention`;
+# 5. put attention and an MLP into a pre-norm Transformer block;
+# 6. tie the output head to the embedding, and count what that saves;
+# 7. train a small GPT and sample from it with a temperature and top-k.
+#
+# **Time: about 80 minutes** on your own, the six checked exercises included (about 42 of those minutes). *Run All* alone takes about 48 s on a 2-core CPU.
+
+# %%
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.grading import exercises_for, predictions_for
+from course_utils.lesson_props import l15_small_gpt as course
+
+ex = exercises_for("15_small_gpt")
+quiz = predictions_for("15_small_gpt")  # predict-the-output questions
+_ = torch.manual_seed(0)
+
+# %% [markdown]
+# ## 1. A corpus that ships with the course
+#
+# The text is the docstrings of 53 modules of Python's standard library (`textwrap`, `json`,
+# `argparse`, `pathlib`, ...), extracted once by `tools/make_corpus.py` and shipped as a file,
+# so it is the same offline on every machine. Its first lines say where it comes from and under
+# which licence:
+
+# %%
+print(course.corpus_header())
+text = course.load_corpus()
+print(f"{len(text):,} characters")
+print(text[:300])
+
+# %% [markdown]
+# ## 2. Characters as tokens
+#
+# The simplest tokenizer maps each distinct character to an integer. Take the vocabulary from
+# the **training** split only: the validation text plays the part of text the model has never
+# seen, and a real tokenizer is fixed before it meets new text.
+
+# %%
+n_train = int(0.9 * len(text))
+train_text, val_text = text[:n_train], text[n_train:]
+chars = sorted(set(train_text))
+stoi = {c: i for i, c in enumerate(chars)}
+itos = dict(enumerate(chars))
+vocab_size = len(chars)
+print("vocabulary:", vocab_size, "characters")
+print("in the validation text but not the vocabulary:", sorted(set(val_text) - set(chars)))
+
+
+def encode(s):
+    return torch.tensor([stoi[c] for c in s], dtype=torch.long)
+
+
+def decode(ids):
+    return "".join(itos[int(i)] for i in ids)
+
+
+print(encode("def f(x):"), repr(decode(encode("def f(x):"))))
+
+# %% [markdown]
+# Had a character occurred only in the validation text, `encode` would raise a `KeyError`; real
+# tokenizers keep an "unknown" token for that. Now the whole corpus as two tensors of ids:
+
+# %%
+train_data, val_data = encode(train_text), encode(val_text)
+print("train:", tuple(train_data.shape), train_data.dtype, " validation:", tuple(val_data.shape))
+
+# %% [markdown]
+# An id is a category, not a quantity: character 70 is not "more" than character 35. The model
+# looks each id up in a table of learned vectors, `nn.Embedding(num_embeddings, embedding_dim)`:
+# row `i` of its weight is the vector of token `i`.
+
+# %% [markdown]
+# **Predict the output** (shape): What is the shape of `nn.Embedding(95, 16)` applied to a batch of token ids of shape (4, 8)?
+
+# %% tags=["predict:embedding_shape"]
+quiz.embedding_shape(
+    ### BEGIN PREDICTION
+    (4, 8, 16)
+    ### END PREDICTION
+)
+
+# %%
+emb = nn.Embedding(vocab_size, 16)
+ids = train_data[:32].view(4, 8)
+print("ids", tuple(ids.shape), "->", tuple(emb(ids).shape))
+print("the same as indexing the weight:", torch.equal(emb(ids), emb.weight[ids]))
+
+# %% [markdown]
+# The ids must be integers. Floats, even whole ones, are refused:
+
+# %% [markdown]
+# **Predict the output** (value): `nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))` raises. Which of these ids does it accept: a `torch.tensor([1, 2])`, b `torch.tensor([1.0, 2.0]).round()`, c `torch.tensor([1.0, 2.0]).int()`, d `torch.tensor([1.0, 2.0]).long()`? Answer with the list of letters in order, such as `['c']`.
+
+# %% tags=["predict:float_ids_error"]
+quiz.float_ids_error(
+    ### BEGIN PREDICTION
+    ['a', 'c', 'd']
+    ### END PREDICTION
+)
+
+# %% tags=["raises-exception"]
+nn.Embedding(10, 4)(torch.tensor([1.0, 2.0]))
+
+# %% [markdown]
+# "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long,
+# Int": ids are `long` (or `int`), whatever their values; `encode` makes `torch.long`.
+#
+# Attention by itself does not know the order of its inputs (it mixes a set of vectors). A GPT
+# adds a second embedding, one learned vector per **position** `0 .. block_size - 1`, to each
+# token's vector.
+
+# %%
+block_size = 32
+pos_emb = nn.Embedding(block_size, 16)
+x_in = emb(ids) + pos_emb(torch.arange(ids.shape[1]))  # (4, 8, 16) + (8, 16): broadcast over the batch
+print(tuple(x_in.shape))
+
+# %% [markdown]
+# ## 3. Inputs and targets
+#
+# A sequence of `block_size + 1` characters gives `block_size` training examples at once: at
+# each position the model sees the characters up to there and must predict the next.
+#
+# ### Exercise 1: inputs and targets for next-token training
+#
+# Write `next_token_batch(data, starts, block_size)`: `data` is a 1-D `long` tensor of ids,
+# `starts` a 1-D `long` tensor of `B` start positions (each at most `len(data) - block_size - 1`).
+# Return `(x, y)`, both `(B, block_size)` `long`: row `b` of `x` is the window of `data` that
+# begins at `starts[b]`, and `y[b, t]` is the id the model must predict after reading
+# `x[b, :t + 1]`. Decide which window `y` is.
+
+# %% tags=["answer:next_token_batch"]
+def next_token_batch(data, starts, block_size):
+    """Inputs and next-token targets, (B, block_size) each, from windows of data."""
+    ### BEGIN SOLUTION
+    offsets = torch.arange(block_size)
+    rows = starts[:, None] + offsets  # (B, block_size) positions in data
+    return data[rows], data[rows + 1]
+    ### END SOLUTION
+
+
+# %% tags=["check:next_token_batch"]
+ex.next_token_batch.check(next_token_batch)
+
+# %% [markdown]
+# The course's answer on two windows of the text: each target row is its input row moved one
+# character to the left.
+
+# %%
+x_demo, y_demo = course.next_token_batch(train_data, torch.tensor([0, 1000]), 12)
+for xb, yb in zip(x_demo, y_demo, strict=True):
+    print(repr(decode(xb)), "->", repr(decode(yb)))
+
+# %% [markdown]
+# ## 4. A baseline first: the bigram model
+#
+# Before a Transformer, the simplest language model: predict the next character from the current
+# one alone, by counting which character follows which in the training text. Its validation loss
+# (the mean cross-entropy, in nats) is the number our GPT must beat; the uniform guess,
+# `ln(vocab_size)`, is the number any model must beat.
+
+# %%
+counts = torch.zeros(vocab_size, vocab_size)
+counts.index_put_((train_data[:-1], train_data[1:]), torch.ones(len(train_data) - 1), accumulate=True)
+bigram_probs = (counts + 1) / (counts + 1).sum(dim=1, keepdim=True)  # +1: no zero probabilities
+bigram_val_loss = -bigram_probs[val_data[:-1], val_data[1:]].log().mean().item()
+print(f"uniform guess {math.log(vocab_size):.2f} nats, bigram on validation {bigram_val_loss:.2f} nats")
+
+# %% [markdown]
+# ## 5. Looking only backwards: the causal mask
+#
+# In self-attention every position scores every other (a `(T, T)` matrix of scores), and a
+# softmax over each row turns the scores into weights. During training all `T` positions are
+# predicted at once, so position `t` must not see positions after `t`: they hold the very
+# characters it is asked to predict. An **additive mask** does it: add `0` to the scores that
+# are allowed and `-inf` to the rest; `exp(-inf) = 0` removes them from the softmax.
+#
+# ### Exercise 2: the causal mask
+#
+# Write `causal_mask(T)`: a float32 tensor of shape `(T, T)` to **add** to the scores, whose row
+# `i` (the query at position `i`) lets it attend to key position `j` exactly when it should.
+# Decide which triangle is blocked, what happens on the diagonal, and which values go where.
+
+# %% tags=["answer:causal_mask"]
+def causal_mask(T):
+    """(T, T) float mask to add to attention scores: 0 where a query may look, -inf elsewhere."""
+    ### BEGIN SOLUTION
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()  # key j <= query i
+    return torch.zeros(T, T).masked_fill(~allowed, float("-inf"))
+    ### END SOLUTION
+
+
+# %% tags=["check:causal_mask"]
+ex.causal_mask.check(causal_mask)
+
+# %% [markdown]
+# **Predict the output** (value): Scores of all zeros `(4, 4)` plus the causal mask, softmax over each row: what is row 0 of the weights, rounded to 2 decimals (a list of 4 numbers)?
+
+# %% tags=["predict:first_row_weights"]
+quiz.first_row_weights(
+    ### BEGIN PREDICTION
+    [1.0, 0.0, 0.0, 0.0]
+    ### END PREDICTION
+)
+
+# %%
+weights = torch.softmax(torch.zeros(4, 4) + course.causal_mask(4), dim=-1)
+print(course.causal_mask(4))
+print(weights.round(decimals=2))
+
+# %% [markdown]
+# The first position can only look at itself; the last averages over all four. Had the diagonal
+# been masked too, row 0 would be all `-inf`, and its softmax `0/0`:
+
+# %%
+print(torch.softmax(torch.full((4,), float("-inf")), dim=-1))
+
+# %% [markdown]
+# ## 6. Causal self-attention
+#
+# Each position emits a query `q`, a key `k` and a value `v`. The output at position `i` is a
+# mix of the values, weighted by `softmax(q_i . k_j / sqrt(d))` over the positions `j` it may see.
+#
+# ### Exercise 3: causal attention by hand
+#
+# Write `causal_attention(q, k, v)` for `q`, `k` of shape `(..., T, d)` and `v` of shape
+# `(..., T, dv)` (any leading batch and head dimensions): the output `(..., T, dv)` of
+# scaled dot-product attention in which position `i` attends to positions `0..i`. You may use
+# your `causal_mask`. Do not use `F.scaled_dot_product_attention` (that is the next cell's
+# check). Decide the scale, where the mask acts, and which dimension the softmax normalises.
+
+# %% tags=["answer:causal_attention"]
+def causal_attention(q, k, v):
+    """Causal scaled dot-product attention: (..., T, d), (..., T, d), (..., T, dv) -> (..., T, dv)."""
+    ### BEGIN SOLUTION
+    T, d = q.shape[-2], q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # (..., T, T): one per (query, key)
+    allowed = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+    ### END SOLUTION
+
+
+# %% tags=["check:causal_attention"]
+ex.causal_attention.check(causal_attention)
+
+# %% [markdown]
+# PyTorch's fused kernel computes the same thing, `is_causal=True` standing for our mask (the
+# course's answer here; yours is the same once its check passes):
+
+# %%
+q, k, v = torch.randn(3, 2, 10, 8, generator=torch.Generator().manual_seed(0)).unbind(0)
+ours = course.causal_attention(q, k, v)
+builtin = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+print(tuple(ours.shape), "same as F.scaled_dot_product_attention(..., is_causal=True):",
+      torch.allclose(ours, builtin, atol=1e-6))
+
+# %% [markdown]
+# A model uses several **heads**: `d_model` features are split into `n_head` groups, each
+# attending on its own, and the results are concatenated and mixed by a linear layer.
+
+# %%
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.qkv = nn.Linear(d_model, 3 * d_model)  # queries, keys and values in one matrix product
+        self.proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=-1)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = course.causal_attention(q, k, v)  # (B, n_head, T, C // n_head)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+print(CausalSelfAttention(16, 2)(x_in).shape)
+
+# %% [markdown]
+# ## 7. The pre-norm Transformer block
+#
+# A block is two sublayers: attention (positions exchange information) and an MLP (each
+# position on its own). Each has its own `LayerNorm` and a **residual** connection. The original
+# Transformer (2017) normalised after adding the residual ("post-norm"); GPT-2 and nearly every
+# model since normalise the *input* of each sublayer ("pre-norm"), which keeps a clean path from
+# the first layer to the last and trains without warm-up tricks.
+#
+# ### Exercise 4: the pre-norm block
+#
+# Write `pre_norm_block(x, attn, mlp, ln1, ln2)`: `x` is `(B, T, C)`; `attn` and `mlp` are the
+# two sublayers, `ln1` and `ln2` their `LayerNorm`s (all callables from `(B, T, C)` to
+# `(B, T, C)`). Return the block's output: attention first, then the MLP, pre-norm, each with a
+# residual connection. Decide what is normalised, what is added to what, and which norm goes with
+# which sublayer.
+
+# %% tags=["answer:pre_norm_block"]
+def pre_norm_block(x, attn, mlp, ln1, ln2):
+    """x + attn(ln1(x)), then that plus mlp(ln2(that))."""
+    ### BEGIN SOLUTION
+    x = x + attn(ln1(x))
+    return x + mlp(ln2(x))
+    ### END SOLUTION
+
+
+# %% tags=["check:pre_norm_block"]
+ex.pre_norm_block.check(pre_norm_block)
+
+# %%
+class Block(nn.Module):
+    def __init__(self, d_model, n_head):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_head)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        return course.pre_norm_block(x, self.attn, self.mlp, self.ln1, self.ln2)
+
+
+# %% [markdown]
+# ## 8. Weight tying
+#
+# The embedding maps token `i` to row `i` of a `(vocab_size, d_model)` matrix; the output head,
+# `nn.Linear(d_model, vocab_size, bias=False)`, scores token `i` with row `i` of a weight of the
+# same shape. GPT-2 uses **one** matrix for both (Press & Wolf, 2017): a token's input vector and
+# its output vector are the same, which saves parameters and, on small data, often generalises
+# better.
+#
+# ### Exercise 5: tie the head to the embedding
+#
+# Write `tie_weights(model)`: `model` has an `nn.Embedding` `model.tok_emb` and an `nn.Linear`
+# `model.head` (no bias) of matching sizes. Make them share one weight, so that training updates
+# both and `model.parameters()` lists it once; change nothing else and return nothing.
+
+# %% tags=["answer:tie_weights"]
+def tie_weights(model):
+    """Make model.head use model.tok_emb's weight (one Parameter, shared)."""
+    ### BEGIN SOLUTION
+    model.head.weight = model.tok_emb.weight
+    ### END SOLUTION
+
+
+# %% tags=["check:tie_weights"]
+ex.tie_weights.check(tie_weights)
+
+# %% [markdown]
+# **Predict the output** (value): `emb = nn.Embedding(10, 4)`, `head = nn.Linear(4, 10, bias=False)`, then `head.weight = emb.weight`. How many numbers does `sum(p.numel() for p in nn.ModuleList([emb, head]).parameters())` count?
+
+# %% tags=["predict:tied_param_count"]
+quiz.tied_param_count(
+    ### BEGIN PREDICTION
+    40
+    ### END PREDICTION
+)
+
+# %%
+emb, head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)
+both = nn.ModuleList([emb, head])
+print("untied:", sum(p.numel() for p in both.parameters()))
+head.weight = emb.weight
+print("tied:  ", sum(p.numel() for p in both.parameters()), " same object:", head.weight is emb.weight)
+
+# %% [markdown]
+# ## 9. The model, trained
+#
+# Token and position embeddings, a stack of blocks, a final `LayerNorm` and the tied head. The
+# embeddings start small (standard deviation 0.02, as in GPT-2): with the head tied, large
+# embedding vectors would mean huge first logits and a first loss far above `ln(vocab_size)`.
+
+# %%
+class TinyGPT(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model=32, n_head=2, n_layer=2, tie=True):
+        super().__init__()
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(block_size, d_model)
+        self.blocks = nn.Sequential(*[Block(d_model, n_head) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        nn.init.normal_(self.tok_emb.weight, std=0.02)
+        nn.init.normal_(self.pos_emb.weight, std=0.02)
+        if tie:
+            course.tie_weights(self)
+
+    def forward(self, idx):  # (B, T) ids -> (B, T, vocab_size) logits
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(idx.shape[1], device=idx.device))
+        return self.head(self.ln_f(self.blocks(x)))
+
+
+def count(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+_ = torch.manual_seed(0)
+model = TinyGPT(vocab_size, block_size)
+print(f"tied: {count(model):,} parameters; untied: {count(TinyGPT(vocab_size, block_size, tie=False)):,}")
+
+# %% [markdown]
+# Training is lesson 05's loop. The logits are `(B, T, vocab_size)` and the targets `(B, T)`:
+# flatten both so that `F.cross_entropy` sees `B * T` predictions. The validation loss is measured
+# on the same fixed windows every time.
+
+# %%
+batch_size, num_steps, lr = 32, 500, 5e-3
+g = torch.Generator().manual_seed(0)
+val_x, val_y = course.next_token_batch(val_data, torch.randint(len(val_data) - block_size - 1, (64,), generator=g),
+                                       block_size)
+
+
+def val_loss(model):
+    model.eval()
+    with torch.no_grad():
+        loss = F.cross_entropy(model(val_x).flatten(0, 1), val_y.flatten()).item()
+    model.train()
+    return loss
+
+
+optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+start = time.perf_counter()
+for step in range(num_steps + 1):
+    starts = torch.randint(len(train_data) - block_size - 1, (batch_size,), generator=g)
+    X, y = course.next_token_batch(train_data, starts, block_size)
+    loss = F.cross_entropy(model(X).flatten(0, 1), y.flatten())
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    if step % 250 == 0:
+        print(f"step {step:3d}: train {loss.item():.2f}, validation {val_loss(model):.2f}")
+print(f"bigram baseline on validation: {bigram_val_loss:.2f}")
+
+# %% tags=["nbval-ignore-output"]
+print(f"{num_steps} steps in {time.perf_counter() - start:.1f} s")
+
+# %% [markdown]
+# ## 10. Sampling
+#
+# To generate, feed the model its own output: take the logits at the **last** position, turn them
+# into probabilities, draw one token, append it, repeat. Two knobs shape the draw. The
+# **temperature** divides the logits: below 1 it sharpens the distribution (towards the most likely
+# token), above 1 it flattens it. **Top-k** keeps only the `k` highest logits and gives the rest
+# probability zero, so a rare, silly token can never be drawn.
+#
+# ### Exercise 6: sample the next token
+#
+# Write `sample_next(logits, temperature, top_k, generator)`: `logits` is `(B, V)`; return a
+# `(B,)` `long` tensor, one token id per row, drawn from the distribution the temperature and
+# top-k give (`top_k=None`: all tokens). Draw with `generator` (a `torch.Generator`) so the same
+# seed gives the same text, and leave the global random state alone.
+
+# %% tags=["answer:sample_next"]
+def sample_next(logits, temperature, top_k, generator):
+    """One token id per row of logits (B, V), drawn at the given temperature among the top_k."""
+    ### BEGIN SOLUTION
+    logits = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # the k-th largest of each row
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)
+    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
+    ### END SOLUTION
+
+
+# %% tags=["check:sample_next"]
+ex.sample_next.check(sample_next)
+
+# %% [markdown]
+# Generation with the course's `sample_next`; the context is cut to the last `block_size`
+# characters, as the position table has no more rows. The same seed gives the same text.
+
+# %%
+@torch.no_grad()
+def generate(model, prompt, num_chars, temperature=1.0, top_k=None, seed=0):
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    idx = encode(prompt)[None]
+    for _ in range(num_chars):
+        logits = model(idx[:, -block_size:])[:, -1]  # the scores for the next character
+        idx = torch.cat([idx, course.sample_next(logits, temperature, top_k, gen)[:, None]], dim=1)
+    return decode(idx[0])
+
+
+print(generate(model, "Return the ", 200, temperature=0.8, top_k=10))
+
+# %%
+for temperature in (0.5, 1.5):
+    print(f"--- temperature {temperature}:", repr(generate(model, "Return the ", 80, temperature, top_k=None)))
+
+# %% [markdown]
+# ## Recap
+#
+# - A character tokenizer maps the training text's characters to ids; `nn.Embedding` looks each
+#   (`long`) id up in a table of vectors, and a second table gives each position its vector.
+# - Next-token training: the targets are the inputs shifted one place to the left, so one window of
+#   `block_size + 1` ids gives `block_size` predictions.
+# - Measure a baseline first: counting bigrams gave the number the GPT had to beat.
+# - Causal self-attention: `softmax(q k^T / sqrt(d) + mask) @ v`, the mask `0` on and below the
+#   diagonal and `-inf` above it, added before the softmax; `F.scaled_dot_product_attention(...,
+#   is_causal=True)` is the fused version.
+# - A pre-norm block is `x + attn(ln1(x))` then `x + mlp(ln2(x))`; the head can share the
+#   embedding's weight (one `Parameter`, assigned, not copied).
+# - Sampling: divide the logits by the temperature, keep the top k, softmax, draw with a seeded
+#   `torch.Generator`.
+#
+# Next: scale it up with lesson 10's tools (a GPU, mixed precision, `torch.compile`), or swap the
+# character tokenizer for a subword one (byte-pair encoding).
+
+# %% [markdown]
+# ## Further reading
+#
+# PyTorch documentation:
+# [`nn.Embedding`](https://docs.pytorch.org/docs/stable/generated/torch.nn.Embedding.html),
+# [`F.scaled_dot_product_attention`](https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)
+# (the reference implementation in its docs is this lesson's attention, with dropout and a scale
+# option) and
+# [`nn.TransformerEncoderLayer`](https://docs.pytorch.org/docs/stable/generated/torch.nn.TransformerEncoderLayer.html)
+# (`norm_first=True` is the pre-norm block; with a causal mask it is a GPT block).
+#
+# The best external material:
+#
+# - A. Karpathy, [*Let's build GPT: from scratch, in code, spelled
+#   out*](https://www.youtube.com/watch?v=kCc8FmEb1nY) (video) and
+#   [nanoGPT](https://github.com/karpathy/nanoGPT): the same model on Shakespeare, then GPT-2.
+# - A. Vaswani et al., [*Attention Is All You Need*](https://arxiv.org/abs/1706.03762) (2017): the
+#   Transformer and scaled dot-product attention.
+# - A. Radford et al., [*Language Models are Unsupervised Multitask
+#   Learners*](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf)
+#   (GPT-2, 2019): pre-norm blocks and the tied output layer.
+# - O. Press and L. Wolf, [*Using the Output Embedding to Improve Language
+#   Models*](https://arxiv.org/abs/1608.05859) (2017): why weight tying helps.
