@@ -190,8 +190,12 @@ def serve(lesson: str) -> int:
             elif req["op"] == "probe":
                 from course_utils.grading.spec import Rand
 
-                ex.probes[int(req["index"])](answers[ex.id], Rand(int(req["seed"])))
+                ran = ex.probes[int(req["index"])](answers[ex.id], Rand(int(req["seed"])))
                 reply["passed"] = True
+                if ran is not None:  # plain data for the judge's finish_probe
+                    buf = io.BytesIO()
+                    torch.save(ran, buf)
+                    data = buf.getvalue()
         except BaseException as exc:  # noqa: BLE001 - the answer's failures are information
             reply["raised"] = _exc_info(exc)
             data = b""
@@ -577,15 +581,20 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         return case
 
     def remote_probe(index: int) -> Any:
-        def probe(answer: Any, rand: Any) -> None:
+        def probe(answer: Any, rand: Any) -> Any:
             if answer is not standin:
                 return ex.probes[index](answer, rand)
             try:
-                rep, _ = executor.request({"op": "probe", "exercise": ex.id, "index": index, "seed": rand.seed})
+                rep, data = executor.request({"op": "probe", "exercise": ex.id, "index": index, "seed": rand.seed})
             except ExecutorGone as exc:
                 _raiser(None)(RuntimeError(str(exc)))
             if "raised" in rep:
                 _raise(rep["raised"])
+            if not data:
+                return None
+            ran = _plain(data, _course_data_types(ex))  # for ex.finish_probe, run here by run_check
+            _exact_tensors(ran)
+            return ran
         return probe
 
     cases = None
