@@ -124,17 +124,16 @@ def test_the_judge_never_computes_on_inputs_of_the_answers_choosing():
     assert (v["status"], v["mistake"]) == ("incorrect", "mutated_input"), v
 
 
-def test_a_learners_checkpoint_is_refused_unread_where_it_would_unpack_larger():
+def test_a_learners_file_is_refused_unread_where_it_would_unpack_larger():
     """save_checkpoint's judge half (``finish_save``) loads the bytes the learner's save wrote with
-    the reference loader, outside the sandbox: a deflated archive is refused before torch.load."""
-    from course_utils.exercises.l09_persistence import _kit
+    the reference loader, outside the sandbox: bytes in a reply that are a zip archive with
+    compressed entries are refused before any finish sees them."""
     from course_utils.grading.guard import unpacks_larger
 
     honest = _saved({"model": {"w": torch.zeros(4 * 1024**2)}, "epoch": 1})
     assert not unpacks_larger(honest) and not unpacks_larger(_saved({"a": 1}, _use_new_zipfile_serialization=False))
     assert unpacks_larger(_deflated(honest))
-    ex = registry.get("09_persistence.save_checkpoint")
-    case = ex.edge_cases[0]
+    assert judge._plain(_saved({"out": {"checkpoint": honest, "uninterrupted": []}}))["out"]["checkpoint"] == honest
     with pytest.raises(Incorrect) as err:
-        _kit.finish_save({"checkpoint": _deflated(honest), "uninterrupted": []}, case)
-    assert err.value.mistake == "unloadable_checkpoint" and "compressed" in str(err.value.facts), err.value
+        judge._plain(_saved({"out": {"checkpoint": _deflated(honest), "uninterrupted": []}}))
+    assert err.value.mistake == "not_plain_value" and "compressed" in str(err.value.message)

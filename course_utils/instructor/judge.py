@@ -414,6 +414,7 @@ def _too_big(obj: Any) -> bool:
 def _plain(data: bytes, allowed: list | None = None) -> Any:
     import torch
 
+    from course_utils.grading.guard import unpacks_larger
     from course_utils.grading.spec import Incorrect
 
     if not _stored_archive(data):
@@ -430,7 +431,20 @@ def _plain(data: bytes, allowed: list | None = None) -> Any:
         raise Incorrect("not_plain_value", "Your answer returned data too large or too deeply nested to grade "
                                            f"(over {MAX_ITEMS:,} items, {MAX_DEPTH} levels of nesting or "
                                            f"{MAX_REPLY // 1024**2} MB of tensor elements).")
+    if any(unpacks_larger(b) for b in _bytes(got)):  # a file's bytes that a finish may torch.load here
+        raise Incorrect("not_plain_value", "Your answer wrote a file whose archive has compressed entries, which "
+                                           "`torch.save` never writes; grading does not unpack it.")
     return got
+
+
+def _bytes(obj: Any) -> list[bytes]:
+    if isinstance(obj, bytes):
+        return [obj]
+    if isinstance(obj, dict):
+        return [b for o in obj.values() for b in _bytes(o)]
+    if isinstance(obj, (list, tuple)):
+        return [b for o in obj for b in _bytes(o)]
+    return []
 
 
 def _exact_tensors(obj: Any) -> None:

@@ -19,7 +19,6 @@ from torch.nn.utils import skip_init
 from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.grading import Case, Compare, Incorrect, Rand, answer_grad_mode
-from course_utils.grading.guard import unpacks_larger
 from course_utils.lesson_props.l09_persistence import payload_runs, reset_payload_runs
 
 from .._references import l09_persistence as _references
@@ -271,9 +270,6 @@ def finish_save(data: Any, case: Case) -> list[torch.Tensor]:
     """The learner's file, loaded by the reference loader in the restarted run."""
     if not isinstance(data, dict) or not isinstance(data.get("checkpoint"), bytes):
         raise _unreadable()
-    if unpacks_larger(data["checkpoint"]):  # read here, by the judge, outside the sandbox
-        raise Incorrect("unloadable_checkpoint", error="its archive has compressed entries, which `torch.save` "
-                                                       "never writes: save with `torch.save`")
     kw = case.kwargs
     snapshot = _reference_original(case)[0]
     with tempfile.TemporaryDirectory(prefix="course-grader-") as tmp:
