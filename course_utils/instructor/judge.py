@@ -17,8 +17,11 @@ So whatever the answer does when it runs (patch torch, the grading package, ``bu
 trace, write to any file descriptor, return a lying ``Tensor`` subclass, kill itself) happens
 in the executor, which holds neither a verdict nor a reference to copy. The answer can only
 choose what it returns, which is what is being graded. (What the executor reports for a
-behaviour test, "passed" or a named mistake, is the one thing taken on its word; a forged
-"passed" still needs outputs that match the hidden references on every random case.)
+behaviour test, "passed" or a named mistake, is the one thing taken on its word: the answer can
+rewrite a probe that runs next to it. A forged "passed" still needs outputs that match the hidden
+references on every random case; a probe whose verdict decides whether the exercise is solved
+returns plain data for ``Exercise.finish_probe``, judged here. Every reply costs this process no
+more than its size: see :func:`_plain`.)
 
 No reference is ever in the executor (issue 23). An exercise whose check needs the reference
 while it handles the answer's results splits its ``run`` (``Exercise.finish``): the executor runs
