@@ -153,3 +153,74 @@ def test_the_executor_holds_no_reference_and_trusts_no_file_name():
 
     for name in ("RUN_NEEDS_REFERENCE", "_install_guard", "_from_course", "_GUARDS", "_reference_source"):
         assert not hasattr(judge, name), name
+
+
+# ----------------------------------------------------------------------------- rewritten probes
+# A probe ``probe(answer, rand)`` needs the answer, so the grader runs it in the executor, in the
+# answer's process, and takes its "passed" on the executor's word: an answer can rewrite it there
+# (``probe.__code__ = ...``) before it runs. Where a probe adds a rule on top of cases whose values
+# the judge compared with the hidden reference's, that bypasses the rule; where the probe *is* the
+# check (the capstone's held-out accuracy), a stub that trains nothing was scored correct (hostile
+# review). The held-out accuracy is now judged in the judge (``Exercise.finish_probe``), on the
+# predictions the probe returns.
+
+REWRITE_PROBES = '''
+def _rewrite_probes():
+    import sys
+    for name, m in list(sys.modules.items()):
+        if name.startswith("course_utils.exercises.") and m is not None:
+            for f in list(vars(m).values()):
+                if callable(f) and getattr(f, "__name__", "") in ("_no_loops", "_heldout_probe"):
+                    f.__code__ = (lambda answer, r: None).__code__
+'''
+
+PROBE_ATTACKS = {
+    # a stub that trains nothing and predicts class 0 for every image
+    "capstone_stub": ("12_capstone", "DigitClassifier", REWRITE_PROBES + '''
+import torch
+class DigitClassifier:
+    def __init__(self):
+        self.model = None
+    def fit(self, X, y):
+        _rewrite_probes()
+        self.model = torch.nn.Linear(64, 10)
+        return self
+    def predict(self, X):
+        return torch.zeros(len(X), dtype=torch.int64)
+'''),
+    # right values, computed with the Python loops the exercise forbids
+    "loops": ("01_tensors", "pairwise_distances", REWRITE_PROBES + '''
+import torch
+def pairwise_distances(a, b):
+    _rewrite_probes()
+    out = torch.zeros(len(a), len(b), dtype=a.dtype)
+    for i in range(len(a)):
+        for j in range(len(b)):
+            out[i, j] = torch.sqrt(((a[i] - b[j]) ** 2).sum())
+    return out
+'''),
+}
+
+
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory):
+    subs = tmp_path_factory.mktemp("probes")
+    for student, (lesson, name, source) in PROBE_ATTACKS.items():
+        (subs / student).mkdir()
+        nbformat.write(_notebook(lesson, [(name, source)]), subs / student / f"{lesson}.ipynb")
+    reports = grade.grade([subs], workers=2, timeout=120)
+    return {(rep.student, row.exercise.split(".")[1]): row for rep in reports for row in rep.rows}
+
+
+def test_a_stub_that_rewrites_the_capstones_held_out_probe_is_not_correct(rewritten):
+    row = rewritten[("capstone_stub", "DigitClassifier")]
+    # the rewritten probe returns nothing for the judge to score (one that returned its stub's
+    # predictions would be at_chance): incorrect either way
+    assert (row.status, row.mistake) == ("incorrect", "returned_none"), row
+
+
+@pytest.mark.xfail(strict=True, reason="open hole: a probe that inspects the answer's code (no Python loops, "
+                                       "01 pairwise_distances) runs next to the answer, which rewrites it; "
+                                       "the values were still compared with the reference's in the judge")
+def test_an_answer_that_rewrites_a_rule_probe_is_not_correct(rewritten):
+    assert rewritten[("loops", "pairwise_distances")].status != "correct"

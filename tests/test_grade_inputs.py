@@ -264,6 +264,14 @@ def test_a_newline_in_a_file_name_prints_no_fake_line_and_hidden_folders_are_nam
     assert "skipped" in out and ".carol" in out
 
 
+def test_bidirectional_controls_in_a_name_are_escaped():
+    """A student folder `mallory\\u202e` showed what followed it reversed (hostile review)."""
+    from course_utils.instructor.grade_report import shown
+
+    assert shown("mallory\u202e8/8 \u2066x\u2069\u200f") == "mallory\\u202e8/8 \\u2066x\\u2069\\u200f"
+    assert shown("Zoë_李") == "Zoë_李"
+
+
 # ----------------------------------------------------------------------------- the LMS export
 
 

@@ -280,6 +280,16 @@ def test_int_expected_rejects_float_and_bool():
     assert compare(3, 3.0) is None  # an int where a float is expected is fine
 
 
+def test_ints_compare_exactly_however_large():
+    """A count off by one is wrong at any size (the float rule's rel_tol=1e-5 passed 100001 for
+    100000), and no tolerance a Compare sets for floats loosens it."""
+    assert compare(100_001, 100_000).mistake == "wrong_values"
+    assert compare(2**60 + 1, 2**60).mistake == "wrong_values"
+    assert compare(7, 6, Compare(atol=2)).mistake == "wrong_values"
+    assert compare([2**53 + 1], [2**53]).mistake == "wrong_values"
+    assert compare(2**60, 2**60) is None
+
+
 def test_dtype_free_comparison_uses_promoted_dtype():
     cmp = Compare(dtype=False)
     assert compare(torch.tensor([1, 2]), torch.tensor([1.4, 2.0]), cmp).mistake == "wrong_values"

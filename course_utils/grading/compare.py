@@ -260,6 +260,11 @@ def compare(got: Any, expected: Any, cmp: Compare | None = None, path: str = "Yo
         if bool(got) != expected:
             return Problem("wrong_values", f"{path} is {bool(got)} but should be {expected}.")
         return None
+    if isinstance(expected, int) and isinstance(got, int):
+        # counts, sizes, indices: exact (as integer tensors are); float(2**53 + 1) == float(2**53)
+        if got != expected:
+            return Problem("wrong_values", f"{path} ({got!r}) is not the expected number.")
+        return None
     if isinstance(expected, (int, float)):
         rtol = cmp.rtol if cmp.rtol is not None else 1e-5
         atol = cmp.atol if cmp.atol is not None else 1e-8

@@ -493,3 +493,22 @@ def _watchdog_limit(state: _Deadline) -> Iterator[None]:
             _drain_pending_timeout()
     if state.fired:
         raise CheckTimeout()
+
+
+def unpacks_larger(data: bytes) -> bool:
+    """``data`` is a zip archive (``torch.save``'s format) that unpacks to more than its own size:
+    a compressed entry (``torch.load`` reads deflated entries: ~1000x for zeros) or sizes that do
+    not add up. ``torch.save`` never compresses; code that loads bytes a learner chose outside the
+    sandbox (the instructor's judge) refuses these unread. Not a zip archive: ``False``."""
+    import io
+    import zipfile
+
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        return False
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            infos = z.infolist()
+    except Exception:  # noqa: BLE001 - a broken archive: not read either
+        return True
+    return not (all(i.compress_type == zipfile.ZIP_STORED and i.file_size == i.compress_size for i in infos)
+                and sum(i.file_size for i in infos) <= len(data))

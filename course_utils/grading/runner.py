@@ -448,7 +448,9 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
                 for j, probe in enumerate(ex.probes):
                     torch.set_grad_enabled(True)
                     current = f"In a behaviour test (seed {seed})."
-                    probe(answer, Rand(core_seeds(ex, 1)[0] + 10_000 + j))
+                    ran = probe(answer, Rand(core_seeds(ex, 1)[0] + 10_000 + j))
+                    if ex.finish_probe is not None:
+                        ex.finish_probe(j, ran)
                     n_cases += 1
         except _NotAttempted:
             return _not_attempted(ex)

@@ -183,7 +183,13 @@ class Exercise:
         compare: settings for the output comparison.
         mistakes: named known mistakes (see :class:`Mistake`).
         probes: extra behavioural tests ``probe(answer, rand)`` that raise
-            :class:`Incorrect`; they run after all cases passed.
+            :class:`Incorrect`; they run after all cases passed. A probe may return plain data
+            for ``finish_probe``.
+        finish_probe: ``finish_probe(j, ran)`` judges what probe ``j`` returned, as ``finish``
+            does for ``run``: plain data, never the answer. In the instructor's grader a probe
+            runs in the sandbox with the answer, where the answer can rewrite it (its "passed"
+            is the answer's word); a verdict that decides whether the exercise is solved (the
+            capstone's held-out accuracy) belongs here, in the judge.
         hints: increasingly specific hints.
         timeout: seconds the learner's code may run during one check, all cases together.
         solution: source shown by ``solution()``; defaults to the reference's source.
@@ -220,7 +226,8 @@ class Exercise:
     supply: Callable[[Case], Any] | None = None
     compare: Compare = field(default_factory=Compare)
     mistakes: Sequence[Mistake] = ()
-    probes: Sequence[Callable[[Any, Rand], None]] = ()
+    probes: Sequence[Callable[[Any, Rand], Any]] = ()
+    finish_probe: Callable[[int, Any], None] | None = None
     hints: Sequence[str] = ()
     timeout: float = 3.0
     solution: str | None = None

@@ -20,9 +20,11 @@ COLUMNS = ("student", "notebook", "exercise", "status", "mistake", "points", "ma
 
 def shown(path: str | os.PathLike[str]) -> str:
     """A file name as text on one line: undecodable bytes and control characters (a newline in a
-    name) escaped (``\\xe9``, ``\\n``), never an exception."""
+    name; the bidirectional controls that show ``alice\\u202e`` followed by text reversed, in a
+    terminal or a spreadsheet) escaped (``\\xe9``, ``\\n``, ``\\u202e``), never an exception."""
     text = os.fsencode(path).decode("utf-8", "backslashreplace")
-    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return re.sub(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]",
+                  lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def clean(text: Any, n: int = 600) -> str:

@@ -17,8 +17,11 @@ So whatever the answer does when it runs (patch torch, the grading package, ``bu
 trace, write to any file descriptor, return a lying ``Tensor`` subclass, kill itself) happens
 in the executor, which holds neither a verdict nor a reference to copy. The answer can only
 choose what it returns, which is what is being graded. (What the executor reports for a
-behaviour test, "passed" or a named mistake, is the one thing taken on its word; a forged
-"passed" still needs outputs that match the hidden references on every random case.)
+behaviour test, "passed" or a named mistake, is the one thing taken on its word: the answer can
+rewrite a probe that runs next to it. A forged "passed" still needs outputs that match the hidden
+references on every random case; a probe whose verdict decides whether the exercise is solved
+returns plain data for ``Exercise.finish_probe``, judged here. Every reply costs this process no
+more than its size: see :func:`_plain`.)
 
 No reference is ever in the executor (issue 23). An exercise whose check needs the reference
 while it handles the answer's results splits its ``run`` (``Exercise.finish``): the executor runs
@@ -45,6 +48,8 @@ from typing import Any
 from .frames import FrameError, read_frame, write_frame
 
 MAX_REPLY = 256 * 1024**2
+MAX_ITEMS = 1_000_000  # containers and items in one reply, as the judge's walks reach them
+MAX_DEPTH = 200  # nesting of one reply
 JAC_LIMIT = 4096  # output elements whose Jacobian the executor computes for gradient checks
 
 
@@ -188,8 +193,12 @@ def serve(lesson: str) -> int:
             elif req["op"] == "probe":
                 from course_utils.grading.spec import Rand
 
-                ex.probes[int(req["index"])](answers[ex.id], Rand(int(req["seed"])))
+                ran = ex.probes[int(req["index"])](answers[ex.id], Rand(int(req["seed"])))
                 reply["passed"] = True
+                if ran is not None:  # plain data for the judge's finish_probe
+                    buf = io.BytesIO()
+                    torch.save(ran, buf)
+                    data = buf.getvalue()
         except BaseException as exc:  # noqa: BLE001 - the answer's failures are information
             reply["raised"] = _exc_info(exc)
             data = b""
@@ -362,18 +371,83 @@ def _attach(out: Any, jac: list | None, inputs: list) -> Any:
     return _substitute(out, replaced) if not isinstance(out, torch.Tensor) else replaced[0]
 
 
+def _stored_archive(data: bytes) -> bool:
+    """``data`` is a ``torch.save`` zip archive whose entries are stored, not compressed: what it
+    unpacks to is no larger than itself. (A deflated entry unpacks ~1000x: a 256 MB reply would
+    be 256 GB in this process, which runs outside any sandbox; the legacy, non-zip format
+    allocates the sizes it declares before reading them.)"""
+    import zipfile
+
+    from course_utils.grading.guard import unpacks_larger
+
+    return zipfile.is_zipfile(io.BytesIO(data)) and not unpacks_larger(data)
+
+
+def _too_big(obj: Any) -> bool:
+    """More than :data:`MAX_ITEMS` containers and items to walk (shared sub-lists counted each
+    time they are reached: the judge's own walks reach them that often), nesting deeper than
+    :data:`MAX_DEPTH`, or tensors whose elements (a zero-stride view counts every element it
+    shows) take more than :data:`MAX_REPLY` bytes."""
+    import torch
+
+    stack: list[tuple[Any, int]] = [(obj, 0)]
+    reached, nbytes = 1, 0
+    while stack:
+        o, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(o, torch.Tensor):
+            nbytes += o.numel() * o.element_size()
+            if nbytes > MAX_REPLY:
+                return True
+            continue
+        if isinstance(o, dict):
+            items: Any = [x for kv in o.items() for x in kv]
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            items = o
+        else:
+            continue
+        reached += len(items)
+        if reached > MAX_ITEMS:
+            return True
+        stack.extend((x, depth + 1) for x in items)
+    return False
+
+
 def _plain(data: bytes, allowed: list | None = None) -> Any:
     import torch
 
+    from course_utils.grading.guard import unpacks_larger
     from course_utils.grading.spec import Incorrect
 
+    if not _stored_archive(data):
+        raise Incorrect("not_plain_value", "The process running your answer sent back something that is not a "
+                                           "plain torch.save archive, which grading does not accept.")
     try:
         with torch.serialization.safe_globals(list(allowed or [])):
-            return torch.load(io.BytesIO(data), weights_only=True)
+            got = torch.load(io.BytesIO(data), weights_only=True)
     except Exception as exc:  # noqa: BLE001 - Tensor subclasses, arbitrary objects...
         raise Incorrect("not_plain_value", "Your answer returned something other than plain tensors and "
                                            "Python values (a Tensor subclass or a custom object, say), which "
                                            "grading does not accept.") from exc
+    if _too_big(got):
+        raise Incorrect("not_plain_value", "Your answer returned data too large or too deeply nested to grade "
+                                           f"(over {MAX_ITEMS:,} items, {MAX_DEPTH} levels of nesting or "
+                                           f"{MAX_REPLY // 1024**2} MB of tensor elements).")
+    if any(unpacks_larger(b) for b in _bytes(got)):  # a file's bytes that a finish may torch.load here
+        raise Incorrect("not_plain_value", "Your answer wrote a file whose archive has compressed entries, which "
+                                           "`torch.save` never writes; grading does not unpack it.")
+    return got
+
+
+def _bytes(obj: Any) -> list[bytes]:
+    if isinstance(obj, bytes):
+        return [obj]
+    if isinstance(obj, dict):
+        return [b for o in obj.values() for b in _bytes(o)]
+    if isinstance(obj, (list, tuple)):
+        return [b for o in obj for b in _bytes(o)]
+    return []
 
 
 def _exact_tensors(obj: Any) -> None:
@@ -385,6 +459,22 @@ def _exact_tensors(obj: Any) -> None:
         if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
             raise Incorrect("not_plain_value",
                             "Your answer returned a Tensor subclass; grading accepts plain tensors only.")
+
+
+def _same_inputs(before: list, after: list) -> None:
+    """The case's tensors as the answer left them keep their type, shape and dtype: the judge's
+    own code (``finish``, the side-effect check) goes on with them, and must not compute on
+    inputs of the answer's choosing (a zero-stride view of 10^12 elements, say)."""
+    import torch
+
+    from course_utils.grading.spec import Incorrect
+
+    for old, new in zip(before, after):
+        if not isinstance(new, torch.Tensor) or type(new) is not type(old) or new.shape != old.shape \
+                or new.dtype != old.dtype:
+            raise Incorrect("mutated_input", "Your code changed the shape, dtype or type of an input tensor in "
+                                             "place (`resize_`, `set_`, `.data = ...`). Compute new values and "
+                                             "leave the input as it was.")
 
 
 def _standin(kind: dict[str, Any]) -> Any:
@@ -491,6 +581,7 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         out, tensors = got["out"], got.get("tensors")
         _exact_tensors(out)
         if isinstance(tensors, list) and len(tensors) == len(_tensors(case.args)) + len(_tensors(case.kwargs)):
+            _same_inputs(_tensors(case.args) + _tensors(case.kwargs), tensors)
             n_args = len(_tensors(case.args))
             case.args = _substitute(case.args, list(tensors[:n_args]))
             case.kwargs = _substitute(case.kwargs, list(tensors[n_args:]))
@@ -503,15 +594,20 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         return case
 
     def remote_probe(index: int) -> Any:
-        def probe(answer: Any, rand: Any) -> None:
+        def probe(answer: Any, rand: Any) -> Any:
             if answer is not standin:
                 return ex.probes[index](answer, rand)
             try:
-                rep, _ = executor.request({"op": "probe", "exercise": ex.id, "index": index, "seed": rand.seed})
+                rep, data = executor.request({"op": "probe", "exercise": ex.id, "index": index, "seed": rand.seed})
             except ExecutorGone as exc:
                 _raiser(None)(RuntimeError(str(exc)))
             if "raised" in rep:
                 _raise(rep["raised"])
+            if not data:
+                return None
+            ran = _plain(data, _course_data_types(ex))  # for ex.finish_probe, run here by run_check
+            _exact_tensors(ran)
+            return ran
         return probe
 
     cases = None

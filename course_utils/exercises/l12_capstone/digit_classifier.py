@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import time
 import types
+from typing import Any
 
 import torch
 from torch import nn
@@ -129,6 +130,20 @@ def _heldout_probe(answer, r: Rand) -> None:
     if not any(id(p) in first_seen and not torch.equal(first_seen[id(p)], p.detach()) for p in params):
         raise Incorrect("not_trained")
     check_deterministic_network(clf, model, X, held, preds, seed=HELD_OUT_SEED)
+    return {"preds": preds, "seconds": float(seconds)}
+
+
+def _heldout_verdict(j: int, ran: Any) -> None:
+    """The held-out accuracy of the predictions ``_heldout_probe`` returned, judged where the
+    answer cannot reach (``Exercise.finish_probe``: in the instructor's grader the probe runs
+    next to the answer, which can rewrite it; a stub whose ``fit`` did so was scored correct)."""
+    r = Rand(HELD_OUT_SEED)
+    _, y_true = _digits()
+    held = torch.randperm(len(y_true), generator=r.torch)[:N_HELD_OUT]
+    y = _derangement(10, r)[y_true]
+    if not isinstance(ran, dict) or not isinstance(ran.get("seconds"), float):
+        raise Incorrect("returned_none")  # (only a rewritten probe returns anything else)
+    preds, seconds = check_predictions(ran.get("preds"), N_HELD_OUT), ran["seconds"]
     accuracy = float((preds == y[held]).double().mean())
     if accuracy >= TARGET_ACCURACY:
         return
@@ -150,7 +165,7 @@ register(Exercise(
     title=f"A digit classifier with ≥ {TARGET_ACCURACY:.0%} held-out accuracy within {TIME_BUDGET_S:g} s of CPU time",
     reference=DigitClassifier, kind="any", run=_interface_run,
     edge_cases=[Case(kwargs=dict(n_train=40, n_query=10), label="fit on 40 images, then predict 10")],
-    probes=[_heldout_probe],
+    probes=[_heldout_probe], finish_probe=_heldout_verdict,
     # "train a new network from scratch": building layers initialises their weights from torch's
     # global RNG (and a seeded fit calls torch.manual_seed), so a right answer draws from it
     uses_global_rng=True,
