@@ -108,13 +108,13 @@ LESSONS: dict[str, Lesson] = {
     "12_capstone": Lesson("capstone", 16.0, reading=20.5, examples=15.0, predictions=4, exercises={
         "split_loaders": 10, "fit_with_early_stopping": 12, "confusion_matrix": 8, "resume_training": 12,
         "onnx_parity": 8, "train_and_score": 10, "DigitClassifier": 45}),
-    "13_images_from_files": Lesson("images from files", 80.4, reading=22.0, examples=15.0, predictions=4, exercises={
+    "13_images_from_files": Lesson("images from files", 28.2, reading=22.0, examples=15.0, predictions=4, exercises={
         "GlyphFiles": 10, "split_by_font": 8, "train_stats": 8, "make_transform": 6, "make_augment": 7}),
-    "14_transfer_learning": Lesson("residual networks and transfer learning", 20.0, reading=18.0, examples=15.0,
+    "14_transfer_learning": Lesson("residual networks and transfer learning", 24.1, reading=18.0, examples=15.0,
                                    predictions=3, exercises={
         "ResidualBlock": 10, "global_avg_pool": 5, "preprocess": 6, "replace_head": 7, "freeze_all_but_fc": 9,
         "finetune_param_groups": 8}),
-    "15_small_gpt": Lesson("sequences and a small GPT", 47.7, reading=17.9, examples=18.0, predictions=4, exercises={
+    "15_small_gpt": Lesson("sequences and a small GPT", 24.2, reading=17.9, examples=18.0, predictions=4, exercises={
         "next_token_batch": 7, "causal_mask": 6, "causal_attention": 8, "pre_norm_block": 6, "tie_weights": 6,
         "sample_next": 9}),
 }

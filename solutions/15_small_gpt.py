@@ -28,7 +28,7 @@
 # 6. tie the output head to the embedding, and count what that saves;
 # 7. train a small GPT and sample from it with a temperature and top-k.
 #
-# **Time: about 80 minutes** on your own, the six checked exercises included (about 42 of those minutes). *Run All* alone takes about 48 s on a 2-core CPU.
+# **Time: about 80 minutes** on your own, the six checked exercises included (about 42 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
 
 # %%
 import math
