@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.grading import exercises_for, predictions_for
+from course_utils.grading import exercises_for, predictions_for, reference
 from course_utils.lesson_props import l15_small_gpt as course
 
 ex = exercises_for("15_small_gpt")
@@ -178,7 +178,7 @@ ex.next_token_batch.check(next_token_batch)
 # character to the left.
 
 # %%
-x_demo, y_demo = course.next_token_batch(train_data, torch.tensor([0, 1000]), 12)
+x_demo, y_demo = reference("15_small_gpt.next_token_batch")(train_data, torch.tensor([0, 1000]), 12)
 for xb, yb in zip(x_demo, y_demo, strict=True):
     print(repr(decode(xb)), "->", repr(decode(yb)))
 
@@ -235,8 +235,8 @@ quiz.first_row_weights(
 )
 
 # %%
-weights = torch.softmax(torch.zeros(4, 4) + course.causal_mask(4), dim=-1)
-print(course.causal_mask(4))
+weights = torch.softmax(torch.zeros(4, 4) + reference("15_small_gpt.causal_mask")(4), dim=-1)
+print(reference("15_small_gpt.causal_mask")(4))
 print(weights.round(decimals=2))
 
 # %% [markdown]
@@ -281,7 +281,7 @@ ex.causal_attention.check(causal_attention)
 
 # %%
 q, k, v = torch.randn(3, 2, 10, 8, generator=torch.Generator().manual_seed(0)).unbind(0)
-ours = course.causal_attention(q, k, v)
+ours = reference("15_small_gpt.causal_attention")(q, k, v)
 builtin = F.scaled_dot_product_attention(q, k, v, is_causal=True)
 print(tuple(ours.shape), "same as F.scaled_dot_product_attention(..., is_causal=True):",
       torch.allclose(ours, builtin, atol=1e-6))
@@ -302,7 +302,7 @@ class CausalSelfAttention(nn.Module):
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=-1)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = course.causal_attention(q, k, v)  # (B, n_head, T, C // n_head)
+        y = reference("15_small_gpt.causal_attention")(q, k, v)  # (B, n_head, T, C // n_head)
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
 
 
@@ -346,7 +346,7 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
 
     def forward(self, x):
-        return course.pre_norm_block(x, self.attn, self.mlp, self.ln1, self.ln2)
+        return reference("15_small_gpt.pre_norm_block")(x, self.attn, self.mlp, self.ln1, self.ln2)
 
 
 # %% [markdown]
@@ -411,7 +411,7 @@ class TinyGPT(nn.Module):
         nn.init.normal_(self.tok_emb.weight, std=0.02)
         nn.init.normal_(self.pos_emb.weight, std=0.02)
         if tie:
-            course.tie_weights(self)
+            reference("15_small_gpt.tie_weights")(self)
 
     def forward(self, idx):  # (B, T) ids -> (B, T, vocab_size) logits
         x = self.tok_emb(idx) + self.pos_emb(torch.arange(idx.shape[1], device=idx.device))
@@ -434,7 +434,7 @@ print(f"tied: {count(model):,} parameters; untied: {count(TinyGPT(vocab_size, bl
 # %%
 batch_size, num_steps, lr = 32, 500, 5e-3
 g = torch.Generator().manual_seed(0)
-val_x, val_y = course.next_token_batch(val_data, torch.randint(len(val_data) - block_size - 1, (64,), generator=g),
+val_x, val_y = reference("15_small_gpt.next_token_batch")(val_data, torch.randint(len(val_data) - block_size - 1, (64,), generator=g),
                                        block_size)
 
 
@@ -450,7 +450,7 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
 start = time.perf_counter()
 for step in range(num_steps + 1):
     starts = torch.randint(len(train_data) - block_size - 1, (batch_size,), generator=g)
-    X, y = course.next_token_batch(train_data, starts, block_size)
+    X, y = reference("15_small_gpt.next_token_batch")(train_data, starts, block_size)
     loss = F.cross_entropy(model(X).flatten(0, 1), y.flatten())
     optimizer.zero_grad()
     loss.backward()
@@ -506,7 +506,7 @@ def generate(model, prompt, num_chars, temperature=1.0, top_k=None, seed=0):
     idx = encode(prompt)[None]
     for _ in range(num_chars):
         logits = model(idx[:, -block_size:])[:, -1]  # the scores for the next character
-        idx = torch.cat([idx, course.sample_next(logits, temperature, top_k, gen)[:, None]], dim=1)
+        idx = torch.cat([idx, reference("15_small_gpt.sample_next")(logits, temperature, top_k, gen)[:, None]], dim=1)
     return decode(idx[0])
 
 

@@ -82,7 +82,7 @@ def test_the_course_attention_is_the_fused_kernel():
     g = torch.Generator().manual_seed(1)
     for shape in [(1, 5, 4), (2, 3, 7, 8), (3, 1, 6)]:
         q, k, v = (torch.randn(*shape, generator=g) for _ in range(3))
-        torch.testing.assert_close(prop.causal_attention(q, k, v),
+        torch.testing.assert_close(REF.causal_attention(q, k, v),
                                    F.scaled_dot_product_attention(q, k, v, is_causal=True))
 
 
@@ -90,14 +90,14 @@ def test_the_course_mask_is_what_is_causal_means():
     for T in range(1, 9):
         allowed = torch.ones(T, T, dtype=torch.bool).tril()
         q = torch.randn(1, T, 4)
-        with_mask = F.scaled_dot_product_attention(q, q, q, attn_mask=prop.causal_mask(T))
+        with_mask = F.scaled_dot_product_attention(q, q, q, attn_mask=REF.causal_mask(T))
         torch.testing.assert_close(with_mask, F.scaled_dot_product_attention(q, q, q, attn_mask=allowed))
 
 
 def test_tying_shares_one_parameter_and_one_step_moves_both():
     model = nn.Module()
     model.tok_emb, model.head = nn.Embedding(7, 3), nn.Linear(3, 7, bias=False)
-    prop.tie_weights(model)
+    REF.tie_weights(model)
     assert sum(p.numel() for p in model.parameters()) == 21
     assert model.head.weight is model.tok_emb.weight
 

@@ -28,6 +28,11 @@ KNOWN: dict[tuple[str, str], str] = {
     ("06_losses_optimizers", "alpha"): "a spelling of the reference (add_(..., alpha=))",
     ("07_debugging", "recurse"): "parameters(recurse=False): one way among several",
     ("12_capstone", "accumulate"): "the capstone is open: the reference's own choice",
+    ("13_images_from_files", "encoding"): "open(csv, encoding=) in GlyphFiles: plain Python, one way among several",
+    ("13_images_from_files", "num_output_channels"): "v2.Grayscale's argument: the lesson names the transform",
+    ("13_images_from_files", "degrees"): "RandomAffine's argument: the exercise lists the transforms to choose from",
+    ("13_images_from_files", "translate"): "RandomAffine's argument: the exercise lists the transforms to choose from",
+    ("15_small_gpt", "num_samples"): "torch.multinomial's argument: the exercise names the function",
 }
 
 

@@ -165,7 +165,7 @@ STALE = [
     ("| 6:20–6:30 | **07 saving** (tour) + wrap-up |", "'**07 saving**' is lesson 07"),
     ("07, 08 (convolutions) and 09 (capstone) as homework", "'09 (capstone)' gives lesson 09 the title of 12_capstone"),
     ("the capstone is lesson 19.", "names lesson 19, which does not exist"),
-    ("see lessons 04, 05 and 14", "names lesson 14"),
+    ("see lessons 04, 05 and 19", "names lesson 19"),
     ("open `notebooks/06_gpu_amp.ipynb`", "'06_gpu_amp' is not a lesson"),
     ("lesson 07 saving and exporting", "gives lesson 07 the title of 09_persistence"),
 ]

@@ -139,7 +139,10 @@ class _Hostile:
 @pytest.mark.parametrize("answer", [object(), _Hostile(), "(" * 500, "x" * 100_000, [[1, [2]]], {"a": 1},
                                     float("nan"), 10**400, b"float32", "torch.nonexistent", "1 +", type])
 def test_bad_input_is_feedback_never_a_crash(answer):
-    for qid in IDS:
+    from course_utils import extras
+
+    usable = extras.torchvision_problem() is None  # the torchvision lessons' code needs it to run
+    for qid in [q for q in IDS if usable or P.QUESTIONS[q].lesson not in extras.TORCHVISION_LESSONS]:
         res = P.check(qid, answer)
         assert res.status in ("correct", "incorrect"), (qid, answer)
         if res.mistake == "unreadable":  # a typo is not an attempt: nothing revealed

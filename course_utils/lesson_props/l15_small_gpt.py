@@ -4,29 +4,19 @@ model is built from.
 - :func:`load_corpus`: the docstrings of a fixed list of standard-library modules
   (``data/stdlib_docstrings.txt``, made by ``tools/make_corpus.py``, PSF licence), without its
   header of ``# `` lines; :func:`corpus_header` is that header (the licence note).
-- ``causal_mask``, ``causal_attention``, ``pre_norm_block``, ``tie_weights``, ``sample_next``:
-  the notebook's answers, generated into ``exercises/_references/`` (one source). The lesson's
-  model and its generation use these, never a learner's stub, so *Run All* works before the
-  exercises are done (the learner's answers are checked in their check cells).
+The lesson's model and its generation call the course's answers through
+``grading.reference(...)``, never a learner's stub, so *Run All* works before the exercises are
+done; where an instructor grades, that gives the notebook's own answer. No answer is re-exported
+here: a prop that re-exports answers keeps them in the course a submission runs against.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..exercises._references.l15_small_gpt import (  # noqa: F401 (re-exported for the notebook)
-    causal_attention,
-    causal_mask,
-    next_token_batch,
-    pre_norm_block,
-    sample_next,
-    tie_weights,
-)
-
 CORPUS_PATH = Path(__file__).resolve().parent / "data" / "stdlib_docstrings.txt"
 
-__all__ = ["CORPUS_PATH", "causal_attention", "causal_mask", "corpus_header", "load_corpus", "next_token_batch",
-           "pre_norm_block", "sample_next", "tie_weights"]
+__all__ = ["CORPUS_PATH", "corpus_header", "load_corpus"]
 
 
 def _lines() -> list[str]:
