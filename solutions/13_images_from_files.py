@@ -526,13 +526,15 @@ shutil.rmtree(workdir)  # the temporary folder of this lesson
 # %% [markdown]
 # ## Further reading
 #
+# - [`torch.utils.data`](https://docs.pytorch.org/docs/stable/data.html): `Dataset`, `Subset`,
+#   `DataLoader` and the default collate that refuses PIL images.
 # - [torchvision datasets](https://pytorch.org/vision/stable/datasets.html): `ImageFolder`,
 #   `DatasetFolder` and the built-in datasets.
 # - [Transforms v2](https://pytorch.org/vision/stable/transforms.html): every transform, and
 #   "Getting started with transforms v2" for the order of a pipeline.
 # - [Writing custom datasets, DataLoaders and transforms](https://pytorch.org/tutorials/beginner/data_loading_tutorial.html):
 #   the PyTorch tutorial that reads images listed in a CSV.
-# - [notMNIST](http://yaroslavvb.blogspot.com/2011/09/notmnist-dataset.html): Yaroslav
+# - [notMNIST](https://yaroslavvb.blogspot.com/2011/09/notmnist-dataset.html): Yaroslav
 #   Bulatov's letters rendered from many fonts, the recipe of this lesson's data.
 # - [scikit-learn's `GroupKFold` and `GroupShuffleSplit`](https://scikit-learn.org/stable/modules/cross_validation.html#group-k-fold):
 #   splitting by group, with cross-validation.
