@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 _LOG_DIR = tempfile.mkdtemp(prefix="course-test-progress-")
+atexit.register(shutil.rmtree, _LOG_DIR, True)  # one per pytest process: 599 were left after a day
 os.environ["COURSE_PROGRESS_LOG"] = os.path.join(_LOG_DIR, "progress.jsonl")
 # Two pytest workers each drive a kernel on a 2-core machine: the course's thread policy
 # (course_utils/threads.py: one thread per kernel, with the measured reason) avoids

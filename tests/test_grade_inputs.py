@@ -365,3 +365,46 @@ def test_all_temp_space_in_a_sandbox_stays_within_its_limit(tmp_path):
     out, _ = proc.communicate(timeout=120)
     written = int(out.decode().split()[-1])
     assert 16 * 1024**2 <= written <= limits.tmp_size, written / 1024**2
+
+
+# ----------------------------------------------------------------------------- the sandbox's memory limit
+
+
+def _fake_python(tmp_path: Path, status: str, rc: int = 0) -> str:
+    exe = tmp_path / "python"
+    exe.write_text(f"#!/bin/sh\nprintf '%s\\n' '{status}'\nexit {rc}\n")
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def test_the_memory_limit_grows_by_what_a_cuda_build_of_torch_maps(tmp_path):
+    """A CUDA build of torch maps about 3.5 GB of address space when imported (2.14.1+cu130 with
+    torchvision: VmPeak 3.48 GB): under a flat 2 GB limit every notebook graded with the default
+    Linux wheel failed at `import torch` and scored nothing. The limit adds what the build maps
+    beyond a CPU build; a CPU build, or a probe that fails, adds nothing."""
+    cuda = _fake_python(tmp_path, "Name:\tpython\nVmPeak:\t 3650000 kB\nVmRSS:\t  680000 kB")
+    assert sandbox.library_overhead(cuda) == 3650000 * 1024 - sandbox.CPU_BUILD_IMPORT
+    (tmp_path / "cpu").mkdir()
+    assert sandbox.library_overhead(_fake_python(tmp_path / "cpu", "VmPeak:\t  640000 kB")) == 0
+    (tmp_path / "broken").mkdir()
+    assert sandbox.library_overhead(_fake_python(tmp_path / "broken", "VmPeak:\t 9000000 kB", rc=1)) == 0
+    limits = sandbox.Limits(memory=2 * 1024**3, libraries=3 * 1024**3)
+    assert limits.address_space() == 5 * 1024**3
+    assert limits.describe_memory() == "2 GB (+ 3 GB of address space for torch's libraries)"
+    import torch
+
+    if torch.version.cuda is None:  # this Python's own torch: the CPU build adds nothing
+        assert sandbox.library_overhead() == 0
+        assert sandbox.Limits().describe_memory() == "2 GB"
+
+
+@pytest.mark.skipif(sandbox.works() is not None, reason=f"no bubblewrap sandbox here: {sandbox.works()}")
+def test_a_sandboxed_process_gets_memory_plus_libraries_and_no_more(tmp_path):
+    limits = sandbox.Limits(memory=256 * 1024**2, libraries=64 * 1024**2)
+    probe = ("import resource\nprint(resource.getrlimit(resource.RLIMIT_AS)[0])\n"
+             "try:\n    b = bytearray(400 * 1024**2)\n    print('allocated')\n"
+             "except MemoryError:\n    print('refused')\n")
+    proc = sandbox.popen([sys.executable, "-c", probe], course=sandbox.stage_course(tmp_path / "course"),
+                         inputs=None, limits=limits, uid=sandbox.UidPool(1).take())
+    out, _ = proc.communicate(timeout=120)
+    assert out.decode().split() == [str(320 * 1024**2), "refused"]

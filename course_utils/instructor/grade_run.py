@@ -53,6 +53,8 @@ class Grader:
         self.limits = limits or sandbox.Limits()
         self.limits.cpu_seconds = int(max(self.limits.cpu_seconds, notebook_timeout + 60))
         self.sandboxed = sandboxed
+        if sandboxed:  # torch's libraries measured once here, and sent to the judge with the limits
+            self.limits.address_space()
         self.gradebook, self.regrade, self.progress = gradebook, regrade, progress
         self.max_output = max_output
         from course_utils import threads as thread_policy  # one policy, with its measured reason

@@ -12,7 +12,8 @@ Everything that runs a learner's code during ``grade`` runs through :func:`popen
   instructor's home folders are hidden behind empty read-only ones, ``/var/tmp`` is ``/tmp``);
 * no network (own network namespace), its own PID namespace (everything it starts dies with
   it), its own IPC namespace and session, a cleared environment (a short allow-list);
-* limits: address space (``--memory``, default 2 GB per process), a process/thread cap, CPU
+* limits: address space (``--memory``, default 2 GB per process, plus what importing this
+  Python's torch maps beyond a CPU build: :func:`library_overhead`), a process/thread cap, CPU
   seconds, file size, no core files; and, as root, its own unprivileged user id (root ignores
   the process cap).
 
@@ -24,7 +25,9 @@ cap. Without ``bwrap`` grading refuses (:func:`require`), unless ``--no-sandbox`
 from __future__ import annotations
 
 import ast
+import functools
 import os
+import re
 import resource
 import shutil
 import site
@@ -60,16 +63,53 @@ class Limits:
     cpu_seconds: int = 1800        # CPU seconds per process
     file_size: int = 512 * 1024**2  # largest file a sandbox may write
     tmp_size: int = 1024**3        # all its temp space (RAM): /tmp and /dev/shm together
+    libraries: int = -1            # address space on top of `memory` for torch's libraries (-1: measure)
+
+    def address_space(self) -> int:
+        """The ``RLIMIT_AS`` of each sandboxed process: ``memory`` plus :func:`library_overhead`."""
+        if self.libraries < 0:
+            self.libraries = library_overhead()
+        return self.memory + self.libraries
 
     def describe_memory(self) -> str:
-        return _describe(self.memory)
+        extra = self.address_space() - self.memory
+        libraries = f" (+ {_describe(extra)} of address space for torch's libraries)" if extra else ""
+        return _describe(self.memory) + libraries
 
     def describe_tmp(self) -> str:
         return _describe(self.tmp_size)
 
 
 def _describe(n: int) -> str:
-    return f"{n / 1024**3:g} GB" if n >= 1024**3 else f"{n / 1024**2:g} MB"
+    return f"{n / 1024**3:.3g} GB" if n >= 1024**3 else f"{n / 1024**2:.3g} MB"
+
+
+CPU_BUILD_IMPORT = 1024**3  # importing torch 2.13's CPU build and torchvision maps 0.6-0.7 GB
+_IMPORT_PROBE = ("import torch\ntry:\n    import torchvision\nexcept Exception:\n    pass\n"
+                 "print(open('/proc/self/status').read())")
+
+
+@functools.cache
+def library_overhead(python: str = sys.executable) -> int:
+    """Bytes of address space that importing torch (and torchvision, where it imports) maps in
+    ``python`` beyond :data:`CPU_BUILD_IMPORT`; 0 for a CPU build.
+
+    The memory limit is on address space, and a CUDA build of torch maps about 3.5 GB of
+    libraries the moment it is imported (torch 2.14.1+cu130 with torchvision: ``VmPeak`` 3.48 GB
+    against 0.63 GB for 2.13.0+cpu), most of it never loaded on a machine that does not use the
+    GPU. Under a flat 2 GB every import failed ("libtorch_cpu.so: failed to map segment"), so
+    every notebook graded on the default Linux wheel scored nothing. The limit grows by what the
+    build maps beyond a CPU build, measured once per process in a fresh interpreter (no learner
+    code: the instructor's own Python); a measurement that fails counts as 0.
+    """
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2",
+           "PYTHONNOUSERSITE": "1", "LC_ALL": "C.UTF-8"}
+    try:  # no time limit that could interrupt an import mid-way: torch imports in seconds
+        r = subprocess.run([python, "-c", _IMPORT_PROBE], capture_output=True, text=True, env=env, timeout=600)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    m = re.search(r"^VmPeak:\s+(\d+) kB", r.stdout, re.M)
+    return max(0, int(m.group(1)) * 1024 - CPU_BUILD_IMPORT) if r.returncode == 0 and m else 0
 
 
 def tmp_sizes(limits: Limits) -> tuple[int, int]:
@@ -403,6 +443,7 @@ def _limit(kind: int, value: int) -> None:
 def preexec(limits: Limits, uid: int | None):
     """Limits set in the child between fork and exec (they are inherited by the sandbox)."""
     nproc = limits.processes
+    address_space = limits.address_space()  # measured here, in the parent, never between fork and exec
     if uid is None:  # not root: the cap counts this user's other processes too
         try:
             nproc += sum(1 for _ in Path("/proc").glob("[0-9]*/task/*") if _.stat().st_uid == os.getuid())
@@ -410,7 +451,7 @@ def preexec(limits: Limits, uid: int | None):
             nproc += 4096
 
     def apply() -> None:
-        _limit(resource.RLIMIT_AS, limits.memory)
+        _limit(resource.RLIMIT_AS, address_space)
         _limit(resource.RLIMIT_NPROC, nproc)
         _limit(resource.RLIMIT_CPU, limits.cpu_seconds)
         _limit(resource.RLIMIT_FSIZE, limits.file_size)
