@@ -140,12 +140,12 @@ c = torch.tensor([0, 100])
 print(c * 9 / 5 + 32, (c * 9 / 5 + 32).dtype)
 
 # %% [markdown]
-# **Predict the output** (exception): What exception does `torch.tensor([1.0, 2.0]).item()` raise?
+# **Predict the output** (value): `t.item()` raises for `t = torch.tensor([1.0, 2.0])`. Which of these run without an error: a `t[0].item()`, b `t.sum().item()`, c `float(t)`, d `t.tolist()`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:item_of_two"]
 quiz.item_of_two(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['a', 'b', 'd']
     ### END PREDICTION
 )
 

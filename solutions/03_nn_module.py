@@ -137,12 +137,12 @@ print("state_dict keys:", list(broken.state_dict()))
 # ...but it has no parameters, so nothing can train it:
 
 # %% [markdown]
-# **Predict the output** (exception): `BrokenTower` keeps its layers in a Python list. What does `torch.optim.SGD(broken.parameters(), lr=0.1)` raise?
+# **Predict the output** (value): `BrokenTower` keeps its layers in a Python list, so `torch.optim.SGD(broken.parameters(), lr=0.1)` raises. A tower that keeps its three `nn.Linear` layers in which of these can be trained: a `nn.ModuleList(layers)`, b `nn.Sequential(*layers)`, c `tuple(layers)`, d a dict `{'0': layers[0], '1': layers[1], '2': layers[2]}`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:empty_optimizer"]
 quiz.empty_optimizer(
     ### BEGIN PREDICTION
-    'ValueError'
+    ['a', 'b']
     ### END PREDICTION
 )
 
@@ -619,12 +619,12 @@ with torch.no_grad():
 # when predicting a single example with a model left in training mode:
 
 # %% [markdown]
-# **Predict the output** (exception): A model ending in `nn.BatchNorm1d`, in training mode, gets ONE example. What exception?
+# **Predict the output** (value): A model ending in `nn.BatchNorm1d`, in training mode, raises on ONE example `x` of shape (1, 4). Which of these run: a `model.eval()(x)`, b `model(torch.cat([x, x]))`, c `model(x)` inside `with torch.no_grad():`, d `model.requires_grad_(False)(x)`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:batchnorm_one_example"]
 quiz.batchnorm_one_example(
     ### BEGIN PREDICTION
-    'ValueError'
+    ['a', 'b']
     ### END PREDICTION
 )
 

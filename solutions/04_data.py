@@ -380,12 +380,12 @@ seqs = SequenceDataset(n=200)
 print([len(seqs[i][0]) for i in range(4)])
 
 # %% [markdown]
-# **Predict the output** (exception): Items hold token tensors of different lengths. What does the default collate raise for a batch of them?
+# **Predict the output** (value): Items hold token tensors of different lengths, and the default collate fails on a batch of them. Which `DataLoader(seqs, batch_size=4, ...)` gives a first batch: a `shuffle=True`, b `collate_fn=lambda items: items`, c `collate_fn=lambda items: pad_sequence([x for x, _ in items], batch_first=True)`, d `drop_last=True`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:ragged_collate"]
 quiz.ragged_collate(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['b', 'c']
     ### END PREDICTION
 )
 

@@ -239,12 +239,12 @@ ex.cross_entropy_by_hand.check(cross_entropy_by_hand)
 # The model has a `(N, 1)` output and the targets are `(N,)`: what happens?
 
 # %% [markdown]
-# **Predict the output** (exception): `nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))`: what exception?
+# **Predict the output** (value): `bce = nn.BCEWithLogitsLoss()` raises for `logits` of shape (4, 1) and `target` of shape (4,). Which of these work: a `bce(logits.squeeze(1), target)`, b `bce(logits, target.unsqueeze(1))`, c `bce(logits.T, target)`, d `nn.BCEWithLogitsLoss(reduction='sum')(logits, target)`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:bce_shape_mismatch"]
 quiz.bce_shape_mismatch(
     ### BEGIN PREDICTION
-    'ValueError'
+    ['a', 'b']
     ### END PREDICTION
 )
 

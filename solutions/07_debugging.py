@@ -435,7 +435,8 @@ print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=8))
 # them in a browser. Here a short digits run logs its losses and the first layer's weights:
 
 # %%
-logdir = tempfile.mkdtemp(prefix="runs_")
+runs = tempfile.TemporaryDirectory(prefix="lesson07_runs_")  # deleted when the kernel stops
+logdir = runs.name
 writer = SummaryWriter(logdir)
 model = small_mlp()
 optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
@@ -481,7 +482,8 @@ quiz.default_scalar_limit(
 )
 
 # %%
-big = tempfile.mkdtemp(prefix="runs_")
+big_runs = tempfile.TemporaryDirectory(prefix="lesson07_big_")
+big = big_runs.name
 with SummaryWriter(big) as w:
     for step in range(10_050):
         w.add_scalar("x", step / 10_050, step)

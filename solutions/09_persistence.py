@@ -46,7 +46,7 @@ X_train, y_train, X_test, y_test = digits_split()
 train_set = TensorDataset(X_train, y_train)
 loss_fn = nn.CrossEntropyLoss()
 # every file of this lesson goes into a temporary folder, deleted when the kernel stops
-scratch = tempfile.TemporaryDirectory(prefix="lesson07_")
+scratch = tempfile.TemporaryDirectory(prefix="lesson09_")
 workdir = scratch.name
 
 
@@ -178,12 +178,12 @@ torch.save({"weights": torch.ones(3), "extra": Payload()}, path("suspicious.pt")
 # It refuses the file before running anything:
 
 # %% [markdown]
-# **Predict the output** (exception): A checkpoint holds an object whose `__reduce__` calls a function. What does `torch.load(file)` raise?
+# **Predict the output** (value): With `weights_only=True`, the default, which of these does `torch.load` read back after `torch.save`: a `model.state_dict()`, b `{'epoch': 3, 'loss': 0.25, 'note': 'best'}`, c the whole `model` (an `nn.Sequential`), d `optimizer.state_dict()` (SGD with momentum, after a step)? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:weights_only_refuses"]
 quiz.weights_only_refuses(
     ### BEGIN PREDICTION
-    'UnpicklingError'
+    ['a', 'b', 'd']
     ### END PREDICTION
 )
 
@@ -269,12 +269,12 @@ print("unexpected:", result.unexpected_keys)
 five_classes = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 5))
 
 # %% [markdown]
-# **Predict the output** (exception): A 10-class checkpoint into a 5-class model WITH `strict=False`: what happens?
+# **Predict the output** (value): A 10-class checkpoint `sd` into `five`, the same layers with a 5-output last layer `3`: which loads work: a `five.load_state_dict(sd, strict=False)`, b `five.load_state_dict({k: v for k, v in sd.items() if not k.startswith('3.')}, strict=False)`, c `five[:3].load_state_dict({k: v for k, v in sd.items() if not k.startswith('3.')})`, d `five.load_state_dict(sd, assign=True)`? Answer with the list of letters in order, such as `['c']`.
 
 # %% tags=["predict:shape_mismatch_not_strict"]
 quiz.shape_mismatch_not_strict(
     ### BEGIN PREDICTION
-    'RuntimeError'
+    ['b', 'c']
     ### END PREDICTION
 )
 

@@ -301,7 +301,8 @@ quiz.state_dict_keys(
 print(list(baseline.state_dict()))
 
 # %%
-folder = Path(tempfile.mkdtemp())
+scratch = tempfile.TemporaryDirectory(prefix="lesson12_")  # deleted when the kernel stops
+folder = Path(scratch.name)
 torch.save(baseline.state_dict(), folder / "baseline.pt")
 
 restored = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))

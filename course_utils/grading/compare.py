@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -40,85 +41,106 @@ def _shape(t: torch.Tensor) -> tuple[int, ...]:
     return tuple(t.shape)
 
 
+def _not_a_tensor(got: Any, path: str) -> Problem | None:
+    """Why ``got`` is not the tensor asked for (``None`` when it is one)."""
+    if isinstance(got, torch.Tensor):
+        return None
+    if got is None:
+        return Problem("returned_none", f"{path} is None. Did you forget a `return` statement?")
+    if (type(got).__module__ + ".").startswith("numpy."):
+        return Problem(
+            "wrong_type",
+            f"{path} is a NumPy array; return a torch.Tensor (stay in torch, or convert with "
+            "`torch.from_numpy`).",
+        )
+    if isinstance(got, (list, tuple)):
+        return Problem(
+            "wrong_type",
+            f"{path} is a Python {type(got).__name__}; return a single torch.Tensor "
+            "(`torch.stack`/`torch.tensor` build one).",
+        )
+    if isinstance(got, (int, float, bool)):
+        return Problem(
+            "wrong_type",
+            f"{path} is a Python {type(got).__name__}; return a torch.Tensor (did you call "
+            "`.item()`?).",
+        )
+    return Problem("wrong_type", f"{path} should be a torch.Tensor, not {describe(got)}.")
+
+
+def _not_a_bool(got: Any, expected: bool, path: str) -> Problem | None:
+    if isinstance(got, bool) or (isinstance(got, torch.Tensor) and got.numel() == 1 and got.dtype == torch.bool):
+        return None
+    return Problem("wrong_type", f"{path} should be a bool, not {describe(got)}.")
+
+
+def _not_an_int(got: Any, expected: int, path: str) -> Problem | None:
+    if isinstance(got, torch.Tensor):
+        return Problem(
+            "wrong_type",
+            f"{path} is a tensor; return a Python int (`int(t)` or `t.item()` turns a one-element "
+            "integer tensor into one).",
+        )
+    if not isinstance(got, int) or isinstance(got, bool):
+        return Problem("wrong_type", f"{path} should be a Python int, not {describe(got)}.")
+    return None
+
+
+def _not_a_number(got: Any, expected: float, path: str) -> Problem | None:
+    if isinstance(got, torch.Tensor):
+        return Problem(
+            "wrong_type",
+            f"{path} is a tensor; return a Python number (`.item()` turns a one-element "
+            "tensor into one).",
+        )
+    if not isinstance(got, (int, float)) or isinstance(got, bool):
+        return Problem("wrong_type", f"{path} should be a number, not {describe(got)}.")
+    return None
+
+
+def _not_a_sequence(got: Any, expected: tuple | list, path: str) -> Problem | None:
+    if not isinstance(got, (tuple, list)):
+        return Problem(
+            "wrong_type",
+            f"{path} should be a {type(expected).__name__} of {len(expected)} items, "
+            f"not {describe(got)}.",
+        )
+    if len(got) != len(expected):
+        return Problem("wrong_length", f"{path} has {len(got)} items; it should have {len(expected)}.")
+    return None
+
+
+def _not_a_dict(got: Any, expected: dict, path: str) -> Problem | None:
+    if not isinstance(got, dict):
+        return Problem("wrong_type", f"{path} should be a dict, not {describe(got)}.")
+    if set(got) == set(expected):
+        return None
+    missing = sorted(map(str, set(expected) - set(got)))
+    extra = sorted(map(str, set(got) - set(expected)))
+    parts = []
+    if missing:
+        parts.append(f"missing keys {missing}")
+    if extra:
+        parts.append(f"unexpected keys {extra}")
+    return Problem("wrong_keys", f"{path} has " + " and ".join(parts) + ".")
+
+
+# the container a result must have, by the expected value's type: the first that matches decides
+# (bool before int: True is an int)
+_SHAPE_RULES: tuple[tuple[type | tuple[type, ...], Callable[[Any, Any, str], Problem | None]], ...] = (
+    (bool, _not_a_bool), (int, _not_an_int), (float, _not_a_number),
+    ((tuple, list), _not_a_sequence), (dict, _not_a_dict),
+)
+
+
 def _type_problem(got: Any, expected: Any, path: str) -> Problem | None:
     if isinstance(expected, torch.Tensor):
-        if isinstance(got, torch.Tensor):
-            return None
-        if got is None:
-            return Problem("returned_none", f"{path} is None. Did you forget a `return` statement?")
-        tname = type(got).__module__ + "." + type(got).__name__
-        if tname.startswith("numpy."):
-            return Problem(
-                "wrong_type",
-                f"{path} is a NumPy array; return a torch.Tensor (stay in torch, or convert with "
-                "`torch.from_numpy`).",
-            )
-        if isinstance(got, (list, tuple)):
-            return Problem(
-                "wrong_type",
-                f"{path} is a Python {type(got).__name__}; return a single torch.Tensor "
-                "(`torch.stack`/`torch.tensor` build one).",
-            )
-        if isinstance(got, (int, float, bool)):
-            return Problem(
-                "wrong_type",
-                f"{path} is a Python {type(got).__name__}; return a torch.Tensor (did you call "
-                "`.item()`?).",
-            )
-        return Problem("wrong_type", f"{path} should be a torch.Tensor, not {describe(got)}.")
+        return _not_a_tensor(got, path)
     if got is None and expected is not None:
         return Problem("returned_none", f"{path} is None. Did you forget a `return` statement?")
-    if isinstance(expected, bool):
-        if isinstance(got, torch.Tensor) and got.numel() == 1 and got.dtype == torch.bool:
-            return None
-        if not isinstance(got, bool):
-            return Problem("wrong_type", f"{path} should be a bool, not {describe(got)}.")
-        return None
-    if isinstance(expected, int):
-        if isinstance(got, torch.Tensor):
-            return Problem(
-                "wrong_type",
-                f"{path} is a tensor; return a Python int (`int(t)` or `t.item()` turns a one-element "
-                "integer tensor into one).",
-            )
-        if not isinstance(got, int) or isinstance(got, bool):
-            return Problem("wrong_type", f"{path} should be a Python int, not {describe(got)}.")
-        return None
-    if isinstance(expected, float):
-        if isinstance(got, torch.Tensor):
-            return Problem(
-                "wrong_type",
-                f"{path} is a tensor; return a Python number (`.item()` turns a one-element "
-                "tensor into one).",
-            )
-        if not isinstance(got, (int, float)) or isinstance(got, bool):
-            return Problem("wrong_type", f"{path} should be a number, not {describe(got)}.")
-        return None
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(got, (tuple, list)):
-            return Problem(
-                "wrong_type",
-                f"{path} should be a {type(expected).__name__} of {len(expected)} items, "
-                f"not {describe(got)}.",
-            )
-        if len(got) != len(expected):
-            return Problem(
-                "wrong_length",
-                f"{path} has {len(got)} items; it should have {len(expected)}.",
-            )
-        return None
-    if isinstance(expected, dict):
-        if not isinstance(got, dict):
-            return Problem("wrong_type", f"{path} should be a dict, not {describe(got)}.")
-        if set(got) != set(expected):
-            missing = sorted(map(str, set(expected) - set(got)))
-            extra = sorted(map(str, set(got) - set(expected)))
-            parts = []
-            if missing:
-                parts.append(f"missing keys {missing}")
-            if extra:
-                parts.append(f"unexpected keys {extra}")
-            return Problem("wrong_keys", f"{path} has " + " and ".join(parts) + ".")
+    for kind, rule in _SHAPE_RULES:
+        if isinstance(expected, kind):
+            return rule(got, expected, path)
     return None
 
 
@@ -248,14 +270,7 @@ def _default_tol(dtype: torch.dtype) -> tuple[float, float]:
     }.get(dtype, (1.3e-6, 1e-5))
 
 
-def compare(got: Any, expected: Any, cmp: Compare | None = None, path: str = "Your result") -> Problem | None:
-    """Return the first difference between ``got`` and ``expected``, or ``None``."""
-    cmp = cmp or Compare()
-    problem = _type_problem(got, expected, path)
-    if problem:
-        return problem
-    if isinstance(expected, torch.Tensor):
-        return _tensor_problem(got, expected, cmp, path)
+def _number_problem(got: Any, expected: Any, cmp: Compare, path: str) -> Problem | None:
     if isinstance(expected, bool):
         if bool(got) != expected:
             return Problem("wrong_values", f"{path} is {bool(got)} but should be {expected}.")
@@ -266,29 +281,41 @@ def compare(got: Any, expected: Any, cmp: Compare | None = None, path: str = "Yo
         if value != expected:
             return Problem("wrong_values", f"{path} ({value!r}) is not the expected number.")
         return None
-    if isinstance(expected, (int, float)):
-        rtol = cmp.rtol if cmp.rtol is not None else 1e-5
-        atol = cmp.atol if cmp.atol is not None else 1e-8
-        expected_nan = isinstance(expected, float) and math.isnan(expected)
-        if isinstance(got, float) and math.isnan(got):
-            if expected_nan:
-                return None  # NaN matches NaN, as for tensors
-            return Problem("nan", f"{path} is NaN.")
-        if not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
-            return Problem("wrong_values", f"{path} ({got!r}) is not the expected number.")
-        return None
-    if isinstance(expected, (tuple, list)):
-        for i, (g, e) in enumerate(zip(got, expected)):
-            p = compare(g, e, cmp, f"{path}[{i}]")
-            if p:
-                return p
-        return None
+    rtol = cmp.rtol if cmp.rtol is not None else 1e-5
+    atol = cmp.atol if cmp.atol is not None else 1e-8
+    if isinstance(got, float) and math.isnan(got):
+        if isinstance(expected, float) and math.isnan(expected):
+            return None  # NaN matches NaN, as for tensors
+        return Problem("nan", f"{path} is NaN.")
+    if not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
+        return Problem("wrong_values", f"{path} ({got!r}) is not the expected number.")
+    return None
+
+
+def _items_problem(got: Any, expected: Any, cmp: Compare, path: str) -> Problem | None:
     if isinstance(expected, dict):
-        for k in expected:
-            p = compare(got[k], expected[k], cmp, f"{path}[{k!r}]")
-            if p:
-                return p
-        return None
+        pairs = [(f"{path}[{k!r}]", got[k], expected[k]) for k in expected]
+    else:
+        pairs = [(f"{path}[{i}]", g, e) for i, (g, e) in enumerate(zip(got, expected, strict=True))]
+    for where, g, e in pairs:
+        p = compare(g, e, cmp, where)
+        if p:
+            return p
+    return None
+
+
+def compare(got: Any, expected: Any, cmp: Compare | None = None, path: str = "Your result") -> Problem | None:
+    """Return the first difference between ``got`` and ``expected``, or ``None``."""
+    cmp = cmp or Compare()
+    problem = _type_problem(got, expected, path)
+    if problem:
+        return problem
+    if isinstance(expected, torch.Tensor):
+        return _tensor_problem(got, expected, cmp, path)
+    if isinstance(expected, (int, float)):
+        return _number_problem(got, expected, cmp, path)
+    if isinstance(expected, (tuple, list, dict)):
+        return _items_problem(got, expected, cmp, path)
     try:
         equal = bool(got == expected)
     except Exception:  # noqa: BLE001 - exotic objects: report rather than crash

@@ -21,12 +21,24 @@ _q("00_start_here.int_fahrenheit_dtype", "dtype",
    "`*` and `+` keep int64, but `/` is true division and always gives a floating-point "
    "result: the default float dtype, float32. (`//` would stay integer.)",
    shows="(c * 9 / 5 + 32).dtype")
-_q("00_start_here.item_of_two", "exception",
-   "What exception does `torch.tensor([1.0, 2.0]).item()` raise?",
-   "torch.tensor([1.0, 2.0]).item()",
-   "`.item()` turns a ONE-element tensor into a Python number; with two elements there is no "
-   "single number to return, and PyTorch raises a RuntimeError ('a Tensor with 2 elements "
-   "cannot be converted to Scalar').",
+_q("00_start_here.item_of_two", "value",
+   '`t.item()` raises for `t = torch.tensor([1.0, 2.0])`. Which of these run without an error: '
+   'a `t[0].item()`, b `t.sum().item()`, c `float(t)`, d `t.tolist()`? Answer with the list of '
+   "letters in order, such as `['c']`.",
+   't = torch.tensor([1.0, 2.0])\n'
+   'def runs(get):\n'
+   '    try:\n'
+   '        get()\n'
+   '    except (RuntimeError, ValueError):\n'
+   '        return False\n'
+   '    return True\n'
+   "options = {'a': lambda: t[0].item(), 'b': lambda: t.sum().item(), 'c': lambda: float(t), 'd': lambda: t.tolist()}\n"
+   '[k for k, get in options.items() if runs(get)]',
+   '`.item()` turns a ONE-element tensor into a Python number; with two elements there is no '
+   "single number to return, and it raises a RuntimeError ('a Tensor with 2 elements cannot be "
+   "converted to Scalar'). `float(t)` needs one element too (c: a ValueError). Pick one element first (a) or "
+   'reduce to one (b); `tolist()` (d) turns a tensor of any shape into (nested) lists of Python '
+   'numbers.',
    shows="torch.tensor([1.0, 2.0]).item()")
 
 # ---------------------------------------------------------------------- 01 tensors
@@ -110,16 +122,30 @@ _q("02_autograd.no_grad_requires_grad", "value",
    shows='print("no_grad:       ", a.requires_grad)')
 
 # ---------------------------------------------------------------------- 03 nn.Module
-_q("03_nn_module.empty_optimizer", "exception",
-   "`BrokenTower` keeps its layers in a Python list. What does `torch.optim.SGD(broken.parameters(), lr=0.1)` raise?",
-   "class BrokenTower(nn.Module):\n"
-   "    def __init__(self, width, depth):\n"
-   "        super().__init__()\n"
-   "        self.blocks = [nn.Linear(width, width) for _ in range(depth)]\n"
-   "\n"
-   "torch.optim.SGD(BrokenTower(4, 3).parameters(), lr=0.1)",
-   "A plain list does not register its layers, so `parameters()` is empty and the optimizer "
-   "refuses with a ValueError ('optimizer got an empty parameter list'). `nn.ModuleList` fixes it.",
+_q("03_nn_module.empty_optimizer", "value",
+   '`BrokenTower` keeps its layers in a Python list, so `torch.optim.SGD(broken.parameters(), '
+   'lr=0.1)` raises. A tower that keeps its three `nn.Linear` layers in which of these can be '
+   'trained: a `nn.ModuleList(layers)`, b `nn.Sequential(*layers)`, c `tuple(layers)`, d a dict '
+   "`{'0': layers[0], '1': layers[1], '2': layers[2]}`? Answer with the list of letters in "
+   "order, such as `['c']`.",
+   'class Tower(nn.Module):\n'
+   '    def __init__(self, keep):\n'
+   '        super().__init__()\n'
+   '        self.blocks = keep([nn.Linear(4, 4) for _ in range(3)])\n'
+   'def trains(keep):\n'
+   '    try:\n'
+   '        torch.optim.SGD(Tower(keep).parameters(), lr=0.1)\n'
+   '    except ValueError:\n'
+   '        return False\n'
+   '    return True\n'
+   "options = {'a': nn.ModuleList, 'b': lambda layers: nn.Sequential(*layers), 'c': tuple,\n"
+   "           'd': lambda layers: {str(i): layer for i, layer in enumerate(layers)}}\n"
+   '[k for k, keep in options.items() if trains(keep)]',
+   'A module registers what is assigned to it as a Module, a Parameter or a buffer, nothing '
+   'else. A list, a tuple (c) or a dict (d) of layers is a plain Python object whose parameters '
+   "stay invisible, and the optimizer gets an empty list: a ValueError ('optimizer got an empty "
+   "parameter list'). `nn.ModuleList` (a) and `nn.Sequential` (b) are modules that register "
+   'their children; `nn.ModuleDict` would fix d.',
    shows="torch.optim.SGD(broken.parameters(), lr=0.1)")
 _q("03_nn_module.buffers_in_state_dict", "value",
    "What is `list(nn.BatchNorm1d(3).state_dict())`?",
@@ -134,12 +160,31 @@ _q("03_nn_module.mlp_param_count", "value",
    "A Linear(i, o) has i*o weights plus o biases: 64*128+128 + 128*64+64 + 64*10+10 = 17226. "
    "ReLU has none.",
    shows='print("total", sum(p.numel() for p in net.parameters()))')
-_q("03_nn_module.batchnorm_one_example", "exception",
-   "A model ending in `nn.BatchNorm1d`, in training mode, gets ONE example. What exception?",
-   "bn_model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))\nbn_model(torch.randn(1, 4))",
+_q("03_nn_module.batchnorm_one_example", "value",
+   'A model ending in `nn.BatchNorm1d`, in training mode, raises on ONE example `x` of shape '
+   '(1, 4). Which of these run: a `model.eval()(x)`, b `model(torch.cat([x, x]))`, c `model(x)` '
+   'inside `with torch.no_grad():`, d `model.requires_grad_(False)(x)`? Answer with the list of '
+   "letters in order, such as `['c']`.",
+   'x = torch.randn(1, 4)\n'
+   'def model():\n'
+   '    return nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))\n'
+   'def runs(call):\n'
+   '    try:\n'
+   '        call(model())\n'
+   '    except ValueError:\n'
+   '        return False\n'
+   '    return True\n'
+   'def under_no_grad(m):\n'
+   '    with torch.no_grad():\n'
+   '        return m(x)\n'
+   "options = {'a': lambda m: m.eval()(x), 'b': lambda m: m(torch.cat([x, x])), 'c': under_no_grad,\n"
+   "           'd': lambda m: m.requires_grad_(False)(x)}\n"
+   '[k for k, call in options.items() if runs(call)]',
    "In training mode BatchNorm normalises with the batch's own statistics, and one value per "
    "channel has no variance: a ValueError ('Expected more than 1 value per channel when "
-   "training'). `model.eval()` uses the running statistics instead.",
+   "training'). `eval()` switches to the running statistics (a), and a batch of two has a "
+   'variance (b). `no_grad` (c) and `requires_grad_(False)` (d) stop gradients, not training '
+   'mode: only `train()` and `eval()` change it.',
    shows="bn_model(torch.randn(1, 4))")
 
 # ---------------------------------------------------------------------- 04 data
@@ -171,13 +216,31 @@ _q("04_data.drop_last_batches", "value",
    "1797 = 7 * 256 + 5: seven full batches and a last one of 5 items, which `drop_last=True` "
    "throws away, so 7 (without it, 8).",
    shows="loader = DataLoader(digits, batch_size=256, drop_last=True)")
-_q("04_data.ragged_collate", "exception",
-   "Items hold token tensors of different lengths. What does the default collate raise for a batch of them?",
-   "from torch.utils.data import DataLoader\n"
-   "from course_utils.datasets import SequenceDataset\n"
-   "next(iter(DataLoader(SequenceDataset(n=200), batch_size=4)))",
-   "The default collate `torch.stack`s the items, which needs equal shapes: a RuntimeError "
-   "('stack expects each tensor to be equal size'). A `collate_fn` that pads fixes it.",
+_q("04_data.ragged_collate", "value",
+   'Items hold token tensors of different lengths, and the default collate fails on a batch of '
+   'them. Which `DataLoader(seqs, batch_size=4, ...)` gives a first batch: a `shuffle=True`, b '
+   '`collate_fn=lambda items: items`, c `collate_fn=lambda items: pad_sequence([x for x, _ in '
+   'items], batch_first=True)`, d `drop_last=True`? Answer with the list of letters in order, '
+   "such as `['c']`.",
+   'from torch.utils.data import DataLoader\n'
+   'from torch.nn.utils.rnn import pad_sequence\n'
+   'from course_utils.datasets import SequenceDataset\n'
+   'seqs = SequenceDataset(n=200)\n'
+   'def batches(**options):\n'
+   '    try:\n'
+   '        next(iter(DataLoader(seqs, batch_size=4, **options)))\n'
+   '    except RuntimeError:\n'
+   '        return False\n'
+   '    return True\n'
+   "options = {'a': dict(shuffle=True), 'b': dict(collate_fn=lambda items: items),\n"
+   "           'c': dict(collate_fn=lambda items: pad_sequence([x for x, _ in items], batch_first=True)),\n"
+   "           'd': dict(drop_last=True)}\n"
+   '[k for k, o in options.items() if batches(**o)]',
+   'The default collate `torch.stack`s the items, which needs equal shapes: a RuntimeError '
+   "('stack expects each tensor to be equal size'), whatever the order (a) or the number of "
+   'batches (d). A `collate_fn` decides how a batch is built: a plain list of items (b) works '
+   'but leaves the batching to the model; padding every sequence to the longest one (c) makes '
+   'one tensor. You write the padding one, with the lengths, below.',
    shows="next(iter(DataLoader(seqs, batch_size=4)))")
 
 # ---------------------------------------------------------------------- 05 training loop
@@ -254,11 +317,27 @@ _q("06_losses_optimizers.float_index_targets", "value",
    "Long or Byte, but got Float'). A target shaped like the logits is read as class PROBABILITIES, which "
    "must be floats: the float one-hot works (d) and the int64 one-hot fails (c).",
    shows='F.cross_entropy(logits, y.float())')
-_q("06_losses_optimizers.bce_shape_mismatch", "exception",
-   "`nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))`: what exception?",
-   "nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))",
-   "BCEWithLogitsLoss wants the target exactly the shape of the logits and raises a ValueError "
-   "naming both sizes; squeeze the output or unsqueeze the target.",
+_q("06_losses_optimizers.bce_shape_mismatch", "value",
+   '`bce = nn.BCEWithLogitsLoss()` raises for `logits` of shape (4, 1) and `target` of shape '
+   '(4,). Which of these work: a `bce(logits.squeeze(1), target)`, b `bce(logits, '
+   'target.unsqueeze(1))`, c `bce(logits.T, target)`, d '
+   "`nn.BCEWithLogitsLoss(reduction='sum')(logits, target)`? Answer with the list of letters in "
+   "order, such as `['c']`.",
+   'logits, target = torch.randn(4, 1), torch.ones(4)\n'
+   'def runs(loss):\n'
+   '    try:\n'
+   '        loss()\n'
+   '    except ValueError:\n'
+   '        return False\n'
+   '    return True\n'
+   'bce = nn.BCEWithLogitsLoss()\n'
+   "options = {'a': lambda: bce(logits.squeeze(1), target), 'b': lambda: bce(logits, target.unsqueeze(1)),\n"
+   "           'c': lambda: bce(logits.T, target), 'd': lambda: nn.BCEWithLogitsLoss(reduction='sum')(logits, target)}\n"
+   '[k for k, loss in options.items() if runs(loss)]',
+   '`BCEWithLogitsLoss` wants logits and targets of the SAME shape and raises a ValueError '
+   'naming both sizes; it never broadcasts. Squeezing the logits (a) or unsqueezing the target '
+   '(b) makes them equal; `logits.T` is (1, 4), still not (4,) (c), and the reduction does not '
+   'change the check (d).',
    shows="nn.BCEWithLogitsLoss()(torch.randn(4, 1), torch.ones(4))")
 _q("06_losses_optimizers.adam_decay_step", "value",
    "`p = nn.Parameter(torch.tensor([10.0]))`, `torch.optim.Adam([p], lr=0.1, weight_decay=0.01)`, "
@@ -356,18 +435,32 @@ _q("09_persistence.state_dict_keys", "value",
    "Keys are the dotted attribute paths; a Sequential names its children 0, 1, 2, 3. ReLU "
    "and Dropout hold no tensors, so only layers 0 and 3 appear, weight before bias.",
    shows="for name, tensor in model.state_dict().items():")
-_q("09_persistence.weights_only_refuses", "exception",
-   "A checkpoint holds an object whose `__reduce__` calls a function. What does `torch.load(file)` raise?",
-   "import io\n"
-   "class Payload:\n"
-   "    def __reduce__(self):\n"
-   "        return (print, ('hidden code ran',))\n"
-   "buffer = io.BytesIO()\n"
-   "torch.save({'weights': torch.ones(3), 'extra': Payload()}, buffer)\n"
-   "buffer.seek(0)\n"
-   "torch.load(buffer)",
-   "`weights_only=True` is the default: the restricted unpickler meets a global it does not "
-   "allow (`print`) and raises `pickle.UnpicklingError` before calling anything.",
+_q("09_persistence.weights_only_refuses", "value",
+   'With `weights_only=True`, the default, which of these does `torch.load` read back after '
+   "`torch.save`: a `model.state_dict()`, b `{'epoch': 3, 'loss': 0.25, 'note': 'best'}`, c the "
+   'whole `model` (an `nn.Sequential`), d `optimizer.state_dict()` (SGD with momentum, after a '
+   "step)? Answer with the list of letters in order, such as `['c']`.",
+   'import io, pickle\n'
+   'model = nn.Sequential(nn.Linear(4, 2))\n'
+   'optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n'
+   'model(torch.randn(3, 4)).sum().backward()\n'
+   'optimizer.step()\n'
+   'def loads(obj):\n'
+   '    buffer = io.BytesIO()\n'
+   '    torch.save(obj, buffer)\n'
+   '    buffer.seek(0)\n'
+   '    try:\n'
+   '        torch.load(buffer)\n'
+   '    except pickle.UnpicklingError:\n'
+   '        return False\n'
+   '    return True\n'
+   "options = {'a': model.state_dict(), 'b': {'epoch': 3, 'loss': 0.25, 'note': 'best'},\n"
+   "           'c': model, 'd': optimizer.state_dict()}\n"
+   '[k for k, obj in options.items() if loads(obj)]',
+   '`weights_only=True` unpickles tensors, primitive Python values and containers of them, and '
+   'refuses anything else with an `UnpicklingError` before running any of it: the file with the '
+   '`Payload` above, and a whole model too (c), whose classes it will not import. State dicts '
+   '(a, d) and plain metadata (b) load. That is why checkpoints hold state dicts.',
    shows='torch.load(path("suspicious.pt"))')
 _q("09_persistence.strict_missing_keys", "value",
    "Loading the 4-layer checkpoint into `bigger`, the same layers plus two more, raises (strict by "
@@ -394,13 +487,32 @@ _q("09_persistence.strict_missing_keys", "value",
    "how tensors are copied, not which keys must be there (c), and dropping keys from the file only adds "
    "missing ones (d).",
    shows='bigger.load_state_dict(torch.load(path("digits.pt")))')
-_q("09_persistence.shape_mismatch_not_strict", "exception",
-   "A 10-class checkpoint into a 5-class model WITH `strict=False`: what happens?",
-   "ten = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))\n"
-   "five = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 5))\n"
-   "five.load_state_dict(ten.state_dict(), strict=False)",
-   "`strict=False` forgives missing and unexpected KEYS, never a changed SHAPE: copying a "
-   "(10, 64) tensor into a (5, 64) parameter raises a RuntimeError ('size mismatch').",
+_q("09_persistence.shape_mismatch_not_strict", "value",
+   'A 10-class checkpoint `sd` into `five`, the same layers with a 5-output last layer `3`: '
+   'which loads work: a `five.load_state_dict(sd, strict=False)`, b `five.load_state_dict({k: v '
+   "for k, v in sd.items() if not k.startswith('3.')}, strict=False)`, c "
+   "`five[:3].load_state_dict({k: v for k, v in sd.items() if not k.startswith('3.')})`, d "
+   '`five.load_state_dict(sd, assign=True)`? Answer with the list of letters in order, such as '
+   "`['c']`.",
+   'ten = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 10))\n'
+   'sd = ten.state_dict()\n'
+   'def loads(load):\n'
+   '    five = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 5))\n'
+   '    try:\n'
+   '        load(five)\n'
+   '    except RuntimeError:\n'
+   '        return False\n'
+   '    return True\n'
+   "options = {'a': lambda m: m.load_state_dict(sd, strict=False),\n"
+   "           'b': lambda m: m.load_state_dict({k: v for k, v in sd.items() if not k.startswith('3.')}, strict=False),\n"
+   "           'c': lambda m: m[:3].load_state_dict({k: v for k, v in sd.items() if not k.startswith('3.')}),\n"
+   "           'd': lambda m: m.load_state_dict(sd, assign=True)}\n"
+   '[k for k, load in options.items() if loads(load)]',
+   '`strict=False` forgives missing and unexpected KEYS, never a changed SHAPE: copying a (10, '
+   "64) tensor into a (5, 64) parameter raises a RuntimeError ('size mismatch'), with "
+   "`strict=False` (a) as with `assign=True` (d). Leave the old head's keys out and load the "
+   'rest: into the whole model with `strict=False` (b), or into the slice that holds exactly '
+   'those keys (c). The new head keeps its fresh initialisation.',
    shows='five_classes.load_state_dict(torch.load(path("digits.pt")), strict=False)')
 
 # ---------------------------------------------------------------------- 07 debugging

@@ -411,70 +411,68 @@ def run_check(ex: Exercise, answer: Any, seed: int | None = None, n_random: int 
         )
 
 
-def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None) -> Result:
-    bad_kind = _kind_problem(ex, answer)
-    if bad_kind is not None:
-        return bad_kind
-    warm_up(ex)
-    seed = new_seed() if seed is None else seed
-    n_random = ex.n_random if n_random is None else n_random
+class _Where:
+    """The case being checked, for the message when something goes wrong in it."""
+
+    text = ""
+
+
+def _plan(ex: Exercise, seed: int, n_random: int) -> list[tuple[Case | None, int | None]]:
+    """Fixed edge cases, then "core" random cases from seeds the learner does not choose (so
+    retrying seeds cannot turn a failing answer into a passing one), then the rest from ``seed``
+    (fresh each check; ``seed=`` reproduces it)."""
+    plan: list[tuple[Case | None, int | None]] = [(c, None) for c in ex.edge_cases]
+    if ex.cases is not None:
+        core = core_seeds(ex, min(n_random, (ex.n_random + 1) // 2))
+        plan += [(None, s) for s in core]
+        plan += [(None, seed + i) for i in range(n_random - len(core))]
+    return plan
+
+
+def _run_cases(ex: Exercise, answer: Any, seed: int, n_random: int, where: _Where) -> int:
+    """Every case, then every behaviour test; returns how many ran. Raises what goes wrong."""
     n_cases = 0
-    printed = io.StringIO()
-    current = ""
-    with preserved_state(answer), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            # Checks run with autograd on, whatever context the learner called them from
-            # (inside `torch.no_grad()`, say), and on one thread: on a busy 2-core machine a
-            # second thread made tiny ops 10-50x slower. preserved_state restores both.
-            torch.set_num_threads(1)  # tiny tensors: a second thread only adds overhead
-            with time_limit(ex.timeout), contextlib.redirect_stdout(printed), \
-                    torch.inference_mode(False), torch.enable_grad():
-                # Fixed edge cases, then "core" random cases from seeds the learner does not
-                # choose (so retrying seeds cannot turn a failing answer into a passing one),
-                # then the rest from ``seed`` (fresh each check; ``seed=`` reproduces it).
-                plan: list[tuple[Case | None, int | None]] = [(c, None) for c in ex.edge_cases]
-                if ex.cases is not None:
-                    core = core_seeds(ex, min(n_random, (ex.n_random + 1) // 2))
-                    plan += [(None, s) for s in core]
-                    plan += [(None, seed + i) for i in range(n_random - len(core))]
-                for fixed, case_seed in plan:
-                    torch.set_grad_enabled(True)  # a learner's set_grad_enabled(False) ends with its case
-                    rand = Rand(case_seed if case_seed is not None else seed)
-                    case = fixed if fixed is not None else ex.cases(rand)  # type: ignore[misc]
-                    current = _describe_case(ex, case, case_seed)
-                    _check_one(ex, answer, case, rand)
-                    n_cases += 1
-                for j, probe in enumerate(ex.probes):
-                    torch.set_grad_enabled(True)
-                    current = f"In a behaviour test (seed {seed})."
-                    ran = probe(answer, Rand(core_seeds(ex, 1)[0] + 10_000 + j))
-                    if ex.finish_probe is not None:
-                        ex.finish_probe(j, ran)
-                    n_cases += 1
-        except _NotAttempted:
-            return _not_attempted(ex)
-        except CheckTimeout:
-            return _failed(ex, seed, _Fail(
-                "timeout",
-                f"Your code did not finish within {ex.timeout:g} s, so it was stopped. Look for a "
-                "loop that never ends (a `while` whose condition stays true, a counter never "
-                "updated).", [current]), printed)
-        except Incorrect as inc:
-            return _failed(ex, seed, _Fail(inc.mistake, said(ex, inc), [current], generic=False), printed)
-        except _Fail as fail:
-            fail.details.insert(0, current)
-            return _failed(ex, seed, fail, printed)
-        except NotImplementedError as exc:
-            if _raised_by_learner(exc):  # a stub reached from a probe or a custom run
-                return _not_attempted(ex)
-            return _failed(ex, seed, _exception_failure(exc, current), printed)
-        except RecursionError as exc:
-            return _failed(ex, seed, _exception_failure(exc, current), printed)
-        except Exception as exc:  # noqa: BLE001 - a learner's exception is feedback
-            return _failed(ex, seed, _exception_failure(exc, current), printed)
-        except SystemExit:
-            return _failed(ex, seed, _Fail("exception", "Your code called `exit()`/`sys.exit()`."), printed)
+    for fixed, case_seed in _plan(ex, seed, n_random):
+        torch.set_grad_enabled(True)  # a learner's set_grad_enabled(False) ends with its case
+        rand = Rand(case_seed if case_seed is not None else seed)
+        case = fixed if fixed is not None else ex.cases(rand)  # type: ignore[misc]
+        where.text = _describe_case(ex, case, case_seed)
+        _check_one(ex, answer, case, rand)
+        n_cases += 1
+    for j, probe in enumerate(ex.probes):
+        torch.set_grad_enabled(True)
+        where.text = f"In a behaviour test (seed {seed})."
+        ran = probe(answer, Rand(core_seeds(ex, 1)[0] + 10_000 + j))
+        if ex.finish_probe is not None:
+            ex.finish_probe(j, ran)
+        n_cases += 1
+    return n_cases
+
+
+def _verdict_of(ex: Exercise, exc: BaseException, seed: int, where: str, printed: io.StringIO) -> Result:
+    """The result for what stopped a check: not attempted, a named mistake, or the learner's error."""
+    if isinstance(exc, _NotAttempted):
+        return _not_attempted(ex)
+    if isinstance(exc, NotImplementedError) and _raised_by_learner(exc):
+        return _not_attempted(ex)  # a stub reached from a probe or a custom run
+    if isinstance(exc, CheckTimeout):
+        fail = _Fail("timeout", f"Your code did not finish within {ex.timeout:g} s, so it was stopped. Look for "
+                     "a loop that never ends (a `while` whose condition stays true, a counter never "
+                     "updated).", [where])
+    elif isinstance(exc, Incorrect):
+        fail = _Fail(exc.mistake, said(ex, exc), [where], generic=False)
+    elif isinstance(exc, _Fail):
+        fail = exc
+        fail.details.insert(0, where)
+    elif isinstance(exc, SystemExit):
+        fail = _Fail("exception", "Your code called `exit()`/`sys.exit()`.")
+    else:
+        assert isinstance(exc, Exception)
+        fail = _exception_failure(exc, where)
+    return _failed(ex, seed, fail, printed)
+
+
+def _passed(ex: Exercise, seed: int, n_random: int, n_cases: int, caught: list[warnings.WarningMessage]) -> Result:
     extra = []
     learner_warnings = [w for w in caught if "/course_utils/" not in (w.filename or "")]
     if learner_warnings:
@@ -489,6 +487,30 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
         parts.append(f"{len(ex.probes)} behaviour test{'s' * (len(ex.probes) != 1)}")
     summary = " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
     return Result(ex.id, "correct", f"`{ex.name}` passed {summary}.", None, extra, seed, n_cases)
+
+
+def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None) -> Result:
+    bad_kind = _kind_problem(ex, answer)
+    if bad_kind is not None:
+        return bad_kind
+    warm_up(ex)
+    seed = new_seed() if seed is None else seed
+    n_random = ex.n_random if n_random is None else n_random
+    printed = io.StringIO()
+    where = _Where()
+    with preserved_state(answer), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            # Checks run with autograd on, whatever context the learner called them from
+            # (inside `torch.no_grad()`, say), and on one thread: on a busy 2-core machine a
+            # second thread made tiny ops 10-50x slower. preserved_state restores both.
+            torch.set_num_threads(1)  # tiny tensors: a second thread only adds overhead
+            with time_limit(ex.timeout), contextlib.redirect_stdout(printed), \
+                    torch.inference_mode(False), torch.enable_grad():
+                n_cases = _run_cases(ex, answer, seed, n_random, where)
+        except (Exception, CheckTimeout, SystemExit) as exc:  # noqa: BLE001 - a learner's exception is feedback
+            return _verdict_of(ex, exc, seed, where.text, printed)
+    return _passed(ex, seed, n_random, n_cases, caught)
 
 
 def said(ex: Exercise, inc: Incorrect) -> str:
