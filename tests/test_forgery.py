@@ -199,6 +199,11 @@ def pairwise_distances(a, b):
             out[i, j] = torch.sqrt(((a[i] - b[j]) ** 2).sum())
     return out
 '''),
+    # the looping answer bound where no reader of the notebook sees a definition
+    "exec_loops": ("01_tensors", "pairwise_distances", '''
+import torch
+exec("def pairwise_distances(a, b):\\n    return torch.stack([torch.stack([(p - q).norm() for q in b]) for p in a])")
+'''),
 }
 
 
@@ -219,8 +224,15 @@ def test_a_stub_that_rewrites_the_capstones_held_out_probe_is_not_correct(rewrit
     assert (row.status, row.mistake) == ("incorrect", "returned_none"), row
 
 
-@pytest.mark.xfail(strict=True, reason="open hole: a probe that inspects the answer's code (no Python loops, "
-                                       "01 pairwise_distances) runs next to the answer, which rewrites it; "
-                                       "the values were still compared with the reference's in the judge")
 def test_an_answer_that_rewrites_a_rule_probe_is_not_correct(rewritten):
-    assert rewritten[("loops", "pairwise_distances")].status != "correct"
+    """A probe that only reads the answer's code (no Python loops, 01 pairwise_distances) runs in
+    the judge, on the function compiled from the notebook's text (grading.reads_code_only): the
+    answer's rewrite of the executor's copy changes nothing. It was an open hole (xfail) before."""
+    row = rewritten[("loops", "pairwise_distances")]
+    assert (row.status, row.mistake) == ("incorrect", "python_loop"), row
+
+
+def test_a_rule_on_code_the_notebook_does_not_show_is_not_taken_on_trust(rewritten):
+    row = rewritten[("exec_loops", "pairwise_distances")]
+    assert (row.status, row.mistake) == ("incorrect", "rule_unverifiable"), row
+    assert "def pairwise_distances(...)" in row.detail

@@ -242,6 +242,15 @@ def _pd_loops(a, b):
     return out
 
 
+@wrong(PD, "a while loop with a condition (Python 3.11 compiles it to POP_JUMP_BACKWARD_IF_TRUE)", "python_loop")
+def _pd_while(a, b):
+    rows, i = [], 0
+    while i < len(a):
+        rows.append((a[i] - b).pow(2).sum(-1).sqrt())
+        i += 1
+    return torch.stack(rows)
+
+
 valid(PD, "cdist")(lambda a, b: torch.cdist(a, b))
 valid(PD, "vector_norm of broadcast difference")(
     lambda a, b: torch.linalg.vector_norm(a.unsqueeze(1) - b.unsqueeze(0), dim=2))

@@ -27,7 +27,8 @@ def _codes(fn: Any) -> Iterator[types.CodeType]:
         todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
 
 
-_LOOPING_BUILTINS = frozenset({"map", "filter"})  # iteration in Python, like a comprehension
+_LOOPING_BUILTINS = frozenset({"map", "filter"})
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)  # iteration in Python, like a comprehension
 
 
 def python_loop(fn: Callable) -> str | None:
@@ -40,8 +41,9 @@ def python_loop(fn: Callable) -> str | None:
                 return "for"
             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _LOOPING_BUILTINS:
                 return str(ins.argval)
-            if ins.opname.startswith("JUMP_BACKWARD") or (
-                    ins.opname == "JUMP_ABSOLUTE" and isinstance(ins.argval, int) and ins.argval < ins.offset):
+            # any jump back: JUMP_BACKWARD (3.11+), POP_JUMP_BACKWARD_IF_TRUE/FALSE (3.11's
+            # `while cond:`, missed before), JUMP_ABSOLUTE to an earlier offset (3.10)
+            if ins.opcode in _JUMPS and isinstance(ins.argval, int) and ins.argval < ins.offset:
                 found = "while"
     return found
 

@@ -25,11 +25,11 @@ from .notebook import exercises_for
 from .notebook import predictions_for as predictions_for
 from .registry import register
 from .runner import run_check
-from .spec import Case, Compare, Exercise, Incorrect, Mistake, Rand
+from .spec import Case, Compare, Exercise, Incorrect, Mistake, Rand, reads_code_only
 
 __all__ = [
     "Case", "Compare", "Exercise", "Incorrect", "Mistake", "Rand", "Result", "answer_grad_mode",
-    "check", "compare", "exercise", "exercises", "exercises_for", "reference", "register",
+    "check", "compare", "exercise", "exercises", "exercises_for", "reads_code_only", "reference", "register",
 ]
 
 

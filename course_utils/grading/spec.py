@@ -189,7 +189,10 @@ class Exercise:
             does for ``run``: plain data, never the answer. In the instructor's grader a probe
             runs in the sandbox with the answer, where the answer can rewrite it (its "passed"
             is the answer's word); a verdict that decides whether the exercise is solved (the
-            capstone's held-out accuracy) belongs here, in the judge.
+            capstone's held-out accuracy) belongs here, in the judge. A probe that only reads
+            the answer's code (a rule such as "no Python loops") is marked with
+            :func:`reads_code_only`: the grader's judge runs it on the function compiled from the
+            notebook's text instead (``instructor/static_answer.py``).
         hints: increasingly specific hints.
         timeout: seconds the learner's code may run during one check, all cases together.
         solution: source shown by ``solution()``; defaults to the reference's source.
@@ -257,3 +260,14 @@ class Exercise:
             if m.id == mistake_id:
                 return m
         raise KeyError(f"{self.id} has no mistake {mistake_id!r}")
+
+
+def reads_code_only(probe: Callable[[Any, Rand], Any]) -> Callable[[Any, Rand], Any]:
+    """Mark a behaviour test that reads the answer's compiled code and never calls the answer.
+
+    In the learner's notebook it runs as any probe. In the instructor's grader the answer sits in
+    the sandboxed executor, next to code that could rewrite the probe before it runs; a marked
+    probe runs in the judge instead, on the answer as the notebook's text defines it (compiled,
+    never run: ``course_utils/instructor/static_answer.py``)."""
+    probe.reads_code_only = True  # type: ignore[attr-defined]
+    return probe

@@ -28,6 +28,7 @@ from .grade_parse import ROOT, NotRegularFile, expected_checks, find_notebooks, 
     known_students, lesson_stems, parse_notebook, read_bytes, split_check_cell
 from .grade_report import NotebookReport, Row, clean, exercise_rows
 from .gradebook import Gradebook
+from .static_answer import MAX_CODE, code_cells
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_NOTEBOOK_TIMEOUT = 1200.0
@@ -236,7 +237,7 @@ class Grader:
             if isinstance(done.get("error"), str):
                 error, mistake = clean(done["error"], 300), clean(done.get("mistake") or "", 60)
         answers = {k: v for k, v in answers.items() if k in checked}
-        verdicts = self._verdicts(lesson, answers) if answers else {}
+        verdicts = self._verdicts(lesson, answers, code_cells(nb.cells)) if answers else {}
         if error:
             report.problems.append(error)
         exercise_rows(report, lesson, checked, verdicts, error, mistake)
@@ -291,7 +292,8 @@ class Grader:
             self.uids.give(uid)
         return answers, done, error, mistake
 
-    def _verdicts(self, lesson: str, answers: dict[str, tuple[bytes | None, str | None]]) -> dict[str, dict]:
+    def _verdicts(self, lesson: str, answers: dict[str, tuple[bytes | None, str | None]],
+                  code: list[str] | None = None) -> dict[str, dict]:
         from course_utils.grading import registry
 
         exercises = [ex for ex in registry.load_lesson(lesson) if ex.id in answers]
@@ -305,7 +307,9 @@ class Grader:
             timer.start()
             write_frame(_pipe(proc.stdin), {"op": "judge", "lesson": lesson, "n": len(answers), "uid": uid,
                                      "course": str(self.course(lesson)), "limits": asdict(self.limits),
-                                     "no_sandbox": not self.sandboxed})
+                                     "no_sandbox": not self.sandboxed,
+                                     # the notebook's text, for rules on the answer's code (static_answer.py)
+                                     "code": code if code is not None and sum(map(len, code)) <= MAX_CODE else None})
             for ex_id, (data, err) in answers.items():
                 write_frame(_pipe(proc.stdin), {"exercise": ex_id, "error": err}, data or b"")
             head, _ = read_frame(_pipe(proc.stdout), 1 << 20)

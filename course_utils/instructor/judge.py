@@ -17,11 +17,13 @@ So whatever the answer does when it runs (patch torch, the grading package, ``bu
 trace, write to any file descriptor, return a lying ``Tensor`` subclass, kill itself) happens
 in the executor, which holds neither a verdict nor a reference to copy. The answer can only
 choose what it returns, which is what is being graded. (What the executor reports for a
-behaviour test, "passed" or a named mistake, is the one thing taken on its word: the answer can
-rewrite a probe that runs next to it. A forged "passed" still needs outputs that match the hidden
-references on every random case; a probe whose verdict decides whether the exercise is solved
-returns plain data for ``Exercise.finish_probe``, judged here. Every reply costs this process no
-more than its size: see :func:`_plain`.)
+behaviour test that calls the answer, "passed" or a named mistake, is the one thing taken on its
+word: the answer can rewrite a probe that runs next to it. A forged "passed" still needs outputs
+that match the hidden references on every random case; a probe whose verdict decides whether the
+exercise is solved returns plain data for ``Exercise.finish_probe``, judged here; a probe that
+only reads the answer's code (``grading.reads_code_only``: "no Python loops") runs here, on the
+function compiled from the notebook's text (:mod:`.static_answer`), never in the executor. Every
+reply costs this process no more than its size: see :func:`_plain`.)
 
 No reference is ever in the executor (issue 23). An exercise whose check needs the reference
 while it handles the answer's results splits its ``run`` (``Exercise.finish``): the executor runs
@@ -515,14 +517,15 @@ def _course_data_types(ex: Any) -> list:
 
 
 def judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,
-              seed: int | None = None) -> dict[str, Any]:
-    """The verdict for one exported answer: ``{status, mistake, message}``."""
-    return _judge_one(ex, payload, export_error, executor, seed)
+              seed: int | None = None, code: list[str] | None = None) -> dict[str, Any]:
+    """The verdict for one exported answer: ``{status, mistake, message}``. ``code``: the
+    notebook's code cells, for the behaviour tests that only read the answer's code."""
+    return _judge_one(ex, payload, export_error, executor, seed, code)
 
 
 # C901: one early verdict per way an answer can fail to arrive, in pipeline order; read top to bottom
 def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,  # noqa: C901
-               seed: int | None = None) -> dict[str, Any]:
+               seed: int | None = None, code: list[str] | None = None) -> dict[str, Any]:
     from course_utils.grading.runner import run_check
 
     if payload is None or export_error:
@@ -597,6 +600,8 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         def probe(answer: Any, rand: Any) -> Any:
             if answer is not standin:
                 return ex.probes[index](answer, rand)
+            if getattr(ex.probes[index], "reads_code_only", False):
+                return _code_probe(ex, ex.probes[index], code, rand)
             try:
                 rep, data = executor.request({"op": "probe", "exercise": ex.id, "index": index, "seed": rand.seed})
             except ExecutorGone as exc:
@@ -624,8 +629,25 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
     return {"status": result.status, "mistake": result.mistake or "", "message": result.message}
 
 
+def _code_probe(ex: Any, probe: Any, code: list[str] | None, rand: Any) -> Any:
+    """A behaviour test that only reads the answer's code, run here on the function compiled
+    from the notebook's text (never called), not in the executor where the answer could rewrite
+    it (``grading.reads_code_only``)."""
+    from course_utils.grading import Incorrect
+
+    from .static_answer import static_function
+
+    fn = static_function(code or [], ex.name)
+    if fn is None:
+        raise Incorrect("rule_unverifiable", message=(
+            f"The exercise states a rule about `{ex.name}`'s code, and the grader reads that code in the "
+            f"notebook's text: write it as `def {ex.name}(...)` in a code cell (it found none, or one bound "
+            "another way, such as through `exec`, `globals()` or a decorator)."))
+    return probe(fn, rand)
+
+
 def judge_submission(lesson: str, answers: dict[str, tuple[bytes | None, str | None]], start_executor: Any,
-                     seed: int | None = None) -> dict[str, dict[str, Any]]:
+                     seed: int | None = None, code: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """Verdicts for the exported answers of one notebook (``{exercise id: verdict}``)."""
     from course_utils.grading import registry
 
@@ -637,7 +659,7 @@ def judge_submission(lesson: str, answers: dict[str, tuple[bytes | None, str | N
                 continue
             payload, err = answers[ex.id]
             try:
-                verdicts[ex.id] = judge_one(ex, payload, err, executor, seed=seed)
+                verdicts[ex.id] = judge_one(ex, payload, err, executor, seed=seed, code=code)
             except ExecutorGone as exc:
                 verdicts[ex.id] = {"status": "incorrect", "mistake": "exception", "message": _clean(exc)}
             except Exception as exc:  # noqa: BLE001 - a grading bug must not lose the batch
@@ -664,8 +686,8 @@ def worker() -> int:
 
     write_frame(out, {"op": "ready"})
     while True:
-        try:
-            job, _ = read_frame(inp, 1 << 20)
+        try:  # a job's header holds the notebook's code cells: at most MAX_CODE characters, JSON-escaped
+            job, _ = read_frame(inp, 4 << 20)
         except (EOFError, FrameError):
             return 0
         answers: dict[str, tuple[bytes | None, str | None]] = {}
@@ -690,7 +712,9 @@ def worker() -> int:
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                         env=env, start_new_session=True)
         t0 = time.perf_counter()
-        verdicts = judge_submission(job["lesson"], answers, start)
+        code = job.get("code")
+        code = [c for c in code if isinstance(c, str)] if isinstance(code, list) else None
+        verdicts = judge_submission(job["lesson"], answers, start, code=code)
         write_frame(out, {"op": "verdicts", "verdicts": verdicts, "seconds": time.perf_counter() - t0})
 
 

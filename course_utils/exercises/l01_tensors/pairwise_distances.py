@@ -1,14 +1,15 @@
 """pairwise_distances: Euclidean distances between every row of a (N, D) and every row of b (M, D).
 
 Subtle: the pairing must come from broadcasting, (N, 1, D) against (1, M, D), not from Python
-loops (a probe reads the answer's code); square inputs (N = M) hide a transposed result.
+loops (a probe reads the answer's code: in the grader, compiled from the notebook's text);
+square inputs (N = M) hide a transposed result.
 """
 
 from __future__ import annotations
 
 import torch
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, reads_code_only, register
 
 from .._source_rules import python_loop
 from .._references.l01_tensors import pairwise_distances
@@ -44,6 +45,7 @@ _EDGE_CASES = [
 
 
 # --- run and probes
+@reads_code_only  # the grader's judge runs it on the notebook's text
 def _no_loops(answer, r: Rand) -> None:
     kind = python_loop(answer)
     if kind is not None:

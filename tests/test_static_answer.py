@@ -1,0 +1,64 @@
+"""The answer as the notebook's text defines it (``instructor/static_answer.py``): what the
+grader's judge runs a code-reading rule on, so that an answer cannot rewrite the rule next to it."""
+
+from __future__ import annotations
+
+import pytest
+
+from course_utils.exercises._source_rules import names_used, python_loop
+from course_utils.instructor.static_answer import code_cells, static_function
+
+LOOPS = "def f(a, b):\n    out = []\n    for x in a:\n        out.append(x)\n    return out\n"
+CLEAN = "def f(a, b):\n    return (a[:, None] - b[None]).norm(dim=-1)\n"
+
+
+def test_the_last_plain_definition_in_cell_order_is_the_answer():
+    assert python_loop(static_function([LOOPS], "f")) == "for"
+    assert python_loop(static_function([CLEAN], "f")) is None
+    assert python_loop(static_function([CLEAN, LOOPS], "f")) == "for"  # redefined below: the loop counts
+    assert python_loop(static_function([LOOPS, CLEAN], "f")) is None
+
+
+@pytest.mark.parametrize("cells, kind", [
+    (["f = lambda a, b: [x for x in a]"], "for"),
+    (["def g(a, b):\n    while a:\n        a = a[1:]\n    return a\n", "f = g"], "while"),
+    (["%time 1 + 1\n" + LOOPS], "for"),                                # a magic line, as the kernel reads it
+    (["def broken(:\n", LOOPS], "for"),                                # a cell that does not parse is skipped
+    (["import torch\n" + CLEAN.replace("def f", "def helper") + "def f(a, b):\n    return helper(a, b)\n"], None),
+])
+def test_lambdas_aliases_and_magics(cells, kind):
+    fn = static_function(cells, "f")
+    assert fn is not None
+    assert python_loop(fn) == kind
+
+
+def test_a_rule_follows_calls_into_the_notebooks_own_helpers():
+    cells = ["def helper(y):\n    y.backward()\n", "def f(x):\n    helper(x)\n"]
+    assert names_used(static_function(cells, "f"), {"backward"}) == "backward"
+
+
+@pytest.mark.parametrize("cells", [
+    [],
+    ["x = 1"],
+    ["exec('def f(a, b):\\n    return a')"],                          # bound by exec
+    ["globals()['f'] = lambda a, b: a"],
+    ["import functools\n@functools.lru_cache\n" + CLEAN],                # a decorator may return another function
+    ["class f:\n    pass\n"],
+    [CLEAN, "f = make_f()"],                                            # rebound by a call after the def
+])
+def test_a_name_bound_any_other_way_has_no_definition(cells):
+    assert static_function(cells, "f") is None
+
+
+def test_nothing_is_run():
+    cells = ["import os\nos.environ['STATIC_ANSWER_RAN'] = '1'\n" + CLEAN, "f = f"]
+    import os
+
+    assert static_function(cells, "f") is not None
+    assert "STATIC_ANSWER_RAN" not in os.environ
+
+
+def test_code_cells_reads_both_source_forms_and_skips_markdown():
+    cells = [{"cell_type": "code", "source": ["a = 1\n", "b = 2\n"]}, {"cell_type": "markdown", "source": "def f(): ..."},
+             {"cell_type": "code", "source": "c = 3"}, {"cell_type": "code", "source": 42}]
+    assert code_cells(cells) == ["a = 1\nb = 2\n", "c = 3"]
