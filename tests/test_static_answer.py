@@ -59,6 +59,7 @@ def test_nothing_is_run():
 
 
 def test_code_cells_reads_both_source_forms_and_skips_markdown():
-    cells = [{"cell_type": "code", "source": ["a = 1\n", "b = 2\n"]}, {"cell_type": "markdown", "source": "def f(): ..."},
+    cells = [{"cell_type": "code", "source": ["a = 1\n", "b = 2\n"]},
+             {"cell_type": "markdown", "source": "def f(): ..."},
              {"cell_type": "code", "source": "c = 3"}, {"cell_type": "code", "source": 42}]
     assert code_cells(cells) == ["a = 1\nb = 2\n", "c = 3"]
