@@ -6,8 +6,10 @@ named mistake below, and the checks in ``_run`` name them one at a time.
 Subtle: the grader leaves stale gradients in ``.grad`` and hands the model over in eval mode, so a
 loop without ``zero_grad()`` first (or without ``model.train()``) makes a different update; it
 uses the caller's ``optimizer`` and ``loss_fn`` (with label smoothing, so a home-made loss shows);
-the last batch is shorter, so a mean of batch means is wrong; and a loop that adds up loss
-*tensors* keeps every batch's autograd graph alive.
+the last batch is shorter, so a mean of batch means is wrong; a loop that adds up loss
+*tensors* keeps every batch's autograd graph alive; and a second forward in training mode per
+batch (counted on the first layer) would move BatchNorm's statistics twice, though this MLP's
+parameters do not show it.
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ def _train_trial(fn, case: Case):
     model.eval()  # as an evaluation would leave it
     start = _flat(model)
     records, hooks = record_modes(model)
+    first = next(m for m in model.modules() if isinstance(m, nn.Linear))
+    train_forwards: list[int] = []  # the first layer's forwards in training mode, grad or not
+    hooks.append(first.register_forward_pre_hook(lambda m, args: train_forwards.append(1) if m.training else None))
     backwards: list[int] = []  # backward passes that reached the last layer's bias
     hooks.append(list(model.parameters())[-1].register_hook(lambda g: backwards.append(1)))
     loader = DataLoader(TensorDataset(X, y), batch_size=bs)
@@ -98,7 +103,7 @@ def _train_trial(fn, case: Case):
             h.remove()
     if alive and max(alive) > 0 and fn is not train_one_epoch:
         raise Incorrect("graph_kept_alive")
-    return out, _flat(model), start, records, len(steps), len(backwards)
+    return out, _flat(model), start, records, len(steps), len(backwards), len(train_forwards) - len(loader)
 
 
 def _modes_problem(records: list) -> None:
@@ -131,10 +136,12 @@ def _update_problem(case: Case, params, start, exp_params, steps: int, backwards
 
 
 def _run(answer, case: Case):
-    out, params, start, records, steps, backwards = _train_trial(answer, case)
+    out, params, start, records, steps, backwards, extra_forwards = _train_trial(answer, case)
     if torch.initial_seed() != case.kwargs["seed"]:  # _model_for seeded it; only torch.manual_seed changes it
         raise Incorrect("reseeded_global_rng")
     _modes_problem(records)
+    if extra_forwards > 0:  # this MLP does not show it, a model with BatchNorm or Dropout would
+        raise Incorrect("second_forward", n=extra_forwards)
     number_problem(out, "the mean training loss")
     exp_out, exp_params = _train_trial(train_one_epoch, case)[:2]
     _update_problem(case, params, start, exp_params, steps, backwards)
@@ -176,6 +183,21 @@ _train_zero_grad_at_end = functools.partial(_epoch, zero="end")
 _train_softmax_first = functools.partial(_epoch, softmax=True)
 _train_batch_mean = functools.partial(_epoch, batch_means=True)
 _train_no_train_mode = functools.partial(_epoch, train_mode=False)
+
+
+def _train_warm_up_forward(model, loader, loss_fn, optimizer):
+    """A forward in training mode before the one whose loss is used (red team, issue 27)."""
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        optimizer.zero_grad()
+        model(X)
+        loss = loss_fn(model(X), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(y)
+        n += len(y)
+    return total / n
 
 
 def _train_ignores_loss_fn(model, loader, loss_fn, optimizer):
@@ -250,6 +272,11 @@ register(Exercise(
         Mistake("no_grad_in_training", "The forward pass ran with autograd off (`no_grad`/`inference_mode`), so "
                 "there is nothing to backpropagate. Only evaluation uses them.",
                 lambda model, loader, loss_fn, optimizer: evaluate(model, loader, loss_fn)[0], match_output=False),
+        Mistake("second_forward", "Your loop ran the model in training mode more than once per batch ({n} "
+                "extra forward passes in the epoch). Every forward in training mode changes state a model may "
+                "hold: BatchNorm updates its running statistics and Dropout draws new masks, so with those layers "
+                "the epoch would train a different model. Run the model once per batch and compute the loss (and "
+                "anything you log) from that output.", _train_warm_up_forward, match_output=False),
         Mistake("wrong_update", "After your epoch the parameters differ from those after one correct epoch "
                 "with the given `loss_fn` and `optimizer` (largest difference {diff}), though the optimizer "
                 "stepped and the model ran in training mode. Check what reaches the loss (`loss_fn(model(X), y)` "
