@@ -185,6 +185,12 @@ def via_python_random(fonts, n_test_fonts, generator):
     return _mask_split(fonts, held)
 
 
+@wrong(SF, "mutated_fonts")
+def sf_sorts_the_callers_list(fonts, n_test_fonts, generator):
+    fonts.sort()  # the indices then point into the sorted list, not the caller's order
+    return ref.split_by_font(fonts, n_test_fonts, generator)
+
+
 @wrong(SF, "font_leak")
 def random_items(fonts, n_test_fonts, generator):
     perm = torch.randperm(len(fonts), generator=generator)
@@ -277,6 +283,15 @@ def per_batch_stds(dataset, train_idx):
     return ref.train_stats(dataset, train_idx)[0], torch.stack(stds).mean(0)
 
 
+@wrong(TS, "mutated_input")
+def ts_normalises_the_dataset_in_place(dataset, train_idx):
+    X = torch.stack([dataset[i][0] for i in train_idx.tolist()])
+    mean, std = X.mean((0, 2, 3)), X.std((0, 2, 3))
+    for i in range(len(dataset)):
+        dataset[i][0].sub_(mean[:, None, None]).div_(std[:, None, None])
+    return mean, std
+
+
 @wrong(TS, "used_all_items")
 def whole_dataset(dataset, train_idx):
     return ref.train_stats(dataset, torch.arange(len(dataset)))
@@ -323,6 +338,13 @@ def by_hand(mean, std):
         x = torch.from_numpy(np.asarray(img.convert("L"), dtype=np.float32) / 255)[None]
         return (x - mean[0]) / std[0]
     return transform
+
+
+@valid(MT)
+def mt_grayscale_last_after_normalising_rgb(mean, std):
+    """Grey of three equal normalised channels is that channel: Grayscale may come last."""
+    return v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.Normalize(mean * 3, std * 3),
+                       v2.Grayscale(1)])
 
 
 @wrong(MT, "normalize_before_scale")
@@ -381,6 +403,13 @@ def invert_sometimes():
 @valid(MA)
 def elastic():
     return v2.ElasticTransform(alpha=20.0)
+
+
+@wrong(MA, "in_place")
+def ma_brightness_in_place():
+    def augment(x):
+        return x.mul_(0.8 + 0.4 * torch.rand(1).item()).clamp_(0, 1)
+    return augment
 
 
 @wrong(MA, "horizontal_flip")

@@ -201,9 +201,14 @@ def gap_height(x):
     return x.mean(2)
 
 
-@wrong(EX)
+@wrong(EX, "summed")
 def gap_sum(x):
     return x.sum(dim=(2, 3))
+
+
+@wrong(EX, "squeezed_batch")
+def gap_squeezed(x):
+    return F.adaptive_avg_pool2d(x, 1).squeeze()  # one image: (C,), the batch dim gone too
 
 
 @valid(EX)
@@ -265,6 +270,12 @@ def pre_int(images, recipe):
     return images.long() - int(recipe["mean"] * 255)
 
 
+@wrong(EX, "mutated_recipe")
+def prep_pops_the_recipe(images, recipe):
+    mean, std = recipe.pop("mean"), recipe.pop("std")
+    return (images.float() / 255 - mean) / std
+
+
 @valid(EX)
 def pre_divide(images, recipe):
     return images.div(255).sub(recipe["mean"]).div(recipe["std"])
@@ -323,6 +334,22 @@ def head_attribute(model, k):
 def head_frozen(model, k):
     model.fc = nn.Linear(model.fc.in_features, k).requires_grad_(False)
     return model
+
+
+@wrong(EX, "mode_changed")
+def head_then_eval(model, k):
+    model.fc = nn.Linear(model.fc.in_features, k)
+    return model.eval()
+
+
+@valid(EX)
+def head_on_a_deep_copy(model, k):
+    """A copy keeps the pretrained values: the model returned is the one to use."""
+    import copy
+
+    new = copy.deepcopy(model)
+    new.fc = nn.Linear(new.fc.in_features, k)
+    return new
 
 
 @wrong(EX, "returned_none")

@@ -144,7 +144,7 @@ def nb_swapped(data, starts, block_size):
     return _windows(data, starts + 1, block_size), _windows(data, starts, block_size)
 
 
-@wrong(NB)
+@wrong(NB, "rolled_targets")
 def nb_rolled(data, starts, block_size):
     x = _windows(data, starts, block_size)
     return x, x.roll(-1, dims=1)  # the last target wraps round to the first input
@@ -220,9 +220,22 @@ def cm_batched(T):
     return torch.full((T, T), NEG_INF).triu(1)[None]
 
 
-@wrong(CM)
+@wrong(CM, "finite_mask")
 def cm_large_negative(T):
     return torch.full((T, T), -1e9).triu(1)
+
+
+@wrong(CM, "finite_mask")
+def cm_finfo_min(T):
+    return torch.zeros(T, T).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), torch.finfo(torch.float32).min)
+
+
+def test_a_finite_mask_is_counted_as_differing():
+    """Where the reference holds -inf, a finite value is a mismatch in the summary too (it read "0 of 16
+    elements differ" before the summary used the comparison's own rule)."""
+    res = grading.check(CM, lambda T: torch.zeros(T, T).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), -5.0),
+                        seed=1)
+    assert res.mistake == "wrong_values" and "6 of 16 elements" in res.message, res.message
 
 
 @valid(CM)
@@ -288,6 +301,24 @@ def ca_dim_minus_2(q, k, v):
 @wrong(CA, "masked_after_softmax")
 def ca_after(q, k, v):
     return (torch.softmax(_scores(q, k), dim=-1) * torch.ones(q.shape[-2], q.shape[-2]).tril()) @ v
+
+
+@wrong(CA, "scaled_after_softmax")
+def ca_scaled_after_softmax(q, k, v):
+    T = q.shape[-2]
+    w = torch.softmax((q @ k.transpose(-2, -1)).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), NEG_INF), -1)
+    return w / math.sqrt(q.shape[-1]) @ v
+
+
+@valid(CA)
+def ca_finite_fill_loop_over_queries(q, k, v):
+    """A large finite fill gives the same weights here (exp underflows to 0), one query at a time."""
+    out = []
+    for t in range(q.shape[-2]):
+        s = q[..., t:t + 1, :] @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
+        s[..., t + 1:] = -1e9
+        out.append(s.softmax(-1) @ v)
+    return torch.cat(out, dim=-2)
 
 
 @wrong(CA, "future_visible")
@@ -501,6 +532,22 @@ def sn_k_plus_one(logits, temperature, top_k, generator):
         logits = logits.masked_fill(logits <= logits.sort(-1, descending=True).values[:, top_k + 1:top_k + 2],
                                     NEG_INF) if top_k + 1 < logits.shape[-1] else logits
     return torch.multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]
+
+
+@wrong(SN, "kept_k_minus_one")
+def sn_k_minus_one(logits, temperature, top_k, generator):
+    logits = logits / temperature
+    if top_k is not None:
+        logits = logits.masked_fill(logits <= logits.topk(top_k, -1).values[:, -1:], NEG_INF)  # `<=` drops the k-th
+    return torch.multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]
+
+
+@valid(SN)
+def sn_gumbel_max_after_softmax_power(logits, temperature, top_k, generator):
+    """softmax(l) ** (1/T) renormalised is softmax(l / T); the Gumbel-max trick draws from it."""
+    probs = _top_k(logits, top_k).softmax(-1) ** (1 / temperature)
+    u = torch.rand(logits.shape, generator=generator, dtype=torch.float64).clamp_min(1e-300)
+    return (probs.double().log() - (-u.log()).log()).argmax(-1)
 
 
 @wrong(SN, "greedy")

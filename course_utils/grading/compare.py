@@ -250,7 +250,9 @@ def _mismatch_summary(got: torch.Tensor, expected: torch.Tensor, cmp: Compare) -
     diff = (got - e).abs()
     diff = torch.where(torch.isnan(diff), torch.zeros_like(diff), diff)
     rtol, atol = _tolerances(e, cmp) if e.is_floating_point() else (0.0, 0.0)
-    bad = diff > atol + rtol * e.abs()
+    # the comparison's own rule (an infinite expected value is matched only by the same infinity;
+    # `diff > atol + rtol * |e|` would count a finite value where -inf is expected as matching)
+    bad = ~torch.isclose(got, e, rtol=rtol, atol=atol, equal_nan=True)
     n = int(bad.sum())
     idx = tuple(int(i) for i in bad.nonzero()[0]) if n else ()
     largest = float(diff.max()) if diff.numel() else 0.0

@@ -33,6 +33,14 @@ EDGE_CASES = [Case((), dict(seed=0), label="twelve asymmetric letters, six draws
 
 
 # --- run and probes
+def _draw(augment, x: torch.Tensor):
+    given = x.clone()
+    out = augment(given)
+    if not torch.equal(given, x):
+        raise Incorrect("in_place")
+    return out
+
+
 def _run(answer, case: Case):
     augment = answer()
     if not callable(augment):
@@ -40,7 +48,7 @@ def _run(answer, case: Case):
     glyphs = _kit.probe_glyphs()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(case.kwargs["seed"])
-        draws = [[augment(x.clone()) for _ in range(DRAWS)] for x in glyphs]
+        draws = [[_draw(augment, x) for _ in range(DRAWS)] for x in glyphs]
     for x, outs in zip(glyphs, draws):
         for out in outs:
             if not isinstance(out, torch.Tensor):
@@ -100,6 +108,12 @@ def _identity():
     return lambda x: x
 
 
+def _in_place():
+    def augment(x):
+        return x.mul_(0.9).add_(0.05)  # changes the image it was given
+    return augment
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="make_augment", title="An augmentation that keeps every letter the same letter",
@@ -124,6 +138,10 @@ register(Exercise(
                 "last, once.", _normalises, match_output=False),
         Mistake("no_change", "Your transform returned every image unchanged: choose a transform that changes "
                 "them (a small random shift, rotation, scaling...).", _identity, match_output=False),
+        Mistake("in_place", "Your transform changed the image it was given, in place (a `_` method such as "
+                "`add_`, or slice assignment): a dataset that keeps its images in memory would lose the "
+                "originals, and every epoch would augment an already augmented image. Return a new tensor.",
+                _in_place, match_output=False),
         Mistake("changed_shape", "Your transform changed the image's shape to {shape}: keep `(1, H, W)` "
                 "(crop or pad back, or use `RandomAffine`, which keeps the size).", None, match_output=False),
         Mistake("changed_dtype", "Your transform returned {dtype}: keep float32.", None, match_output=False),

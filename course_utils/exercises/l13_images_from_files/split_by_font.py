@@ -45,7 +45,10 @@ def _indices(t, name: str) -> torch.Tensor:
 
 
 def _call(answer, fonts, n, seed):
-    out = answer(list(fonts), n, torch.Generator().manual_seed(seed))
+    given = list(fonts)
+    out = answer(given, n, torch.Generator().manual_seed(seed))
+    if given != list(fonts):
+        raise Incorrect("mutated_fonts")
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise Incorrect("not_a_pair")
     return _indices(out[0], "train_idx"), _indices(out[1], "test_idx")
@@ -124,6 +127,11 @@ def _n_items(fonts, n_test_fonts, generator):
     return perm[n_test_fonts:], perm[:n_test_fonts]
 
 
+def _sorts_the_list(fonts, n_test_fonts, generator):
+    fonts.sort()  # the caller's list, reordered
+    return split_by_font(fonts, n_test_fonts, generator)
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="split_by_font", title="Hold out whole fonts, chosen reproducibly",
@@ -149,6 +157,9 @@ register(Exercise(
                 "out every item of {n} fonts.", _n_items, match_output=False),
         Mistake("wrong_font_count", "Your test set holds the items of {got} fonts; it should hold those of {n}.",
                 None, match_output=False),
+        Mistake("mutated_fonts", "Your function reordered or changed the caller's `fonts` list (`fonts.sort()`?): "
+                "the indices you return then point into a list the caller no longer has as it was. Sort a copy, "
+                "`sorted(set(fonts))`.", _sorts_the_list, match_output=False),
         Mistake("not_a_pair", "Return a pair `(train_idx, test_idx)`.", None, match_output=False),
         Mistake("not_indices", "`{name}` should be a 1-D int64 tensor of item positions "
                 "(`mask.nonzero().flatten()`).", None, match_output=False),

@@ -60,7 +60,10 @@ def _close(a: torch.Tensor, b: torch.Tensor, tol: float = 1e-4) -> bool:
 # --- run and probes
 def _run(answer, case: Case):
     X, train_idx = case.args
-    out = answer(Images(X.clone()), train_idx.clone())
+    data, idx = X.clone(), train_idx.clone()
+    out = answer(Images(data), idx)
+    if not (torch.equal(data, X) and torch.equal(idx, train_idx)):
+        raise Incorrect("mutated_input")
     if not (isinstance(out, (tuple, list)) and len(out) == 2
             and all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in out)):
         raise Incorrect("not_a_pair")
@@ -121,6 +124,13 @@ def _per_pixel(dataset, train_idx):
     return X.mean(0), X.std(0)
 
 
+def _normalises_in_place(dataset, train_idx):
+    mean, std = train_stats(dataset, train_idx)
+    for i in range(len(dataset)):
+        dataset[i][0].sub_(mean[:, None, None]).div_(std[:, None, None])  # the caller's images change
+    return mean, std
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="train_stats", title="Normalisation statistics of the training split",
@@ -141,6 +151,10 @@ register(Exercise(
                 _scalar, match_output=False),
         Mistake("per_pixel", "Your mean has shape {shape}: one value per pixel. Reduce over the height and "
                 "width too, leaving one number per channel, shape ({c},).", _per_pixel, match_output=False),
+        Mistake("mutated_input", "Your function changed the dataset's images (or `train_idx`) in place: a "
+                "statistics function must only read them, or every later use of the data sees altered "
+                "pixels. Normalise later, in a transform, with the statistics it returns.", _normalises_in_place,
+                match_output=False),
         Mistake("wrong_mean", "Your mean is not the mean of all training pixels per channel.", None,
                 match_output=False),
         Mistake("wrong_std", "Your std is not the std of all training pixels per channel.", None,

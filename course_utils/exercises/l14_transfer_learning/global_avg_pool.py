@@ -29,6 +29,7 @@ EDGE_CASES = [
     Case((Rand(1).randn(2, 3, 5, 4) + 1.0,), label="a 5x4 feature map", show_inputs=True),
     Case((Rand(2).randn(3, 4, 1, 1),), label="a 1x1 feature map"),
     Case((Rand(3).randn(2, 3, 7, 7) * 2,), label="the usual 7x7"),
+    Case((Rand(4).randn(1, 3, 2, 5) + 0.5,), label="one image (N = 1)"),
 ]
 
 
@@ -57,6 +58,14 @@ def _height_only(x):
     return x.mean(dim=2)
 
 
+def _summed(x):
+    return x.sum(dim=(2, 3))
+
+
+def _squeezed(x):
+    return F.adaptive_avg_pool2d(x, 1).squeeze()
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="global_avg_pool", title="Global average pooling: (N, C, H, W) to (N, C), any size",
@@ -73,6 +82,12 @@ register(Exercise(
         Mistake("fixed_kernel", "You average over a fixed window (an average pool with a 7x7 kernel?): on a map "
                 "of another size that is not one number per channel. Average over all of H and W, whatever they "
                 "are.", _fixed_kernel),
+        Mistake("summed", "You summed each channel over its positions; the pool takes their mean (the sum "
+                "grows with H * W, so a bigger image gives bigger features). Divide by the number of positions, "
+                "or use `.mean`.", _summed),
+        Mistake("squeezed_batch", "`.squeeze()` drops every dim of size 1, the batch's too: one image gives `(C,)` "
+                "instead of `(1, C)`. Squeeze or flatten only the spatial dims (`.flatten(1)`, "
+                "`.squeeze(-1).squeeze(-1)`).", _squeezed),
         Mistake("height_only", "You averaged over the height only: `(N, C, W)`. Average over both spatial dims.",
                 _height_only),
     ],

@@ -47,10 +47,13 @@ EDGE_CASES = [
 # --- run
 def _run(answer, case: Case):
     images, recipe = case.args
-    before = images.clone()
-    out = answer(images, dict(recipe))
+    before, recipe_before = images.clone(), dict(recipe)
+    recipe = dict(recipe)  # the learner's own copy: a change to it must show, and not reach the case
+    out = answer(images, recipe)
     if not torch.equal(images, before):
         raise Incorrect("mutated_input")
+    if recipe != recipe_before:
+        raise Incorrect("mutated_recipe")
     if not isinstance(out, torch.Tensor):
         raise Incorrect("not_a_tensor", got=a_type(out))
     if not out.is_floating_point():
@@ -85,6 +88,11 @@ def _in_place(images, recipe):
     return preprocess(images, recipe)
 
 
+def _popped(images, recipe):
+    mean, std = recipe.pop("mean"), recipe.pop("std")
+    return (images.float() / 255.0 - mean) / std
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="preprocess", title="Preprocess new images with the pretrained model's own statistics",
@@ -106,6 +114,9 @@ register(Exercise(
                 _swapped),
         Mistake("mutated_input", "Your function changed the caller's images in place: return a new tensor.",
                 _in_place, match_output=False),
+        Mistake("mutated_recipe", "Your function changed the recipe dictionary it was given (`pop`, `del` or an "
+                "assignment): the caller's recipe loses its statistics for the next batch. Read it with "
+                "`recipe['mean']`.", _popped, match_output=False),
         Mistake("not_a_tensor", "Return the images as one float tensor; you returned {got}.", match_output=False),
         Mistake("not_float", "Your result has dtype {got}: the model takes floats (`images.float()`).",
                 match_output=False),

@@ -53,7 +53,8 @@ def _run(answer: Any, case: Case) -> Any:
     old_fc = model.fc
     old_in, old_out = old_fc.in_features, old_fc.out_features
     old_ids = {id(p) for p in old_fc.parameters()}
-    rest = [(n, p, p.requires_grad) for n, p in model.named_parameters() if not n.startswith("fc.")]
+    rest = [(n, p.detach().clone(), p.requires_grad) for n, p in model.named_parameters() if not n.startswith("fc.")]
+    modes = {n: m.training for n, m in model.named_modules() if n != "fc" and not n.startswith("fc.")}
     got = answer(model, k)
     if got is None:
         raise Incorrect("returned_none")
@@ -65,13 +66,17 @@ def _run(answer: Any, case: Case) -> Any:
         raise Incorrect("no_fc", got=type(fc).__name__)
     if any(id(p) in old_ids for p in fc.parameters()):
         raise Incorrect("appended")
+    # the pretrained values, in the model returned (modified in place, or a copy such as `copy.deepcopy`'s)
     now = dict(got.named_parameters())
-    if any(now.get(n) is not p for n, p, _ in rest):
+    if any(n not in now or now[n].shape != p.shape or not torch.equal(now[n].detach(), p) for n, p, _ in rest):
         raise Incorrect("backbone_replaced")
     if not all(p.requires_grad for p in fc.parameters()):
         raise Incorrect("head_frozen")
-    if any(p.requires_grad != flag for _, p, flag in rest):
+    if any(now[n].requires_grad != flag for n, _, flag in rest):
         raise Incorrect("backbone_flags_changed")
+    now_modes = {n: m.training for n, m in got.named_modules() if n != "fc" and not n.startswith("fc.")}
+    if now_modes != modes:
+        raise Incorrect("mode_changed")
     was = got.training
     got.eval()
     try:
@@ -124,6 +129,11 @@ def _no_return(model, num_classes):
     model.fc = nn.Linear(model.fc.in_features, num_classes)
 
 
+def _sets_eval(model, num_classes):
+    model.fc = nn.Linear(model.fc.in_features, num_classes)
+    return model.eval()
+
+
 def _fresh_model(model, num_classes):
     with torch.random.fork_rng(devices=[]):
         return type(model)(num_classes=num_classes, widths=(model.conv1.out_channels, model.layer2.conv1.out_channels,
@@ -152,6 +162,9 @@ register(Exercise(
         Mistake("backbone_flags_changed", "You changed which backbone parameters require grad (unfroze a "
                 "frozen backbone, or froze a trainable one). Replacing the head is only that; freezing is a "
                 "separate decision (exercise 5).", _unfreezes, match_output=False),
+        Mistake("mode_changed", "Your function switched the model's training/eval mode (`.eval()` or `.train()`): "
+                "fine-tuning would then run BatchNorm and Dropout in a mode nobody chose. Replacing the head is "
+                "only that; leave the modes as they were.", _sets_eval, match_output=False),
         Mistake("backbone_replaced", "The backbone's parameters are not the ones the model came with (a new "
                 "model, or reinitialised layers?): the pretrained weights are the point. Keep the model and "
                 "change only `fc`.", _fresh_model, match_output=False),

@@ -105,6 +105,11 @@ def _mask_after_softmax(q, k, v):
     return weights.masked_fill(_future(q.shape[-2], q.device), 0.0) @ v
 
 
+def _scaled_after_softmax(q, k, v):
+    weights = _attend(_scores(q, k, 1.0), v=torch.eye(q.shape[-2], dtype=q.dtype))
+    return weights / math.sqrt(q.shape[-1]) @ v
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="causal_attention",
@@ -134,6 +139,9 @@ register(Exercise(
                 "to -inf, which the softmax turns into a weight of exactly 0.", _mask_with_zero),
         Mistake("masked_after_softmax", "You zeroed the future weights after the softmax, so each row no longer sums "
                 "to 1. The mask must act on the scores, before the softmax normalises them.", _mask_after_softmax),
+        Mistake("scaled_after_softmax", "You divided by sqrt(d) after the softmax: the weights no longer sum to 1 "
+                "and the softmax saw unscaled scores. The scale acts on the scores, before the softmax.",
+                _scaled_after_softmax),
     ],
     hints=[
         "Follow the shapes: the scores need one number per (query, key) pair, (..., T, T), so the keys' feature "

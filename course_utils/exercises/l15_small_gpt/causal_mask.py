@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.grading import Case, Exercise, Mistake, Rand, register
+from typing import Any
+
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from .._references.l15_small_gpt import causal_mask
 from ._kit import LESSON
@@ -32,6 +34,18 @@ EDGE_CASES = [
     Case((1,), label="T = 1 (a single position)", show_inputs=True),
     Case((2,), label="T = 2", show_inputs=True),
 ]
+
+
+def _run(answer: Any, case: Case) -> Any:
+    out = answer(*case.args)
+    (T,) = case.args
+    if (isinstance(out, torch.Tensor) and out.shape == (T, T) and out.is_floating_point() and T >= 2
+            and bool(torch.isfinite(out).all())):
+        allowed = torch.ones(T, T, dtype=torch.bool).tril()
+        blocked = out.detach()[~allowed]
+        if bool((out.detach()[allowed] == 0).all()) and bool((blocked <= -100).all()):
+            raise Incorrect("finite_mask", value=f"{float(blocked.max()):.3g}")
+    return out
 
 
 # --- wrong answers
@@ -59,10 +73,14 @@ def _boolean(T):
     return _allowed(T)
 
 
+def _finite(T):
+    return torch.zeros(T, T).masked_fill(~_allowed(T), -1e9)
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="causal_mask", title="The causal mask: 0 where a query may look, -inf elsewhere",
-    reference=causal_mask, cases=_cases, edge_cases=EDGE_CASES,
+    reference=causal_mask, cases=_cases, edge_cases=EDGE_CASES, run=_run,
     mistakes=[
         Mistake("future_visible", "Your mask blocks the *past* (below the diagonal) and lets each position see the "
                 "future, the very characters it must predict. Row `i` is query `i`: it may look at keys `j <= i`, "
@@ -78,6 +96,10 @@ register(Exercise(
         Mistake("boolean", "Your mask is boolean (True where a query may look). That is the convention of "
                 "`F.scaled_dot_product_attention`'s `attn_mask`; this task asks for the float mask to *add* to the "
                 "scores: 0 where allowed, -inf where blocked.", _boolean),
+        Mistake("finite_mask", "Your mask blocks the future with a large finite number ({value}) instead of -inf. "
+                "That is a weight of almost 0, not 0: it depends on the scores staying far above it, and in float16 "
+                "it overflows to -inf anyway. The additive mask holds `float('-inf')`, which the softmax turns into "
+                "a weight of exactly 0.", _finite, match_output=False),
     ],
     hints=[
         "Draw the (T, T) grid for T = 3 with the query positions down the side and the key positions along the top. "

@@ -69,6 +69,11 @@ def _swapped(data, starts, block_size):
     return data[rows + 1], data[rows]
 
 
+def _rolled(data, starts, block_size):
+    x = data[_rows(starts, block_size)]
+    return x, x.roll(-1, dims=1)
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="next_token_batch", title="Inputs and next-token targets from windows of a sequence",
@@ -86,6 +91,9 @@ register(Exercise(
                 "`x` drops its last id and `y` its first, so each is `block_size` long.", _window_plus_one),
         Mistake("swapped", "You returned `(y, x)`: the inputs come first, then the targets, which start one place "
                 "later.", _swapped),
+        Mistake("rolled_targets", "Your targets are right except the last one of each window, which is the "
+                "window's *first* id: `roll` wraps around. The last target is the id after the window, "
+                "`data[start + block_size]`: cut `y` from `data`, not from `x`.", _rolled),
     ],
     hints=[
         "Write a short sequence on paper, say the ids of `hello`, with `block_size` 3 and a start at 0: what does "

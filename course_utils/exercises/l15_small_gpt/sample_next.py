@@ -147,6 +147,14 @@ def _k_plus_one(logits, temperature, top_k, generator):
     return _draw_from(_keep_top_k(logits / temperature, top_k, k_extra=1), generator)
 
 
+def _k_minus_one(logits, temperature, top_k, generator):
+    logits = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits <= kth, float("-inf"))  # drops the k-th largest too
+    return _draw_from(logits, generator)
+
+
 def _top_k_zeroed(logits, temperature, top_k, generator):
     logits = logits / temperature
     if top_k is not None:
@@ -192,6 +200,9 @@ register(Exercise(
         Mistake("kept_k_plus_one", "Some of your draws are the ({k}+1)-th most likely token: you kept k + 1 tokens "
                 "per row. Keep exactly the {k} largest logits (the k-th largest is the last one kept).", _k_plus_one,
                 match_output=False),
+        Mistake("kept_k_minus_one", "Your draws never pick the k-th most likely token: you kept k - 1 tokens per "
+                "row (with top_k = 1 none is left and the softmax gives NaN). The k-th largest logit is the last one "
+                "kept: block the logits strictly below it (`<`, not `<=`).", _k_minus_one),
         Mistake("outside_top_k", "Some of your draws are outside the {k} most likely tokens. Top-k must leave every "
                 "other token with probability exactly 0: a logit of -inf before the softmax (a logit of 0 is an "
                 "ordinary score), or a probability of 0 after it.", _top_k_zeroed, match_output=False),
