@@ -76,7 +76,7 @@ def test_reference_clears_the_bar_with_room(tmp_path, seed):
     root = glyphs.make_image_folder(tmp_path / "images", chars=bc.CHARS, per_font=3, fonts=bc.FOLDER_FONTS,
                                     seed=bc.FOLDER_SEED)
     torch.manual_seed(seed)
-    names = ref.build_classifier(root, tmp_path / "m.pt2")
+    names = ref.build_classifier(root, tmp_path / "m.pt2", *tl.load_pretrained())
     X, y, _ = tl.render_tensors(bc.CHARS, tl.HELD_OUT_FONTS, bc.TEST_PER_FONT, seed=bc.TEST_SEED)
     with torch.no_grad():
         preds = torch.export.load(tmp_path / "m.pt2").module()(X).argmax(1)
@@ -466,40 +466,39 @@ EX = f"{LESSON}.build_classifier"
 
 
 @wrong(EX, "exported_in_train_mode")
-def bc_train_mode(folder, path):
-    return bc._pipeline(folder, path, eval_export=False)
+def bc_train_mode(folder, path, model, recipe):
+    return bc._pipeline(folder, path, model, recipe, eval_export=False)
 
 
 @wrong(EX, "wrong_class_order")
-def bc_reversed(folder, path):
-    return bc._pipeline(folder, path, names_order=bc._reversed)
+def bc_reversed(folder, path, model, recipe):
+    return bc._pipeline(folder, path, model, recipe, names_order=bc._reversed)
 
 
 @wrong(EX, "below_bar")
-def bc_unnormalised(folder, path):
-    return bc._pipeline(folder, path, normalise=False)
+def bc_unnormalised(folder, path, model, recipe):
+    return bc._pipeline(folder, path, model, recipe, normalise=False)
 
 
 @wrong(EX, "static_batch")
-def bc_static(folder, path):
-    return bc._pipeline(folder, path, dynamic=False)
+def bc_static(folder, path, model, recipe):
+    return bc._pipeline(folder, path, model, recipe, dynamic=False)
 
 
 @wrong(EX, "returned_none")
-def bc_none(folder, path):
-    bc._pipeline(folder, path)
+def bc_none(folder, path, model, recipe):
+    bc._pipeline(folder, path, model, recipe)
 
 
 @wrong(EX, "wrong_class_names")
-def bc_all_digits(folder, path):
-    bc._pipeline(folder, path)
+def bc_all_digits(folder, path, model, recipe):
+    bc._pipeline(folder, path, model, recipe)
     return list(glyphs.DIGITS)
 
 
 @valid(EX)
-def bc_full_finetune(folder, path):
+def bc_full_finetune(folder, path, model, recipe):
     X, y, names, _ = ref.load_folder(folder)
-    model, recipe = tl.load_pretrained()
     model.fc = nn.Linear(model.fc.in_features, len(names))
     head = list(model.fc.parameters())
     backbone = [p for n, p in model.named_parameters() if not n.startswith("fc.")]
@@ -516,15 +515,14 @@ def bc_full_finetune(folder, path):
 
 
 @valid(EX)
-def bc_tuple_and_strings(folder, path):
+def bc_tuple_and_strings(folder, path, model, recipe):
     torch.manual_seed(123)
-    return tuple(ref.build_classifier(str(folder), os.fspath(path)))
+    return tuple(ref.build_classifier(str(folder), os.fspath(path), model, recipe))
 
 
 @valid(EX)
-def bc_adam_head(folder, path):
+def bc_adam_head(folder, path, model, recipe):
     X, y, names, _ = ref.load_folder(folder)
-    model, recipe = tl.load_pretrained()
     model.fc = nn.Linear(32, len(names))
     with torch.no_grad():
         features = model.features(tl.normalise(X, recipe["mean"], recipe["std"]))
@@ -539,16 +537,15 @@ def bc_adam_head(folder, path):
 
 
 @cheat(EX)
-def bc_untrained(folder, path):
+def bc_untrained(folder, path, model, recipe):
     _, _, names, _ = ref.load_folder(folder)
-    model, recipe = tl.load_pretrained()
     model.fc = nn.Linear(32, len(names))
     ref.export_model(ref.Deployable(model, recipe["mean"], recipe["std"]), path)
     return names
 
 
 @cheat(EX)
-def bc_names_only(folder, path):
+def bc_names_only(folder, path, model, recipe):
     return sorted(p.name for p in Path(folder).iterdir() if p.is_dir())
 
 

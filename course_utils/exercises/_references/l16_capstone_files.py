@@ -12,7 +12,6 @@ import torchvision
 from PIL import Image
 from torch import nn
 from torchvision.transforms import v2
-from course_utils.lesson_props.l14_transfer_learning import load_pretrained
 
 
 def load_folder(root):
@@ -59,9 +58,9 @@ def export_model(deployable, path):
     torch.export.save(program, path)
 
 
-def build_classifier(folder, path):
+def build_classifier(folder, path, pretrained, recipe):
     X, y, names, _ = load_folder(folder)
-    model, recipe = load_pretrained()
+    model = pretrained
     model.fc = nn.Linear(model.fc.in_features, len(names))
     # few images, a related task: extract features, train the head only
     model.requires_grad_(False)

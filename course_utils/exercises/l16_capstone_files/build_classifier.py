@@ -10,13 +10,15 @@ predicted class names, and whether a batch and its halves agree); the verdict, a
 :data:`TARGET_ACCURACY` of the held-out images right, is computed in ``finish_probe``, where in
 the instructor's grader the learner's code cannot reach (as in lesson 12's DigitClassifier).
 A model exported in training mode (its outputs for an image depend on the rest of the batch)
-fails whatever its accuracy. A model below the bar is diagnosed: classes in the wrong order (a permutation of the names would score), a
-static batch, a float input, a file ``torch.export.load`` cannot read.
+fails whatever its accuracy. A model below the bar is diagnosed: classes in the wrong order (a
+permutation of the names would score). A static batch, a float input, a file
+``torch.export.load`` cannot read fail in the probe.
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import shutil
 import tempfile
 from pathlib import Path
@@ -27,7 +29,8 @@ from torch import nn
 
 from course_utils import glyphs
 from course_utils.grading import Exercise, Incorrect, Mistake, Rand, register
-from course_utils.lesson_props.l14_transfer_learning import HELD_OUT_FONTS, PRETRAIN_FONTS, render_tensors
+from course_utils.lesson_props.l14_transfer_learning import (
+    HELD_OUT_FONTS, PRETRAIN_FONTS, load_pretrained, render_tensors)
 
 from ._kit import LESSON, a_type, private_folder
 
@@ -73,7 +76,7 @@ def _probe(answer, r: Rand) -> dict[str, Any]:
         # the learner's RNG state (retrying cannot turn a 79 % pipeline into a pass), and that state is kept
         with torch.enable_grad(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(FOLDER_SEED)
-            names = answer(root, path)
+            names = answer(root, path, *load_pretrained())
         if names is None:
             raise Incorrect("returned_none")
         if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
@@ -118,9 +121,8 @@ def _verdict(j: int, ran: Any) -> None:
 
 
 # --- wrong answers: the reference's pipeline with one decision changed
-def _pipeline(folder, path, *, eval_export=True, normalise=True, names_order=list, dynamic=True):
+def _pipeline(folder, path, model, recipe, *, eval_export=True, normalise=True, names_order=list, dynamic=True):
     X, y, names, _ = _ref.load_folder(folder)
-    model, recipe = _ref.load_pretrained()
     model.fc = nn.Linear(model.fc.in_features, len(names))
     model.requires_grad_(False)
     model.eval()
@@ -166,22 +168,22 @@ register(Exercise(
         Mistake("exported_in_train_mode", "Held-out accuracy {accuracy}, and your exported model gives an image "
                 "different scores depending on the rest of its batch: it was exported in training mode "
                 "(BatchNorm's batch statistics are in the graph). Call `.eval()` before `torch.export.export`.",
-                lambda folder, path: _pipeline(folder, path, eval_export=False), match_output=False),
+                functools.partial(_pipeline, eval_export=False), match_output=False),
         Mistake("wrong_class_order", "Held-out accuracy {accuracy}, but your model's outputs would be right with "
                 "the class names in another order: return the names in the order of the model's outputs "
                 "(`ImageFolder(...).classes`, the order of the labels you trained with).",
-                lambda folder, path: _pipeline(folder, path, names_order=_reversed), match_output=False),
+                functools.partial(_pipeline, names_order=_reversed), match_output=False),
         Mistake("below_bar", f"Held-out accuracy {{accuracy}} on unseen fonts; the bar is {TARGET_ACCURACY:.0%}. "
                 "Is the preprocessing in the exported model the one the backbone was pretrained with (scale to "
                 "[0, 1], then the recipe's `mean` and `std`)? Did the training run long enough, at a rate that "
-                "moves the head?", lambda folder, path: _pipeline(folder, path, normalise=False),
+                "moves the head?", functools.partial(_pipeline, normalise=False),
                 match_output=False),
         Mistake("static_batch", "Your exported program refused a batch of {refused}: export with a dynamic batch "
-                "(exercise 5).", lambda folder, path: _pipeline(folder, path, dynamic=False), match_output=False),
+                "(exercise 5).", functools.partial(_pipeline, dynamic=False), match_output=False),
         Mistake("float_input", "Your exported program refuses uint8 images: it must take raw pixels, with the "
                 "preprocessing inside (exercises 4 and 5).", match_output=False),
         Mistake("returned_none", "`build_classifier` returned None: return the list of class names, in the order "
-                "of the model's outputs.", lambda folder, path: None, match_output=False),
+                "of the model's outputs.", lambda folder, path, model, recipe: None, match_output=False),
         Mistake("names_type", "Return the class names as a list of strings; you returned {got}.",
                 match_output=False),
         Mistake("wrong_class_names", "You returned the classes {got}, not the names of the class folders in the "
@@ -196,7 +198,7 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "Reuse the notebook: `load_folder`, `load_pretrained`, a new `fc` for `len(classes)` classes, "
+        "Reuse the notebook: `load_folder`, a new `fc` on `pretrained` for `len(classes)` classes, "
         "then `Deployable` and `export_model`.",
         "With about 24 images per class, training only the head on the frozen backbone's features "
         "(`model.features(...)`, computed once) takes a second and reaches about 83 %.",
