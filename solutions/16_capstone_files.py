@@ -174,17 +174,17 @@ ex.should_stop.check(should_stop)
 
 # %% [markdown]
 # **Predict the output** (value): Validation losses by epoch (epochs numbered from 1):
-# `[0.9, 0.7, 0.72, 0.71, 0.75]`. Which epoch's weights do you keep, judged by validation loss?
+# `[0.9, 0.8, 0.7, 0.72, 0.71, 0.75]`. Which epoch's weights do you keep, judged by validation loss?
 
 # %% tags=["predict:kept_epoch"]
 quiz.kept_epoch(
     ### BEGIN PREDICTION
-    2
+    3
     ### END PREDICTION
 )
 
 # %%
-val_losses = [0.9, 0.7, 0.72, 0.71, 0.75]
+val_losses = [0.9, 0.8, 0.7, 0.72, 0.71, 0.75]
 print("kept epoch:", val_losses.index(min(val_losses)) + 1)
 
 # %% [markdown]

@@ -603,11 +603,11 @@ _q("15_small_gpt.tied_param_count", "value",
 
 # ---------------------------------------------------------------------- 16 capstone on real files
 _q("16_capstone_files.kept_epoch", "value",
-   "Validation losses by epoch (epochs numbered from 1): `[0.9, 0.7, 0.72, 0.71, 0.75]`. Which epoch's weights "
+   "Validation losses by epoch (epochs numbered from 1): `[0.9, 0.8, 0.7, 0.72, 0.71, 0.75]`. Which epoch's weights "
    "do you keep, judged by validation loss?",
-   "val_losses = [0.9, 0.7, 0.72, 0.71, 0.75]\nval_losses.index(min(val_losses)) + 1",
-   "Epoch 2: the lowest validation loss. The last epoch (5) is the worst of the last four; stopping is when, "
-   "keeping is which. With a patience of 3, training stops after epoch 5 and reloads epoch 2's copy.",
+   "val_losses = [0.9, 0.8, 0.7, 0.72, 0.71, 0.75]\nval_losses.index(min(val_losses)) + 1",
+   "Epoch 3: the lowest validation loss. The last epoch (6) is the worst of the last four; stopping is when, "
+   "keeping is which. With a patience of 3, training stops after epoch 6 and reloads epoch 3's copy.",
    shows='print("kept epoch:", val_losses.index(min(val_losses)) + 1)')
 _q("16_capstone_files.uint8_overflow", "value",
    "What is `(torch.tensor([200], dtype=torch.uint8) + 100).item()`?",

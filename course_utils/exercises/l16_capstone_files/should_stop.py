@@ -30,7 +30,7 @@ def _cases(r: Rand) -> Case:
 
 
 EDGE_CASES = [
-    Case(([0.9, 0.7, 0.72, 0.71, 0.75, 0.6, 0.61, 0.6, 0.6], 3), label="the notebook's curve, then a tie"),
+    Case(([0.9, 0.8, 0.7, 0.72, 0.71, 0.75, 0.6, 0.61, 0.6, 0.6], 3), label="the notebook's curve, then a tie"),
     Case(([0.5, 0.4, 0.45, 0.3, 0.35], 1), label="patience 1"),
 ]
 
