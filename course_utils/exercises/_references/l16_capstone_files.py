@@ -21,7 +21,8 @@ def load_folder(root):
         root, loader=lambda path: v2.functional.pil_to_tensor(Image.open(path).convert("L")))
     X = torch.stack([folder[i][0] for i in range(len(folder))])
     groups = [Path(path).stem.rsplit("-", 1)[0] for path, _ in folder.samples]
-    return X, torch.tensor(folder.targets), folder.classes, groups
+    names = list(folder.class_to_idx)  # the class names in label order (`folder.classes` is the same list)
+    return X, torch.tensor(folder.targets), names, groups
 
 
 def make_transforms(mean, std):
