@@ -23,7 +23,7 @@
 # 5. export in eval mode with a dynamic batch, to a `.pt2` file that loads without your classes;
 # 6. put it together: a folder in, an exported classifier out, graded on held-out fonts.
 #
-# **Time: about 90 minutes** on your own, the six checked exercises included (about 61 of those minutes). *Run All* alone takes about 31 s on a 2-core CPU.
+# **Time: about 90 minutes** on your own, the six checked exercises included (about 61 of those minutes). *Run All* alone takes about 26 s on a 2-core CPU.
 #
 # To use **your own images**: a folder with one subfolder per class (`my_photos/cat/*.png`,
 # `my_photos/dog/*.png`), grey or converted to grey, resized to 28x28 (the backbone's size).
