@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-TORCHVISION_LESSONS = ("13_images_from_files", "14_transfer_learning")
+TORCHVISION_LESSONS = ("13_images_from_files", "14_transfer_learning", "16_capstone_files")
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 

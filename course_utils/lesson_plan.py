@@ -70,6 +70,9 @@ SUMMARY: dict[str, str] = {
     "15_small_gpt": "a character tokenizer, `nn.Embedding` and learned positions, next-token targets, a bigram baseline, "
     "causal self-attention (checked against `F.scaled_dot_product_attention`), pre-norm blocks, weight tying, "
     "a tiny GPT trained on a CPU, sampling with temperature and top-k",
+    "16_capstone_files": "your own pipeline from a folder of images to a fine-tuned, exported model: a split by font, "
+    "training and evaluation transforms, early stopping and the checkpoint to keep, the preprocessing baked into "
+    "the model, a `torch.export` program with a dynamic batch, and a classifier graded on fonts you never see",
 }
 
 LIVE_CODE: dict[str, str] = {
@@ -123,6 +126,9 @@ LIVE_CODE: dict[str, str] = {
     "softmax row by row, and the diagonal masked by mistake ({mistake:causal_mask.diagonal_masked}); attention "
     "checked against `F.scaled_dot_product_attention(..., is_causal=True)`; the parameter count before and after "
     "tying; the same prompt sampled at temperatures 0.5 and 1.5.",
+    "16_capstone_files": "the training loop's printout, asking the room which epoch to keep before running "
+    "`pick_checkpoint`; the float batch that the exported `uint8` program refuses; then let the room work on "
+    "`build_classifier`.",
 }
 
 
@@ -227,6 +233,7 @@ AGENDAS: tuple[Agenda, ...] = (
                (Block("13_images_from_files"),),
                (Block("14_transfer_learning"),),
                (Block("15_small_gpt"),),
+               (Block("16_capstone_files"),),
            )),
 )
 

@@ -30,6 +30,8 @@ SLOW_EXERCISES = (
     "12_capstone.resume_training",
     "12_capstone.train_and_score",
     "12_capstone.onnx_parity",
+    "16_capstone_files.build_classifier",  # renders a folder, fine-tunes and exports per check (~4 s)
+    "16_capstone_files.export_model",  # torch.export per case
 )
 # Whole test functions (every case) that take seconds; by "file::function" so that the files
 # (edited under issue 11 this hour) need no edit. Measured with --durations=120 on the fast loop.

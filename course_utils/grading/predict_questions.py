@@ -712,3 +712,31 @@ _q("15_small_gpt.tied_param_count", "value",
    "40: both modules hold the same Parameter object, and `parameters()` lists each Parameter once. Untied, "
    "the two (10, 4) weights would count 80.",
    shows='print("tied:  ", sum(p.numel() for p in both.parameters()), " same object:", head.weight is emb.weight)')
+
+# ---------------------------------------------------------------------- 16 capstone on real files
+_q("16_capstone_files.kept_epoch", "value",
+   "Validation losses by epoch (epochs numbered from 1): `[0.9, 0.8, 0.7, 0.72, 0.71, 0.75]`. Which epoch's weights "
+   "do you keep, judged by validation loss?",
+   "val_losses = [0.9, 0.8, 0.7, 0.72, 0.71, 0.75]\nval_losses.index(min(val_losses)) + 1",
+   "Epoch 3: the lowest validation loss. The last epoch (6) is the worst of the last four; stopping is when, "
+   "keeping is which. With a patience of 3, training stops after epoch 6 and reloads epoch 3's copy.",
+   shows='print("kept epoch:", val_losses.index(min(val_losses)) + 1)')
+_q("16_capstone_files.uint8_overflow", "value",
+   "What is `(torch.tensor([200], dtype=torch.uint8) + 100).item()`?",
+   "(torch.tensor([200], dtype=torch.uint8) + 100).item()",
+   "44: a Python int added to a uint8 tensor keeps the tensor's dtype, and 300 wraps around 256. Raw pixels "
+   "are uint8, so a model that takes them casts to float (`images.float()`) before any arithmetic.",
+   shows='print((torch.tensor([200], dtype=torch.uint8) + 100).item(), "- wrapped around 256; as floats:",')
+_q("16_capstone_files.float_into_uint8_program", "exception",
+   "A program exported with a `uint8` example gets a float batch: `shipped(torch.zeros(3, 1, 28, 28))`. "
+   "What is raised?",
+   "class Scaled(nn.Module):\n"
+   "    def forward(self, x):\n"
+   "        return x.float().mean(dim=(1, 2, 3))\n"
+   "program = torch.export.export(Scaled(), (torch.zeros(2, 1, 4, 4, dtype=torch.uint8),),\n"
+   "                              dynamic_shapes=({0: torch.export.Dim('batch')},))\n"
+   "program.module()(torch.zeros(3, 1, 4, 4))",
+   "RuntimeError (`Tensor dtype mismatch! Expected: Byte, Got: float`): an exported program checks the dtype "
+   "and the fixed sizes of its inputs against the example it was exported with. Loud is good: the float "
+   "images would have been preprocessed twice.",
+   shows="shipped(torch.zeros(3, 1, 28, 28))")

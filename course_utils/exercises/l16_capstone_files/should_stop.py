@@ -1,0 +1,106 @@
+"""should_stop: early stopping with patience, on the validation losses so far.
+
+The decisions: stop on the VALIDATION loss, compared with the best so far (not with the epoch
+before: a noisy curve would stop at its first wiggle), after ``patience`` epochs without a new
+best (not one more, not one fewer), and a tie is no improvement. The check calls the answer on
+every prefix of a history (the empty one too) and compares the list of decisions: each wrong
+rule differs somewhere, and the losses repeat values on purpose so ties occur.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+
+from ._kit import LESSON, a_type
+
+# --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
+from .._references.l16_capstone_files import should_stop
+
+
+# --- cases
+def _cases(r: Rand) -> Case:
+    n, loss = r.integer(6, 14), 1.0
+    losses = []
+    for _ in range(n):
+        loss = round(max(0.05, loss + r.choice([-0.2, -0.1, -0.1, 0.0, 0.05, 0.1])), 2)
+        losses.append(loss)
+    return Case((losses, r.integer(1, 4)))
+
+
+EDGE_CASES = [
+    Case(([0.9, 0.8, 0.7, 0.72, 0.71, 0.75, 0.6, 0.61, 0.6, 0.6], 3), label="the notebook's curve, then a tie"),
+    Case(([0.5, 0.4, 0.45, 0.3, 0.35], 1), label="patience 1"),
+]
+
+
+# --- run
+def _run(answer, case: Case):
+    losses, patience = case.args
+    decisions = []
+    for t in range(len(losses) + 1):
+        given = list(losses[:t])
+        got = answer(given, patience)
+        if given != losses[:t]:
+            raise Incorrect("mutated_input")
+        if hasattr(got, "item") and getattr(got, "numel", lambda: 1)() == 1:
+            got = got.item()
+        if not isinstance(got, (bool, numbers.Integral)) or got not in (0, 1):
+            raise Incorrect("not_bool", got=a_type(got))
+        decisions.append(bool(got))
+    return decisions
+
+
+# --- wrong answers
+def _vs_previous(val_losses, patience):
+    return len(val_losses) > 1 and val_losses[-1] > val_losses[-2]
+
+
+def _one_more(val_losses, patience):
+    return should_stop(val_losses, patience + 1)
+
+
+def _one_fewer(val_losses, patience):
+    return patience > 1 and should_stop(val_losses, patience - 1)
+
+
+def _ties_improve(val_losses, patience):
+    return len(val_losses) > patience and min(val_losses[-patience:]) > min(val_losses[:-patience])
+
+
+def _ignores_patience(val_losses, patience):
+    return len(val_losses) > 1 and val_losses[-1] >= min(val_losses[:-1])
+
+
+def _sorts(val_losses, patience):
+    val_losses.sort()
+    return should_stop(val_losses, patience)
+
+
+# --- declaration
+register(Exercise(
+    lesson=LESSON, name="should_stop", title="Stop after `patience` epochs without a new best validation loss",
+    reference=should_stop, kind="function", cases=_cases, edge_cases=EDGE_CASES, run=_run,
+    mistakes=[
+        Mistake("vs_previous", "You compare the last loss with the epoch before. A noisy validation curve goes up "
+                "now and then and comes down again: compare with the BEST loss so far, and wait `patience` epochs.",
+                _vs_previous),
+        Mistake("ignores_patience", "You stop as soon as one epoch brings no new best: `patience` says how many "
+                "epochs in a row may bring none before stopping.", _ignores_patience),
+        Mistake("one_epoch_late", "You wait one epoch more than `patience`: stop when the last `patience` "
+                "epochs brought no new best.", _one_more),
+        Mistake("one_epoch_early", "You stop one epoch before `patience` epochs without a new best have passed.",
+                _one_fewer),
+        Mistake("ties_improve", "A loss EQUAL to the best so far counts as an improvement in your rule; it is not "
+                "a new best (strictly lower), so it should not reset the patience.", _ties_improve),
+        Mistake("mutated_input", "Your function changed the list of losses it was given (e.g. `sort()`): the "
+                "training loop keeps appending to it. Work on a copy, or use `min`.", _sorts, match_output=False),
+        Mistake("not_bool", "Return True or False; you returned {got}.", match_output=False),
+    ],
+    hints=[
+        "Split the list in two: the last `patience` losses, and everything before them.",
+        "Stop when the best of the last `patience` is not strictly lower than the best before them; "
+        "never stop while the list has `patience` or fewer entries.",
+    ],
+))
