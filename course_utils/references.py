@@ -183,13 +183,32 @@ def extract(cells: list[tuple[str, str]], where: str) -> str | None:
             if d not in chosen:
                 chosen.add(d)
                 todo.append(d)
-    imports = []
+    imports: list[str] = []
+    extras: list[str] = []
     for k in sorted(needed_names):
         text = _import_text(stmts[k].node, needed_names[k])  # type: ignore[arg-type]
-        if text not in imports:
-            imports.append(text)
+        into = extras if _root(stmts[k].node) in EXTRA_MODULES else imports
+        if text not in into:
+            into.append(text)
+    if extras:  # the module imports without them; an answer that needs one raises NameError when it runs
+        imports.append("try:  # an extra (course_utils/extras.py): needed only when these answers run\n"
+                       + "".join(f"    {line}\n" for line in extras) + "except ImportError:\n    pass")
     body = [stmts[k].text for k in sorted(chosen) if k not in needed_names]
     return "\n\n\n".join((["\n".join(imports)] if imports else []) + body) + "\n"
+
+
+# Packages a lesson may need beyond requirements.txt (course_utils/extras.py): the generated module
+# must still import without them, because the exercise index, the room view and `build` load every
+# lesson's declarations in an environment that may not have them.
+EXTRA_MODULES = frozenset({"torchvision"})
+
+
+def _root(node: ast.AST) -> str:
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] if node.level == 0 else ""
+    if isinstance(node, ast.Import):
+        return node.names[0].name.split(".")[0]
+    return ""
 
 
 def header(stem: str) -> str:

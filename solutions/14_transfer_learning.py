@@ -190,7 +190,8 @@ print("normalisation it was trained with: mean", recipe["mean"], "std", recipe["
 # write them as PNG files in class folders, as lesson 13 did, in a temporary folder:
 
 # %%
-data_dir = Path(tempfile.mkdtemp(prefix="glyphs14-"))
+scratch = tempfile.TemporaryDirectory(prefix="lesson14_")  # deleted when the kernel stops
+data_dir = Path(scratch.name)
 few_fonts = ("DejaVuSans", "DejaVuSerif-Bold", "STIXGeneral", "cmr10", "DejaVuSansMono")
 train_root = glyphs.make_image_folder(data_dir / "train", chars=glyphs.DIGITS, per_font=1, fonts=few_fonts, seed=1)
 test_root = glyphs.make_image_folder(data_dir / "test", chars=glyphs.DIGITS, per_font=4, fonts=HELD_OUT_FONTS, seed=2)

@@ -61,7 +61,8 @@ _ = torch.manual_seed(0)
 # 28x28 grey PNGs in class folders (lesson 13's `glyphs`). Replace `my_folder` with yours.
 
 # %%
-data_dir = Path(tempfile.mkdtemp(prefix="capstone16-"))
+scratch = tempfile.TemporaryDirectory(prefix="lesson16_")  # deleted when the kernel stops
+data_dir = Path(scratch.name)
 MY_FONTS = PRETRAIN_FONTS[:8]
 my_folder = glyphs.make_image_folder(data_dir / "my_digits", chars=glyphs.DIGITS, per_font=3, fonts=MY_FONTS, seed=3)
 print(sorted(p.name for p in my_folder.iterdir()))
@@ -338,14 +339,17 @@ print(f"{(data_dir / 'digits.pt2').stat().st_size / 1024:.0f} KB; validation acc
       f"{(preds == y_val).float().mean():.1%}; every tenth prediction {[classes[i] for i in preds[::10]]}")
 
 # %% [markdown]
-# **Predict the output** (exception): The program was exported with a `uint8` example. A user
-# feeds it the float images of their own preprocessing, `shipped(torch.zeros(3, 1, 28, 28))`.
-# What is raised?
+# **Predict the output** (value): The program was exported with a `uint8` example of shape
+# (2, 1, 28, 28) and a dynamic batch. Which inputs does `shipped` accept: a
+# `torch.zeros(3, 1, 28, 28)` (the float images of a user's own preprocessing), b
+# `torch.zeros(3, 1, 28, 28, dtype=torch.uint8)`, c `torch.zeros(8, 1, 28, 28, dtype=torch.uint8)`,
+# d `torch.zeros(3, 1, 32, 32, dtype=torch.uint8)`? Answer with the list of letters in order,
+# such as `['c']`.
 
 # %% tags=["predict:float_into_uint8_program"]
 quiz.float_into_uint8_program(
     ### BEGIN PREDICTION
-    RuntimeError
+    ['b', 'c']
     ### END PREDICTION
 )
 

@@ -337,6 +337,32 @@ def test_kernel_export_pickles_the_answer_or_says_why_not(tmp_path):
     assert (tmp_path / "g").read_bytes().startswith(b"ERROR")
 
 
+def test_kernel_export_pickles_a_torch_function_that_reads_classes(tmp_path):
+    """cloudpickle took `torch.classes` for a submodule that a function using `torch` and
+    `folder.classes` imported, and failed ("cannot pickle '_Classes' object"): a right ImageFolder
+    answer of lessons 13, 14 or 16 was export_failed."""
+    import pickle
+    import sys
+    import types
+
+    import torch
+
+    exec("import torch\ndef names(folder):\n    return torch.tensor(len(folder.classes)), folder.classes\n",
+         vars(main := types.ModuleType("__main__")))
+    old = sys.modules["__main__"]
+    sys.modules["__main__"] = main
+    try:
+        kernel.export(EX, "names", str(tmp_path / "names"))
+    finally:
+        sys.modules["__main__"] = old
+    data = (tmp_path / "names").read_bytes()
+    assert data.startswith(b"PICKLE"), data[:200]
+    assert "torch.classes" in sys.modules  # put back
+    folder = types.SimpleNamespace(classes=["0", "1", "2"])
+    count, classes = pickle.loads(data[6:])(folder)
+    assert torch.equal(count, torch.tensor(3)) and classes == ["0", "1", "2"]
+
+
 def test_judge_carries_an_incorrect_with_its_facts_and_keeps_namedtuples():
     # one voice: an Incorrect raised in the executor is rebuilt with its facts (the judge fills the
     # declared message) and with no text of its own; a case's namedtuple is rebuilt as one

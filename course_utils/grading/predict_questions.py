@@ -727,16 +727,29 @@ _q("16_capstone_files.uint8_overflow", "value",
    "44: a Python int added to a uint8 tensor keeps the tensor's dtype, and 300 wraps around 256. Raw pixels "
    "are uint8, so a model that takes them casts to float (`images.float()`) before any arithmetic.",
    shows='print((torch.tensor([200], dtype=torch.uint8) + 100).item(), "- wrapped around 256; as floats:",')
-_q("16_capstone_files.float_into_uint8_program", "exception",
-   "A program exported with a `uint8` example gets a float batch: `shipped(torch.zeros(3, 1, 28, 28))`. "
-   "What is raised?",
+_q("16_capstone_files.float_into_uint8_program", "value",
+   "A program exported with a `uint8` example of shape (2, 1, 28, 28) and a dynamic batch raises for the "
+   "float images of a user's own preprocessing. Which inputs does `shipped` accept: a "
+   "`torch.zeros(3, 1, 28, 28)`, b `torch.zeros(3, 1, 28, 28, dtype=torch.uint8)`, c "
+   "`torch.zeros(8, 1, 28, 28, dtype=torch.uint8)`, d `torch.zeros(3, 1, 32, 32, dtype=torch.uint8)`? "
+   "Answer with the list of letters in order, such as `['c']`.",
    "class Scaled(nn.Module):\n"
    "    def forward(self, x):\n"
    "        return x.float().mean(dim=(1, 2, 3))\n"
-   "program = torch.export.export(Scaled(), (torch.zeros(2, 1, 4, 4, dtype=torch.uint8),),\n"
+   "program = torch.export.export(Scaled(), (torch.zeros(2, 1, 28, 28, dtype=torch.uint8),),\n"
    "                              dynamic_shapes=({0: torch.export.Dim('batch')},))\n"
-   "program.module()(torch.zeros(3, 1, 4, 4))",
-   "RuntimeError (`Tensor dtype mismatch! Expected: Byte, Got: float`): an exported program checks the dtype "
-   "and the fixed sizes of its inputs against the example it was exported with. Loud is good: the float "
-   "images would have been preprocessed twice.",
+   "shipped = program.module()\n"
+   "def runs(x):\n"
+   "    try:\n"
+   "        shipped(x)\n"
+   "    except (RuntimeError, AssertionError, ValueError):\n"
+   "        return False\n"
+   "    return True\n"
+   "options = {'a': torch.zeros(3, 1, 28, 28), 'b': torch.zeros(3, 1, 28, 28, dtype=torch.uint8),\n"
+   "           'c': torch.zeros(8, 1, 28, 28, dtype=torch.uint8), 'd': torch.zeros(3, 1, 32, 32, dtype=torch.uint8)}\n"
+   "[k for k, x in options.items() if runs(x)]",
+   "An exported program checks its inputs against the example it was exported with: the dtype (a float "
+   "batch raises `Tensor dtype mismatch! Expected: Byte, Got: float`, a) and every size that was not "
+   "declared dynamic (32 x 32 images, d). The batch was declared dynamic, so 3 or 8 images pass (b, c). "
+   "Loud is good: the float images would have been preprocessed twice.",
    shows="shipped(torch.zeros(3, 1, 28, 28))")
