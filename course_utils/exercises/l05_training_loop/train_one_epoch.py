@@ -154,7 +154,7 @@ def _run(answer, case: Case):
 
 # --- wrong answers
 def _epoch(model, loader, loss_fn, optimizer, *, train_mode=True, zero="start", backward=True, step=True,
-           softmax=False, batch_means=False, keep_graphs=False):
+           softmax=False, batch_means=False, keep_graphs=False, warm_up=False):
     """The reference loop with one knob turned (``zero``: "start", "before_step", "end" or None)."""
     if train_mode:
         model.train()
@@ -162,6 +162,8 @@ def _epoch(model, loader, loss_fn, optimizer, *, train_mode=True, zero="start", 
     for X, y in loader:
         if zero == "start":
             optimizer.zero_grad()
+        if warm_up:  # a forward in training mode before the one whose loss is used
+            model(X)
         logits = model(X)
         loss = loss_fn(torch.softmax(logits, dim=1) if softmax else logits, y)
         if backward:
@@ -183,21 +185,6 @@ _train_zero_grad_at_end = functools.partial(_epoch, zero="end")
 _train_softmax_first = functools.partial(_epoch, softmax=True)
 _train_batch_mean = functools.partial(_epoch, batch_means=True)
 _train_no_train_mode = functools.partial(_epoch, train_mode=False)
-
-
-def _train_warm_up_forward(model, loader, loss_fn, optimizer):
-    """A forward in training mode before the one whose loss is used (red team, issue 27)."""
-    model.train()
-    total, n = 0.0, 0
-    for X, y in loader:
-        optimizer.zero_grad()
-        model(X)
-        loss = loss_fn(model(X), y)
-        loss.backward()
-        optimizer.step()
-        total += loss.item() * len(y)
-        n += len(y)
-    return total / n
 
 
 def _train_ignores_loss_fn(model, loader, loss_fn, optimizer):
@@ -276,7 +263,7 @@ register(Exercise(
                 "extra forward passes in the epoch). Every forward in training mode changes state a model may "
                 "hold: BatchNorm updates its running statistics and Dropout draws new masks, so with those layers "
                 "the epoch would train a different model. Run the model once per batch and compute the loss (and "
-                "anything you log) from that output.", _train_warm_up_forward, match_output=False),
+                "anything you log) from that output.", functools.partial(_epoch, warm_up=True), match_output=False),
         Mistake("wrong_update", "After your epoch the parameters differ from those after one correct epoch "
                 "with the given `loss_fn` and `optimizer` (largest difference {diff}), though the optimizer "
                 "stepped and the model ran in training mode. Check what reaches the loss (`loss_fn(model(X), y)` "
