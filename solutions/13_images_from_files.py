@@ -99,7 +99,9 @@ with open(root / "labels.csv", newline="") as f:
     rows = list(csv.DictReader(f))
 shown = [r for r in rows if r["font"] in ("DejaVuSans", "cmr10", "STIXGeneralItalic", "DejaVuSansMono-Bold")
          and r["file"].endswith("-0.png")]
-images = torch.stack([torchvision.io.decode_image(str(root / r["file"])) for r in shown]) / 255
+# PIL decodes the PNG; `pil_to_tensor` makes it a uint8 (C, H, W) tensor. (torchvision 0.29
+# deprecates its own decoders, `torchvision.io.decode_image`, for TorchCodec's.)
+images = torch.stack([v2.functional.pil_to_tensor(Image.open(root / r["file"])) for r in shown]) / 255
 show(images, [f'{r["label"]} {r["font"]}'[:12] for r in shown])
 plt.show()
 

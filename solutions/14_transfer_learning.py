@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 import torchvision
 from torch import nn
-from torchvision.io import ImageReadMode
+from PIL import Image
 from torchvision.transforms import v2
 
 from course_utils import glyphs
@@ -212,7 +212,8 @@ print("held-out fonts:", HELD_OUT_FONTS)
 def load_folder(root, transform):
     """Every image of an ImageFolder as one batch (small data: no DataLoader loop needed)."""
     folder = torchvision.datasets.ImageFolder(
-        root, transform=transform, loader=lambda path: torchvision.io.decode_image(path, mode=ImageReadMode.GRAY))
+        root, transform=transform,  # PIL reads the PNG in gray ("L"); torchvision 0.29 deprecates its own decoders
+        loader=lambda path: v2.functional.pil_to_tensor(Image.open(path).convert("L")))
     X = torch.stack([folder[i][0] for i in range(len(folder))])
     return X, torch.tensor(folder.targets), folder.classes
 

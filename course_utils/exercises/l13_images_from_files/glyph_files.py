@@ -203,8 +203,8 @@ register(Exercise(
     hints=[
         "In `__init__`, read the CSV's rows with `csv.DictReader` and keep `(file, label)` pairs; sort the "
         "distinct labels to number them.",
-        "In `__getitem__`, open `Path(self.root) / file` as one grey channel (`Image.open(...).convert(\"L\")` "
-        "or `torchvision.io.decode_image(..., mode=ImageReadMode.GRAY)`), make it float32 in [0, 1] with "
+        "In `__getitem__`, open `Path(self.root) / file` as one grey channel (`Image.open(...).convert(\"L\")`; "
+        "torchvision 0.29 deprecates its own `torchvision.io.decode_image`), make it float32 in [0, 1] with "
         "a channel dimension, apply the transform.",
     ],
 ))
