@@ -335,7 +335,9 @@ course_export(course_deployable(model, recipe["mean"], recipe["std"]), data_dir 
 shipped = torch.export.load(data_dir / "digits.pt2").module()
 with torch.no_grad():
     preds = shipped(X_val).argmax(1)
-print(f"{(data_dir / 'digits.pt2').stat().st_size / 1024:.0f} KB; validation accuracy from raw pixels "
+# (the size is rounded: the program records the file names of the code it traced, so it varies
+# by a few bytes from one run to the next)
+print(f"{(data_dir / 'digits.pt2').stat().st_size / 2**20:.1f} MB; validation accuracy from raw pixels "
       f"{(preds == y_val).float().mean():.1%}; every tenth prediction {[classes[i] for i in preds[::10]]}")
 
 # %% [markdown]
