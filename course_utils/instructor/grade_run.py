@@ -228,21 +228,45 @@ class Grader:
         job = {"notebook": f"{sandbox.WORK_IN_SANDBOX}/notebook.ipynb", "lesson": lesson, "expected": expected,
                "timeout": self.timeout, "notebook_timeout": self.notebook_timeout,
                "memory": self.limits.describe_memory()}
-        answers, done, error, mistake = self._run_notebook(inputs, job)
-        shutil.rmtree(inputs, ignore_errors=True)
-        if self.stopping.is_set():
-            return
-        if done is not None:
-            report.problems += [clean(p, 300) for p in (done.get("problems") or [])[:200] if isinstance(p, str)]
-            if isinstance(done.get("error"), str):
-                error, mistake = clean(done["error"], 300), clean(done.get("mistake") or "", 60)
-        answers = {k: v for k, v in answers.items() if k in checked}
-        verdicts = self._verdicts(lesson, answers, code_cells(nb.cells)) if answers else {}
+        judge_uid = self.uids.take()  # the executor's, started while the notebook runs (judge._Prepared)
+        try:
+            answers, done, error, mistake = self._run_notebook(
+                inputs, job, started=lambda: self._send_to_judge(self._judge_job(lesson, judge_uid, op="prepare")))
+            shutil.rmtree(inputs, ignore_errors=True)
+            if self.stopping.is_set():
+                return
+            if done is not None:
+                report.problems += [clean(p, 300) for p in (done.get("problems") or [])[:200] if isinstance(p, str)]
+                if isinstance(done.get("error"), str):
+                    error, mistake = clean(done["error"], 300), clean(done.get("mistake") or "", 60)
+            answers = {k: v for k, v in answers.items() if k in checked}
+            if answers:
+                verdicts = self._verdicts(lesson, answers, code_cells(nb.cells), judge_uid)
+            else:
+                verdicts = {}
+                self._send_to_judge({"op": "discard"})
+        finally:
+            self.uids.give(judge_uid)
         if error:
             report.problems.append(error)
         exercise_rows(report, lesson, checked, verdicts, error, mistake)
 
-    def _run_notebook(self, inputs: Path, job: dict) -> tuple[dict, dict | None, str | None, str | None]:
+    def _judge_job(self, lesson: str, uid: int | None, **extra: Any) -> dict[str, Any]:
+        return {"lesson": lesson, "uid": uid, "course": str(self.course(lesson)), "limits": asdict(self.limits),
+                "no_sandbox": not self.sandboxed, **extra}
+
+    def _send_to_judge(self, frame: dict[str, Any]) -> None:
+        """A frame the judge answers nothing to (``prepare``, ``discard``): best effort, as the
+        judging that follows starts its own executor when this one is missing."""
+        if self.stopping.is_set():
+            return
+        try:
+            write_frame(_pipe(self._judge().stdin), frame)
+        except (EOFError, FrameError, OSError, RuntimeError):
+            self.local.judge = None
+
+    def _run_notebook(self, inputs: Path, job: dict, started: Any = None
+                      ) -> tuple[dict, dict | None, str | None, str | None]:
         uid = self.uids.take()
         proc = None
         answers: dict[str, tuple[bytes | None, str | None]] = {}
@@ -258,6 +282,8 @@ class Grader:
         try:
             proc = self._track(self._notebook_proc(inputs, job, uid))
             timer.start()
+            if started is not None:
+                started()
             budget = self.max_output
             while True:
                 head, data = read_frame(_pipe(proc.stdout), budget)
@@ -293,11 +319,10 @@ class Grader:
         return answers, done, error, mistake
 
     def _verdicts(self, lesson: str, answers: dict[str, tuple[bytes | None, str | None]],
-                  code: list[str] | None = None) -> dict[str, dict]:
+                  code: list[str] | None = None, uid: int | None = None) -> dict[str, dict]:
         from course_utils.grading import registry
 
         exercises = [ex for ex in registry.load_lesson(lesson) if ex.id in answers]
-        uid = self.uids.take()
         deadline = 120 + sum(3 * float(ex.timeout) + 20 for ex in exercises)
         proc = None
         timer = None
@@ -305,11 +330,10 @@ class Grader:
             proc = self._judge()
             timer = threading.Timer(deadline, lambda: sandbox.kill(proc))
             timer.start()
-            write_frame(_pipe(proc.stdin), {"op": "judge", "lesson": lesson, "n": len(answers), "uid": uid,
-                                     "course": str(self.course(lesson)), "limits": asdict(self.limits),
-                                     "no_sandbox": not self.sandboxed,
-                                     # the notebook's text, for rules on the answer's code (static_answer.py)
-                                     "code": code if code is not None and sum(map(len, code)) <= MAX_CODE else None})
+            write_frame(_pipe(proc.stdin), self._judge_job(
+                lesson, uid, op="judge", n=len(answers),
+                # the notebook's text, for rules on the answer's code (static_answer.py)
+                code=code if code is not None and sum(map(len, code)) <= MAX_CODE else None))
             for ex_id, (data, err) in answers.items():
                 write_frame(_pipe(proc.stdin), {"exercise": ex_id, "error": err}, data or b"")
             head, _ = read_frame(_pipe(proc.stdout), 1 << 20)
@@ -324,7 +348,6 @@ class Grader:
         finally:
             if timer is not None:
                 timer.cancel()
-            self.uids.give(uid)
         return {k: v for k, v in verdicts.items() if isinstance(v, dict) and k in answers}
 
     # ------------------------------------------------------------------ batch

@@ -142,8 +142,14 @@ def _preload(ex: Any) -> None:
             pass
 
 
-def serve(lesson: str) -> int:
-    """The executor loop (inside the sandbox)."""
+WARMABLE = ("torch._dynamo",)  # imported by a first optimizer: seconds, learned per lesson (see worker)
+
+
+def serve(lesson: str, warm: tuple[str, ...] = ()) -> int:
+    """The executor loop (inside the sandbox). Before it says ``ready`` it imports what the
+    lesson's exercises preload and ``warm`` (modules an earlier executor of this lesson ended up
+    importing, from :data:`WARMABLE`): when it was started ahead of its job, that happens while the
+    notebook runs, not on the judge's clock."""
     out = os.fdopen(os.dup(1), "wb")
     inp = os.fdopen(os.dup(0), "rb")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -157,6 +163,11 @@ def serve(lesson: str) -> int:
     from course_utils.grading import registry
 
     exercises = {ex.id: ex for ex in registry.load_lesson(lesson)}
+    for ex in exercises.values():
+        _preload(ex)
+    from course_utils.grading.guard import preload
+
+    preload([m for m in warm if m in WARMABLE])
     answers: dict[str, Any] = {}
     write_frame(out, {"op": "ready"})
     while True:
@@ -204,6 +215,7 @@ def serve(lesson: str) -> int:
         except BaseException as exc:  # noqa: BLE001 - the answer's failures are information
             reply["raised"] = _exc_info(exc)
             data = b""
+        reply["warm"] = [m for m in WARMABLE if m in sys.modules]  # a hint for the next executor only
         write_frame(out, reply, data)
 
 
@@ -226,6 +238,7 @@ class Executor:
         self.proc: Any = None  # the Popen that start() returns
         self.n = 0
         self.loaded: set[str] = set()
+        self.warm: set[str] = set()  # WARMABLE modules the executor imported while judging
 
     def ensure(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -246,6 +259,8 @@ class Executor:
             while True:
                 head, data = read_frame(self.proc.stdout, MAX_REPLY)
                 if head.get("id") == self.n:
+                    if isinstance(head.get("warm"), list):
+                        self.warm.update(m for m in head["warm"] if m in WARMABLE)
                     return head, data
         except (EOFError, FrameError, BrokenPipeError, OSError) as exc:
             code = self.proc.poll()
@@ -647,8 +662,10 @@ def _code_probe(ex: Any, probe: Any, code: list[str] | None, rand: Any) -> Any:
 
 
 def judge_submission(lesson: str, answers: dict[str, tuple[bytes | None, str | None]], start_executor: Any,
-                     seed: int | None = None, code: list[str] | None = None) -> dict[str, dict[str, Any]]:
-    """Verdicts for the exported answers of one notebook (``{exercise id: verdict}``)."""
+                     seed: int | None = None, code: list[str] | None = None,
+                     warm: set[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Verdicts for the exported answers of one notebook (``{exercise id: verdict}``); ``warm``
+    gains the :data:`WARMABLE` modules its executor imported."""
     from course_utils.grading import registry
 
     executor = Executor(start_executor)
@@ -667,16 +684,83 @@ def judge_submission(lesson: str, answers: dict[str, tuple[bytes | None, str | N
                                    "message": f"judging failed ({type(exc).__name__}: {_clean(exc, 200)})"}
     finally:
         executor.close()
+        if warm is not None:
+            warm.update(executor.warm)
     return verdicts
 
 
 # ============================================================================ judge worker process
 
 
-def worker() -> int:
-    """A long-lived judge process (outside the sandbox) serving the host, one job at a time."""
+def _starter(job: dict[str, Any], warm: Any = ()) -> Any:
+    """``() -> Popen`` of a fresh executor for ``job``'s lesson, staged course, limits and uid,
+    importing ``warm`` before it is ready."""
     from . import sandbox
 
+    lesson, course = str(job["lesson"]), Path(job["course"])
+    argv = [sys.executable, "-m", "course_utils.instructor.judge", "serve", lesson, *sorted(warm)]
+    if job.get("no_sandbox"):
+        def start() -> Any:  # trusted notebooks only
+            import subprocess
+
+            env = dict(os.environ, PYTHONPATH=str(course), COURSE_PROGRESS_LOG="")
+            return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    env=env, start_new_session=True)
+        return start
+    limits, uid = sandbox.Limits(**job["limits"]), job.get("uid")
+
+    def start_sandboxed() -> Any:
+        return sandbox.popen(argv, course=course, inputs=None, limits=limits, uid=uid)
+    return start_sandboxed
+
+
+def _job_key(job: dict[str, Any]) -> tuple:
+    return (job.get("lesson"), job.get("course"), job.get("uid"), bool(job.get("no_sandbox")),
+            repr(sorted((job.get("limits") or {}).items())))
+
+
+class _Prepared:
+    """An executor started ahead of its job (op ``prepare``, sent when a notebook starts), so its
+    sandbox, interpreter and ``import torch`` overlap the notebook's run instead of following it.
+    It has run no learner code: it is waiting for its first request. A job with another key, a
+    ``discard``, or the next ``prepare`` kills it."""
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+        self.proc: Any = None
+        self.warm: dict[str, set[str]] = {}  # lesson -> modules its executors ended up importing
+
+    def start(self, job: dict[str, Any]) -> None:
+        self.discard()
+        self.key, self.proc = _job_key(job), _starter(job, self.warm.get(str(job["lesson"]), ()))()
+
+    def discard(self) -> None:
+        from .sandbox import kill
+
+        if self.proc is not None:
+            kill(self.proc)
+        self.key = self.proc = None
+
+    def starter(self, job: dict[str, Any]) -> Any:
+        """``job``'s start function, handing out the prepared executor first when it fits."""
+        fresh = _starter(job, self.warm.get(str(job["lesson"]), ()))
+        if self.proc is None or self.key != _job_key(job):
+            self.discard()
+            return fresh
+        ready = [self.proc]
+        self.key = self.proc = None
+
+        def start() -> Any:
+            if ready:
+                proc = ready.pop()
+                if proc.poll() is None:
+                    return proc
+            return fresh()
+        return start
+
+
+def worker() -> int:
+    """A long-lived judge process (outside the sandbox) serving the host, one job at a time."""
     out = os.fdopen(os.dup(1), "wb")
     inp = os.fdopen(os.dup(0), "rb")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -685,43 +769,35 @@ def worker() -> int:
     import torch  # noqa: F401 - warm
 
     write_frame(out, {"op": "ready"})
+    prepared = _Prepared()
     while True:
         try:  # a job's header holds the notebook's code cells: at most MAX_CODE characters, JSON-escaped
             job, _ = read_frame(inp, 4 << 20)
         except (EOFError, FrameError):
+            prepared.discard()
             return 0
+        if job.get("op") in ("prepare", "discard"):  # no reply: the host does not wait for these
+            try:
+                prepared.start(job) if job["op"] == "prepare" else prepared.discard()
+            except Exception:  # noqa: BLE001 - the job starts its own executor then
+                prepared.discard()
+            continue
         answers: dict[str, tuple[bytes | None, str | None]] = {}
         for _ in range(int(job.get("n", 0))):
             head, data = read_frame(inp, MAX_REPLY)
             answers[str(head.get("exercise"))] = (data if not head.get("error") else None, head.get("error"))
-        limits = sandbox.Limits(**job["limits"])
-        course = Path(job["course"])
-        uid = job.get("uid")
-
-        # (B023: `start` is called only within this iteration, by judge_submission below)
-        def start() -> Any:
-            return sandbox.popen([sys.executable, "-m", "course_utils.instructor.judge", "serve", job["lesson"]],  # noqa: B023
-                                 course=course, inputs=None, limits=limits, uid=uid)  # noqa: B023
-
-        if job.get("no_sandbox"):
-            def start() -> Any:  # noqa: F811 - trusted notebooks only
-                import subprocess
-
-                env = dict(os.environ, PYTHONPATH=str(course), COURSE_PROGRESS_LOG="")  # noqa: B023
-                return subprocess.Popen([sys.executable, "-m", "course_utils.instructor.judge", "serve", job["lesson"]],  # noqa: B023
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        env=env, start_new_session=True)
         t0 = time.perf_counter()
         code = job.get("code")
         code = [c for c in code if isinstance(c, str)] if isinstance(code, list) else None
-        verdicts = judge_submission(job["lesson"], answers, start, code=code)
+        verdicts = judge_submission(job["lesson"], answers, prepared.starter(job), code=code,
+                                    warm=prepared.warm.setdefault(str(job["lesson"]), set()))
         write_frame(out, {"op": "verdicts", "verdicts": verdicts, "seconds": time.perf_counter() - t0})
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["serve"]:
-        return serve(argv[1])
+        return serve(argv[1], tuple(argv[2:]))
     if argv[:1] == ["worker"]:
         return worker()
     print("usage: python -m course_utils.instructor.judge serve LESSON | worker", file=sys.stderr)
