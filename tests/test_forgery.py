@@ -165,12 +165,14 @@ def test_the_executor_holds_no_reference_and_trusts_no_file_name():
 # predictions the probe returns.
 
 REWRITE_PROBES = '''
+PROBES = ("_no_loops", "_heldout_probe", "_probe_gradient", "_probe_unknown_device", "_probe_distribution",
+          "_real_workers_probe", "_probe_unsafe", "_probe_unsafe_load")
 def _rewrite_probes():
     import sys
     for name, m in list(sys.modules.items()):
         if name.startswith("course_utils.exercises.") and m is not None:
             for f in list(vars(m).values()):
-                if callable(f) and getattr(f, "__name__", "") in ("_no_loops", "_heldout_probe"):
+                if callable(f) and getattr(f, "__name__", "") in PROBES:
                     f.__code__ = (lambda answer, r: None).__code__
 '''
 
@@ -204,7 +206,68 @@ def pairwise_distances(a, b):
 import torch
 exec("def pairwise_distances(a, b):\\n    return torch.stack([torch.stack([(p - q).norm() for q in b]) for p in a])")
 '''),
+    # wrong answers that only a probe catches, each of which rewrites that probe: the probe's
+    # verdict is the judge's (finish_probe), on what the probe returned (nothing, here)
+    "amp_unknown": ("10_performance", "amp_policy", REWRITE_PROBES + '''
+import torch
+def amp_policy(device_type, bf16_supported):
+    _rewrite_probes()
+    if device_type in ("cpu", "cuda") and bf16_supported:
+        return torch.bfloat16, False
+    if device_type == "cuda":
+        return torch.float16, True
+    return (torch.float32, False) if device_type == "cpu" else (torch.bfloat16, False)
+'''),
+    "linear_own_generator": ("03_nn_module", "Linear", REWRITE_PROBES + '''
+import torch
+from torch import nn
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        _rewrite_probes()
+        g, bound = torch.Generator().manual_seed(0), in_features ** -0.5
+        self.weight = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound, bound, generator=g))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound, generator=g))
+        else:
+            self.register_parameter("bias", None)
+    def forward(self, x):
+        y = x @ self.weight.T
+        return y if self.bias is None else y + self.bias
+'''),
+    "unsafe_loader": ("09_persistence", "load_state_dict_cpu", REWRITE_PROBES + '''
+import torch
+def load_state_dict_cpu(path):
+    _rewrite_probes()
+    state_dict = torch.load(path, map_location="cpu", weights_only=False)
+    return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state_dict.items()}
+'''),
+    # right values, with a rewritten probe: what the judge is sent (nothing) is judged, not "passed"
+    "rank_rewrites": ("11_distributed", "rank_loss_scale", REWRITE_PROBES + '''
+def rank_loss_scale(shard_sizes):
+    _rewrite_probes()
+    return [len(shard_sizes) * n / sum(shard_sizes) for n in shard_sizes]
+'''),
+    "sharded_rewrites": ("04_data", "ShardedRange", REWRITE_PROBES + '''
+from torch.utils.data import IterableDataset, get_worker_info
+class ShardedRange(IterableDataset):
+    def __init__(self, start, end):
+        _rewrite_probes()
+        self.start, self.end = start, end
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.start, self.end))
+        return iter(range(self.start + info.id, self.end, info.num_workers))
+'''),
 }
+
+# (student, exercise name, the mistake the judge names)
+JUDGED_PROBES = [("amp_unknown", "amp_policy", "unknown_device"),
+                 ("linear_own_generator", "Linear", "init_not_global_rng"),
+                 ("unsafe_loader", "load_state_dict_cpu", "unsafe_load"),
+                 ("rank_rewrites", "rank_loss_scale", "not_the_big_batch"),
+                 ("sharded_rewrites", "ShardedRange", "missing_items")]
 
 
 @pytest.fixture(scope="module")
@@ -236,3 +299,10 @@ def test_a_rule_on_code_the_notebook_does_not_show_is_not_taken_on_trust(rewritt
     row = rewritten[("exec_loops", "pairwise_distances")]
     assert (row.status, row.mistake) == ("incorrect", "rule_unverifiable"), row
     assert "def pairwise_distances(...)" in row.detail
+
+
+@pytest.mark.parametrize("student, name, mistake", JUDGED_PROBES)
+def test_a_rewritten_probe_whose_verdict_is_the_judges_still_names_the_mistake(rewritten, student, name, mistake):
+    """Before, the executor's "passed" was taken: each of these answers was scored correct."""
+    row = rewritten[(student, name)]
+    assert (row.status, row.mistake) == ("incorrect", mistake), row

@@ -188,8 +188,11 @@ class Exercise:
         finish_probe: ``finish_probe(j, ran)`` judges what probe ``j`` returned, as ``finish``
             does for ``run``: plain data, never the answer. In the instructor's grader a probe
             runs in the sandbox with the answer, where the answer can rewrite it (its "passed"
-            is the answer's word); a verdict that decides whether the exercise is solved (the
-            capstone's held-out accuracy) belongs here, in the judge. A probe that only reads
+            is the answer's word); a verdict that follows from the answer's outputs (the
+            capstone's held-out accuracy, a loader's payload, a layer's initial values) belongs
+            here, in the judge: the probe returns those outputs, never None, and
+            ``finish_probe`` rebuilds the probe's inputs itself (a fixed seed) and names a
+            mistake for anything else (what a rewritten probe sends). A probe that only reads
             the answer's code (a rule such as "no Python loops") is marked with
             :func:`reads_code_only`: the grader's judge runs it on the function compiled from the
             notebook's text instead (``instructor/static_answer.py``).

@@ -16,14 +16,29 @@ Judging an exported answer takes two processes that never ran a learner cell:
 So whatever the answer does when it runs (patch torch, the grading package, ``builtins``,
 trace, write to any file descriptor, return a lying ``Tensor`` subclass, kill itself) happens
 in the executor, which holds neither a verdict nor a reference to copy. The answer can only
-choose what it returns, which is what is being graded. (What the executor reports for a
-behaviour test that calls the answer, "passed" or a named mistake, is the one thing taken on its
-word: the answer can rewrite a probe that runs next to it. A forged "passed" still needs outputs
-that match the hidden references on every random case; a probe whose verdict decides whether the
-exercise is solved returns plain data for ``Exercise.finish_probe``, judged here; a probe that
-only reads the answer's code (``grading.reads_code_only``: "no Python loops") runs here, on the
-function compiled from the notebook's text (:mod:`.static_answer`), never in the executor. Every
-reply costs this process no more than its size: see :func:`_plain`.)
+choose what it returns, which is what is being graded. Every reply costs this process no more
+than its size: see :func:`_plain`.
+
+Behaviour tests ("probes") that call the answer run in the executor, next to it, where the
+answer can rewrite them. A probe whose verdict is a function of the answer's own outputs returns
+those outputs as plain data (values; which exception type was raised) and ``Exercise.finish_probe``
+decides here, on inputs the judge rebuilds from a fixed seed rather than the executor's word
+(03 ``Linear``'s initial distribution, 04 ``ShardedRange`` through real DataLoader workers, 09
+``load_state_dict_cpu``/``load_checkpoint``'s payload, 10 ``amp_policy``'s unknown device, 11
+``rank_loss_scale``'s simulated DDP step, the capstones' held-out accuracy): a rewritten probe that
+sends nothing is a named mistake, never a pass. A probe that only reads the answer's code
+(``grading.reads_code_only``: "no Python loops") runs here, on the function compiled from the
+notebook's text (:mod:`.static_answer`), never in the executor.
+
+What remains taken on the executor's word: probes that watch side effects inside the answer's
+own process, which no returned value shows and no other process can observe: 02 ``huber``
+(which tensor operations it calls, seen by a ``__torch_function__`` subclass), 07
+``first_nonfinite`` (the forward hooks it must leave behind, and removes), 10 ``amp_train_step``
+(which operations ran under autocast, recorded by a dispatcher hook around the answer's step), 11
+``shard_indices`` (that it leaves the global RNG untouched), and the checks inside a ``run`` that
+the executor performs before its plain data comes back (a ``run`` that raises a named mistake in
+the executor). A forged "passed" there still needs outputs that match the hidden references on
+every random case, which the judge compares itself.
 
 No reference is ever in the executor (issue 23). An exercise whose check needs the reference
 while it handles the answer's results splits its ``run`` (``Exercise.finish``): the executor runs

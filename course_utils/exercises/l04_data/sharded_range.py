@@ -124,17 +124,41 @@ def _run(answer, case: Case):
     return True
 
 
-def _real_workers_probe(answer, r: Rand) -> None:
-    """Iterate through a real DataLoader with 1 and 2 worker processes (fork start method only:
-    under spawn/forkserver a notebook-defined class cannot reach the workers)."""
+PROBE_SEED = 4_000  # the probe's range: fixed, so the judge knows it without the executor's word
+
+
+def _probe_range() -> tuple[str, int, int]:
     method = multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]
-    if method != "fork":
-        return
+    r = Rand(PROBE_SEED)
     start = r.integer(0, 10)
-    end = start + r.integer(5, 13)
+    return method, start, start + r.integer(5, 13)
+
+
+def _real_workers_probe(answer, r: Rand) -> dict:
+    """Iterate through a real DataLoader with 1 and 2 worker processes (fork start method only:
+    under spawn/forkserver a notebook-defined class cannot reach the workers); the items each
+    produced go to ``_real_workers_verdict`` (in the instructor's grader this runs next to the
+    answer, which can rewrite it)."""
+    method, start, end = _probe_range()
+    if method != "fork":
+        return {}
+    streams = []
     for n in (1, 2):
         loader = DataLoader(answer(start, end), batch_size=None, num_workers=n, timeout=5)
-        got = _items(loader, (end - start) * n + 1, f"Through a DataLoader with {n} worker processes")
+        streams.append(_items(loader, (end - start) * n + 1, f"Through a DataLoader with {n} worker processes"))
+    return {"streams": streams}
+
+
+def _real_workers_verdict(j: int, ran) -> None:
+    method, start, end = _probe_range()
+    if method != "fork":
+        return
+    streams = ran.get("streams") if isinstance(ran, dict) else None
+    if not isinstance(streams, list) or len(streams) != 2:
+        streams = [[], []]  # (only a rewritten probe sends nothing: no item arrived)
+    for n, got in zip((1, 2), streams):
+        if not isinstance(got, list) or not all(type(v) is int for v in got):
+            got = []
         _judge_stream(got, start, end, n, f"Through a real DataLoader with num_workers={n}")
 
 
@@ -212,7 +236,7 @@ register(Exercise(
     lesson=LESSON, name="ShardedRange", title="An IterableDataset that shards its items across workers",
     reference=ShardedRange, kind="any", run=_run, cases=_cases, n_random=6, edge_cases=EDGE_CASES,
     timeout=10.0,  # the probe starts real worker processes: seconds on a busy machine
-    probes=[_real_workers_probe],
+    probes=[_real_workers_probe], finish_probe=_real_workers_verdict,
     mistakes=[
         Mistake("no_sharding", "{how} every item arrived {num_workers} times: each worker iterates its own "
                 "copy of the dataset, so `__iter__` must yield only this worker's share (use "

@@ -14,7 +14,7 @@ from course_utils.grading import Exercise, Mistake, Rand, register
 from course_utils.lesson_props.l09_persistence import HarmlessPayload
 
 from ._kit import LESSON
-from ._kit import EXACT, UNSAFE_MESSAGE, probe_payload
+from ._kit import EXACT, UNSAFE_MESSAGE, payload_verdict, probe_payload
 from ._resume import CHANGED_MODE, NOT_BIT_IDENTICAL, NOT_RESTORED, RESUME_EDGES, not_restored_id, resume_case, setup
 from ._resume_checks import finish_load, run_load, supply_load
 
@@ -28,7 +28,7 @@ from .._references.l09_persistence import load_checkpoint
 
 
 # --- run and probes
-def _probe_unsafe_load(answer, r: Rand) -> None:
+def _probe_unsafe_load(answer, r: Rand) -> dict:
     """Give the loader a checkpoint with a harmless payload: it must not run."""
     model, optimizer, scheduler, _, generator = setup(resume_case(r).kwargs, "original")
 
@@ -37,7 +37,7 @@ def _probe_unsafe_load(answer, r: Rand) -> None:
                     "scheduler": scheduler.state_dict(), "epoch": HarmlessPayload("(payload ran)"),
                     "rng_state": torch.get_rng_state(), "loader_generator": generator.get_state()}, path)
 
-    probe_payload(save, lambda path: answer(path, model, optimizer, scheduler, generator))
+    return probe_payload(save, lambda path: answer(path, model, optimizer, scheduler, generator))
 
 
 # --- wrong answers
@@ -84,7 +84,7 @@ register(Exercise(
     run=run_load,
     finish=finish_load,
     compare=EXACT,
-    probes=[_probe_unsafe_load],
+    probes=[_probe_unsafe_load], finish_probe=payload_verdict,
     mistakes=[
         *[Mistake(not_restored_id(key), f"After your `load_checkpoint`, {what} is not restored, so the resumed run "
                   f"differs from the uninterrupted one. Restore it from `checkpoint[{key!r}]`.",

@@ -18,7 +18,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from course_utils.lesson_props.l09_persistence import HarmlessPayload, save_as_if_on_cuda
 
 from ._kit import LESSON
-from ._kit import EXACT, UNSAFE_MESSAGE, probe_payload
+from ._kit import EXACT, UNSAFE_MESSAGE, payload_verdict, probe_payload
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py
@@ -82,9 +82,9 @@ def _run(answer, case: Case):
     return result
 
 
-def _probe_unsafe(answer, r: Rand) -> None:
+def _probe_unsafe(answer, r: Rand) -> dict:
     state = {"module.weight": r.randn(2, 2), "module.bias": HarmlessPayload("(payload ran)")}
-    probe_payload(lambda path: torch.save(state, path), answer)
+    return probe_payload(lambda path: torch.save(state, path), answer)
 
 
 # --- wrong answers
@@ -104,7 +104,7 @@ register(Exercise(
     n_random=4,
     run=_run,
     compare=EXACT,
-    probes=[_probe_unsafe],
+    probes=[_probe_unsafe], finish_probe=payload_verdict,
     mistakes=[
         Mistake("no_map_location", "This checkpoint was saved on a GPU, and loading it as it is puts "
                                    "its tensors back on CUDA (on a machine without one, loading "

@@ -40,14 +40,34 @@ def _run(answer, case: Case):
     return dtype, bool(scaler)
 
 
-def _probe_unknown_device(answer, r: Rand) -> None:
-    device = r.choice(["tpu", "xla", "meta"])
+PROBE_SEED = 10_000  # the probe's device: fixed, so the judge knows it without the executor's word
+
+
+def _probe_case() -> tuple[str, bool]:
+    r = Rand(PROBE_SEED)
+    return r.choice(["tpu", "xla", "meta"]), r.choice([True, False])
+
+
+def _probe_unknown_device(answer, r: Rand) -> dict:
+    """What the answer did for a device it knows nothing about, as plain data for
+    ``_unknown_device_verdict`` (in the instructor's grader this runs next to the answer)."""
+    device, flag = _probe_case()
     try:
-        answer(device, r.choice([True, False]))
-    except ValueError:
+        answer(device, flag)
+    except Exception as exc:  # noqa: BLE001 - which error it was is the verdict's input
+        return {"device": device, "raised": type(exc).__name__, "value_error": isinstance(exc, ValueError)}
+    return {"device": device, "raised": None, "value_error": False}
+
+
+def _unknown_device_verdict(j: int, ran) -> None:
+    device = _probe_case()[0]
+    if not isinstance(ran, dict) or ran.get("device") != device:
+        # (only a rewritten probe returns anything else)
+        raise Incorrect("unknown_device", device=device, what="gave no account of what it did")
+    if ran.get("value_error") is True:
         return
-    except Exception as exc:  # noqa: BLE001 - any other error is the wrong kind
-        raise Incorrect("unknown_device", device=device, what=f"raised {type(exc).__name__}") from None
+    if isinstance(ran.get("raised"), str):
+        raise Incorrect("unknown_device", device=device, what=f"raised {ran['raised'][:80]}")
     raise Incorrect("unknown_device", device=device, what="returned without an error")
 
 
@@ -75,7 +95,7 @@ register(Exercise(
     edge_cases=_ALL,
     n_random=4,
     run=_run,
-    probes=[_probe_unknown_device],
+    probes=[_probe_unknown_device], finish_probe=_unknown_device_verdict,
     mistakes=[
         Mistake("cuda_default_dtype", "On a GPU that supports bfloat16 you chose float16 (autocast's CUDA default, "
                 "`torch.get_autocast_dtype('cuda')`: a starting point, not a choice). float16's tiny range makes "

@@ -65,12 +65,32 @@ def _run(answer, case: Case):
     return factors
 
 
-def _probe_gradient(answer, r: Rand) -> None:
-    """The factors, used in a simulated DDP step, give the full-batch gradient."""
+PROBE_SEED = 11_000  # the probe's shards and model: fixed, so the judge rebuilds them (not the executor's word)
+
+
+def _probe_sizes() -> list[int]:
+    r = Rand(PROBE_SEED)
     sizes = [r.integer(1, 9) for _ in range(r.integer(2, 4))]
     if len(set(sizes)) == 1:
         sizes[0] += 1
-    averaged, full = _ddp_gradient([float(f) for f in answer(list(sizes))], sizes, r)
+    return sizes
+
+
+def _probe_gradient(answer, r: Rand) -> list[float]:
+    """The answer's factors for unequal shards, for the judge's simulated DDP step
+    (``_gradient_verdict``: in the instructor's grader this runs next to the answer, which can
+    rewrite it; the verdict does not)."""
+    return [float(f) for f in answer(_probe_sizes())]
+
+
+def _gradient_verdict(j: int, factors) -> None:
+    """The factors, used in a simulated DDP step, give the full-batch gradient."""
+    sizes = _probe_sizes()
+    if not isinstance(factors, list) or len(factors) != len(sizes) or \
+            not all(isinstance(f, float) for f in factors):
+        raise Incorrect("not_the_big_batch", sizes=sizes)  # (only a rewritten probe returns anything else)
+    with torch.enable_grad():
+        averaged, full = _ddp_gradient(factors, sizes, Rand(PROBE_SEED + 1))
     if not all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(averaged, full)):
         raise Incorrect("not_the_big_batch", sizes=sizes)
 
@@ -104,7 +124,7 @@ register(Exercise(
     edge_cases=_EDGE,
     n_random=6,
     run=_run,
-    probes=[_probe_gradient],
+    probes=[_probe_gradient], finish_probe=_gradient_verdict,
     compare=Compare(rtol=1e-6, atol=1e-9),
     mistakes=[
         Mistake("no_rescaling", "You left every rank's loss as it is (factor 1). With unequal shards, averaging "
