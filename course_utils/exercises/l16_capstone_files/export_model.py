@@ -99,12 +99,12 @@ def _run(answer, case: Case):
         try:
             with torch.no_grad():
                 outputs.append(run(X))
-        except RuntimeError as exc:
-            if "dtype mismatch" in str(exc):
-                raise Incorrect("float_example") from None
-            raise
         except Exception as exc:  # noqa: BLE001
-            if "Guard failed" in str(exc) or "size()[0]" in str(exc):
+            if isinstance(exc, RuntimeError) and "dtype mismatch" in str(exc):
+                raise Incorrect("float_example") from None
+            if "'Byte'" in str(exc) or "unsigned char" in str(exc):  # float-only ops met raw pixels
+                raise Incorrect("exported_the_model") from None
+            if not isinstance(exc, RuntimeError) and ("Guard failed" in str(exc) or "size()[0]" in str(exc)):
                 refused.append(len(X))
                 continue
             raise
@@ -126,6 +126,12 @@ def _variant(deployable, path, *, eval_mode=True, example=None, dynamic_shapes=_
     program = torch.export.export(deployable, (example,), dynamic_shapes=dynamic_shapes)
     if save:
         torch.export.save(program, path)
+
+
+def _inner_model(deployable, path):
+    deployable.eval()
+    program = torch.export.export(deployable.model, (torch.zeros(2, 1, 28, 28),), dynamic_shapes=_BATCH)
+    torch.export.save(program, path)
 
 
 def _torch_save(deployable, path):
@@ -157,6 +163,9 @@ register(Exercise(
                 "exported program checks its input's dtype. The module takes raw pixels: export with a "
                 "`torch.uint8` example.",
                 lambda d, path: _variant(d, path, example=torch.zeros(2, 1, 28, 28)), match_output=False),
+        Mistake("exported_the_model", "Your program fails on uint8 pixels: you exported the model inside "
+                "(`deployable.model`), which expects standardised floats. Export `deployable` itself, whose "
+                "forward casts and standardises, with a `torch.uint8` example.", _inner_model, match_output=False),
         Mistake("not_a_program", "`torch.export.load` cannot read your file: save the `ExportedProgram` with "
                 "`torch.export.save(program, path)` (`torch.save` of the module needs our classes to load).",
                 _torch_save, match_output=False),

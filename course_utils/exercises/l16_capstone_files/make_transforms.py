@@ -21,6 +21,7 @@ from ._kit import LESSON, a_type
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
 from .._references.l16_capstone_files import make_transforms
 
+RUNS = 6  # runs of each pipeline on the case's images: a p=0.5 step stays off in all 1 time in 2**(6 * images)
 N_DRAWS = 16  # draws of the training pipeline per test image: a p=0.5 flip hides in all of them 1 time in 65,536
 
 
@@ -73,21 +74,24 @@ def _run(answer, case: Case):
         raise Incorrect("not_a_pair", got=a_type(pair))
     train, evaluate = pair
     with torch.random.fork_rng(devices=[]):
-        e1, e2 = (_apply(evaluate, images, s, "eval_transform") for s in (seed, seed + 1))
-        t1, t2 = (_apply(train, images, s, "train_transform") for s in (seed, seed + 1))
-        eval_random = any(not torch.equal(a, b) for a, b in zip(e1, e2))
-        train_random = any(not torch.equal(a, b) for a, b in zip(t1, t2))
+        # several runs: a step applied with p=0.5 (RandomPerspective's default) is seen in one of them
+        e1, *es = (_apply(evaluate, images, seed + k, "eval_transform") for k in range(RUNS))
+        t1, *ts = (_apply(train, images, seed + k, "train_transform") for k in range(RUNS))
+        eval_random = any(not torch.equal(a, b) for e in es for a, b in zip(e1, e))
+        train_random = any(not torch.equal(a, b) for t in ts for a, b in zip(t1, t))
         if eval_random and not train_random:
             raise Incorrect("swapped")
         if eval_random:
             raise Incorrect("augmented_eval")
         if not train_random:
             raise Incorrect("train_not_augmented")
-        size = images.shape[-1]
-        grey = torch.full((1, 1, size, size), 128, dtype=torch.uint8)
-        centre = _apply(train, grey, seed, "train_transform")[0][..., size // 2 - 2: size // 2 + 2,
-                                                                   size // 2 - 2: size // 2 + 2]
-        if not torch.allclose(centre, torch.full_like(centre, (128 / 255 - mean) / std), atol=1e-3):
+        size, c, w = images.shape[-1], images.shape[-1] // 2, images.shape[-1] // 5
+        grey = torch.full((1, 1, size, size), 128, dtype=torch.uint8)  # geometric changes keep its centre grey
+        centres = torch.stack([_apply(train, grey, seed + k, "train_transform")[0][..., c - w: c + w, c - w: c + w]
+                               for k in range(N_DRAWS)])
+        if not torch.allclose(centres, centres.flatten()[0].expand_as(centres), atol=1e-5):
+            raise Incorrect("not_geometric")  # a uniform image's centre changes: noise, brightness, erasing
+        if not torch.allclose(centres, torch.full_like(centres, (128 / 255 - mean) / std), atol=1e-3):
             raise Incorrect("train_not_normalised")
         if not _keeps_the_label(train, size, seed):
             raise Incorrect("changes_the_label")
@@ -116,6 +120,17 @@ def _both_augment(mean, std):
 def _eval_scaled_only(mean, std):
     from torchvision.transforms import v2
     return make_transforms(mean, std)[0], v2.ToDtype(torch.float32, scale=True)
+
+
+def _eval_unscaled(mean, std):
+    from torchvision.transforms import v2
+    return make_transforms(mean, std)[0], v2.Compose([v2.ToDtype(torch.float32), v2.Normalize([mean], [std])])
+
+
+def _with_noise(mean, std):
+    from torchvision.transforms import v2
+    train, evaluate = make_transforms(mean, std)
+    return v2.Compose([train, v2.GaussianNoise(sigma=0.1)]), evaluate
 
 
 def _with_flip(mean, std):
@@ -149,11 +164,16 @@ register(Exercise(
                 "evaluation one: the model would be trained on one scale and evaluated on another. Both end with "
                 "`ToDtype(torch.float32, scale=True)` and `Normalize([mean], [std])`.",
                 _without("Normalize"), match_output=False),
+        Mistake("not_geometric", "Your training pipeline changes the grey of a uniform image (noise, brightness, "
+                "erasing): the task asks for geometric changes only (shifts, small rotations, scalings), which "
+                "move a digit without changing its pixel values.", _with_noise, match_output=False),
         Mistake("changes_the_label", "Your augmentation mirrors or turns the image over (a flip, or a rotation "
                 "far beyond a few degrees): a mirrored 2 or a 6 upside down is not the same digit. Keep to shifts, "
                 "small rotations and scalings.", _with_flip, match_output=False),
         Mistake("eval_not_normalised", "Your evaluation pipeline scales to [0, 1] but does not standardise "
                 "with `mean` and `std`.", _eval_scaled_only),
+        Mistake("eval_not_scaled", "Your evaluation pipeline standardises 0-255 values: `ToDtype(torch.float32)` "
+                "without `scale=True` keeps them, and the statistics are of pixels in [0, 1].", _eval_unscaled),
         Mistake("eval_own_statistics", "Your evaluation pipeline standardises each image with its own mean and "
                 "std: use the `mean` and `std` you were given (the pretraining statistics).", _eval_own_stats),
         Mistake("not_a_pair", "Return a pair of transforms, `(train_transform, eval_transform)`; you returned "

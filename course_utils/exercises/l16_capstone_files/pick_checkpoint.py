@@ -3,7 +3,10 @@
 The decisions: judge by validation (not training loss), keep the best epoch (not the last),
 break ties in accuracy by the validation loss, and return the epoch's NUMBER, not its index
 in the list (the numbers of a resumed run start anywhere). Each case holds several histories
-whose accuracies repeat, so every wrong rule picks another epoch in at least one of them.
+whose accuracies repeat, so every wrong rule picks another epoch in at least one of them. A
+fixed probe history names three families by behaviour, not by one example's output: a pick that
+moves when only the training losses are reversed (training loss, a "training accuracy", ties by
+training loss), a tied epoch other than the lowest loss (first, last, highest), a position.
 """
 
 from __future__ import annotations
@@ -40,26 +43,44 @@ EDGE_CASES = [Case(([[
     {"epoch": 8, "train_loss": 0.6, "val_loss": 0.4, "val_accuracy": 0.9},
     {"epoch": 9, "train_loss": 0.3, "val_loss": 0.6, "val_accuracy": 0.85},
     {"epoch": 10, "train_loss": 0.35, "val_loss": 0.45, "val_accuracy": 0.8}]],),
-    label="a resumed run: epochs 7 to 10, a tie in accuracy")]
+    label="a resumed run: epochs 7 to 10, a tie in accuracy"),
+    Case(([[{"epoch": 1, "train_loss": 0.9, "val_loss": 0.5, "val_accuracy": 0.95},
+            {"epoch": 2, "train_loss": 0.5, "val_loss": 0.45, "val_accuracy": 0.6}]],),
+         label="the best accuracy has not the lowest loss")]
+# three epochs tie for the best accuracy (the second has the lowest loss), and a later one has the
+# lowest validation and training losses; the probe reverses the training losses: a pick that moves
+# reads them, and a pick among the tied epochs other than the second ignored the tie-break
+PROBE = [{"epoch": e, "train_loss": t, "val_loss": v, "val_accuracy": a} for e, t, v, a in
+         [(3, 0.9, 0.5, 0.9), (4, 0.7, 0.3, 0.9), (5, 0.5, 0.4, 0.9), (6, 0.3, 0.2, 0.8)]]
 
 
 # --- run
 def _run(answer, case: Case):
     (histories,) = case.args
-    picked = []
-    for history in histories:
-        given = copy.deepcopy(history)
-        got = answer(given)
-        if given != history:
-            raise Incorrect("mutated_input")
-        if hasattr(got, "item"):
-            got = got.item()
-        if isinstance(got, dict):
-            raise Incorrect("returned_entry")
-        if not isinstance(got, numbers.Integral) or isinstance(got, bool):
-            raise Incorrect("not_an_epoch", got=a_type(got))
-        picked.append(int(got))
+    picked = [_pick(answer, history) for history in histories]
+    reversed_train = [dict(h, train_loss=r["train_loss"]) for h, r in zip(PROBE, PROBE[::-1])]
+    probe = _pick(answer, PROBE)
+    if probe != _pick(answer, reversed_train):
+        raise Incorrect("by_training")
+    if probe in (1, 2):  # the best epoch's position in the list (from 0 or from 1): no epoch of PROBE
+        raise Incorrect("returned_index")
+    if probe in (3, 5):
+        raise Incorrect("ignored_ties", kept=probe)
     return picked
+
+
+def _pick(answer, history: list[dict]) -> int:
+    given = copy.deepcopy(history)
+    got = answer(given)
+    if given != history:
+        raise Incorrect("mutated_input")
+    if hasattr(got, "item"):
+        got = got.item()
+    if isinstance(got, dict):
+        raise Incorrect("returned_entry")
+    if not isinstance(got, numbers.Integral) or isinstance(got, bool):
+        raise Incorrect("not_an_epoch", got=a_type(got))
+    return int(got)
 
 
 # --- wrong answers
@@ -77,6 +98,10 @@ def _index(history):
 
 def _first_of_ties(history):
     return max(history, key=lambda h: h["val_accuracy"])["epoch"]
+
+
+def _one_score(history):
+    return max(history, key=lambda h: h["val_accuracy"] / h["val_loss"])["epoch"]
 
 
 def _val_loss_only(history):
@@ -97,17 +122,20 @@ register(Exercise(
     lesson=LESSON, name="pick_checkpoint", title="Keep the best epoch by validation, ties by validation loss",
     reference=pick_checkpoint, kind="function", cases=_cases, edge_cases=EDGE_CASES, run=_run,
     mistakes=[
-        Mistake("by_train_loss", "You picked the lowest TRAINING loss: it keeps falling while the model "
-                "memorises its training images, so it picks the most overfitted epoch. Judge by validation.",
-                _by_train_loss),
+        Mistake("by_training", "Your pick depends on the TRAINING loss: training numbers keep improving while "
+                "the model memorises its training images, so they favour the most overfitted epoch. Judge (and "
+                "break ties) by validation only.", _by_train_loss, match_output=False),
         Mistake("last_epoch", "You kept the last epoch. Early stopping runs `patience` epochs past the best one "
                 "on purpose; ship the best epoch's weights.", _last),
         Mistake("returned_index", "You returned the position in the list, not the `\"epoch\"` number: a resumed "
-                "run's history does not start at epoch 0.", _index),
-        Mistake("ignored_ties", "Among epochs with the same validation accuracy you kept the first, not the one "
-                "with the lowest validation loss.", _first_of_ties),
+                "run's history does not start at epoch 0.", _index, match_output=False),
+        Mistake("ignored_ties", "Among epochs with the same validation accuracy you kept epoch {kept}, not the one "
+                "with the LOWEST validation loss (not the first, not the last, not the highest loss).",
+                _first_of_ties, match_output=False),
         Mistake("val_loss_only", "You picked the lowest validation loss; the task ranks by validation ACCURACY "
                 "first and uses the loss only to break ties.", _val_loss_only),
+        Mistake("one_score", "You ranked by one score made of accuracy and loss together; rank by validation "
+                "accuracy first, and use the loss only between epochs of the same accuracy.", _one_score),
         Mistake("returned_entry", "You returned the whole history entry; return its `\"epoch\"`.",
                 _entry, match_output=False),
         Mistake("mutated_input", "Your function reordered or changed the history it was given: the training loop "

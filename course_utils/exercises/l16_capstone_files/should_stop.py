@@ -4,7 +4,9 @@ The decisions: stop on the VALIDATION loss, compared with the best so far (not w
 before: a noisy curve would stop at its first wiggle), after ``patience`` epochs without a new
 best (not one more, not one fewer), and a tie is no improvement. The check calls the answer on
 every prefix of a history (the empty one too) and compares the list of decisions: each wrong
-rule differs somewhere, and the losses repeat values on purpose so ties occur.
+rule differs somewhere, and the losses repeat values on purpose so ties occur. Two fixed curves
+name the family of rules that compare each loss with the epoch before (``>``, ``>=``, rises in a
+row): they never stop on a curve that falls slowly after a jump, but do stop on one that rises.
 """
 
 from __future__ import annotations
@@ -32,29 +34,47 @@ def _cases(r: Rand) -> Case:
 EDGE_CASES = [
     Case(([0.9, 0.8, 0.7, 0.72, 0.71, 0.75, 0.6, 0.61, 0.6, 0.6], 3), label="the notebook's curve, then a tie"),
     Case(([0.5, 0.4, 0.45, 0.3, 0.35], 1), label="patience 1"),
+    Case(([1.0, 0.8, 0.9, 0.7, 0.95, 0.9, 0.85], 3), label="a new best inside the last `patience`, then worse"),
 ]
+# after its best, a curve that jumps up and then falls every epoch without getting back to the best:
+# the right rule stops; a rule that compares each loss with the epoch before it never does (and it
+# does stop on a curve that rises every epoch, where never stopping would not)
+FALLS_AFTER_A_JUMP = [0.5, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65]
+RISES = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]
+
+
+def _decision(answer, losses: list, patience: int) -> bool:
+    given = list(losses)
+    got = answer(given, patience)
+    if given != losses:
+        raise Incorrect("mutated_input")
+    if hasattr(got, "item") and getattr(got, "numel", lambda: 1)() == 1:
+        got = got.item()
+    if not isinstance(got, (bool, numbers.Integral)) or got not in (0, 1):
+        raise Incorrect("not_bool", got=a_type(got))
+    return bool(got)
 
 
 # --- run
 def _run(answer, case: Case):
     losses, patience = case.args
-    decisions = []
-    for t in range(len(losses) + 1):
-        given = list(losses[:t])
-        got = answer(given, patience)
-        if given != losses[:t]:
-            raise Incorrect("mutated_input")
-        if hasattr(got, "item") and getattr(got, "numel", lambda: 1)() == 1:
-            got = got.item()
-        if not isinstance(got, (bool, numbers.Integral)) or got not in (0, 1):
-            raise Incorrect("not_bool", got=a_type(got))
-        decisions.append(bool(got))
+    decisions = [_decision(answer, losses[:t], patience) for t in range(len(losses) + 1)]
+    if not _decision(answer, FALLS_AFTER_A_JUMP, 2) and _decision(answer, RISES, 2):
+        raise Incorrect("vs_previous")
     return decisions
 
 
 # --- wrong answers
 def _vs_previous(val_losses, patience):
     return len(val_losses) > 1 and val_losses[-1] > val_losses[-2]
+
+
+def _last_only(val_losses, patience):
+    return len(val_losses) > patience and val_losses[-1] >= min(val_losses[:-patience])
+
+
+def _never_resets(val_losses, patience):
+    return sum(loss >= min(val_losses[:i]) for i, loss in enumerate(val_losses) if i) >= patience
 
 
 def _one_more(val_losses, patience):
@@ -83,9 +103,15 @@ register(Exercise(
     lesson=LESSON, name="should_stop", title="Stop after `patience` epochs without a new best validation loss",
     reference=should_stop, kind="function", cases=_cases, edge_cases=EDGE_CASES, run=_run,
     mistakes=[
-        Mistake("vs_previous", "You compare the last loss with the epoch before. A noisy validation curve goes up "
-                "now and then and comes down again: compare with the BEST loss so far, and wait `patience` epochs.",
-                _vs_previous),
+        Mistake("vs_previous", "You compare each loss with the epoch BEFORE it, not with the best so far: after a "
+                "jump up, a curve that falls a little every epoch but never gets back to its best never stops "
+                "your rule. Compare with the BEST loss before the last `patience` epochs.", _vs_previous,
+                match_output=False),
+        Mistake("last_only", "You compare only the LAST loss with the best before the last `patience` epochs; a "
+                "new best earlier in those epochs must keep training going. Compare the best of the last "
+                "`patience` losses.", _last_only),
+        Mistake("never_resets", "Your count of epochs without a new best never goes back to 0 when a new best "
+                "comes: count only the epochs since the best one.", _never_resets),
         Mistake("ignores_patience", "You stop as soon as one epoch brings no new best: `patience` says how many "
                 "epochs in a row may bring none before stopping.", _ignores_patience),
         Mistake("one_epoch_late", "You wait one epoch more than `patience`: stop when the last `patience` "
