@@ -260,6 +260,29 @@ class ShardedRange(IterableDataset):
             return iter(range(self.start, self.end))
         return iter(range(self.start + info.id, self.end, info.num_workers))
 '''),
+    # right values through the built-in the exercise forbids (Exercise.forbid): the rule is watched
+    # where the answer runs, in the executor; it used to be watched only in the judge, which saw no
+    # call of the answer's, so both were scored correct
+    "rule_sdpa": ("01_tensors", "attention", '''
+import torch.nn.functional as F
+def attention(q, k, v, mask=None):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+'''),
+    "rule_linear": ("03_nn_module", "Linear", '''
+import torch
+from torch import nn
+class Linear(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        bound = in_features ** -0.5
+        self.weight = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound, bound))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
+        else:
+            self.register_parameter("bias", None)
+    def forward(self, x):
+        return nn.functional.linear(x, self.weight, self.bias)
+'''),
 }
 
 # (student, exercise name, the mistake the judge names)
@@ -306,3 +329,10 @@ def test_a_rewritten_probe_whose_verdict_is_the_judges_still_names_the_mistake(r
     """Before, the executor's "passed" was taken: each of these answers was scored correct."""
     row = rewritten[(student, name)]
     assert (row.status, row.mistake) == ("incorrect", mistake), row
+
+
+@pytest.mark.parametrize("student, name", [("rule_sdpa", "attention"), ("rule_linear", "Linear")])
+def test_a_forbidden_built_in_is_seen_where_the_answer_runs(rewritten, student, name):
+    row = rewritten[(student, name)]
+    assert (row.status, row.mistake) == ("incorrect", "broke_rule"), row
+    assert "Your code used `torch.nn.functional." in row.detail, row

@@ -655,6 +655,26 @@ def _static_forbidden(ex: Exercise, answer: Any) -> str | None:
     return None
 
 
+def rule_watch(ex: Exercise) -> contextlib.AbstractContextManager[Any]:
+    """What watches the answer's calls for the exercise's rule (``Exercise.forbid``): wrap the
+    call to the answer in it, then ask :func:`rule_broken`. In the instructor's grader the
+    executor wraps its call (the answer runs there) and reports the name it saw."""
+    return _RuleWatch(ex) if ex.forbid else contextlib.nullcontext()
+
+
+def rule_broken(ex: Exercise, answer: Any, watch: Any) -> str | None:
+    """The forbidden function the answer called (seen by ``watch``) or names in its code."""
+    if not ex.forbid:
+        return None
+    return getattr(watch, "used", None) or _static_forbidden(ex, answer)
+
+
+def broke_rule(ex: Exercise, used: str) -> _Fail:
+    """The failure for an answer that broke the exercise's rule, quoting the rule."""
+    return _Fail("broke_rule", f"The exercise says: “{ex.rule_text or 'do not use ' + ', '.join(ex.forbid)}”. "
+                 f"Your code used `{used}`.", generic=False)
+
+
 def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
     case_ref = copy.deepcopy(case)
     rng0 = _rng_states()
@@ -665,7 +685,7 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
     pristine = copy.deepcopy((case.args, case.kwargs))
     case_got = copy.deepcopy(case)
     rng1 = _rng_states()
-    rule = _RuleWatch(ex) if ex.forbid else contextlib.nullcontext()
+    rule = rule_watch(ex)
     try:
         with rule:
             got = _call(ex, answer, case_got)
@@ -673,18 +693,16 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
         if _raised_by_learner(exc):
             raise _NotAttempted() from exc
         raise
-    except Incorrect:
-        raise  # a custom run's verdict, not an error of the learner's code
+    except (Incorrect, _Fail):
+        raise  # a custom run's verdict (or the judge's: a broken rule), not an error of the learner's code
     except Exception as exc:
         named = _name_exception(ex, case, exc)
         if named is not None:
             raise named from exc
         raise
-    if ex.forbid:
-        used = rule.used or _static_forbidden(ex, answer)  # type: ignore[union-attr]
-        if used:
-            raise _Fail("broke_rule", f"The exercise says: “{ex.rule_text or 'do not use ' + ', '.join(ex.forbid)}”. "
-                        f"Your code used `{used}`.", generic=False)
+    used = rule_broken(ex, answer, rule)
+    if used:
+        raise broke_rule(ex, used)
     problem = compare(got, expected, ex.compare)
     if problem:
         mistake, message = _name_mistake(ex, case, got, expected, problem, answer, rand)

@@ -176,6 +176,7 @@ def serve(lesson: str, warm: tuple[str, ...] = ()) -> int:
     import torch
 
     from course_utils.grading import registry
+    from course_utils.grading.runner import rule_broken, rule_watch
 
     exercises = {ex.id: ex for ex in registry.load_lesson(lesson)}
     for ex in exercises.values():
@@ -209,7 +210,12 @@ def serve(lesson: str, warm: tuple[str, ...] = ()) -> int:
                 case = _case(ex, req["plan"])
                 if req.get("supplied"):  # the judge's plain data for this case (Exercise.supply)
                     case.supplied = torch.load(io.BytesIO(payload), weights_only=True)
-                got = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
+                watch = rule_watch(ex)  # the exercise's rule ("without F.linear"), seen where the answer runs
+                with watch:
+                    got = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
+                used = rule_broken(ex, answer, watch)
+                if used:
+                    reply["rule"] = str(used)[:200]
                 tensors = _tensors(case.args) + _tensors(case.kwargs)
                 jac = None
                 if req.get("grad"):
@@ -556,7 +562,7 @@ def judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor
 # C901: one early verdict per way an answer can fail to arrive, in pipeline order; read top to bottom
 def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executor: Executor,  # noqa: C901
                seed: int | None = None, code: list[str] | None = None) -> dict[str, Any]:
-    from course_utils.grading.runner import run_check
+    from course_utils.grading.runner import broke_rule, run_check
 
     if payload is None or export_error:
         return {"status": "error", "mistake": "export_failed",
@@ -608,6 +614,8 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
             _raiser(None)(RuntimeError(str(exc)))
         if "raised" in rep:
             _raise(rep["raised"])
+        if ex.forbid and isinstance(rep.get("rule"), str):
+            raise broke_rule(ex, _clean(rep["rule"], 200))
         got = _plain(data, _course_data_types(ex))
         if not isinstance(got, dict) or "out" not in got:
             raise RuntimeError("the answer's process sent an unreadable reply")
