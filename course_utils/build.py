@@ -21,7 +21,7 @@ JupyterLab's file browser), with a hash of every generated cell in its metadata 
 - cells tagged ``solution-only`` are dropped;
 - outputs and execution counts are cleared.
 
-It also writes ``course_utils/exercises/_references/lNN_name.py``: the answer definitions of
+It also writes ``course_utils/answers/lNN_name.py``: the answer definitions of
 each solution notebook (course_utils/references.py), which the exercises take their references
 from, so that each reference is written once, in the notebook. And it writes
 ``course_utils/exercise_index.py``: every exercise's id, lesson, name, title and mistake ids, from
@@ -380,10 +380,9 @@ def doc_exercises() -> list | None:
 
 
 def references_dir() -> Path | None:
-    """Where the generated reference modules go: ``course_utils/exercises/_references`` of the
-    course folder (``None`` for a course folder without the exercise package, e.g. a test's)."""
-    folder = ROOT / "course_utils" / "exercises"
-    return folder / "_references" if folder.is_dir() else None
+    """Where the generated reference modules go: ``course_utils/answers`` of the course folder
+    (``None`` for a course folder without the package, e.g. a test's)."""
+    return ROOT / "course_utils" / "answers" if (ROOT / "course_utils").is_dir() else None
 
 
 def reference_files(stems: list[str]) -> dict[Path, str]:
@@ -709,7 +708,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in res.written:
         print(f"wrote {p.relative_to(ROOT)}")
     for p in res.removed:
-        why = "no solution notebook" if p.suffix == ".py" and p.parent.name == "_references" else \
+        why = "no solution notebook" if p.suffix == ".py" and p.parent.name == "answers" else \
             "learner notebooks have no text pair any more"
         print(f"removed {p.relative_to(ROOT)} ({why})")
     return 0

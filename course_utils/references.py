@@ -1,6 +1,6 @@
 """The reference answers, extracted from the solution notebooks: one source for each.
 
-``python -m course_utils build`` writes ``course_utils/exercises/_references/lNN_name.py``
+``python -m course_utils build`` writes ``course_utils/answers/lNN_name.py``
 from ``solutions/NN_name.py``: every top-level ``def``/``class`` of each answer cell (a code
 cell holding ``### BEGIN SOLUTION``), exactly as written in the notebook but for the marker
 lines, plus the notebook-level definitions and imports those need (a dependency closure over
@@ -11,7 +11,7 @@ attributes, arithmetic) defines is a build error, so that importing a generated 
 fast and does nothing.
 
 The exercise files import their references from there
-(``from .._references.l03_nn_module import MLP as reference``), so ``solution()`` shows the
+(``from ...answers.l03_nn_module import MLP as reference``), so ``solution()`` shows the
 notebook's code, and ``build --check`` fails when a generated module is stale.
 """
 
@@ -27,7 +27,7 @@ from .cells import BEGIN, END  # the cell grammar's answer markers
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
-PACKAGE = ROOT / "course_utils" / "exercises" / "_references"
+PACKAGE = ROOT / "course_utils" / "answers"
 INIT_TEXT = ('"""Reference answers generated from the solution notebooks by `python -m course_utils build`;\n'
              'do not edit (edit solutions/NN_name.py and run the build). One module per lesson:\n'
              '``lNN_name.py`` from ``solutions/NN_name.py``."""\n')
@@ -227,7 +227,7 @@ def notebook_cells(stem: str, solutions: Path | None = None) -> list[tuple[str, 
 
 
 def module_text(stem: str, solutions: Path | None = None) -> str | None:
-    """What ``_references/lNN_name.py`` should hold for lesson ``stem`` (``None``: no answers)."""
+    """What ``course_utils/answers/lNN_name.py`` should hold for lesson ``stem`` (``None``: no answers)."""
     body = extract(notebook_cells(stem, solutions), f"solutions/{stem}.py")
     return None if body is None else header(stem) + "\n" + body
 

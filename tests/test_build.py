@@ -76,7 +76,7 @@ def course_copy(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "NOTEBOOKS", tmp_path / "notebooks")
     real_refs = build.references_dir()
     assert real_refs is not None
-    refs = tmp_path / "course_utils" / "exercises" / "_references"
+    refs = tmp_path / "course_utils" / "answers"
     refs.mkdir(parents=True)
     for name in ("__init__.py", f"l{stem}.py"):
         (refs / name).write_text((real_refs / name).read_text())

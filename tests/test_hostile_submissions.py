@@ -505,7 +505,7 @@ def test_no_sandbox_refuses_with_install_instructions(tmp_path, monkeypatch, cap
 
 
 def test_the_staged_course_has_no_generated_reference(tmp_path):
-    """course_utils/exercises/_references/ holds every answer of the solution notebooks: the
+    """course_utils/answers/ holds every answer of the solution notebooks: the
     copy a submission runs against keeps the names (the exercise modules import them) but no
     answer's code."""
     import ast
@@ -513,7 +513,7 @@ def test_the_staged_course_has_no_generated_reference(tmp_path):
     from course_utils import references
 
     sandbox.stage_course(tmp_path)
-    staged = tmp_path / "course_utils" / "exercises" / "_references"
+    staged = tmp_path / "course_utils" / "answers"
     # the answers later lessons train with, re-exported by lesson_props (public helpers, kept;
     # a submitted one is still the course's own object to the judge): exactly these, the last six
     # for the capstone's pieces (lesson_props.l12_capstone), which its graders run learners' parts with
@@ -551,7 +551,7 @@ def test_a_lessons_own_shared_answers_are_cut_where_it_is_graded(tmp_path, lesso
     lesson's own props train with it (lesson 05's demos with train_one_epoch, kept, a known gap)."""
     def body(course: Path) -> str:
         import ast
-        text = (course / "course_utils" / "exercises" / "_references" / f"{stem}.py").read_text()
+        text = (course / "course_utils" / "answers" / f"{stem}.py").read_text()
         node = next(n for n in ast.parse(text).body if getattr(n, "name", None) == name)
         first = node.body[0] if isinstance(node, ast.FunctionDef) else next(
             m for m in node.body if isinstance(m, ast.FunctionDef)).body[0]

@@ -1802,7 +1802,7 @@ def test_unscaled_accumulation_is_off_as_the_notebook_says():
 
 
 def test_the_early_stopping_runs_the_lesson_shows_are_what_the_reference_does():
-    from course_utils.exercises._references.l05_training_loop import EarlyStopping
+    from course_utils.answers.l05_training_loop import EarlyStopping
 
     for patience, losses, stopped, best_loss, kept in lab.EARLY_STOPPING_RUNS:
         stopper, model, when = EarlyStopping(patience=patience), nn.Linear(2, 1), None
@@ -1817,7 +1817,7 @@ def test_the_early_stopping_runs_the_lesson_shows_are_what_the_reference_does():
 
 
 def test_the_warmup_cosine_rates_the_lesson_shows_are_what_the_reference_gives():
-    from course_utils.exercises._references.l05_training_loop import warmup_cosine
+    from course_utils.answers.l05_training_loop import warmup_cosine
 
     for (warmup, total), shown in lab.WARMUP_COSINE_LRS.items():
         lrs = lab.scheduler_lrs(lambda opt, w=warmup, t=total: warmup_cosine(opt, w, t), total)

@@ -19,7 +19,7 @@ from torch import nn
 from course_utils import grading
 from course_utils.exercises.l06_losses_optimizers import param_groups_no_decay as pg_mod
 from course_utils.exercises.l06_losses_optimizers import sgd_momentum as sgd_mod
-from course_utils.exercises._references.l06_losses_optimizers import (
+from course_utils.answers.l06_losses_optimizers import (
     SGDMomentum, cross_entropy_by_hand, param_groups_no_decay, pos_weight_for, stable_log_softmax)
 
 from grading_asserts import rejected  # noqa: E402 (tests/ is on sys.path)

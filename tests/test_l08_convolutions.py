@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils import grading
-from course_utils.exercises._references.l08_convolutions import conv2d_by_hand as _conv2d_loops
+from course_utils.answers.l08_convolutions import conv2d_by_hand as _conv2d_loops
 from course_utils.exercises.l08_convolutions.conv2d_by_hand import conv2d_by_hand
 from course_utils.exercises.l08_convolutions.conv_output_size import conv_output_size
 from course_utils.exercises.l08_convolutions.conv_param_count import conv_param_count

@@ -1233,7 +1233,7 @@ def test_early_stopping_triggers_on_the_fixed_cases():
 def test_graders_use_the_course_pieces_never_the_learners():
     """The parts are checked with the course's lesson 04/05/09 answers (generated references),
     whatever the learner's own pieces are."""
-    from course_utils.exercises._references import l04_data, l05_training_loop, l09_persistence
+    from course_utils.answers import l04_data, l05_training_loop, l09_persistence
     from course_utils.exercises.l12_capstone import _kit
 
     p = _kit.pieces()

@@ -30,7 +30,7 @@ from torchvision.transforms import v2  # noqa: E402
 from torchvision.transforms.v2 import functional as TF  # noqa: E402
 
 from course_utils import grading  # noqa: E402
-from course_utils.exercises._references import l13_images_from_files as ref  # noqa: E402
+from course_utils.answers import l13_images_from_files as ref  # noqa: E402
 from course_utils.exercises.l13_images_from_files import _kit  # noqa: E402
 from course_utils.glyphs import make_image_folder  # noqa: E402
 

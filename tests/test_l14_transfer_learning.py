@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.exercises._references.l14_transfer_learning import (
+from course_utils.answers.l14_transfer_learning import (
     ResidualBlock as _Ref, finetune_param_groups as _groups, freeze_all_but_fc as _freeze, preprocess as _pre,
     replace_head as _replace)
 from course_utils.lesson_props import l14_transfer_learning as tl

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils import grading
-from course_utils.exercises._references import l15_small_gpt as REF
+from course_utils.answers import l15_small_gpt as REF
 from course_utils.lesson_props import l15_small_gpt as prop
 
 from grading_asserts import accepted, rejected  # tests/ is on sys.path

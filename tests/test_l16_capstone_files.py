@@ -18,7 +18,7 @@ from torch import nn
 from torchvision.transforms import v2
 
 from course_utils import glyphs, grading
-from course_utils.exercises._references import l16_capstone_files as ref
+from course_utils.answers import l16_capstone_files as ref
 from course_utils.exercises.l16_capstone_files import build_classifier as bc
 from course_utils.exercises.l16_capstone_files import export_model as em
 from course_utils.grading import Incorrect

@@ -1,4 +1,4 @@
-"""One source for every reference: the modules in course_utils/exercises/_references/ are
+"""One source for every reference: the modules in course_utils/answers/ are
 generated from the solution notebooks' answer cells (course_utils/references.py), and the
 grader accepts each generated definition (the notebook and the grader agree)."""
 
@@ -21,7 +21,7 @@ STEMS = build.solution_stems()
 
 
 def _module(stem: str):
-    return importlib.import_module(f"course_utils.exercises._references.{references.module_name(stem)}")
+    return importlib.import_module(f"course_utils.answers.{references.module_name(stem)}")
 
 
 @pytest.mark.parametrize("stem", STEMS)
@@ -56,7 +56,7 @@ def test_modules_import_fast_with_no_output_and_no_files(tmp_path):
     home, cwd = tmp_path / "home", tmp_path / "cwd"
     home.mkdir()
     cwd.mkdir()
-    names = [f"course_utils.exercises._references.{references.module_name(s)}" for s in STEMS]
+    names = [f"course_utils.answers.{references.module_name(s)}" for s in STEMS]
     # what the answers import (torch, tensorboard, ...) is imported first and not timed
     files = [references.PACKAGE / f"{references.module_name(s)}.py" for s in STEMS]
     third_party = sorted({m for f in files for m in _imported_modules(f) if not m.startswith("course_utils")})
@@ -173,7 +173,7 @@ def test_a_notebook_without_answers_has_no_module():
 
 
 def test_build_check_names_a_stale_or_leftover_module(tmp_path, monkeypatch):
-    package = tmp_path / "course_utils" / "exercises" / "_references"
+    package = tmp_path / "course_utils" / "answers"
     package.mkdir(parents=True)
     for path, text in references.expected_files(STEMS).items():
         (package / path.name).write_text(text)
@@ -190,7 +190,7 @@ def test_build_check_names_a_stale_or_leftover_module(tmp_path, monkeypatch):
     assert references.stale_modules(STEMS, package) == [package / "l99_gone.py"]  # what build removes
 
 
-def test_a_course_folder_without_the_exercise_package_has_no_reference_modules(tmp_path, monkeypatch):
+def test_a_course_folder_without_the_package_has_no_reference_modules(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "ROOT", tmp_path)
     assert build.references_dir() is None and build.reference_files(STEMS) == {}
 

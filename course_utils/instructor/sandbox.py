@@ -228,19 +228,19 @@ def reference_names(module_name: str) -> dict[str, set[str]]:
 
 def shared_answers_by_prop(package: Path = PACKAGE) -> dict[str, dict[str, set[str]]]:
     """``{lesson prop stem: {generated module stem: names}}``: the answers each lesson prop
-    re-exports from ``exercises/_references/`` (``l05_training_lab`` re-exports lesson 05's
+    re-exports from ``answers/`` (``l05_training_lab`` re-exports lesson 05's
     ``train_one_epoch``, which later lessons train with)."""
     out: dict[str, dict[str, set[str]]] = {}
     for path in sorted((package / "lesson_props").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and "_references." in node.module:
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.rpartition(".")[0].endswith("answers"):
                 stem = node.module.rpartition(".")[2]
                 out.setdefault(path.stem, {}).setdefault(stem, set()).update(a.name for a in node.names)
     return out
 
 
 def shared_answers(package: Path = PACKAGE) -> dict[str, set[str]]:
-    """``{generated module stem: names}`` that a lesson prop re-exports from ``exercises/_references/``
+    """``{generated module stem: names}`` that a lesson prop re-exports from ``answers/``
     (``lesson_props.l05_training_lab.train_one_epoch`` is the notebook's answer, which later
     lessons train with): public course helpers, so not cut. A submission that hands one in is
     still the course's own object to the judge (``reference_answer``), as before the props
@@ -270,17 +270,17 @@ def _spared(package: Path, stem: str, lesson: str | None) -> set[str]:
 
 
 def cut_generated_references(staged_package: Path, lesson: str | None = None) -> None:
-    """Cut every definition out of the staged ``exercises/_references/`` modules (the answers
+    """Cut every definition out of the staged ``answers/`` modules (the answers
     build extracts from the solution notebooks, course_utils/references.py), whether or not an
     exercise takes its reference from there yet: a submission must not import a solution.
     Shared answers (:func:`shared_answers`) stay, except the graded ``lesson``'s own."""
-    for path in sorted((staged_package / "exercises" / "_references").glob("*.py")):
+    for path in sorted((staged_package / "answers").glob("*.py")):
         text = path.read_text(encoding="utf-8")
         names = {n.name for n in ast.parse(text).body
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         names -= _spared(staged_package, path.stem, lesson)
         if names:
-            module = f"course_utils.exercises._references.{path.stem}"
+            module = f"course_utils.answers.{path.stem}"
             path.write_text(cut_references(text, names, module), encoding="utf-8")
 
 
@@ -293,7 +293,7 @@ def stage_course(dest: Path, lesson: str | None = None) -> Path:
     shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
     cuts = reference_names("course_utils.grading")
     for file, names in cuts.items():
-        if "/_references/" in Path(file).as_posix():
+        if "/course_utils/answers/" in Path(file).as_posix():
             names = names - _spared(PACKAGE, Path(file).stem, lesson)
         try:
             rel = Path(file).resolve().relative_to(PACKAGE)

@@ -26,7 +26,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 # The notebook's answers, generated from solutions/04_data.py (one source; CONTRIBUTING.md):
 # ShardedRange yields start..end-1 exactly once in total, however many DataLoader workers iterate
 # it; reseed_worker is a worker_init_fn giving each worker's dataset copy its own NumPy generator.
-from ..exercises._references.l04_data import ShardedRange, reseed_worker
+from ..answers.l04_data import ShardedRange, reseed_worker
 
 __all__ = ["NoisyItems", "ShardedRange", "SlowItems", "UnshardedRange", "reseed_worker", "time_loader"]
 

@@ -24,7 +24,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from ..datasets import digits_split
 # The notebook's answers, generated from solutions/05_training_loop.py (one source): one pass
 # of the five steps per batch (mean loss per sample), and the mean loss and accuracy in eval mode.
-from ..exercises._references.l05_training_loop import evaluate, train_one_epoch
+from ..answers.l05_training_loop import evaluate, train_one_epoch
 
 __all__ = ["digits_loaders", "evaluate", "fit", "graph_bytes", "lr_trial", "plot_lr_trial", "scheduler_lrs",
            "train_one_epoch"]

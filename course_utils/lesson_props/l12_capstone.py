@@ -4,7 +4,7 @@
 - :func:`course_pieces`: ``stratified_split`` (04), ``train_one_epoch``, ``evaluate``,
   ``EarlyStopping``, ``warmup_cosine`` (05), ``save_checkpoint``, ``load_checkpoint``,
   ``export_with_dynamic_batch`` (09), each the notebook's answer generated into
-  ``exercises/_references/`` (one source).
+  ``answers/`` (one source).
 
 The capstone's graders run a learner's capstone answers with these pieces, never with the
 learner's own earlier answers (so an earlier answer cannot make a capstone check pass), and
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import types
 
-from ..exercises._references.l04_data import stratified_split
-from ..exercises._references.l05_training_loop import EarlyStopping, evaluate, train_one_epoch, warmup_cosine
-from ..exercises._references.l09_persistence import export_with_dynamic_batch, load_checkpoint, save_checkpoint
+from ..answers.l04_data import stratified_split
+from ..answers.l05_training_loop import EarlyStopping, evaluate, train_one_epoch, warmup_cosine
+from ..answers.l09_persistence import export_with_dynamic_batch, load_checkpoint, save_checkpoint
 
 __all__ = ["PIECES", "course_pieces"]
 

@@ -11,11 +11,11 @@ import torch
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from .._references.l00_start_here import celsius_to_fahrenheit
+from ...answers.l00_start_here import celsius_to_fahrenheit
 from ._kit import LESSON
 
 
-# --- reference: imported above from _references/l00_start_here.py, which `python -m course_utils build`
+# --- reference: imported above from course_utils/answers/l00_start_here.py, which `python -m course_utils build`
 # generates from the solution notebook's answer cell
 
 

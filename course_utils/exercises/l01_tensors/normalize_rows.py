@@ -10,11 +10,11 @@ import torch
 
 from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
 
-from .._references.l01_tensors import normalize_rows
+from ...answers.l01_tensors import normalize_rows
 from ._kit import LESSON
 
 
-# --- reference: imported above from _references/l01_tensors.py, which `python -m course_utils build`
+# --- reference: imported above from course_utils/answers/l01_tensors.py, which `python -m course_utils build`
 # generates from the solution notebook's answer cell
 
 

@@ -12,13 +12,13 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, reads_code_only, register
 
 from .._source_rules import python_loop
-from .._references.l01_tensors import pairwise_distances
+from ...answers.l01_tensors import pairwise_distances
 from ._kit import LESSON
 
 _RULE = "No Python loops: give the two tensors shapes that broadcast."
 
 
-# --- reference: imported above from _references/l01_tensors.py, which `python -m course_utils build`
+# --- reference: imported above from course_utils/answers/l01_tensors.py, which `python -m course_utils build`
 # generates from the solution notebook's answer cell
 
 

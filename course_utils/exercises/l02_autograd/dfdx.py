@@ -15,7 +15,7 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, register
 
 from .._source_rules import names_used
-from .._references.l02_autograd import dfdx as notebook_dfdx
+from ...answers.l02_autograd import dfdx as notebook_dfdx
 from ._kit import LESSON
 from ._kit import small_shape
 

@@ -13,14 +13,14 @@ import torch
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
-from .._references.l02_autograd import huber
+from ...answers.l02_autograd import huber
 from ._kit import LESSON
 from ._kit import small_shape
 
 _RULE = "No Python `if` on the tensor, no `.item()`, no NumPy, no in-place changes to `x`."
 
 
-# --- reference: imported above from _references/l02_autograd.py, which `python -m course_utils build`
+# --- reference: imported above from course_utils/answers/l02_autograd.py, which `python -m course_utils build`
 # generates from the solution notebook's answer cell
 
 

@@ -15,12 +15,12 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 from .._source_rules import names_used
-from .._references.l02_autograd import MySiLU
+from ...answers.l02_autograd import MySiLU
 from ._kit import LESSON
 from ._kit import close, small_shape
 
 
-# --- reference: imported above from _references/l02_autograd.py, which `python -m course_utils build`
+# --- reference: imported above from course_utils/answers/l02_autograd.py, which `python -m course_utils build`
 # generates from the solution notebook's answer cell
 
 

@@ -13,12 +13,12 @@ import torch
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
-from .._references.l02_autograd import vjp
+from ...answers.l02_autograd import vjp
 from ._kit import LESSON
 from ._kit import close
 
 
-# --- reference: imported above from _references/l02_autograd.py, which `python -m course_utils build`
+# --- reference: imported above from course_utils/answers/l02_autograd.py, which `python -m course_utils build`
 # generates from the solution notebook's answer cell
 
 

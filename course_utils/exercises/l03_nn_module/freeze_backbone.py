@@ -23,7 +23,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
-from .._references.l03_nn_module import freeze_backbone
+from ...answers.l03_nn_module import freeze_backbone
 
 
 # --- cases

@@ -26,7 +26,7 @@ from ._kit import (LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAIN
                    gen, param_grads, ran)
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
-from .._references.l03_nn_module import Linear
+from ...answers.l03_nn_module import Linear
 
 
 # --- cases

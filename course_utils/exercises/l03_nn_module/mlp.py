@@ -21,7 +21,7 @@ from ._kit import (
 )
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
-from .._references.l03_nn_module import MLP
+from ...answers.l03_nn_module import MLP
 
 
 # --- cases

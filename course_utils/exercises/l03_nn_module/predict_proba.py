@@ -17,7 +17,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
-from .._references.l03_nn_module import predict_proba
+from ...answers.l03_nn_module import predict_proba
 
 
 # --- cases

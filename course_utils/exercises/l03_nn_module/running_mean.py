@@ -18,7 +18,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from ._kit import LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, build, gen
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
-from .._references.l03_nn_module import RunningMean
+from ...answers.l03_nn_module import RunningMean
 
 
 # --- cases

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 import torch
-from .._references.l04_data import MiniLoader
+from ...answers.l04_data import MiniLoader
 
 
 

@@ -22,7 +22,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON, WRONG_TYPE, Pairs, labels_and_sizes, same_batches
 
 # --- reference: the solution notebook's answer (generated from solutions/04_data.py)
-from .._references.l04_data import MiniLoader
+from ...answers.l04_data import MiniLoader
 
 
 from ._mini_loader_wrong import (  # the known-wrong answers, in their own file

@@ -15,7 +15,7 @@ from ._kit import LESSON
 
 
 # --- reference: the notebook's answer (generated from solutions/04_data.py)
-from .._references.l04_data import pad_collate
+from ...answers.l04_data import pad_collate
 
 
 # --- cases

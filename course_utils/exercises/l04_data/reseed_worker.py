@@ -15,7 +15,7 @@ import torch
 
 from course_utils.lesson_props.l04_data_workers import NoisyItems
 
-from .._references.l04_data import reseed_worker
+from ...answers.l04_data import reseed_worker
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from .._references.l04_data import ShardedRange
+from ...answers.l04_data import ShardedRange
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON

@@ -17,7 +17,7 @@ from ._kit import WRONG_TYPE, construct
 
 
 # --- reference: the notebook's answer (generated from solutions/04_data.py)
-from .._references.l04_data import WindowDataset
+from ...answers.l04_data import WindowDataset
 
 
 # --- cases

@@ -23,7 +23,7 @@ from ._kit import _flat, count_steps
 
 
 # --- reference: the notebook's answer (generated from solutions/05_training_loop.py)
-from .._references.l05_training_loop import accumulated_step
+from ...answers.l05_training_loop import accumulated_step
 
 
 # --- cases

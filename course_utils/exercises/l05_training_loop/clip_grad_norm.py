@@ -24,7 +24,7 @@ from ._kit import LESSON
 
 
 # --- reference: the notebook's answer (generated from solutions/05_training_loop.py)
-from .._references.l05_training_loop import clip_grad_norm
+from ...answers.l05_training_loop import clip_grad_norm
 
 
 # --- cases

@@ -22,7 +22,7 @@ from ._kit import _is_number
 
 
 # --- reference: the notebook's answer (generated from solutions/05_training_loop.py)
-from .._references.l05_training_loop import EarlyStopping
+from ...answers.l05_training_loop import EarlyStopping
 
 
 # --- cases

@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, register
 from course_utils.grading.calls import GRAD_LEFT_OFF
-from .._references.l05_training_loop import evaluate
+from ...answers.l05_training_loop import evaluate
 
 from ._kit import LESSON
 from ._kit import (

@@ -23,7 +23,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, answer_grad_mode, register
-from .._references.l05_training_loop import evaluate, train_one_epoch
+from ...answers.l05_training_loop import evaluate, train_one_epoch
 
 from ._kit import LESSON
 from ._kit import (

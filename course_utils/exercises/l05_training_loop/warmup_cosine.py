@@ -22,7 +22,7 @@ from ._kit import LESSON
 
 
 # --- reference: the notebook's answer (generated from solutions/05_training_loop.py)
-from .._references.l05_training_loop import warmup_cosine
+from ...answers.l05_training_loop import warmup_cosine
 
 
 # --- cases

@@ -15,7 +15,7 @@ from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, registe
 from ._kit import LESSON, run_forbidding
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
-from .._references.l06_losses_optimizers import cross_entropy_by_hand
+from ...answers.l06_losses_optimizers import cross_entropy_by_hand
 
 _BUILTINS = r"cross_entropy|nll_loss"
 

@@ -19,7 +19,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON, a_type
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
-from .._references.l06_losses_optimizers import param_groups_no_decay
+from ...answers.l06_losses_optimizers import param_groups_no_decay
 
 NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.RMSNorm)
 

@@ -13,7 +13,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
-from .._references.l06_losses_optimizers import pos_weight_for
+from ...answers.l06_losses_optimizers import pos_weight_for
 
 
 # --- cases

@@ -22,7 +22,7 @@ from ._kit import LESSON, a_type
 from ._kit import WatchTorchSGD as _WatchTorchSGD
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
-from .._references.l06_losses_optimizers import SGDMomentum
+from ...answers.l06_losses_optimizers import SGDMomentum
 
 
 # --- cases

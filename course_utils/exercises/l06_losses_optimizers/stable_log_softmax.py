@@ -14,7 +14,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from ._kit import LESSON, run_forbidding
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
-from .._references.l06_losses_optimizers import stable_log_softmax
+from ...answers.l06_losses_optimizers import stable_log_softmax
 
 _BUILTINS = r"softmax|logsumexp|logcumsumexp|cross_entropy|nll_loss"
 

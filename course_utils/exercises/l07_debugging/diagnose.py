@@ -18,7 +18,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
-from .._references.l07_debugging import diagnose
+from ...answers.l07_debugging import diagnose
 
 KINDS = ("healthy", "overfitting", "data_bug", "not_learning", "diverging")
 

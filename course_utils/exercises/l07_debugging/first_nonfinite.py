@@ -19,7 +19,7 @@ from ._kit import LESSON, global_hooks, remove_leftover_hooks
 from ._nonfinite_layers import Clean, Exp, HeadFirst, Log, LogInForward, Reciprocal, TakeFirst, WithAux
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
-from .._references.l07_debugging import first_nonfinite
+from ...answers.l07_debugging import first_nonfinite
 
 
 # --- cases

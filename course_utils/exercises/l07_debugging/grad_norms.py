@@ -19,7 +19,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
-from .._references.l07_debugging import grad_norms
+from ...answers.l07_debugging import grad_norms
 
 
 # --- cases

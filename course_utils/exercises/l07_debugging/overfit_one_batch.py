@@ -21,7 +21,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON, global_hooks, remove_leftover_hooks
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
-from .._references.l07_debugging import overfit_one_batch
+from ...answers.l07_debugging import overfit_one_batch
 
 TARGET = 0.05  # the last loss must be below this
 STEPS = (150, 200)

@@ -23,7 +23,7 @@ from course_utils.grading import Case, Exercise, Mistake, Rand, register
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
-from .._references.l07_debugging import read_scalars
+from ...answers.l07_debugging import read_scalars
 
 _ROOT: list[str] = []
 _WRITTEN: dict[tuple, str] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from .._references.l08_convolutions import SmallVGG
+from ...answers.l08_convolutions import SmallVGG
 
 
 

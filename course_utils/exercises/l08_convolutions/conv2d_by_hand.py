@@ -16,7 +16,7 @@ from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, registe
 from ._kit import LESSON, run_forbidding
 
 # --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
-from .._references.l08_convolutions import conv2d_by_hand
+from ...answers.l08_convolutions import conv2d_by_hand
 
 _CONV_OPS = r"conv(?!ert)"  # convolution, _convolution, conv2d, slow_conv2d, mkldnn_convolution...
 

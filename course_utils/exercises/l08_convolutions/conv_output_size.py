@@ -15,7 +15,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
-from .._references.l08_convolutions import conv_output_size
+from ...answers.l08_convolutions import conv_output_size
 
 
 # --- cases

@@ -11,7 +11,7 @@ from course_utils.grading import Case, Exercise, Mistake, Rand, register
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
-from .._references.l08_convolutions import conv_param_count
+from ...answers.l08_convolutions import conv_param_count
 
 
 # --- cases

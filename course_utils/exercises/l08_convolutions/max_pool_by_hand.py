@@ -17,7 +17,7 @@ from course_utils.grading import Case, Exercise, Mistake, Rand, register
 from ._kit import LESSON, run_forbidding
 
 # --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
-from .._references.l08_convolutions import max_pool_by_hand
+from ...answers.l08_convolutions import max_pool_by_hand
 
 _POOL_OPS = r"max_pool|max_unpool|fractional_max"
 

@@ -13,7 +13,7 @@ from course_utils.grading import Case, Exercise, Mistake, Rand, register
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
-from .._references.l08_convolutions import receptive_field
+from ...answers.l08_convolutions import receptive_field
 
 
 # --- cases

@@ -17,7 +17,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
-from .._references.l08_convolutions import SmallVGG
+from ...answers.l08_convolutions import SmallVGG
 
 
 from ._small_vgg_wrong import (  # the known-wrong answers, in their own file

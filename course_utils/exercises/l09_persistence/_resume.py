@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.grading import Case, Incorrect, Rand, answer_grad_mode
 
-from .._references import l09_persistence as _references
+from ...answers import l09_persistence as _references
 
 from ._kit import KEYS, fill
 

@@ -13,7 +13,7 @@ import torch
 
 from course_utils.grading import Case, Incorrect, answer_grad_mode
 
-from .._references import l09_persistence as _references
+from ...answers import l09_persistence as _references
 
 from ._kit import KEYS
 from ._resume import (

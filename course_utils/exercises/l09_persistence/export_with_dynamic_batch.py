@@ -25,7 +25,7 @@ from ._kit import fill
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py
-from .._references.l09_persistence import export_with_dynamic_batch
+from ...answers.l09_persistence import export_with_dynamic_batch
 
 
 # --- cases

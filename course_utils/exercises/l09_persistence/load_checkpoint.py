@@ -20,7 +20,7 @@ from ._resume_checks import finish_load, run_load, supply_load
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py
-from .._references.l09_persistence import load_checkpoint
+from ...answers.l09_persistence import load_checkpoint
 
 
 # --- cases

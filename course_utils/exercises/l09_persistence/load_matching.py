@@ -21,7 +21,7 @@ from ._kit import EXACT, fill
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py
-from .._references.l09_persistence import load_matching
+from ...answers.l09_persistence import load_matching
 
 
 # --- cases

@@ -22,7 +22,7 @@ from ._kit import EXACT, UNSAFE_MESSAGE, payload_verdict, probe_payload
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py
-from .._references.l09_persistence import load_state_dict_cpu
+from ...answers.l09_persistence import load_state_dict_cpu
 
 
 # --- cases

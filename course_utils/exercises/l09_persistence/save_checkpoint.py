@@ -24,7 +24,7 @@ from ._resume_checks import finish_save, recalled_run_save
 
 
 # --- reference: the solution notebook's answer, generated from solutions/09_persistence.py
-from .._references.l09_persistence import save_checkpoint
+from ...answers.l09_persistence import save_checkpoint
 
 
 # --- cases

@@ -17,7 +17,7 @@ from ._kit import LESSON
 
 
 # --- reference: the solution notebook's answer, generated from solutions/10_performance.py
-from .._references.l10_performance import amp_policy
+from ...answers.l10_performance import amp_policy
 
 
 # --- cases

@@ -22,7 +22,7 @@ from ._kit import META, mlp
 
 
 # --- reference: the solution notebook's answer, generated from solutions/10_performance.py
-from .._references.l10_performance import amp_train_step
+from ...answers.l10_performance import amp_train_step
 
 
 # --- cases

@@ -28,7 +28,7 @@ from ._kit import fill, plain_forward, saved_bytes as _saved_bytes, state_changi
 
 
 # --- reference: the solution notebook's answer, generated from solutions/10_performance.py
-from .._references.l10_performance import checkpointed_forward
+from ...answers.l10_performance import checkpointed_forward
 
 
 from ._checkpointed_forward_wrong import (  # the known-wrong answers, in their own file

@@ -21,7 +21,7 @@ from ._kit import LESSON
 
 
 # --- reference: the solution notebook's answer, generated from solutions/10_performance.py
-from .._references.l10_performance import median_time
+from ...answers.l10_performance import median_time
 
 
 # --- cases

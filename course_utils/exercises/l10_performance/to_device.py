@@ -20,7 +20,7 @@ from ._kit import META
 
 
 # --- reference: the solution notebook's answer, generated from solutions/10_performance.py
-from .._references.l10_performance import to_device
+from ...answers.l10_performance import to_device
 
 
 # --- cases

@@ -22,7 +22,7 @@ from ._kit import mlp
 
 
 # --- reference: the solution notebook's answer, generated from solutions/11_distributed.py
-from .._references.l11_distributed import accumulate_grads
+from ...answers.l11_distributed import accumulate_grads
 
 
 # --- cases

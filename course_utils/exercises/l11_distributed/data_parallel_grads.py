@@ -20,7 +20,7 @@ from ._kit import mlp
 
 
 # --- reference: the solution notebook's answer, generated from solutions/11_distributed.py
-from .._references.l11_distributed import data_parallel_grads
+from ...answers.l11_distributed import data_parallel_grads
 
 
 # --- cases

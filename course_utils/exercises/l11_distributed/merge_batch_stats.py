@@ -15,7 +15,7 @@ from ._kit import LESSON
 
 
 # --- reference: the solution notebook's answer, generated from solutions/11_distributed.py
-from .._references.l11_distributed import merge_batch_stats
+from ...answers.l11_distributed import merge_batch_stats
 
 
 # --- cases

@@ -21,7 +21,7 @@ from ._kit import mlp
 
 
 # --- reference: the solution notebook's answer, generated from solutions/11_distributed.py
-from .._references.l11_distributed import rank_loss_scale
+from ...answers.l11_distributed import rank_loss_scale
 
 
 # --- cases

@@ -18,7 +18,7 @@ from ._kit import LESSON
 
 
 # --- reference: the solution notebook's answer, generated from solutions/11_distributed.py
-from .._references.l11_distributed import shard_indices
+from ...answers.l11_distributed import shard_indices
 
 
 # --- cases

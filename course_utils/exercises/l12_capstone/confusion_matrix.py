@@ -10,11 +10,11 @@ import torch
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
-from .._references.l12_capstone import confusion_matrix
+from ...answers.l12_capstone import confusion_matrix
 from ._kit import LESSON
 
 
-# --- reference: imported above from _references/l12_capstone.py, which `python -m course_utils build`
+# --- reference: imported above from course_utils/answers/l12_capstone.py, which `python -m course_utils build`
 # generates from the solution notebook's answer cell
 
 

@@ -35,7 +35,7 @@ from course_utils.datasets import load_digits
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 from course_utils.grading.calls import GRAD_LEFT_OFF
 
-from .._references.l12_capstone import DigitClassifier
+from ...answers.l12_capstone import DigitClassifier
 from ._kit import LESSON
 from ._digit_classifier_checks import check_deterministic_network, check_predict, check_predictions
 from ._digit_classifier_wrong import cnn, wrong_answers
@@ -51,7 +51,7 @@ seed: a verdict must not depend on the seed (retrying seeds must not turn a 96.5
 into a pass), and a deterministic ``fit`` gets the same verdict every time."""
 
 
-# --- reference: imported above from _references/l12_capstone.py, which `python -m course_utils build`
+# --- reference: imported above from course_utils/answers/l12_capstone.py, which `python -m course_utils build`
 # generates from the solution notebook's answer cell
 
 

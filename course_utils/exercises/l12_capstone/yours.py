@@ -89,7 +89,7 @@ def _notebook(folder: Path, lesson: str) -> Path | None:
 def _namespace(lesson: str) -> dict[str, Any]:
     """The imports the lesson's answers use (the generated reference module's globals, without
     the answers themselves)."""
-    module = importlib.import_module(f"course_utils.exercises._references.l{lesson}")
+    module = importlib.import_module(f"course_utils.answers.l{lesson}")
     own = {k for k, v in vars(module).items() if getattr(v, "__module__", None) == module.__name__}
     ns = {k: v for k, v in vars(module).items() if k not in own and not k.startswith("__")}
     ns["__name__"] = f"your_{lesson}"

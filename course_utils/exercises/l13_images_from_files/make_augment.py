@@ -19,7 +19,7 @@ from . import _kit
 from ._kit import LESSON
 
 # --- reference: the notebook's answer (generated from solutions/13_images_from_files.py)
-from .._references.l13_images_from_files import make_augment
+from ...answers.l13_images_from_files import make_augment
 
 DRAWS = 6
 

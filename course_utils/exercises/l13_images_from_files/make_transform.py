@@ -16,7 +16,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from ._kit import LESSON
 
 # --- reference: the notebook's answer (generated from solutions/13_images_from_files.py)
-from .._references.l13_images_from_files import make_transform
+from ...answers.l13_images_from_files import make_transform
 
 
 # --- cases

@@ -18,7 +18,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON
 
 # --- reference: the notebook's answer (generated from solutions/13_images_from_files.py)
-from .._references.l13_images_from_files import split_by_font
+from ...answers.l13_images_from_files import split_by_font
 
 
 # --- cases

@@ -19,7 +19,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON, a_type, glyph_resnet, head_ids
 
 # --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
-from .._references.l14_transfer_learning import finetune_param_groups
+from ...answers.l14_transfer_learning import finetune_param_groups
 
 DEFAULT_LR = 0.123  # the optimizer's lr: a parameter that ends up with it came from a group without "lr"
 

@@ -21,7 +21,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON, glyph_resnet, head_ids
 
 # --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
-from .._references.l14_transfer_learning import freeze_all_but_fc
+from ...answers.l14_transfer_learning import freeze_all_but_fc
 
 
 # --- cases

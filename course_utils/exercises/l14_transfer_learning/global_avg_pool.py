@@ -14,7 +14,7 @@ from course_utils.grading import Case, Exercise, Mistake, Rand, register
 from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
-from .._references.l14_transfer_learning import global_avg_pool
+from ...answers.l14_transfer_learning import global_avg_pool
 
 
 # --- cases

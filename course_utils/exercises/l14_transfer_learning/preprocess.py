@@ -16,7 +16,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from ._kit import LESSON, a_type
 
 # --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
-from .._references.l14_transfer_learning import preprocess
+from ...answers.l14_transfer_learning import preprocess
 
 
 # --- cases

@@ -20,7 +20,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON, check_is_module, glyph_resnet
 
 # --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
-from .._references.l14_transfer_learning import replace_head
+from ...answers.l14_transfer_learning import replace_head
 
 
 # --- cases

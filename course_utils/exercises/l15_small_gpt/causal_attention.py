@@ -16,13 +16,13 @@ import torch
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
-from .._references.l15_small_gpt import causal_attention
+from ...answers.l15_small_gpt import causal_attention
 from ._kit import LESSON
 
 NEG_INF = float("-inf")
 
 
-# --- reference: imported above from _references/l15_small_gpt.py (generated from the notebook)
+# --- reference: imported above from course_utils/answers/l15_small_gpt.py (generated from the notebook)
 
 
 # --- cases

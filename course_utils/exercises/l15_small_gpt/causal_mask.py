@@ -15,13 +15,13 @@ from typing import Any
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from .._references.l15_small_gpt import causal_mask
+from ...answers.l15_small_gpt import causal_mask
 from ._kit import LESSON
 
 NEG_INF = float("-inf")
 
 
-# --- reference: imported above from _references/l15_small_gpt.py (generated from the notebook)
+# --- reference: imported above from course_utils/answers/l15_small_gpt.py (generated from the notebook)
 
 
 # --- cases

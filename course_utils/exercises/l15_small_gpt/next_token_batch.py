@@ -14,11 +14,11 @@ import torch
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
-from .._references.l15_small_gpt import next_token_batch
+from ...answers.l15_small_gpt import next_token_batch
 from ._kit import LESSON
 
 
-# --- reference: imported above from _references/l15_small_gpt.py (generated from the notebook)
+# --- reference: imported above from course_utils/answers/l15_small_gpt.py (generated from the notebook)
 
 
 # --- cases

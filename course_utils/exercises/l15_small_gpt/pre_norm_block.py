@@ -15,11 +15,11 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
 
-from .._references.l15_small_gpt import pre_norm_block
+from ...answers.l15_small_gpt import pre_norm_block
 from ._kit import LESSON
 
 
-# --- reference: imported above from _references/l15_small_gpt.py (generated from the notebook)
+# --- reference: imported above from course_utils/answers/l15_small_gpt.py (generated from the notebook)
 
 
 # --- cases

@@ -22,13 +22,13 @@ import torch
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
-from .._references.l15_small_gpt import sample_next
+from ...answers.l15_small_gpt import sample_next
 from ._kit import LESSON
 
 REPEAT = 4000
 
 
-# --- reference: imported above from _references/l15_small_gpt.py (generated from the notebook)
+# --- reference: imported above from course_utils/answers/l15_small_gpt.py (generated from the notebook)
 
 
 # --- cases

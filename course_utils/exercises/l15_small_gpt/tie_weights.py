@@ -18,11 +18,11 @@ from torch import nn
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from .._references.l15_small_gpt import tie_weights
+from ...answers.l15_small_gpt import tie_weights
 from ._kit import LESSON
 
 
-# --- reference: imported above from _references/l15_small_gpt.py (generated from the notebook)
+# --- reference: imported above from course_utils/answers/l15_small_gpt.py (generated from the notebook)
 
 
 # --- cases

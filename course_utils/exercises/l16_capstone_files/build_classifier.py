@@ -35,8 +35,8 @@ from course_utils.lesson_props.l14_transfer_learning import (
 from ._kit import LESSON, a_type, private_folder
 
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
-from .._references import l16_capstone_files as _ref
-from .._references.l16_capstone_files import build_classifier
+from ...answers import l16_capstone_files as _ref
+from ...answers.l16_capstone_files import build_classifier
 
 TARGET_ACCURACY = 0.75
 """The reference (the head alone, on the frozen backbone's features) scores 82-85 % with any seed;

@@ -17,7 +17,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from ._kit import LESSON, a_type, small_classifier, uint8_images
 
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
-from .._references.l16_capstone_files import Deployable
+from ...answers.l16_capstone_files import Deployable
 
 
 # --- cases

@@ -21,7 +21,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from ._kit import LESSON, private_folder, small_classifier, uint8_images
 
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
-from .._references.l16_capstone_files import export_model
+from ...answers.l16_capstone_files import export_model
 
 SIZES = (1, 3, 17)
 _TRUST_REFERENCE = True

@@ -19,7 +19,7 @@ from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Ra
 from ._kit import LESSON, a_type
 
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
-from .._references.l16_capstone_files import make_transforms
+from ...answers.l16_capstone_files import make_transforms
 
 RUNS = 6  # runs of each pipeline on the case's images: a p=0.5 step stays off in all 1 time in 2**(6 * images)
 N_DRAWS = 16  # draws of the training pipeline per test image: a p=0.5 flip hides in all of them 1 time in 65,536

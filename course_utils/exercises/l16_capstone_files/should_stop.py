@@ -18,7 +18,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, regis
 from ._kit import LESSON, a_type
 
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
-from .._references.l16_capstone_files import should_stop
+from ...answers.l16_capstone_files import should_stop
 
 
 # --- cases
