@@ -84,15 +84,40 @@ def test_rank_loss_scale_verdict_recomputes_the_ddp_step_itself():
 def test_amp_policy_verdict_reads_what_happened():
     from course_utils.exercises.l10_performance import amp_policy as m
 
-    device = m._probe_case()[0]
-    m._unknown_device_verdict(0, {"device": device, "raised": "ValueError", "value_error": True})
-    for ran, what in [({"device": device, "raised": "KeyError", "value_error": False}, "raised KeyError"),
-                      ({"device": device, "raised": None, "value_error": False}, "returned without an error"),
+    asked = m._probe_cases()
+    assert {d for d, _ in asked} == set(m.UNKNOWN_DEVICES) and len(asked) == 2 * len(m.UNKNOWN_DEVICES)
+    right = [{"device": d, "raised": "ValueError", "value_error": True} for d, _ in asked]
+    m._unknown_device_verdict(0, right)
+    last = asked[-1][0]
+    for one, what in [({"device": last, "raised": "KeyError", "value_error": False}, "raised KeyError"),
+                      ({"device": last, "raised": None, "value_error": False}, "returned without an error"),
                       ({"device": "cpu", "raised": "ValueError", "value_error": True}, "gave no account")]:
         with pytest.raises(Incorrect) as info:
-            m._unknown_device_verdict(0, ran)
-        assert info.value.mistake == "unknown_device"
+            m._unknown_device_verdict(0, right[:-1] + [one])  # right for every device but the last one asked
+        assert info.value.mistake == "unknown_device" and info.value.facts["device"] == last
         assert what in info.value.facts["what"]
+    for short in (right[:1], None, {"device": last}):  # (what only a rewritten probe sends)
+        with pytest.raises(Incorrect):
+            m._unknown_device_verdict(0, short)
+
+
+def test_amp_policy_special_casing_one_unknown_device_still_fails():
+    """The probe used to ask about one device, the same one every time (its seed was fixed so the
+    judge could rebuild it): an answer that raised for exactly that device passed."""
+    import torch
+
+    from course_utils import grading
+    from course_utils.exercises.l10_performance import amp_policy as m
+
+    for special in m.UNKNOWN_DEVICES:
+        def answer(device_type, bf16_supported, special=special):
+            if device_type == special:
+                raise ValueError(device_type)
+            if bf16_supported:
+                return torch.bfloat16, False
+            return (torch.float16, True) if device_type == "cuda" else (torch.float32, False)
+        res = grading.check("10_performance.amp_policy", answer, seed=3)
+        assert res.mistake == "unknown_device", (special, res.text())
 
 
 def test_a_payload_value_in_the_output_or_a_run_counted_is_unsafe():

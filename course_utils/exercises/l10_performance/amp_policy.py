@@ -40,35 +40,40 @@ def _run(answer, case: Case):
     return dtype, bool(scaler)
 
 
-PROBE_SEED = 10_000  # the probe's device: fixed, so the judge knows it without the executor's word
+UNKNOWN_DEVICES = ("tpu", "xla", "meta", "mps")
+"""The probe asks about each of these, with either flag: fixed, so the judge knows what was asked
+without the executor's word, and all of them, so an answer that special-cases one still fails."""
 
 
-def _probe_case() -> tuple[str, bool]:
-    r = Rand(PROBE_SEED)
-    return r.choice(["tpu", "xla", "meta"]), r.choice([True, False])
+def _probe_cases() -> list[tuple[str, bool]]:
+    return [(device, flag) for device in UNKNOWN_DEVICES for flag in (True, False)]
 
 
-def _probe_unknown_device(answer, r: Rand) -> dict:
-    """What the answer did for a device it knows nothing about, as plain data for
+def _probe_unknown_device(answer, r: Rand) -> list[dict]:
+    """What the answer did for each device it knows nothing about, as plain data for
     ``_unknown_device_verdict`` (in the instructor's grader this runs next to the answer)."""
-    device, flag = _probe_case()
-    try:
-        answer(device, flag)
-    except Exception as exc:  # noqa: BLE001 - which error it was is the verdict's input
-        return {"device": device, "raised": type(exc).__name__, "value_error": isinstance(exc, ValueError)}
-    return {"device": device, "raised": None, "value_error": False}
+    out = []
+    for device, flag in _probe_cases():
+        try:
+            answer(device, flag)
+        except Exception as exc:  # noqa: BLE001 - which error it was is the verdict's input
+            out.append({"device": device, "raised": type(exc).__name__, "value_error": isinstance(exc, ValueError)})
+        else:
+            out.append({"device": device, "raised": None, "value_error": False})
+    return out
 
 
 def _unknown_device_verdict(j: int, ran) -> None:
-    device = _probe_case()[0]
-    if not isinstance(ran, dict) or ran.get("device") != device:
-        # (only a rewritten probe returns anything else)
-        raise Incorrect("unknown_device", device=device, what="gave no account of what it did")
-    if ran.get("value_error") is True:
-        return
-    if isinstance(ran.get("raised"), str):
-        raise Incorrect("unknown_device", device=device, what=f"raised {ran['raised'][:80]}")
-    raise Incorrect("unknown_device", device=device, what="returned without an error")
+    for k, (device, _) in enumerate(_probe_cases()):
+        one = ran[k] if isinstance(ran, list) and len(ran) == len(_probe_cases()) else None
+        if not isinstance(one, dict) or one.get("device") != device:
+            # (only a rewritten probe returns anything else)
+            raise Incorrect("unknown_device", device=device, what="gave no account of what it did")
+        if one.get("value_error") is True:
+            continue
+        if isinstance(one.get("raised"), str):
+            raise Incorrect("unknown_device", device=device, what=f"raised {one['raised'][:80]}")
+        raise Incorrect("unknown_device", device=device, what="returned without an error")
 
 
 # --- wrong answers
