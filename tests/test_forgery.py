@@ -283,6 +283,18 @@ class Linear(nn.Module):
     def forward(self, x):
         return nn.functional.linear(x, self.weight, self.bias)
 '''),
+    # a re: pattern of the exercise's rule (every convolution kernel), reached through torch.ops
+    "rule_conv": ("08_convolutions", "conv2d_by_hand", '''
+import torch
+def conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1):
+    pair = lambda v: [v, v] if isinstance(v, int) else list(v)
+    if isinstance(padding, int) or len(padding) == 2:
+        return torch.ops.aten.convolution(x, weight, bias, pair(stride), pair(padding), pair(dilation),
+                                          False, [0, 0], 1)
+    left, right, top, bottom = padding
+    x = torch.nn.functional.pad(x, (left, right, top, bottom))
+    return torch.ops.aten.convolution(x, weight, bias, pair(stride), [0, 0], pair(dilation), False, [0, 0], 1)
+'''),
 }
 
 # (student, exercise name, the mistake the judge names)
@@ -331,8 +343,11 @@ def test_a_rewritten_probe_whose_verdict_is_the_judges_still_names_the_mistake(r
     assert (row.status, row.mistake) == ("incorrect", mistake), row
 
 
-@pytest.mark.parametrize("student, name", [("rule_sdpa", "attention"), ("rule_linear", "Linear")])
-def test_a_forbidden_built_in_is_seen_where_the_answer_runs(rewritten, student, name):
+@pytest.mark.parametrize("student, name, mistake, used", [
+    ("rule_sdpa", "attention", "broke_rule", "Your code used `torch.nn.functional.scaled_dot_product_attention`"),
+    ("rule_linear", "Linear", "broke_rule", "Your code used `torch.nn.functional.linear`"),
+    ("rule_conv", "conv2d_by_hand", "used_builtin_conv", "(`convolution")])
+def test_a_forbidden_built_in_is_seen_where_the_answer_runs(rewritten, student, name, mistake, used):
     row = rewritten[(student, name)]
-    assert (row.status, row.mistake) == ("incorrect", "broke_rule"), row
-    assert "Your code used `torch.nn.functional." in row.detail, row
+    assert (row.status, row.mistake) == ("incorrect", mistake), row
+    assert used in row.detail, row

@@ -728,6 +728,49 @@ def test_forbidden_calls_fail_with_the_rule_quoted():
     assert run_check(dataclasses.replace(ex, forbid=()), lambda x: x.softmax(1)).passed
 
 
+def test_one_rule_mechanism_patterns_python_functions_and_a_declared_mistake():
+    """Exercise.forbid is the one way to state "without the built-in": a ``re:`` pattern on torch
+    function names (every convolution kernel), a function written in Python (seen by a profile hook,
+    however it is reached: not by its name, so the learner's own function of that name is fine),
+    and ``rule_mistake``, the exercise's own words with ``{op}``. The rule is named first, whatever
+    the answer did after the forbidden call (caught our error, raised its own)."""
+    import dataclasses
+
+    import pytest
+    import torch.nn.functional as F
+    from torch.nn.utils import get_total_norm as renamed
+
+    def ref(x):
+        return (x * x).sum().sqrt()
+
+    rule = Mistake("used_builtin", "Without the built-in: your code called `{op}`.")
+    ex = Exercise(lesson="99_toy", name="norm", title="norm", reference=ref,
+                  cases=lambda r: Case((r.randn(r.integer(1, 5)),)),
+                  forbid=("re:^(linalg_)?(vector_)?norm", "torch.nn.utils.get_total_norm"), rule_mistake="used_builtin",
+                  mistakes=[rule])
+    assert run_check(ex, ref).passed
+    for cheat, op in [(lambda x: x.norm(), "norm"), (lambda x: torch.linalg.vector_norm(x), "linalg_vector_norm"),
+                      (lambda x: renamed([x]), "get_total_norm")]:
+        res = run_check(ex, cheat)
+        assert (res.mistake, f"`{op}`" in res.message) == ("used_builtin", True), res
+
+    def get_total_norm(tensors):  # the learner's own function, the built-in's name
+        return ref(tensors[0])
+    assert run_check(ex, lambda x: get_total_norm([x])).passed
+
+    def hides_it(x):
+        try:
+            torch.linalg.vector_norm(x)
+        except Exception:
+            pass
+        raise ValueError("and then something else")
+    assert run_check(ex, hides_it).mistake == "used_builtin"
+    with pytest.raises(ValueError, match="rule_mistake"):
+        dataclasses.replace(ex, mistakes=[])
+    assert run_check(dataclasses.replace(ex, forbid=(), rule_mistake="", mistakes=[]), lambda x: F.normalize(x, dim=0)
+                     ).mistake != "used_builtin"
+
+
 def test_tolerance_scales_with_the_magnitude_of_the_values():
     # x - x.mean() in another order: the near-zero element errs relative to the large ones
     x = torch.tensor([1e4, 1e4 + 1, 2e-3], dtype=torch.float32)

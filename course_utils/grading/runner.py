@@ -15,6 +15,8 @@ import fnmatch
 import inspect
 import io
 import random
+import re
+import sys
 import traceback
 import types
 import warnings
@@ -97,10 +99,13 @@ def _arg_names(ex: Exercise, n: int) -> list[str]:
     return [params[i] if i < len(params) else f"argument {i + 1}" for i in range(n)]
 
 
-def _call(ex: Exercise, answer: Any, case: Case) -> Any:
+def _call(ex: Exercise, answer: Any, case: Case, watch: Any = None) -> Any:
+    """``run`` (or the answer itself) on the case, under ``watch`` (the rule's, :func:`rule_watch`:
+    it sees the answer's calls, never ``finish``'s, which may use the reference), then ``finish``."""
     if ex.supply is not None and getattr(case, "supplied", None) is None:
         case.supplied = ex.supply(case)  # type: ignore[attr-defined]
-    out = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
+    with watch if watch is not None else contextlib.nullcontext():
+        out = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
     return ex.finish(out, case) if ex.finish is not None else out
 
 
@@ -562,6 +567,8 @@ def _qualname(func: Any) -> str:
 def _forbidden_names(ex: Exercise) -> set[str]:
     out = set()
     for n in ex.forbid:
+        if n.startswith("re:"):
+            continue
         out.add(n)
         if n.startswith("Tensor."):
             out.add("torch." + n)
@@ -588,6 +595,8 @@ def _forbidden_op(func: Any, ex: Exercise) -> str | None:
     full = ".".join(str(func).split(".")[:2])  # aten._softmax.default -> aten._softmax
     op = _op_stem(full)
     for name in ex.forbid:
+        if name.startswith("re:"):
+            continue
         if name.startswith("aten.") and fnmatch.fnmatchcase(full, name):  # declared aten names, globs allowed
             return f"torch.ops.{full}"
         stem = _op_stem(name)
@@ -596,25 +605,62 @@ def _forbidden_op(func: Any, ex: Exercise) -> str | None:
     return None
 
 
+def _python_codes(ex: Exercise) -> dict[Any, str]:
+    """``{code object: name}`` of the forbidden functions written in Python that no
+    ``TorchFunctionMode`` sees (``torch.nn.utils.clip_grad_norm_``): a profile hook watches for them."""
+    out: dict[Any, str] = {}
+    for name in ex.forbid:
+        obj = None if name.startswith(("re:", "aten.")) else _resolve(name)
+        if obj is None:
+            continue
+        inner = inspect.unwrap(obj)  # decorators share one wrapper's code (torch's _no_grad): the function's own
+        if inspect.isfunction(inner):
+            out[inner.__code__] = name.rpartition(".")[2]
+    return out
+
+
 class _RuleWatch(torch.overrides.TorchFunctionMode):
-    """Records the first forbidden torch function the learner's code calls directly, by its
-    public name or through ``torch.ops`` (calls made inside torch's own implementation are not
-    seen: the mode is off while one runs)."""
+    """Records the first forbidden function the learner's code calls: a torch function by its
+    public name, through ``torch.ops`` or by a ``re:`` pattern on its name (calls made inside
+    torch's own implementation are not seen: the mode is off while one runs), and a forbidden
+    function written in Python however it was reached (a profile hook). It records and lets the
+    call go on, so a learner's ``try/except`` around it hides nothing."""
 
     def __init__(self, ex: Exercise):
         super().__init__()
         self.ex = ex
         self.names = _forbidden_names(ex)
+        self.patterns = [re.compile(n[3:]) for n in ex.forbid if n.startswith("re:")]
+        self.codes = _python_codes(ex)
         self.used: str | None = None
+        self._previous: Any = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         if self.used is None:
             name = _qualname(func)
+            short = str(getattr(func, "__name__", "") or "")
             if name in self.names:
                 self.used = name
+            elif any(p.search(short) for p in self.patterns):
+                self.used = short
             else:
                 self.used = _forbidden_op(func, self.ex)
         return func(*args, **(kwargs or {}))
+
+    def _profile(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and self.used is None and frame.f_code in self.codes:
+            self.used = self.codes[frame.f_code]
+
+    def __enter__(self) -> Any:
+        if self.codes:
+            self._previous = sys.getprofile()
+            sys.setprofile(self._profile)
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        if self.codes:
+            sys.setprofile(self._previous)
+        return super().__exit__(*exc)
 
 
 def _resolve(dotted: str) -> Any:
@@ -640,7 +686,7 @@ def _resolve(dotted: str) -> Any:
 def _static_forbidden(ex: Exercise, answer: Any) -> str | None:
     """A forbidden object the answer's code names directly as a global (``from torch.func import
     grad`` then ``grad(...)``): caught even when it is not a torch function."""
-    targets = {id(o): n for n in ex.forbid if (o := _resolve(n)) is not None}
+    targets = {id(o): n for n in ex.forbid if not n.startswith("re:") and (o := _resolve(n)) is not None}
     funcs = [answer] if inspect.isfunction(answer) else [
         v for v in vars(answer).values() if inspect.isfunction(v)] if isinstance(answer, type) else []
     for f in funcs:
@@ -669,8 +715,11 @@ def rule_broken(ex: Exercise, answer: Any, watch: Any) -> str | None:
     return getattr(watch, "used", None) or _static_forbidden(ex, answer)
 
 
-def broke_rule(ex: Exercise, used: str) -> _Fail:
-    """The failure for an answer that broke the exercise's rule, quoting the rule."""
+def broke_rule(ex: Exercise, used: str) -> Exception:
+    """The failure for an answer that broke the exercise's rule: the exercise's own mistake
+    (``rule_mistake``, told what was used as ``op``), or ``broke_rule`` quoting ``rule_text``."""
+    if ex.rule_mistake:
+        return Incorrect(ex.rule_mistake, op=used)
     return _Fail("broke_rule", f"The exercise says: “{ex.rule_text or 'do not use ' + ', '.join(ex.forbid)}”. "
                  f"Your code used `{used}`.", generic=False)
 
@@ -687,15 +736,17 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
     rng1 = _rng_states()
     rule = rule_watch(ex)
     try:
-        with rule:
-            got = _call(ex, answer, case_got)
+        got = _call(ex, answer, case_got, rule)
     except NotImplementedError as exc:
         if _raised_by_learner(exc):
             raise _NotAttempted() from exc
         raise
-    except (Incorrect, _Fail):
-        raise  # a custom run's verdict (or the judge's: a broken rule), not an error of the learner's code
     except Exception as exc:
+        used = rule_broken(ex, answer, rule)
+        if used:  # the rule first: whatever went wrong after a forbidden call
+            raise broke_rule(ex, used) from None
+        if isinstance(exc, (Incorrect, _Fail)):
+            raise  # a custom run's verdict (or the judge's: a broken rule), not an error of the learner's code
         named = _name_exception(ex, case, exc)
         if named is not None:
             raise named from exc

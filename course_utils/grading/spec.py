@@ -212,11 +212,18 @@ class Exercise:
         uses_global_rng: a right answer may draw from the global RNGs (torch CPU, ``random``,
             NumPy) even where the reference does not; otherwise an answer that consumes or
             reseeds them while the reference leaves them alone fails as ``global_rng``.
-        forbid: a rule in the prose ("by hand"): qualified names the learner's code must not
-            call, e.g. ``("torch.softmax", "torch.nn.functional.softmax", "Tensor.softmax")``;
-            seen through a ``TorchFunctionMode`` (torch functions and Tensor methods) and as
-            globals the answer's code names. A violation fails as ``broke_rule`` quoting
-            ``rule_text``.
+        forbid: a rule in the prose ("by hand"), the one way an exercise states one: what the
+            learner's code must not call, as qualified names (``"torch.nn.functional.softmax"``,
+            ``"Tensor.softmax"``; ``torch.ops`` operators of the same name count too), ``aten.``
+            globs, or ``"re:<pattern>"`` searched in a torch function's name (``"re:conv(?!ert)"``:
+            every convolution kernel). Torch functions are seen through a ``TorchFunctionMode``,
+            forbidden functions written in Python (``torch.nn.utils.clip_grad_norm_``) through a
+            profile hook, and globals the answer's code names statically. The watch covers
+            ``run`` (or the call of the answer), never ``finish``; in the instructor's grader it
+            runs in the executor, next to the answer, which reports what it saw.
+        rule_text: the rule as the prose states it, quoted by ``broke_rule``.
+        rule_mistake: a declared mistake to name instead of ``broke_rule`` (its message may use
+            ``{op}``, the forbidden function that was called).
     """
 
     lesson: str
@@ -244,6 +251,7 @@ class Exercise:
     uses_global_rng: bool = False
     forbid: Sequence[str] = ()
     rule_text: str = ""
+    rule_mistake: str = ""
 
     def __post_init__(self) -> None:
         # Frozen, with tuples for the sequences: a notebook cannot rebind or append to what
@@ -253,6 +261,8 @@ class Exercise:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.arg_names is not None:
             object.__setattr__(self, "arg_names", tuple(self.arg_names))
+        if self.rule_mistake and not (self.forbid and any(m.id == self.rule_mistake for m in self.mistakes)):
+            raise ValueError(f"{self.id}: rule_mistake {self.rule_mistake!r} needs forbid and a declared mistake")
 
     @property
     def id(self) -> str:

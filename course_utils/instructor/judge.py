@@ -211,11 +211,13 @@ def serve(lesson: str, warm: tuple[str, ...] = ()) -> int:
                 if req.get("supplied"):  # the judge's plain data for this case (Exercise.supply)
                     case.supplied = torch.load(io.BytesIO(payload), weights_only=True)
                 watch = rule_watch(ex)  # the exercise's rule ("without F.linear"), seen where the answer runs
-                with watch:
-                    got = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
-                used = rule_broken(ex, answer, watch)
-                if used:
-                    reply["rule"] = str(used)[:200]
+                try:
+                    with watch:
+                        got = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
+                finally:  # reported whether or not the call then raised
+                    used = rule_broken(ex, answer, watch)
+                    if used:
+                        reply["rule"] = str(used)[:200]
                 tensors = _tensors(case.args) + _tensors(case.kwargs)
                 jac = None
                 if req.get("grad"):
@@ -612,10 +614,10 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
                                           "grad": bool(ex.compare.grad), "supplied": supplied is not None}, sent)
         except ExecutorGone as exc:
             _raiser(None)(RuntimeError(str(exc)))
+        if ex.forbid and isinstance(rep.get("rule"), str):  # the rule first, as in the notebook
+            raise broke_rule(ex, _clean(rep["rule"], 200))
         if "raised" in rep:
             _raise(rep["raised"])
-        if ex.forbid and isinstance(rep.get("rule"), str):
-            raise broke_rule(ex, _clean(rep["rule"], 200))
         got = _plain(data, _course_data_types(ex))
         if not isinstance(got, dict) or "out" not in got:
             raise RuntimeError("the answer's process sent an unreadable reply")

@@ -11,10 +11,7 @@ weights are left alone; and PyTorch's built-in may not be called ("Write it your
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import sys
 
 import torch
 
@@ -60,29 +57,8 @@ EDGE_CASES = [
 
 
 # --- run and probes
-_BUILTINS = {n for f in ("clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_")
-             for n in (f, "_" + f)}
-
-
-@contextlib.contextmanager
-def _forbid(file_suffix: str, names: set[str], mistake: str):
-    """Fail with ``Incorrect(mistake, name=...)`` if the block calls one of ``names`` defined in a
-    file ending with ``file_suffix`` (a profile hook sees every Python call, however the learner
-    imported or renamed the function)."""
-    seen: list[str] = []
-    previous = sys.getprofile()
-
-    def hook(frame, event, arg):
-        if event == "call" and frame.f_code.co_name in names and frame.f_code.co_filename.endswith(file_suffix):
-            seen.append(frame.f_code.co_name)
-
-    sys.setprofile(hook)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
-    if seen:
-        raise Incorrect(mistake, name=seen[0].lstrip("_"))
+_BUILTINS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm",
+             "torch.nn.utils.clip_grads_with_norm_")  # Exercise.forbid: however they are reached
 
 
 def _clips_a_list(answer, data_before, grads_before, max_norm: float, total: float) -> bool:
@@ -105,8 +81,7 @@ def _run(answer, case: Case):
     data_before = [p.detach().clone() for p in params]
     grads_before = [None if p.grad is None else p.grad.clone() for p in params]
     # as `model.parameters()` would be: a generator, which can be iterated only once
-    with _forbid(os.path.join("nn", "utils", "clip_grad.py"), _BUILTINS, "uses_builtin"):
-        out = answer((p for p in params), max_norm)
+    out = answer((p for p in params), max_norm)
     if any(p.shape != d.shape or not torch.equal(p.detach(), d) for p, d in zip(params, data_before)):
         raise Incorrect("scaled_weights")
     given = [g for g in grads_before if g is not None]
@@ -167,9 +142,10 @@ def _clip_iterates_twice(parameters, max_norm):
 register(Exercise(
     lesson=LESSON, name="clip_grad_norm", title="Gradient clipping, worked out from the built-in",
     reference=clip_grad_norm, run=_run, cases=_cases, edge_cases=EDGE_CASES,
+    forbid=_BUILTINS, rule_mistake="uses_builtin",
     compare=Compare(rtol=1e-4, atol=1e-6, mutation=False),
     mistakes=[
-        Mistake("uses_builtin", "Your function called PyTorch's `{name}`; the exercise says \"Write it "
+        Mistake("uses_builtin", "Your function called PyTorch's `{op}`; the exercise says \"Write it "
                 "yourself\": compute the total norm and scale the gradients with tensor operations (the built-in "
                 "is for later).", _clip_with_builtin, match_output=False),
         Mistake("per_parameter", "You clipped each gradient by its own norm; clipping uses the norm of *all* "

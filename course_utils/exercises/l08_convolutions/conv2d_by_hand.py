@@ -1,9 +1,9 @@
 """conv2d_by_hand: a 2-D convolution (PyTorch's cross-correlation) without the built-in.
 
 Subtle: no kernel flip; stride, padding (all four sides) and dilation; non-contiguous
-(channels-last) inputs; the rule is enforced by watching every torch function the answer calls
-(:mod:`._kit`), the reference's loops included (a check takes 0.19 s against 0.12 s with an
-`F.unfold` reference, best of 6 on a busy 2-core machine: the lesson's own answer is worth it).
+(channels-last) inputs; the rule is ``Exercise.forbid``: the framework watches every torch function
+the answer calls. The reference is the lesson's own loops (a check takes 0.19 s against 0.12 s with
+an `F.unfold` reference, best of 6 on a busy 2-core machine: the lesson's own answer is worth it).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import torch.nn.functional as F
 
 from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
 
-from ._kit import LESSON, run_forbidding
+from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
 from ...answers.l08_convolutions import conv2d_by_hand
 
-_CONV_OPS = r"conv(?!ert)"  # convolution, _convolution, conv2d, slow_conv2d, mkldnn_convolution...
+_CONV_OPS = r"re:conv(?!ert)"  # convolution, _convolution, conv2d, slow_conv2d, mkldnn_convolution...
 
 
 # --- cases
@@ -95,7 +95,7 @@ register(Exercise(
     lesson=LESSON, name="conv2d_by_hand",
     title="A 2-D convolution (PyTorch's cross-correlation) by hand, with stride, padding and dilation",
     reference=conv2d_by_hand, cases=_cases, edge_cases=EDGE_CASES,
-    run=run_forbidding(_CONV_OPS, "used_builtin_conv"),
+    forbid=(_CONV_OPS,), rule_mistake="used_builtin_conv",
     compare=Compare(rtol=1e-4, atol=1e-4),
     timeout=10.0,
     mistakes=[

@@ -2,7 +2,7 @@
 
 Subtle: the default stride is the kernel size; windows that do not fit are dropped (floor);
 all-negative windows (a maximum that starts at 0 fails them); each channel on its own; the rule
-is enforced by watching every torch function the answer calls (:mod:`._kit`).
+is ``Exercise.forbid``: the framework watches every torch function the answer calls.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import torch.nn.functional as F
 
 from course_utils.grading import Case, Exercise, Mistake, Rand, register
 
-from ._kit import LESSON, run_forbidding
+from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
 from ...answers.l08_convolutions import max_pool_by_hand
 
-_POOL_OPS = r"max_pool|max_unpool|fractional_max"
+_POOL_OPS = r"re:max_pool|max_unpool|fractional_max"
 
 
 # --- cases
@@ -80,7 +80,7 @@ register(Exercise(
     lesson=LESSON, name="max_pool_by_hand",
     title="2-D max-pooling by hand (no padding; stride defaults to the kernel size)",
     reference=max_pool_by_hand, cases=_cases,
-    run=run_forbidding(_POOL_OPS, "used_builtin_pool"),
+    forbid=(_POOL_OPS,), rule_mistake="used_builtin_pool",
     edge_cases=[
         _fixed_pool(1, (1, 1, 4, 4), 2, label="one 4x4 image, 2x2 windows, default stride"),
         _fixed_pool(2, (2, 3, 7, 5), 2, label="odd sizes: the last row/column does not fit a window"),
