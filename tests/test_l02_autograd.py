@@ -159,8 +159,17 @@ def test_named_mistakes_show_their_declared_message(exercise_id):
 
 # --------------------------------------------------------------------------- exercise 1-3
 def test_dfdx_formula_variants_pass_and_small_errors_fail():
-    assert check("dfdx", lambda x: x * (2 * torch.sin(x) + x * torch.cos(x)), n_random=20).passed
-    assert not check("dfdx", lambda x: 2 * x * torch.sin(x) + x**2 * torch.cos(x) + 1e-3).passed
+    assert check("dfdx", lambda x: 0.5 * (1 + torch.tanh(x / 2)), n_random=20).passed
+    assert not check("dfdx", lambda x: torch.sigmoid(x) + 1e-3).passed
+
+
+def test_dfdx_only_the_overflowing_form_fails_and_only_for_large_x():
+    """The decision the exercise asks for: eˣ / (1 + eˣ) is right for ordinary x and NaN from x ≈ 89."""
+    overflowing = grading.exercise(A + "dfdx").mistake("nan").example
+    ordinary = torch.linspace(-20.0, 20.0, 41)
+    assert torch.allclose(overflowing(ordinary), torch.sigmoid(ordinary))
+    assert torch.isnan(overflowing(torch.tensor([89.0, 100.0]))).all()
+    assert torch.isfinite(grading.reference(A + "dfdx")(torch.tensor([-100.0, 100.0]))).all()
 
 
 def test_vjp_alternatives_pass():
@@ -392,34 +401,33 @@ TWO_BY_THREE = "a 2x3 x"
 
 def _dfdx_backward(x):
     x = x.detach().requires_grad_()
-    (x**2 * torch.sin(x)).sum().backward()
+    F.softplus(x).sum().backward()
     return x.grad
 
 
 def _dfdx_autograd_grad(x):
     x = x.detach().requires_grad_()
-    return torch.autograd.grad((x**2 * torch.sin(x)).sum(), x)[0]
+    return torch.autograd.grad(torch.log1p(torch.exp(x)).sum(), x)[0]
 
 
 def test_dfdx_with_autograd_is_rejected():
-    # "computed with a formula (no autograd)": the check runs the answer under no_grad
+    # "worked out by hand (no autograd)": the check runs the answer under no_grad
     rejected(A + "dfdx", _dfdx_backward, "used_autograd")
     rejected(A + "dfdx", _dfdx_autograd_grad, "used_autograd")
 
 
 def test_dfdx_1d_only_answer_is_rejected_by_the_fixed_cases():
     def per_element(x):
-        return torch.tensor([2 * v * math.sin(v) + v * v * math.cos(v) for v in x.tolist()])
+        return torch.tensor([1 / (1 + math.exp(-v)) if v > -700 else 0.0 for v in x.tolist()])
 
     res = rejected(A + "dfdx", per_element, n_random=0)
     assert TWO_BY_THREE in " ".join(res.details)
 
 
 def test_dfdx_formula_alternatives_pass():
-    accepted(A + "dfdx", lambda x: 2 * x * x.sin() + x.pow(2) * x.cos())
+    accepted(A + "dfdx", lambda x: (-x).exp().add(1).reciprocal())
     # as_tensor, not from_numpy: on a 0-d x ("any shape"), NumPy returns a scalar, not an array
-    accepted(A + "dfdx", lambda x: torch.as_tensor(
-        2 * x.numpy() * np.sin(x.numpy()) + x.numpy() ** 2 * np.cos(x.numpy())))
+    accepted(A + "dfdx", lambda x: torch.as_tensor(np.exp(-np.logaddexp(0, -x.numpy()))))
 
 
 def test_vjp_more_alternatives_pass():
@@ -598,22 +606,23 @@ def test_silu_saving_the_output_passes():
 
 # =========================================================================== red team
 DF = "02_autograd.dfdx"
-wrong(DF, "multiplied the derivatives", "forgot_product_rule")(lambda x: 2 * x * torch.cos(x))
-wrong(DF, "one term", "missing_term")(lambda x: 2 * x * torch.sin(x))
-wrong(DF, "sign of cos", "sign_error")(lambda x: 2 * x * torch.sin(x) - x**2 * torch.cos(x))
-wrong(DF, "derivative of x² as x")(lambda x: x * torch.sin(x) + x**2 * torch.cos(x))
-wrong(DF, "math.sin per element")(
-    lambda x: torch.tensor([2 * v * math.sin(v) + v * v * math.cos(v) for v in x.tolist()]))
-wrong(DF, "numpy float64 result")(lambda x: torch.from_numpy(2 * x.double().numpy() * np.sin(x.double().numpy())
-                                                              + x.double().numpy() ** 2 * np.cos(x.double().numpy())))
-wrong(DF, "float32 always")(lambda x: (2 * x * torch.sin(x) + x**2 * torch.cos(x)).float())
+wrong(DF, "eˣ / (1 + eˣ) overflows", "nan")(lambda x: torch.exp(x) / (1 + torch.exp(x)))
+wrong(DF, "eˣ times 1 / (1 + eˣ): 0 · inf", "nan")(lambda x: torch.exp(x) * (1 / (1 + torch.exp(x))))
+wrong(DF, "outer derivative only", "missing_inner_derivative")(lambda x: 1 / (1 + torch.exp(x)))
+wrong(DF, "inner derivative only", "missing_outer_derivative")(lambda x: torch.exp(x))
+wrong(DF, "softplus itself", "returned_f")(lambda x: F.softplus(x))
+wrong(DF, "sign of the exponent")(lambda x: torch.exp(-x) / (1 + torch.exp(-x)))
+wrong(DF, "math.exp per element")(lambda x: torch.tensor([1 / (1 + math.exp(-v)) for v in x.tolist()]))
+wrong(DF, "float32 always")(lambda x: torch.sigmoid(x).float())
+wrong(DF, "clamped too early: eˣ capped at e¹⁰")(
+    lambda x: torch.exp(x.clamp(max=10)) / (1 + torch.exp(x.clamp(max=10))))
 
 
 @wrong(DF, "backward inside enable_grad", "used_autograd")
 def _df_enable_grad(x):
     with torch.enable_grad():
         x = x.detach().requires_grad_()
-        (x**2 * torch.sin(x)).sum().backward()
+        F.softplus(x).sum().backward()
     return x.grad
 
 
@@ -625,25 +634,27 @@ def _df_helper_user(x):
 def _df_helper(x):
     with torch.set_grad_enabled(True):
         t = x.detach().requires_grad_()
-        return torch.autograd.grad((t**2 * t.sin()).sum(), t)[0]
+        return torch.autograd.grad(F.softplus(t).sum(), t)[0]
 
 
 wrong(DF, "autograd.functional.vjp (redteam)", "used_autograd")(
-    lambda x: torch.autograd.functional.vjp(lambda t: t**2 * torch.sin(t), x, torch.ones_like(x))[1])
-valid(DF, "method calls")(lambda x: 2 * x * x.sin() + x.pow(2) * x.cos())
+    lambda x: torch.autograd.functional.vjp(F.softplus, x, torch.ones_like(x))[1])
+valid(DF, "torch.sigmoid")(torch.sigmoid)
 
 
 @valid(DF, "the formula with grad mode switched off (red team 2)")
 def _df_grad_off(x):
     with torch.set_grad_enabled(False):
-        return 2 * x * torch.sin(x) + x**2 * torch.cos(x)
+        return 1 / (1 + torch.exp(-x))
 
 
-valid(DF, "factored")(lambda x: x * (2 * torch.sin(x) + x * torch.cos(x)))
-valid(DF, "numpy via as_tensor")(
-    lambda x: torch.as_tensor(x.numpy() * (2 * np.sin(x.numpy()) + x.numpy() * np.cos(x.numpy()))))
+valid(DF, "tanh form")(lambda x: 0.5 * (1 + torch.tanh(x / 2)))
+valid(DF, "split at 0: each branch with a non-positive exponent")(
+    lambda x: torch.where(x >= 0, 1 / (1 + torch.exp(-x.abs())), torch.exp(-x.abs()) / (1 + torch.exp(-x.abs()))))
+valid(DF, "eˣ / (1 + eˣ) in float64 (finite up to 709)")(
+    lambda x: (torch.exp(x.double()) / (1 + torch.exp(x.double()))).to(x.dtype))
 cheat(DF, "torch.func.grad under vmap", "used_autograd")(
-    lambda x: torch.vmap(torch.func.grad(lambda t: t**2 * torch.sin(t)))(x.reshape(-1)).reshape(x.shape))
+    lambda x: torch.vmap(torch.func.grad(F.softplus))(x.reshape(-1)).reshape(x.shape))
 cheat(DF, "calls the course's reference", "used_autograd")(lambda x: grading.reference("02_autograd.dfdx")(x))
 
 VJ = "02_autograd.vjp"
@@ -1118,7 +1129,7 @@ def test_dfdx_reference_agrees_with_the_numpy_formula():
     for where, case in _cases("02_autograd.dfdx"):
         (x,) = case.args
         a = x.double().numpy()
-        _close(ref(x), 2 * a * np.sin(a) + a**2 * np.cos(a), rtol=1e-5, atol=1e-5, where=where)
+        _close(ref(x), np.exp(-np.logaddexp(0.0, -a)), rtol=1e-5, atol=1e-6, where=where)
 
 
 def test_vjp_reference_agrees_with_the_full_jacobian():
