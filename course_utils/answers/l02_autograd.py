@@ -9,7 +9,8 @@ import torch
 
 
 def dfdx(x):
-    return 2 * x * torch.sin(x) + x**2 * torch.cos(x)
+    # eˣ / (1 + eˣ) is the same number, but e¹⁰⁰ overflows float32: inf / inf is nan
+    return 1 / (1 + torch.exp(-x))
 
 
 def vjp(fn, x, v):
@@ -23,11 +24,12 @@ def huber(x, delta):
     return torch.where(x.abs() <= delta, 0.5 * x**2, delta * (x.abs() - 0.5 * delta))
 
 
-def second_derivative(fn, x):
-    x = x.detach().requires_grad_(True)
-    (dfdx,) = torch.autograd.grad(fn(x).sum(), x, create_graph=True)
-    (d2fdx2,) = torch.autograd.grad(dfdx.sum(), x)
-    return d2fdx2
+def hvp(loss_fn, w, v):
+    w = w.detach().requires_grad_(True)
+    (grad,) = torch.autograd.grad(loss_fn(w), w, create_graph=True)
+    # the slope along v is a scalar function of w; its gradient is H v (v is held fixed)
+    (Hv,) = torch.autograd.grad((grad * v).sum(), w)
+    return Hv
 
 
 def finite_difference_grad(fn, x, eps):

@@ -15,7 +15,7 @@ from . import (  # noqa: E402, F401
     dfdx,
     vjp,
     huber,
-    second_derivative,
+    hvp,
     finite_difference_grad,
     my_silu,
     gradient_descent,

@@ -1,6 +1,8 @@
-"""dfdx: the derivative of f(x) = x² · sin(x), written as a formula and checked against autograd.
+"""dfdx: the derivative of softplus, f(x) = log(1 + eˣ), by hand, checked against autograd.
 
-Subtle: the answer must not use autograd itself; it runs under ``torch.no_grad()`` (autograd
+The learner decides which of the algebraically equal forms of f' = eˣ / (1 + eˣ) stays finite in
+float32 for |x| up to 100 (eˣ overflows at x ≈ 89, and inf / inf is NaN); the chain rule gives
+the formula. Subtle: the answer must not use autograd itself; it runs under ``torch.no_grad()`` (autograd
 fails there) and its code is read for the names that compute a derivative (``torch.func``
 ignores an outer ``no_grad``, and an answer may switch grad mode back on).
 """
@@ -11,8 +13,9 @@ import inspect
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
 from .._source_rules import names_used
 from ...answers.l02_autograd import dfdx as notebook_dfdx
@@ -22,8 +25,8 @@ from ._kit import small_shape
 
 # --- reference
 def f(x: torch.Tensor) -> torch.Tensor:
-    """The function of exercise 1: f(x) = x² · sin(x), element by element."""
-    return x**2 * torch.sin(x)
+    """The function of exercise 1: softplus, f(x) = log(1 + eˣ), element by element."""
+    return F.softplus(x)
 
 
 def dfdx_by_autograd(x: torch.Tensor) -> torch.Tensor:
@@ -40,16 +43,20 @@ _SOLUTION = inspect.getsource(notebook_dfdx)
 
 # --- cases
 _EDGE_CASES = [
-    Case((torch.tensor([0.0, 1.5707964, 3.1415927, -2.0]),), label="0, π/2, π and -2", show_inputs=True),
+    Case((torch.tensor([-100.0, -20.0, -1.0, 0.0, 1.0, 20.0, 100.0]),), label="x from -100 to 100",
+         show_inputs=True),
     Case((torch.tensor([[0.5, -1.0, 2.0], [3.0, -2.5, 1.0]]),), label="a 2x3 x"),
-    # "a tensor x of any shape": a 0-d one (math.sin works on it, returning a float),
-    # an empty one, a 3-D one, float64, and large values
-    Case((torch.tensor(1.25),), label="a 0-d x (a single number)", show_inputs=True),
+    # "a float tensor x of any shape": a 0-d one, an empty one, a 3-D one, float64
+    Case((torch.tensor(95.0),), label="a 0-d x (a single number): 95", show_inputs=True),
     Case((torch.zeros(0),), label="an empty x"),
-    Case((torch.linspace(-4.0, 4.0, 12).reshape(2, 3, 2),), label="a 2x3x2 x"),
-    Case((torch.tensor([0.3, -1.7, 2.9], dtype=torch.float64),), label="a float64 x", show_inputs=True),
-    Case((torch.tensor([-40.0, 25.0, 60.5]),), label="large values", show_inputs=True),
+    Case((torch.linspace(-60.0, 60.0, 12).reshape(2, 3, 2),), label="a 2x3x2 x from -60 to 60"),
+    Case((torch.tensor([0.3, -1.7, 2.9, 100.0], dtype=torch.float64),), label="a float64 x", show_inputs=True),
 ]
+
+
+def _cases(r: Rand) -> Case:
+    scale = r.choice([1.0, 3.0, 40.0])  # 40: some |x| beyond 89, where eˣ overflows float32
+    return Case((r.randn(*small_shape(r)) * scale,))
 
 
 # --- run and probes
@@ -79,44 +86,48 @@ def _run(answer: Any, case: Case) -> Any:
 # --- wrong answers
 def _with_backward(x):
     x = x.detach().requires_grad_()
-    (x**2 * torch.sin(x)).sum().backward()
+    F.softplus(x).sum().backward()
     return x.grad
 
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="dfdx", title="Differentiate f(x) = x² sin(x) by hand, checked against autograd",
+    lesson=LESSON, name="dfdx", title="The derivative of softplus by hand, finite in float32 for |x| up to 100",
     reference=dfdx_by_autograd,
     solution=_SOLUTION,
-    cases=lambda r: Case((r.randn(*small_shape(r)) * 3,)),
+    cases=_cases,
     edge_cases=_EDGE_CASES,
     run=_run,
-    # float32: the formula and autograd's (2x·sin x + x²·cos x, summed in another order) differ
-    # by a few ulp of the largest term (x² ≈ 3600 at x = 60: ulp 2.4e-4 → rtol 1e-5 of |f'|
-    # ≈ 3600 is 3.6e-2, far above); every mistake is off by at least one whole term
-    compare=Compare(rtol=1e-5, atol=1e-5),
+    # values in [0, 1]: forms of the same formula differ by a few ulp; every mistake is off by far more
+    compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
-        Mistake("forgot_product_rule",
-                "You multiplied the two derivatives (2x · cos x). For a product u·v the derivative "
-                "is u'·v + u·v' (the product rule).",
-                lambda x: 2 * x * torch.cos(x)),
-        Mistake("missing_term",
-                "You have only one of the two product-rule terms. f = u·v with u = x², v = sin x "
-                "gives f' = u'·v + u·v': add the term with cos(x).",
-                lambda x: 2 * x * torch.sin(x)),
-        Mistake("sign_error",
-                "Check the sign: the derivative of sin(x) is +cos(x) (it is the derivative of "
-                "cos(x) that is −sin(x)).",
-                lambda x: 2 * x * torch.sin(x) - x**2 * torch.cos(x)),
+        Mistake("nan",
+                "Your derivative is NaN where it should be a number. For large x, eˣ overflows float32 "
+                "(e¹⁰⁰ is inf), and inf / inf (or 0 · inf) is NaN. The same formula can be written so that "
+                "no overflowed number is ever divided or multiplied: which form stays finite?",
+                lambda x: torch.exp(x) / (1 + torch.exp(x)), match_output=False),
+        Mistake("missing_inner_derivative",
+                "You have the outer derivative only, 1 / (1 + eˣ): log(u)' is u' / u, and the inner "
+                "u = 1 + eˣ has a derivative of its own (the chain rule).",
+                lambda x: 1 / (1 + torch.exp(x))),
+        Mistake("missing_outer_derivative",
+                "You differentiated only the inside, 1 + eˣ: the outer log contributes a factor of its "
+                "own (the chain rule: log(u)' is u' / u).",
+                torch.exp),
+        Mistake("returned_f",
+                "You returned softplus itself, not its derivative.",
+                F.softplus),
         Mistake("used_autograd",
-                "The exercise says: “computed with a formula (no autograd)”, but your function uses "
-                "autograd (`backward()`, `torch.autograd.grad`, `torch.func`...). Apply the product rule "
-                "and write the derivative with `torch.sin` and `torch.cos`.",
+                "The exercise says: “worked out by hand (no autograd)”, but your function uses "
+                "autograd (`backward()`, `torch.autograd.grad`, `torch.func`...). Apply the chain rule "
+                "and write the derivative with tensor operations.",
                 _with_backward, match_output=False),
     ],
     hints=[
-        "f(x) = x² · sin(x) is a product: use the product rule (u·v)' = u'·v + u·v'.",
-        "u = x², u' = 2x; v = sin(x), v' = cos(x). Write the result with torch.sin and torch.cos; "
-        "it works element by element on any shape.",
+        "f is log of something: the chain rule gives the derivative of log(u) times the derivative of u. "
+        "What do you get, and what happens to each piece at x = 100 in float32?",
+        "eˣ / (1 + eˣ) overflows for large x. Dividing the top and the bottom by eˣ gives the same number "
+        "with e to a negative power, which can only underflow harmlessly to 0. Is that a function torch "
+        "already has?",
     ],
 ))
