@@ -18,12 +18,12 @@ import torch
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
 from .._source_rules import names_used
-from .._references.l02_autograd import hvp
+from ...answers.l02_autograd import hvp
 from ._kit import LESSON
 from ._kit import close
 
 
-# --- reference: imported above from _references/l02_autograd.py, which `python -m course_utils build`
+# --- reference: imported above from course_utils/answers/l02_autograd.py, which `python -m course_utils build`
 # generates from the solution notebook's answer cell
 
 
