@@ -24,7 +24,7 @@
 # 5. measure when `num_workers` helps and when it hurts;
 # 6. keep randomness reproducible in workers.
 #
-# **Time: about 105 minutes** on your own, the seven checked exercises included (about 61 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
+# **Time: about 105 minutes** on your own, the seven checked exercises included (about 62 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
 
 # %%
 import os
@@ -316,7 +316,7 @@ for run in range(2):
 # `batch_sampler=` (then `batch_size`, `shuffle`, `sampler` and `drop_last` must stay unset):
 
 # %%
-from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler  # noqa: E402
+from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler, WeightedRandomSampler  # noqa: E402
 
 print(list(SequentialSampler(range(6))))
 print(list(RandomSampler(range(6), generator=torch.Generator().manual_seed(0))))
@@ -326,25 +326,42 @@ loader = DataLoader(digits, batch_sampler=batches)
 print([yb.tolist() for _, yb in loader])
 
 # %% [markdown]
-# `WeightedRandomSampler(weights, num_samples, replacement=True)` draws item `i` with
-# probability proportional to `weights[i]`. With the right weights, a rare class is drawn as
-# often as a common one: the model sees balanced batches without throwing data away.
+# `WeightedRandomSampler(weights, num_samples, replacement=True)` draws `num_samples` indices,
+# index `i` with probability proportional to `weights[i]`. With the right weights, a rare class
+# is drawn as often as a common one: the model sees balanced batches without throwing data away.
 #
+# A colleague wrote a balancing sampler for a training set whose classes have 200, 50 and 10
+# items. Drawing one epoch from it fails:
+
+# %% tags=["raises-exception"]
+def colleague_sampler(y, generator=None):
+    class_counts = torch.bincount(y)
+    weights = 1.0 / class_counts  # rare classes weigh more
+    return WeightedRandomSampler(weights, num_samples=len(y), replacement=False)  # no item twice
+
+
+y_imb = torch.tensor([0] * 200 + [1] * 50 + [2] * 10)
+drawn = list(colleague_sampler(y_imb, generator=torch.Generator().manual_seed(0)))
+
+# %% [markdown]
 # ### Exercise 3: `balanced_sampler`
 #
-# Write `balanced_sampler(y, generator=None)`: return a `WeightedRandomSampler` that draws
-# `len(y)` indices with replacement such that every class is equally likely, passing
-# `generator` on to the sampler. Each item's weight is `1 / (number of items in its class)`.
+# Write `balanced_sampler(y, generator=None)`: from the labels `y` of a training set, return a
+# `WeightedRandomSampler` for its DataLoader such that **every class is drawn equally often** on
+# average, an epoch is `len(y)` draws, and the draws repeat exactly when the caller passes a
+# generator seeded the same way.
+#
+# The colleague's function has **three** problems. Only one of them makes it fail; the other two
+# are silent, and a version without the error can still balance nothing. The check draws from
+# your sampler and names each problem it still finds.
 
 # %% tags=["answer:balanced_sampler"]
-from torch.utils.data import WeightedRandomSampler  # noqa: E402
-
-
 def balanced_sampler(y, generator=None):
     ### BEGIN SOLUTION
     class_counts = torch.bincount(y)
-    weights = 1.0 / class_counts[y].double()
-    return WeightedRandomSampler(weights, num_samples=len(y), replacement=True, generator=generator)
+    weights = 1.0 / class_counts[y].double()  # one weight per item: every class's weights add up to 1
+    return WeightedRandomSampler(weights, num_samples=len(y), replacement=True,  # rare items come up again
+                                 generator=generator)  # repeatable from the caller's generator
     ### END SOLUTION
 
 
@@ -352,11 +369,13 @@ def balanced_sampler(y, generator=None):
 ex.balanced_sampler.check(balanced_sampler)
 
 # %% [markdown]
-# Here is the effect, with the course's reference answer, on a dataset whose classes have 200,
-# 50 and 10 items:
+# The colleague's weights were one per *class*: the sampler draws indices into its weights, so it
+# could only ever draw items 0, 1 and 2 (all of class 0). Without replacement no item comes up
+# twice, so an epoch holds every item once and the classes keep their 200 : 50 : 10. And a
+# `generator` that is accepted but not passed on leaves the draws to the global random state.
+# Here is the effect of the course's answer on the colleague's data:
 
 # %%
-y_imb = torch.tensor([0] * 200 + [1] * 50 + [2] * 10)
 shuffled = list(RandomSampler(y_imb, generator=torch.Generator().manual_seed(0)))
 balanced = list(reference("04_data.balanced_sampler")(y_imb, generator=torch.Generator().manual_seed(0)))
 print("shuffle=True     draws per class:", data_lab.class_counts_drawn(y_imb, shuffled).tolist())

@@ -375,7 +375,7 @@ def test_sampler_with_huge_num_samples_is_rejected_quickly():
         counts = torch.bincount(y)
         return WeightedRandomSampler(1.0 / counts[y].double(), 10**9, replacement=True, generator=generator)
 
-    rejected(D + "balanced_sampler", huge, "wrong_values")
+    rejected(D + "balanced_sampler", huge, "epoch_length")
 
 
 def test_sampler_alternatives_pass():
@@ -836,12 +836,12 @@ def split_lying_tensor(y, test_fraction, generator):
 BS = "04_data.balanced_sampler"
 
 
-@wrong(BS)
+@wrong(BS, "uniform_weights")
 def sampler_inverse_total(y, generator=None):
     return WeightedRandomSampler(torch.full((len(y),), 1.0 / len(y)), len(y), replacement=True, generator=generator)
 
 
-@wrong(BS)
+@wrong(BS, "epoch_length")
 def sampler_num_samples_classes(y, generator=None):
     counts = torch.bincount(y)
     return WeightedRandomSampler(1.0 / counts[y].double(), len(counts), replacement=True, generator=generator)
@@ -854,19 +854,19 @@ def sampler_counts_from_unique(y, generator=None):
     return WeightedRandomSampler(1.0 / counts[y.clamp(max=len(counts) - 1)].double(), len(y), True, generator=generator)
 
 
-@wrong(BS)
+@wrong(BS, "over_balanced")
 def sampler_squared(y, generator=None):
     counts = torch.bincount(y).double()
     return WeightedRandomSampler(1.0 / counts[y] ** 2, len(y), True, generator=generator)
 
 
-@wrong(BS)
+@wrong(BS, "no_replacement")
 def sampler_default_replacement_false(y, generator=None):
     counts = torch.bincount(y)
     return WeightedRandomSampler(1.0 / counts[y], len(y), replacement=False, generator=generator)
 
 
-@wrong(BS)
+@wrong(BS, "ignored_generator")
 def sampler_own_generator(y, generator=None):
     counts = torch.bincount(y)
     return WeightedRandomSampler(1.0 / counts[y], len(y), True, generator=torch.Generator().manual_seed(0))
@@ -909,6 +909,19 @@ def sampler_lying_weights(y, generator=None):
     s.__class__ = type("Lying", (WeightedRandomSampler,), {
         "__iter__": lambda self: iter(torch.randint(0, len(y), (len(y),), generator=generator).tolist())})
     return s
+
+
+@wrong(BS, "per_class_weights")
+def sampler_colleagues_error_fixed(y, generator=None):
+    """The notebook's error fixed the way its message suggests: replacement on, the weights still per class."""
+    return WeightedRandomSampler(1.0 / torch.bincount(y), num_samples=len(y), replacement=True, generator=generator)
+
+
+@valid(BS)
+def sampler_class_share_weights(y, generator=None):
+    """Weights that are each class's share of the draws divided among its items: 1 / (k * count)."""
+    classes, inverse, counts = torch.unique(y, return_inverse=True, return_counts=True)
+    return WeightedRandomSampler((1.0 / (len(classes) * counts.double()))[inverse], len(y), True, generator)
 
 
 # =========================================================================== 04 pad_collate
@@ -1468,3 +1481,66 @@ class MiniPairsOnlyCollate(_Mini):
 # --------------------------------------------------------------------------- the red-team tests
 (test_wrong_answer_is_rejected, test_valid_answer_is_accepted, test_cheat_is_rejected,
  test_every_exercise_has_its_red_team) = _tables.red_team_tests(LESSON)  # tests/lesson_kit.py
+
+
+# --------------------------------------------------------------------------- the notebook's puzzles (issue 26)
+# Each rewritten exercise asks for a decision: the notebook hands over a colleague's broken code. These
+# tests hold the notebook's material and the grader together: the code the learner is shown is wrong in
+# exactly the ways the text promises, and the grader names each problem in turn.
+_SOLUTION = __import__("pathlib").Path(__file__).resolve().parent.parent / "solutions" / "04_data.py"
+
+
+def _notebook_source(name: str) -> str:
+    """The source of the top-level function ``name`` in the solution notebook, as the learner sees it."""
+    import ast
+
+    text = _SOLUTION.read_text()
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_source_segment(text, node)
+    raise AssertionError(f"no function {name} in {_SOLUTION.name}")
+
+
+def _define(source: str, name: str, **names):
+    namespace = {"torch": torch, "np": np, "WeightedRandomSampler": WeightedRandomSampler, **names}
+    exec(compile(source, f"<notebook {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def test_the_colleagues_sampler_fails_as_the_notebook_shows():
+    """Only one of its three problems raises, with the message the notebook shows; fixing what the message
+    names leaves a sampler that draws class 0 only."""
+    sampler = _define(_notebook_source("colleague_sampler"), "colleague_sampler")
+    y = torch.tensor([0] * 200 + [1] * 50 + [2] * 10)
+    with pytest.raises(RuntimeError, match="without replacement"):
+        list(sampler(y, generator=torch.Generator().manual_seed(0)))
+    fixed = _define(_notebook_source("colleague_sampler").replace("replacement=False", "replacement=True"),
+                    "colleague_sampler")
+    drawn = list(fixed(y, generator=torch.Generator().manual_seed(0)))
+    assert set(drawn) <= {0, 1, 2} and len(drawn) == len(y)
+
+
+def test_the_colleagues_sampler_has_the_three_problems_the_text_promises_each_named_in_turn():
+    source = _notebook_source("colleague_sampler").replace("colleague_sampler", "balanced_sampler")
+    fixes = [  # (the mistake the check names, the fix of that problem)
+        ("per_class_weights", [("weights = 1.0 / class_counts ", "weights = 1.0 / class_counts[y] ")]),
+        ("ignored_generator", [("replacement=False)", "replacement=False, generator=generator)")]),
+        ("no_replacement", [("replacement=False", "replacement=True")]),
+    ]
+    for mistake, replacements in fixes:
+        res = check("balanced_sampler", _define(source, "balanced_sampler"), seed=0)
+        assert res.mistake == mistake, (mistake, res.text())
+        for old, new in replacements:
+            assert old in source, old
+            source = source.replace(old, new)
+    assert check("balanced_sampler", _define(source, "balanced_sampler"), seed=1).passed
+
+
+@pytest.mark.parametrize("exercise_id", [D + "balanced_sampler"])
+def test_rewritten_hints_hold_no_code(exercise_id):
+    """Hints climb from a question to the idea, never to the code (issue 26)."""
+    import re
+
+    code = re.compile(r"`|\w\(|\w=\w|\.\w+\(")
+    for hint in grading.exercise(exercise_id).hints:
+        assert not code.search(hint), (exercise_id, hint)
