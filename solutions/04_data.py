@@ -24,7 +24,7 @@
 # 5. measure when `num_workers` helps and when it hurts;
 # 6. keep randomness reproducible in workers.
 #
-# **Time: about 105 minutes** on your own, the seven checked exercises included (about 62 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
+# **Time: about 105 minutes** on your own, the seven checked exercises included (about 63 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
 
 # %%
 import os
@@ -649,13 +649,19 @@ print(caught[0].message if caught else "no warning: this machine has an accelera
 #
 # Each worker seeds `torch`, Python's `random` and NumPy's *global* RNG with its own seed,
 # different per worker and per epoch, and derived from the main process's random state (or
-# from the loader's `generator`). Random transforms that use those are fine.
-#
-# The trap is a generator stored **on the dataset**. `dw.NoisyItems` creates
-# `self.rng = np.random.default_rng(0)` in `__init__` and returns `i + noise` with noise from
-# `self.rng`. Every worker receives a copy of the dataset in the same state, so the workers
-# produce the same "random" numbers. Watch the noise (item minus index) with two workers,
-# which fetch items 0, 2, 4, 6 and 1, 3, 5, 7:
+# from the loader's `generator`). That seed is `get_worker_info().seed` (section 7); here it is
+# for two workers in two epochs, in two runs whose loaders get the same `generator` seed:
+
+# %%
+for run in range(2):
+    loader = DataLoader(dw.WorkerSeeds(), batch_size=None, num_workers=2, generator=torch.Generator().manual_seed(0))
+    print(f"run {run}:", [[row["seed"] for row in loader] for epoch in range(2)])
+
+# %% [markdown]
+# Random transforms that draw from those streams are fine. `dw.NoisyItems` adds its noise
+# another way: it creates `self.rng = np.random.default_rng(seed)` in `__init__`, and item `i`
+# is `i + noise`, the noise drawn from `self.rng`. Watch the noise (item minus index) with two
+# workers, which fetch items 0, 2, 4, 6 and 1, 3, 5, 7:
 
 # %%
 def noise_of(loader):
@@ -667,17 +673,31 @@ print("2 workers:", noise_of(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=N
 
 # %% [markdown]
 # Without workers every item gets fresh noise. With two, items 0 and 1, 2 and 3, ... get
-# identical noise, and the two workers together only repeat the first half of the stream:
-# augmentations repeat across workers.
+# identical noise: augmentations repeat across workers.
 #
-# The fix is a `worker_init_fn`: the DataLoader calls it with the worker id at the start of
-# every worker, where `get_worker_info()` gives this worker's dataset copy and seed.
+# A colleague found a well-known fix and passed it as the loader's `worker_init_fn`, a function
+# the DataLoader calls once at the start of every worker, with the worker's id:
+
+# %%
+import inspect  # noqa: E402
+
+print(inspect.getsource(dw.colleague_worker_init))
+print("2 workers:", noise_of(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=None, num_workers=2,
+                                        worker_init_fn=dw.colleague_worker_init)))
+
+# %% [markdown]
+# It changes nothing.
 #
 # ### Exercise 7: `reseed_worker`
 #
-# Write `reseed_worker(worker_id)` that replaces the dataset copy's `rng` with
-# `np.random.default_rng(...)` seeded from this worker's `get_worker_info().seed` (which
-# differs per worker and per epoch and is reproducible from the loader's `generator`).
+# Work out why, then write `reseed_worker(worker_id)`: a `worker_init_fn` after which
+# `NoisyItems` with two workers gives every item noise of its own, different from worker to
+# worker and from epoch to epoch, and the same again when the loader's `generator` is seeded the
+# same. Leave the streams the DataLoader already seeded (torch's, Python's `random`) as they are:
+# other random transforms rely on them.
+#
+# The check runs your function as each of two workers, in two epochs, twice, and names what it
+# still finds wrong.
 
 # %% tags=["answer:reseed_worker"]
 def reseed_worker(worker_id):
@@ -691,6 +711,12 @@ def reseed_worker(worker_id):
 ex.reseed_worker.check(reseed_worker)
 
 # %% [markdown]
+# Why the colleague's fix changed nothing: it reseeds NumPy's *global* generator, which PyTorch
+# (since 1.9) already seeds per worker, but `NoisyItems` draws from its own `self.rng`. Every
+# worker receives a copy of the dataset, generator included, in the same state; each copy needs a
+# generator of its own, seeded from what differs per worker and per epoch and repeats with the
+# loader's `generator`: `get_worker_info().seed`.
+#
 # With the course's `dw.reseed_worker` (a `worker_init_fn` must be importable too) every item
 # gets its own noise, and a seeded loader `generator` makes the run repeatable:
 

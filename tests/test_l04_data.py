@@ -1317,41 +1317,68 @@ class ShardIgnoresWorkerInfo(_Range):
 RW = "04_data.reseed_worker"
 
 
-@wrong(RW)
+@wrong(RW, "same_every_epoch")
 def reseed_with_torch_initial_seed_mod_worker(worker_id):
     info = get_worker_info()
     info.dataset.rng = np.random.default_rng(worker_id * 1000)
 
 
-@wrong(RW)
+@wrong(RW, "not_a_generator")
 def reseed_legacy_randomstate(worker_id):
     info = get_worker_info()
     info.dataset.rng = np.random.RandomState(info.seed % 2**32)
 
 
-@wrong(RW)
+@wrong(RW, "reseeded_torch_or_random")
 def reseed_global_and_python(worker_id):
     seed = get_worker_info().seed % 2**32
     np.random.seed(seed)
     random.seed(seed)
 
 
-@wrong(RW)
+@wrong(RW, "same_in_every_worker")
 def reseed_same_for_all(worker_id):
     info = get_worker_info()
     info.dataset.rng = np.random.default_rng(info.seed - worker_id)
 
 
-@wrong(RW)
+@wrong(RW, "not_reproducible")
 def reseed_entropy(worker_id):
     get_worker_info().dataset.rng = np.random.default_rng(np.random.SeedSequence().entropy)
 
 
-@wrong(RW)
+@wrong(RW, "same_every_epoch")
 def reseed_advances_existing(worker_id):
     """Draws worker_id numbers from the existing generator: differs per worker, not per epoch."""
     info = get_worker_info()
     info.dataset.rng.random(worker_id + 1)
+
+
+@wrong(RW, "seeded_global_rng")
+def reseed_the_colleagues_fix(worker_id):
+    """The notebook's colleague: NumPy's global generator, which NoisyItems never draws from."""
+    np.random.seed(np.random.get_state()[1][0] + worker_id)
+
+
+@wrong(RW, "kept_original")
+def reseed_all_but_the_first_worker(worker_id):
+    """Worker 0 'keeps the original', only the others get new generators: worker 0 repeats every epoch."""
+    if worker_id > 0:
+        info = get_worker_info()
+        info.dataset.rng = np.random.default_rng(info.seed)
+
+
+@wrong(RW, "not_reseeded")
+def reseed_a_local_generator(worker_id):
+    """A new generator that nothing uses: the dataset still draws from its own."""
+    rng = np.random.default_rng(get_worker_info().seed)
+    return rng
+
+
+@valid(RW)
+def reseed_from_numpy_global_state(worker_id):
+    """NumPy's global generator is seeded per worker and per epoch by the DataLoader: a seed drawn from it works."""
+    get_worker_info().dataset.rng = np.random.default_rng(np.random.randint(0, 2**31))
 
 
 @valid(RW)
@@ -1536,7 +1563,7 @@ def test_the_colleagues_sampler_has_the_three_problems_the_text_promises_each_na
     assert check("balanced_sampler", _define(source, "balanced_sampler"), seed=1).passed
 
 
-@pytest.mark.parametrize("exercise_id", [D + "balanced_sampler"])
+@pytest.mark.parametrize("exercise_id", [D + "balanced_sampler", D + "reseed_worker"])
 def test_rewritten_hints_hold_no_code(exercise_id):
     """Hints climb from a question to the idea, never to the code (issue 26)."""
     import re
@@ -1544,3 +1571,30 @@ def test_rewritten_hints_hold_no_code(exercise_id):
     code = re.compile(r"`|\w\(|\w=\w|\.\w+\(")
     for hint in grading.exercise(exercise_id).hints:
         assert not code.search(hint), (exercise_id, hint)
+
+
+@needs_fork
+def test_the_colleagues_worker_init_changes_nothing_as_the_notebook_shows():
+    """Exercise 7's puzzle holds: with the colleague's worker_init_fn two workers still repeat each other's
+    noise, the grader names it, and with the reference every item gets noise of its own."""
+    loader = DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=None, num_workers=2,
+                        worker_init_fn=dw.colleague_worker_init)
+    noise = _noise(loader)
+    assert noise[0::2] == noise[1::2]
+    assert check("reseed_worker", dw.colleague_worker_init, seed=0).mistake == "seeded_global_rng"
+    fixed = _noise(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=None, num_workers=2,
+                              worker_init_fn=dw.reseed_worker))
+    assert len(set(fixed)) == len(fixed)
+
+
+@needs_fork
+def test_worker_seeds_differ_per_worker_and_epoch_and_repeat_with_the_generator():
+    """What the notebook shows before exercise 7 (dw.WorkerSeeds)."""
+
+    def seeds():
+        loader = DataLoader(dw.WorkerSeeds(), batch_size=None, num_workers=2,
+                            generator=torch.Generator().manual_seed(0))
+        return [[row["seed"] for row in loader] for _ in range(2)]
+
+    first = seeds()
+    assert first == seeds() and len({s for epoch in first for s in epoch}) == 4
