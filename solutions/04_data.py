@@ -413,16 +413,28 @@ next(iter(DataLoader(seqs, batch_size=4)))
 
 # %% [markdown]
 # A `collate_fn` receives the list of items of one batch and builds the batch however you
-# like. For sequences: pad every sequence to the longest one in the batch with a padding token
-# (0 here, `course_utils.datasets.PAD`) and return the true lengths, so a model can ignore the
-# padding.
-#
+# like. The lesson's text-classification script already has a model; it expects its batches in
+# one format. Here are the two batches its loader made from items 4 to 10 of `seqs`:
+
+# %%
+script_loader = DataLoader(torch.utils.data.Subset(seqs, range(4, 11)), batch_size=4,
+                           collate_fn=reference("04_data.pad_collate"))
+for k, batch in enumerate(script_loader):
+    print(f"batch {k}: {len(batch)} parts:", *(f"{tuple(part.shape)} {part.dtype}" for part in batch))
+    print(*batch, sep="\n")
+print("item 4:", seqs[4])
+print("item 10:", seqs[10])
+
+# %% [markdown]
 # ### Exercise 4: `pad_collate`
 #
-# Write `pad_collate(batch)`: `batch` is a list of `(tokens, label)` pairs, `tokens` a 1-D
-# int64 tensor, `label` a 0-dim int64 tensor. Return `(padded, lengths, labels)`: `padded`
-# int64 of shape `(batch, longest)` filled with `PAD` after each sequence, `lengths` int64
-# `(batch,)`, `labels` int64 `(batch,)`.
+# Write `pad_collate(batch)`, a `collate_fn` that turns any list of `(tokens, label)` items
+# (`tokens` a 1-D int64 tensor of 1 or more tokens, `label` a 0-dim int64 tensor) into a batch in
+# exactly that format. Read it off the two batches: the layout, how wide the batch is, what fills
+# the gaps and where, and what each part holds (why would a model need the second one?).
+#
+# The check compares every part, dtype included, on batches of other sizes and lengths, and
+# names what differs.
 
 # %% tags=["answer:pad_collate"]
 from torch.nn.utils.rnn import pad_sequence  # noqa: E402
@@ -444,13 +456,12 @@ def pad_collate(batch):
 ex.pad_collate.check(pad_collate)
 
 # %% [markdown]
-# With the reference answer as `collate_fn`, a batch of four:
-
-# %%
-loader = DataLoader(seqs, batch_size=4, collate_fn=reference("04_data.pad_collate"))
-padded, lengths, labels = next(iter(loader))
-print(padded)
-print("lengths", lengths.tolist(), "labels", labels.tolist())
+# The format, in words: one row per sequence, in the order of the items (batch first), as wide
+# as the longest sequence *of this batch* (a batch of short sequences stays narrow), the tokens
+# first and then `PAD` (0, `course_utils.datasets.PAD`). The true lengths come second: a padded
+# row alone cannot say where its tokens end, and the model needs that to ignore the padding.
+# Then the labels, one tensor. `pad_sequence` does the padding, with time first unless told
+# otherwise.
 
 # %% [markdown]
 # ### Exercise 5: a DataLoader of your own

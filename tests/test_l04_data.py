@@ -27,6 +27,7 @@ from torch.utils.data import (  # noqa: E402
 )
 
 from course_utils import grading  # noqa: E402
+from course_utils.datasets import PAD  # noqa: E402
 from course_utils.lesson_props import l04_data_lab as data_lab  # noqa: E402
 from course_utils.lesson_props import l04_data_workers as dw  # noqa: E402
 from course_utils.exercises.l04_data import _kit, sharded_range, stratified_split, window_dataset  # noqa: E402
@@ -422,9 +423,9 @@ def test_collate_padding_mistakes_are_rejected():
         lengths, labels = _lengths_labels(batch, seqs)
         return pad_sequence(seqs, batch_first=True), lengths.int(), labels
 
-    rejected(D + "pad_collate", left_padded, n_random=0)
-    rejected(D + "pad_collate", pads_with_minus_one, n_random=0)
-    rejected(D + "pad_collate", sorted_by_length)  # row i must stay batch[i], as in default_collate
+    rejected(D + "pad_collate", left_padded, "left_padded", n_random=0)
+    rejected(D + "pad_collate", pads_with_minus_one, "pad_value", n_random=0)
+    rejected(D + "pad_collate", sorted_by_length, "sorted_rows")  # row i must stay batch[i], as in default_collate
     rejected(D + "pad_collate", float_padded, "wrong_dtype", n_random=0)
     rejected(D + "pad_collate", int32_lengths, "wrong_dtype", n_random=0)
 
@@ -1096,14 +1097,14 @@ def collate_lengths_list(batch):
     return pad_sequence(seqs, batch_first=True), [len(s) for s in seqs], torch.stack(labels)
 
 
-@wrong(PC)
+@wrong(PC, "pad_value")
 def collate_pad_minus_one(batch):
     seqs, labels = _split_batch(batch)
     return (pad_sequence(seqs, batch_first=True, padding_value=-1), torch.tensor([len(s) for s in seqs]),
             torch.stack(labels))
 
 
-@wrong(PC)
+@wrong(PC, "sorted_rows")
 def collate_sorted_by_length(batch):
     batch = sorted(batch, key=lambda p: -len(p[0]))
     seqs, labels = _split_batch(batch)
@@ -1127,11 +1128,35 @@ def collate_lengths_int32(batch):
             torch.stack(labels))
 
 
-@wrong(PC)
+@wrong(PC, "left_padded")
 def collate_left_padded(batch):
     seqs, labels = _split_batch(batch)
     flipped = pad_sequence([s.flip(0) for s in seqs], batch_first=True).flip(1)
     return flipped, torch.tensor([len(s) for s in seqs]), torch.stack(labels)
+
+
+@wrong(PC, "lengths_of_padded")
+def collate_lengths_measured_after_padding(batch):
+    seqs, labels = _split_batch(batch)
+    padded = pad_sequence(seqs, batch_first=True)
+    return padded, torch.tensor([len(row) for row in padded]), torch.stack(labels)
+
+
+@wrong(PC, "not_batch_first")
+def collate_helper_defaults(batch):
+    """The padding helper with its defaults: time first."""
+    seqs, labels = _split_batch(batch)
+    return pad_sequence(seqs), torch.tensor([len(s) for s in seqs]), torch.stack(labels)
+
+
+@valid(PC)
+def collate_lengths_from_a_mask(batch):
+    """Lengths counted from where the tokens are (no token is PAD), the rows filled by a mask."""
+    seqs, labels = _split_batch(batch)
+    sizes = torch.tensor([len(s) for s in seqs])
+    mask = torch.arange(int(sizes.max())) < sizes[:, None]
+    padded = torch.full(mask.shape, PAD, dtype=torch.int64).masked_scatter(mask, torch.cat(seqs))
+    return padded, mask.sum(dim=1), torch.stack(labels)
 
 
 @valid(PC)
@@ -1563,7 +1588,7 @@ def test_the_colleagues_sampler_has_the_three_problems_the_text_promises_each_na
     assert check("balanced_sampler", _define(source, "balanced_sampler"), seed=1).passed
 
 
-@pytest.mark.parametrize("exercise_id", [D + "balanced_sampler", D + "reseed_worker"])
+@pytest.mark.parametrize("exercise_id", [D + "balanced_sampler", D + "reseed_worker", D + "pad_collate"])
 def test_rewritten_hints_hold_no_code(exercise_id):
     """Hints climb from a question to the idea, never to the code (issue 26)."""
     import re
@@ -1598,3 +1623,20 @@ def test_worker_seeds_differ_per_worker_and_epoch_and_repeat_with_the_generator(
 
     first = seeds()
     assert first == seeds() and len({s for epoch in first for s in epoch}) == 4
+
+
+def test_the_target_batches_show_every_decision_the_grader_names():
+    """Exercise 4 is read off two printed batches (items 4-10 of the notebook's SequenceDataset): they must
+    show what the named mistakes get wrong: widths below the longest possible and differing between the
+    batches, sequences of different lengths (left vs right padding, lengths after padding) and not sorted
+    by length (row order)."""
+    from course_utils.datasets import SequenceDataset
+
+    seqs = SequenceDataset(n=200)
+    loader = DataLoader(torch.utils.data.Subset(seqs, range(4, 11)), batch_size=4,
+                        collate_fn=grading.reference(PC))
+    widths = []
+    for padded, lengths, _ in loader:
+        assert lengths.tolist() != sorted(lengths.tolist(), reverse=True) and len(set(lengths.tolist())) > 1
+        widths.append(padded.shape[1])
+    assert len(set(widths)) == 2 and max(widths) < max(len(seqs[i][0]) for i in range(len(seqs)))
