@@ -837,3 +837,48 @@ def test_reduce_on_plateau_drops_after_patience_plus_one_bad_epochs():
         sched.step(v)
         lrs.append(opt.param_groups[0]["lr"])
     assert lrs.index(0.05) == 5 and lrs.index(0.025) == 9
+
+
+# --------------------------------------------------------------------------- the notebook's puzzle (issue 26)
+# Exercise 1 is a repair: the notebook hands over a colleague's log-softmax with one maximum for the
+# whole batch. These tests hold the notebook's material and the grader together.
+_SOLUTION = __import__("pathlib").Path(__file__).resolve().parent.parent / "solutions" / f"{LESSON}.py"
+
+
+def _notebook_source(name: str) -> str:
+    """The source of the top-level function ``name`` in the solution notebook, as the learner sees it."""
+    import ast
+
+    text = _SOLUTION.read_text()
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(text, node)
+
+
+def _notebook_function(name: str, source: str | None = None):
+    namespace: dict = {"torch": torch}
+    exec(compile(source or _notebook_source(name), f"<notebook {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def test_the_colleagues_log_softmax_fails_as_the_notebook_shows_and_is_named():
+    colleague = _notebook_function("colleague_log_softmax")
+    assert torch.allclose(colleague(torch.tensor([1000.0, 0.0])), torch.tensor([0.0, -1000.0]))
+    out = colleague(torch.tensor([[1000.0, 0.0], [2.0, 1.0]]))
+    assert torch.isfinite(out[0]).all() and torch.isinf(out[1]).all()
+    assert grading.check(LSM, colleague, seed=0).mistake == "global_max"
+
+
+def test_the_colleagues_log_softmax_with_a_shift_per_row_passes():
+    """The one decision the colleague got wrong is the whole repair (the shift per row, kept to broadcast)."""
+    source = _notebook_source("colleague_log_softmax")
+    assert "m = logits.max()" in source
+    fixed = _notebook_function("colleague_log_softmax",
+                               source.replace("m = logits.max()", "m = logits.amax(dim=-1, keepdim=True)"))
+    assert grading.check(LSM, fixed, seed=1).passed
+
+
+def test_stable_log_softmax_hints_hold_no_code():
+    import re
+
+    for hint in grading.exercise(LSM).hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|dim=|keepdim", hint), hint
