@@ -90,7 +90,7 @@ LESSONS: dict[str, Lesson] = {
         "train_one_epoch": 10, "evaluate": 8, "EarlyStopping": 9, "warmup_cosine": 9,
         "clip_grad_norm": 9, "accumulated_step": 9}),
     "06_losses_optimizers": Lesson("losses and optimizers", 8.3, reading=26.5, examples=18.8, predictions=4, exercises={
-        "stable_log_softmax": 7, "cross_entropy_by_hand": 9, "pos_weight_for": 6, "param_groups_no_decay": 8,
+        "stable_log_softmax": 7, "cross_entropy_by_hand": 9, "pos_weight_for": 7, "param_groups_no_decay": 8,
         "SGDMomentum": 10}),
     "07_debugging": Lesson("debugging and observability", 11.3, reading=23.8, examples=13.5, predictions=4, exercises={
         "first_nonfinite": 8, "overfit_one_batch": 7, "grad_norms": 7, "read_scalars": 7, "diagnose": 9}),
