@@ -84,13 +84,13 @@ LESSONS: dict[str, Lesson] = {
         "Tower": 7, "MLP": 7, "RMSNorm": 8, "Linear": 10, "RunningMean": 8, "freeze_backbone": 9,
         "init_weights": 7, "predict_proba": 5}),
     "04_data": Lesson("data", 6.9, reading=20.7, examples=17.2, predictions=4, exercises={
-        "WindowDataset": 8, "stratified_split": 9, "balanced_sampler": 8, "pad_collate": 8,
-        "MiniLoader": 12, "ShardedRange": 9, "reseed_worker": 7}),
+        "WindowDataset": 8, "stratified_split": 9, "balanced_sampler": 9, "pad_collate": 8,
+        "MiniLoader": 12, "ShardedRange": 9, "reseed_worker": 8}),
     "05_training_loop": Lesson("the training loop", 14.0, reading=24.0, examples=19.6, predictions=4, exercises={
         "train_one_epoch": 10, "evaluate": 8, "EarlyStopping": 9, "warmup_cosine": 9,
         "clip_grad_norm": 9, "accumulated_step": 9}),
     "06_losses_optimizers": Lesson("losses and optimizers", 8.3, reading=26.5, examples=18.8, predictions=4, exercises={
-        "stable_log_softmax": 6, "cross_entropy_by_hand": 9, "pos_weight_for": 6, "param_groups_no_decay": 8,
+        "stable_log_softmax": 7, "cross_entropy_by_hand": 9, "pos_weight_for": 7, "param_groups_no_decay": 8,
         "SGDMomentum": 10}),
     "07_debugging": Lesson("debugging and observability", 11.3, reading=23.8, examples=13.5, predictions=4, exercises={
         "first_nonfinite": 8, "overfit_one_batch": 7, "grad_norms": 7, "read_scalars": 7, "diagnose": 9}),

@@ -24,7 +24,7 @@
 # 5. measure when `num_workers` helps and when it hurts;
 # 6. keep randomness reproducible in workers.
 #
-# **Time: about 105 minutes** on your own, the seven checked exercises included (about 61 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
+# **Time: about 105 minutes** on your own, the seven checked exercises included (about 63 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
 
 # %%
 import os
@@ -316,7 +316,7 @@ for run in range(2):
 # `batch_sampler=` (then `batch_size`, `shuffle`, `sampler` and `drop_last` must stay unset):
 
 # %%
-from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler  # noqa: E402
+from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler, WeightedRandomSampler  # noqa: E402
 
 print(list(SequentialSampler(range(6))))
 print(list(RandomSampler(range(6), generator=torch.Generator().manual_seed(0))))
@@ -326,25 +326,42 @@ loader = DataLoader(digits, batch_sampler=batches)
 print([yb.tolist() for _, yb in loader])
 
 # %% [markdown]
-# `WeightedRandomSampler(weights, num_samples, replacement=True)` draws item `i` with
-# probability proportional to `weights[i]`. With the right weights, a rare class is drawn as
-# often as a common one: the model sees balanced batches without throwing data away.
+# `WeightedRandomSampler(weights, num_samples, replacement=True)` draws `num_samples` indices,
+# index `i` with probability proportional to `weights[i]`. With the right weights, a rare class
+# is drawn as often as a common one: the model sees balanced batches without throwing data away.
 #
+# A colleague wrote a balancing sampler for a training set whose classes have 200, 50 and 10
+# items. Drawing one epoch from it fails:
+
+# %% tags=["raises-exception"]
+def colleague_sampler(y, generator=None):
+    class_counts = torch.bincount(y)
+    weights = 1.0 / class_counts  # rare classes weigh more
+    return WeightedRandomSampler(weights, num_samples=len(y), replacement=False)  # no item twice
+
+
+y_imb = torch.tensor([0] * 200 + [1] * 50 + [2] * 10)
+drawn = list(colleague_sampler(y_imb, generator=torch.Generator().manual_seed(0)))
+
+# %% [markdown]
 # ### Exercise 3: `balanced_sampler`
 #
-# Write `balanced_sampler(y, generator=None)`: return a `WeightedRandomSampler` that draws
-# `len(y)` indices with replacement such that every class is equally likely, passing
-# `generator` on to the sampler. Each item's weight is `1 / (number of items in its class)`.
+# Write `balanced_sampler(y, generator=None)`: from the labels `y` of a training set, return a
+# `WeightedRandomSampler` for its DataLoader such that **every class is drawn equally often** on
+# average, an epoch is `len(y)` draws, and the draws repeat exactly when the caller passes a
+# generator seeded the same way.
+#
+# The colleague's function has **three** problems. Only one of them makes it fail; the other two
+# are silent, and a version without the error can still balance nothing. The check draws from
+# your sampler and names each problem it still finds.
 
 # %% tags=["answer:balanced_sampler"]
-from torch.utils.data import WeightedRandomSampler  # noqa: E402
-
-
 def balanced_sampler(y, generator=None):
     ### BEGIN SOLUTION
     class_counts = torch.bincount(y)
-    weights = 1.0 / class_counts[y].double()
-    return WeightedRandomSampler(weights, num_samples=len(y), replacement=True, generator=generator)
+    weights = 1.0 / class_counts[y].double()  # one weight per item: every class's weights add up to 1
+    return WeightedRandomSampler(weights, num_samples=len(y), replacement=True,  # rare items come up again
+                                 generator=generator)  # repeatable from the caller's generator
     ### END SOLUTION
 
 
@@ -352,11 +369,13 @@ def balanced_sampler(y, generator=None):
 ex.balanced_sampler.check(balanced_sampler)
 
 # %% [markdown]
-# Here is the effect, with the course's reference answer, on a dataset whose classes have 200,
-# 50 and 10 items:
+# The colleague's weights were one per *class*: the sampler draws indices into its weights, so it
+# could only ever draw items 0, 1 and 2 (all of class 0). Without replacement no item comes up
+# twice, so an epoch holds every item once and the classes keep their 200 : 50 : 10. And a
+# `generator` that is accepted but not passed on leaves the draws to the global random state.
+# Here is the effect of the course's answer on the colleague's data:
 
 # %%
-y_imb = torch.tensor([0] * 200 + [1] * 50 + [2] * 10)
 shuffled = list(RandomSampler(y_imb, generator=torch.Generator().manual_seed(0)))
 balanced = list(reference("04_data.balanced_sampler")(y_imb, generator=torch.Generator().manual_seed(0)))
 print("shuffle=True     draws per class:", data_lab.class_counts_drawn(y_imb, shuffled).tolist())
@@ -394,16 +413,28 @@ next(iter(DataLoader(seqs, batch_size=4)))
 
 # %% [markdown]
 # A `collate_fn` receives the list of items of one batch and builds the batch however you
-# like. For sequences: pad every sequence to the longest one in the batch with a padding token
-# (0 here, `course_utils.datasets.PAD`) and return the true lengths, so a model can ignore the
-# padding.
-#
+# like. The lesson's text-classification script already has a model; it expects its batches in
+# one format. Here are the two batches its loader made from items 4 to 10 of `seqs`:
+
+# %%
+script_loader = DataLoader(torch.utils.data.Subset(seqs, range(4, 11)), batch_size=4,
+                           collate_fn=reference("04_data.pad_collate"))
+for k, batch in enumerate(script_loader):
+    print(f"batch {k}: {len(batch)} parts:", *(f"{tuple(part.shape)} {part.dtype}" for part in batch))
+    print(*batch, sep="\n")
+print("item 4:", seqs[4])
+print("item 10:", seqs[10])
+
+# %% [markdown]
 # ### Exercise 4: `pad_collate`
 #
-# Write `pad_collate(batch)`: `batch` is a list of `(tokens, label)` pairs, `tokens` a 1-D
-# int64 tensor, `label` a 0-dim int64 tensor. Return `(padded, lengths, labels)`: `padded`
-# int64 of shape `(batch, longest)` filled with `PAD` after each sequence, `lengths` int64
-# `(batch,)`, `labels` int64 `(batch,)`.
+# Write `pad_collate(batch)`, a `collate_fn` that turns any list of `(tokens, label)` items
+# (`tokens` a 1-D int64 tensor of 1 or more tokens, `label` a 0-dim int64 tensor) into a batch in
+# exactly that format. Read it off the two batches: the layout, how wide the batch is, what fills
+# the gaps and where, and what each part holds (why would a model need the second one?).
+#
+# The check compares every part, dtype included, on batches of other sizes and lengths, and
+# names what differs.
 
 # %% tags=["answer:pad_collate"]
 from torch.nn.utils.rnn import pad_sequence  # noqa: E402
@@ -425,13 +456,12 @@ def pad_collate(batch):
 ex.pad_collate.check(pad_collate)
 
 # %% [markdown]
-# With the reference answer as `collate_fn`, a batch of four:
-
-# %%
-loader = DataLoader(seqs, batch_size=4, collate_fn=reference("04_data.pad_collate"))
-padded, lengths, labels = next(iter(loader))
-print(padded)
-print("lengths", lengths.tolist(), "labels", labels.tolist())
+# The format, in words: one row per sequence, in the order of the items (batch first), as wide
+# as the longest sequence *of this batch* (a batch of short sequences stays narrow), the tokens
+# first and then `PAD` (0, `course_utils.datasets.PAD`). The true lengths come second: a padded
+# row alone cannot say where its tokens end, and the model needs that to ignore the padding.
+# Then the labels, one tensor. `pad_sequence` does the padding, with time first unless told
+# otherwise.
 
 # %% [markdown]
 # ### Exercise 5: a DataLoader of your own
@@ -630,13 +660,19 @@ print(caught[0].message if caught else "no warning: this machine has an accelera
 #
 # Each worker seeds `torch`, Python's `random` and NumPy's *global* RNG with its own seed,
 # different per worker and per epoch, and derived from the main process's random state (or
-# from the loader's `generator`). Random transforms that use those are fine.
-#
-# The trap is a generator stored **on the dataset**. `dw.NoisyItems` creates
-# `self.rng = np.random.default_rng(0)` in `__init__` and returns `i + noise` with noise from
-# `self.rng`. Every worker receives a copy of the dataset in the same state, so the workers
-# produce the same "random" numbers. Watch the noise (item minus index) with two workers,
-# which fetch items 0, 2, 4, 6 and 1, 3, 5, 7:
+# from the loader's `generator`). That seed is `get_worker_info().seed` (section 7); here it is
+# for two workers in two epochs, in two runs whose loaders get the same `generator` seed:
+
+# %%
+for run in range(2):
+    loader = DataLoader(dw.WorkerSeeds(), batch_size=None, num_workers=2, generator=torch.Generator().manual_seed(0))
+    print(f"run {run}:", [[row["seed"] for row in loader] for epoch in range(2)])
+
+# %% [markdown]
+# Random transforms that draw from those streams are fine. `dw.NoisyItems` adds its noise
+# another way: it creates `self.rng = np.random.default_rng(seed)` in `__init__`, and item `i`
+# is `i + noise`, the noise drawn from `self.rng`. Watch the noise (item minus index) with two
+# workers, which fetch items 0, 2, 4, 6 and 1, 3, 5, 7:
 
 # %%
 def noise_of(loader):
@@ -648,17 +684,31 @@ print("2 workers:", noise_of(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=N
 
 # %% [markdown]
 # Without workers every item gets fresh noise. With two, items 0 and 1, 2 and 3, ... get
-# identical noise, and the two workers together only repeat the first half of the stream:
-# augmentations repeat across workers.
+# identical noise: augmentations repeat across workers.
 #
-# The fix is a `worker_init_fn`: the DataLoader calls it with the worker id at the start of
-# every worker, where `get_worker_info()` gives this worker's dataset copy and seed.
+# A colleague found a well-known fix and passed it as the loader's `worker_init_fn`, a function
+# the DataLoader calls once at the start of every worker, with the worker's id:
+
+# %%
+import inspect  # noqa: E402
+
+print(inspect.getsource(dw.colleague_worker_init))
+print("2 workers:", noise_of(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=None, num_workers=2,
+                                        worker_init_fn=dw.colleague_worker_init)))
+
+# %% [markdown]
+# It changes nothing.
 #
 # ### Exercise 7: `reseed_worker`
 #
-# Write `reseed_worker(worker_id)` that replaces the dataset copy's `rng` with
-# `np.random.default_rng(...)` seeded from this worker's `get_worker_info().seed` (which
-# differs per worker and per epoch and is reproducible from the loader's `generator`).
+# Work out why, then write `reseed_worker(worker_id)`: a `worker_init_fn` after which
+# `NoisyItems` with two workers gives every item noise of its own, different from worker to
+# worker and from epoch to epoch, and the same again when the loader's `generator` is seeded the
+# same. Leave the streams the DataLoader already seeded (torch's, Python's `random`) as they are:
+# other random transforms rely on them.
+#
+# The check runs your function as each of two workers, in two epochs, twice, and names what it
+# still finds wrong.
 
 # %% tags=["answer:reseed_worker"]
 def reseed_worker(worker_id):
@@ -672,6 +722,12 @@ def reseed_worker(worker_id):
 ex.reseed_worker.check(reseed_worker)
 
 # %% [markdown]
+# Why the colleague's fix changed nothing: it reseeds NumPy's *global* generator, which PyTorch
+# (since 1.9) already seeds per worker, but `NoisyItems` draws from its own `self.rng`. Every
+# worker receives a copy of the dataset, generator included, in the same state; each copy needs a
+# generator of its own, seeded from what differs per worker and per epoch and repeats with the
+# loader's `generator`: `get_worker_info().seed`.
+#
 # With the course's `dw.reseed_worker` (a `worker_init_fn` must be importable too) every item
 # gets its own noise, and a seeded loader `generator` makes the run repeatable:
 

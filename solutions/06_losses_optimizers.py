@@ -24,7 +24,7 @@
 # 7. lower the learning rate when progress stalls (`ReduceLROnPlateau`);
 # 8. write an `Optimizer` subclass that works with schedulers and `state_dict`.
 #
-# **Time: about 90 minutes** on your own, the five checked exercises included (about 39 of those minutes). *Run All* alone takes about 8.3 s on a 2-core CPU.
+# **Time: about 90 minutes** on your own, the five checked exercises included (about 41 of those minutes). *Run All* alone takes about 8.3 s on a 2-core CPU.
 
 # %%
 import math
@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.grading import exercises_for, predictions_for
+from course_utils.grading import exercises_for, predictions_for, reference
 
 ex = exercises_for("06_losses_optimizers")
 quiz = predictions_for("06_losses_optimizers")  # predict-the-output questions
@@ -66,31 +66,42 @@ print("torch.log_softmax of [0, -200]: ", torch.log_softmax(torch.tensor([0.0, -
 
 # %% [markdown]
 # `inf / inf` is `nan`; `exp(-200)` underflows to 0 and `log(0)` is `-inf`, where the right
-# answer is a plain -200. The fix is one line of algebra: subtracting any constant $m$ from
-# every logit does not change softmax, so
-#
-# $$\log p_i = z_i - \log\sum_j e^{z_j} = z_i - \Big(m + \log\sum_j e^{z_j - m}\Big),\qquad m = \max_j z_j .$$
-#
-# With $m$ the largest logit, every exponent is $\le 0$ (no overflow) and one of them is
-# exactly $e^0 = 1$ (the sum is at least 1, so its log is finite). That bracket is
-# **log-sum-exp**, `torch.logsumexp`. This is why models output logits and the loss does the
-# rest: `nn.CrossEntropyLoss` applies log-softmax itself, in this stable form. Softmax the
-# outputs yourself and pass the probabilities in, and the loss silently computes something else.
+# answer is a plain -200. One fact gets around it: subtracting the same number from every logit
+# leaves softmax unchanged (the factor $e^{-m}$ cancels between the top and the bottom):
 
 # %%
-z = torch.tensor([1000.0, 0.0])
-m = z.max()
-print("m + log(sum(exp(z - m))):", (m + torch.log(torch.exp(z - m).sum())).item(),
-      "  torch.logsumexp:", torch.logsumexp(z, dim=0).item())
+z = torch.tensor([2.0, 1.0, -1.0])
+print("softmax(z):    ", naive_softmax(z))
+print("softmax(z - 5):", naive_softmax(z - 5))
+
+# %% [markdown]
+# A colleague used it for a log-softmax of a batch of logits, one row per sample. It handles
+# the logits `[1000, 0]` that broke the naive version; in a batch, it does this:
+
+# %%
+def colleague_log_softmax(logits):
+    m = logits.max()  # shift the logits so that no exp overflows
+    return logits - m - torch.log(torch.exp(logits - m).sum(dim=-1, keepdim=True))
+
+
+print("[1000, 0]:         ", colleague_log_softmax(torch.tensor([1000.0, 0.0])))
+batch = torch.tensor([[1000.0, 0.0], [2.0, 1.0]])  # a confident sample and an unsure one
+print("batch, colleague:  ", colleague_log_softmax(batch))
+print("batch, log_softmax:", torch.log_softmax(batch, dim=-1))
 
 # %% [markdown]
 # ### Exercise 1: a stable log-softmax
 #
-# Write `stable_log_softmax(logits)`: the log-softmax along the **last** dimension, for a tensor
-# of any shape (`(C,)`, `(N, C)`, `(N, T, C)`, ...), same shape and dtype. It must be exact for
-# huge logits (like 1e4) and for rows whose scales differ wildly. **Without `softmax`,
-# `log_softmax` or `logsumexp`** (any spelling: `torch.`, `F.`, tensor methods): build it from
-# `max`, `exp`, `sum` and `log`.
+# Write `stable_log_softmax(logits)`: the log-softmax along the **last** dimension of a tensor
+# of any shape (`(C,)`, `(N, C)`, `(N, T, C)`, ...), same shape and dtype, differentiable, and
+# exact wherever the logits are finite, however large they are and however different the
+# scales of the rows. **Without `softmax`, `log_softmax` or `logsumexp`** (any spelling:
+# `torch.`, `F.`, tensor methods), from `max`, `exp`, `sum` and `log`: you will use the
+# built-ins afterwards, this is to see what they do.
+#
+# Work out why the colleague's second row is `inf`, which number to subtract from which
+# logits, and what the shift does to the log of the sum. The check tries huge logits, rows of
+# very different scales, masked (`-inf`) logits and gradients.
 
 # %% tags=["answer:stable_log_softmax"]
 def stable_log_softmax(logits):
@@ -102,6 +113,24 @@ def stable_log_softmax(logits):
 
 # %% tags=["check:stable_log_softmax"]
 ex.stable_log_softmax.check(stable_log_softmax)
+
+# %% [markdown]
+# The colleague's shift was one number for the whole batch: the unsure row's logits sit 1000
+# below it, every `exp` of that row underflows to 0, and `log(0)` is `-inf` (minus that: the
+# row's `inf`). Softmax is taken row by row, and so is the shift:
+#
+# $$\log p_i = z_i - \log\sum_j e^{z_j} = z_i - \Big(m + \log\sum_j e^{z_j - m}\Big),\qquad m = \max_j z_j .$$
+#
+# With $m$ the row's largest logit, every exponent is $\le 0$ (no overflow) and one of them is
+# exactly $e^0 = 1$ (the sum is at least 1, so its log is finite). That bracket is
+# **log-sum-exp**, `torch.logsumexp`. This is why models output logits and the loss does the
+# rest: `nn.CrossEntropyLoss` applies log-softmax itself, in this stable form. Softmax the
+# outputs yourself and pass the probabilities in, and the loss silently computes something else.
+
+# %%
+m = batch.amax(dim=-1, keepdim=True)
+print("m + log(sum(exp(z - m))) per row:", (m + torch.log(torch.exp(batch - m).sum(dim=-1, keepdim=True))).flatten(),
+      "  torch.logsumexp:", torch.logsumexp(batch, dim=-1))
 
 # %% [markdown]
 # ## 2. Cross-entropy's targets, and the errors you will meet
@@ -296,12 +325,45 @@ print("torch:", nn.BCEWithLogitsLoss(pos_weight=pw)(logits, labels).item(), "  b
 # %% [markdown]
 # (`log(1 - sigmoid(x))` is `logsigmoid(-x)`, computed stably, the same idea as log-sum-exp.)
 #
+# What does a weight do to a model that has learnt nothing yet? Such a model gives every sample
+# the same probability, and training pushes that constant to where the loss is lowest. Here is
+# that best constant, found by an optimizer, for three labels positive in 50 %, 10 % and 2 % of
+# 200 samples, without weights and with the weights above:
+
+# %%
+def best_constant(labels, pos_weight=None):
+    """The probability per label that minimises BCEWithLogitsLoss when every sample gets the same logit."""
+    logit = torch.zeros(labels.shape[1], dtype=torch.float64, requires_grad=True)
+    loss_fn = nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+    optimizer = torch.optim.LBFGS([logit], max_iter=100, tolerance_grad=1e-12, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = loss_fn(logit.expand(labels.shape), labels)
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    return [round(p, 3) for p in torch.sigmoid(logit).tolist()]
+
+
+i = torch.arange(200)
+rare_labels = torch.stack([i % 2 == 0, i % 10 == 0, i % 50 == 0], dim=1).double()
+print("positives per label:", rare_labels.sum(dim=0).tolist())
+print("no pos_weight:        ", best_constant(rare_labels))
+print("pos_weight [1, 4, 4]: ", best_constant(rare_labels, torch.tensor([1.0, 4.0, 4.0], dtype=torch.float64)))
+
+# %% [markdown]
+# Without weights, a model that knows nothing says "2 %" for the rarest label, and it starts
+# from "no". The weights of 4 pulled the rare labels up, but not equally.
+#
 # ### Exercise 3: `pos_weight` from the labels
 #
 # Write `pos_weight_for(labels)`: `labels` is an `(N, L)` tensor of 0s and 1s (float, int or
-# bool), one column per label; return the `(L,)` float32 `pos_weight` that makes each label's
-# positives weigh as much in total as its negatives. A label that is never positive, or never
-# negative, has nothing to balance: give it 1.0.
+# bool), one column per label; return the `(L,)` float32 `pos_weight` under which that best
+# constant is **50 % for every label**, whatever its rate. Work it out from the numbers above
+# (what did a weight of 4 do to 20 positives among 200, and to 4?) or from the loss. A label
+# that is never positive, or never negative, has nothing to balance: give it 1.0.
 
 # %% tags=["answer:pos_weight_for"]
 def pos_weight_for(labels):
@@ -316,6 +378,17 @@ def pos_weight_for(labels):
 
 # %% tags=["check:pos_weight_for"]
 ex.pos_weight_for.check(pos_weight_for)
+
+# %% [markdown]
+# At the best constant the pull of the positives and of the negatives cancel. A weight $w$
+# makes the $P$ positives of a label count like $wP$ samples against its $N$ negatives, and the
+# best constant is $wP / (wP + N)$: 50 % exactly when $wP = N$, so $w = N / P$, negatives over
+# positives, label by label. With the course's weights:
+
+# %%
+weights = reference("06_losses_optimizers.pos_weight_for")(rare_labels)
+print("pos_weight:", [round(w, 2) for w in weights.tolist()], " best constant:",
+      best_constant(rare_labels, weights.double()))
 
 # %% [markdown]
 # ## 5. Regression: MSE, L1 and Huber

@@ -27,6 +27,7 @@ from torch.utils.data import (  # noqa: E402
 )
 
 from course_utils import grading  # noqa: E402
+from course_utils.datasets import PAD  # noqa: E402
 from course_utils.lesson_props import l04_data_lab as data_lab  # noqa: E402
 from course_utils.lesson_props import l04_data_workers as dw  # noqa: E402
 from course_utils.exercises.l04_data import _kit, sharded_range, stratified_split, window_dataset  # noqa: E402
@@ -375,7 +376,7 @@ def test_sampler_with_huge_num_samples_is_rejected_quickly():
         counts = torch.bincount(y)
         return WeightedRandomSampler(1.0 / counts[y].double(), 10**9, replacement=True, generator=generator)
 
-    rejected(D + "balanced_sampler", huge, "wrong_values")
+    rejected(D + "balanced_sampler", huge, "epoch_length")
 
 
 def test_sampler_alternatives_pass():
@@ -422,9 +423,9 @@ def test_collate_padding_mistakes_are_rejected():
         lengths, labels = _lengths_labels(batch, seqs)
         return pad_sequence(seqs, batch_first=True), lengths.int(), labels
 
-    rejected(D + "pad_collate", left_padded, n_random=0)
-    rejected(D + "pad_collate", pads_with_minus_one, n_random=0)
-    rejected(D + "pad_collate", sorted_by_length)  # row i must stay batch[i], as in default_collate
+    rejected(D + "pad_collate", left_padded, "left_padded", n_random=0)
+    rejected(D + "pad_collate", pads_with_minus_one, "pad_value", n_random=0)
+    rejected(D + "pad_collate", sorted_by_length, "sorted_rows")  # row i must stay batch[i], as in default_collate
     rejected(D + "pad_collate", float_padded, "wrong_dtype", n_random=0)
     rejected(D + "pad_collate", int32_lengths, "wrong_dtype", n_random=0)
 
@@ -836,12 +837,12 @@ def split_lying_tensor(y, test_fraction, generator):
 BS = "04_data.balanced_sampler"
 
 
-@wrong(BS)
+@wrong(BS, "uniform_weights")
 def sampler_inverse_total(y, generator=None):
     return WeightedRandomSampler(torch.full((len(y),), 1.0 / len(y)), len(y), replacement=True, generator=generator)
 
 
-@wrong(BS)
+@wrong(BS, "epoch_length")
 def sampler_num_samples_classes(y, generator=None):
     counts = torch.bincount(y)
     return WeightedRandomSampler(1.0 / counts[y].double(), len(counts), replacement=True, generator=generator)
@@ -854,19 +855,19 @@ def sampler_counts_from_unique(y, generator=None):
     return WeightedRandomSampler(1.0 / counts[y.clamp(max=len(counts) - 1)].double(), len(y), True, generator=generator)
 
 
-@wrong(BS)
+@wrong(BS, "over_balanced")
 def sampler_squared(y, generator=None):
     counts = torch.bincount(y).double()
     return WeightedRandomSampler(1.0 / counts[y] ** 2, len(y), True, generator=generator)
 
 
-@wrong(BS)
+@wrong(BS, "no_replacement")
 def sampler_default_replacement_false(y, generator=None):
     counts = torch.bincount(y)
     return WeightedRandomSampler(1.0 / counts[y], len(y), replacement=False, generator=generator)
 
 
-@wrong(BS)
+@wrong(BS, "ignored_generator")
 def sampler_own_generator(y, generator=None):
     counts = torch.bincount(y)
     return WeightedRandomSampler(1.0 / counts[y], len(y), True, generator=torch.Generator().manual_seed(0))
@@ -909,6 +910,19 @@ def sampler_lying_weights(y, generator=None):
     s.__class__ = type("Lying", (WeightedRandomSampler,), {
         "__iter__": lambda self: iter(torch.randint(0, len(y), (len(y),), generator=generator).tolist())})
     return s
+
+
+@wrong(BS, "per_class_weights")
+def sampler_colleagues_error_fixed(y, generator=None):
+    """The notebook's error fixed the way its message suggests: replacement on, the weights still per class."""
+    return WeightedRandomSampler(1.0 / torch.bincount(y), num_samples=len(y), replacement=True, generator=generator)
+
+
+@valid(BS)
+def sampler_class_share_weights(y, generator=None):
+    """Weights that are each class's share of the draws divided among its items: 1 / (k * count)."""
+    classes, inverse, counts = torch.unique(y, return_inverse=True, return_counts=True)
+    return WeightedRandomSampler((1.0 / (len(classes) * counts.double()))[inverse], len(y), True, generator)
 
 
 # =========================================================================== 04 pad_collate
@@ -1083,14 +1097,14 @@ def collate_lengths_list(batch):
     return pad_sequence(seqs, batch_first=True), [len(s) for s in seqs], torch.stack(labels)
 
 
-@wrong(PC)
+@wrong(PC, "pad_value")
 def collate_pad_minus_one(batch):
     seqs, labels = _split_batch(batch)
     return (pad_sequence(seqs, batch_first=True, padding_value=-1), torch.tensor([len(s) for s in seqs]),
             torch.stack(labels))
 
 
-@wrong(PC)
+@wrong(PC, "sorted_rows")
 def collate_sorted_by_length(batch):
     batch = sorted(batch, key=lambda p: -len(p[0]))
     seqs, labels = _split_batch(batch)
@@ -1114,11 +1128,35 @@ def collate_lengths_int32(batch):
             torch.stack(labels))
 
 
-@wrong(PC)
+@wrong(PC, "left_padded")
 def collate_left_padded(batch):
     seqs, labels = _split_batch(batch)
     flipped = pad_sequence([s.flip(0) for s in seqs], batch_first=True).flip(1)
     return flipped, torch.tensor([len(s) for s in seqs]), torch.stack(labels)
+
+
+@wrong(PC, "lengths_of_padded")
+def collate_lengths_measured_after_padding(batch):
+    seqs, labels = _split_batch(batch)
+    padded = pad_sequence(seqs, batch_first=True)
+    return padded, torch.tensor([len(row) for row in padded]), torch.stack(labels)
+
+
+@wrong(PC, "not_batch_first")
+def collate_helper_defaults(batch):
+    """The padding helper with its defaults: time first."""
+    seqs, labels = _split_batch(batch)
+    return pad_sequence(seqs), torch.tensor([len(s) for s in seqs]), torch.stack(labels)
+
+
+@valid(PC)
+def collate_lengths_from_a_mask(batch):
+    """Lengths counted from where the tokens are (no token is PAD), the rows filled by a mask."""
+    seqs, labels = _split_batch(batch)
+    sizes = torch.tensor([len(s) for s in seqs])
+    mask = torch.arange(int(sizes.max())) < sizes[:, None]
+    padded = torch.full(mask.shape, PAD, dtype=torch.int64).masked_scatter(mask, torch.cat(seqs))
+    return padded, mask.sum(dim=1), torch.stack(labels)
 
 
 @valid(PC)
@@ -1304,41 +1342,68 @@ class ShardIgnoresWorkerInfo(_Range):
 RW = "04_data.reseed_worker"
 
 
-@wrong(RW)
+@wrong(RW, "same_every_epoch")
 def reseed_with_torch_initial_seed_mod_worker(worker_id):
     info = get_worker_info()
     info.dataset.rng = np.random.default_rng(worker_id * 1000)
 
 
-@wrong(RW)
+@wrong(RW, "not_a_generator")
 def reseed_legacy_randomstate(worker_id):
     info = get_worker_info()
     info.dataset.rng = np.random.RandomState(info.seed % 2**32)
 
 
-@wrong(RW)
+@wrong(RW, "reseeded_torch_or_random")
 def reseed_global_and_python(worker_id):
     seed = get_worker_info().seed % 2**32
     np.random.seed(seed)
     random.seed(seed)
 
 
-@wrong(RW)
+@wrong(RW, "same_in_every_worker")
 def reseed_same_for_all(worker_id):
     info = get_worker_info()
     info.dataset.rng = np.random.default_rng(info.seed - worker_id)
 
 
-@wrong(RW)
+@wrong(RW, "not_reproducible")
 def reseed_entropy(worker_id):
     get_worker_info().dataset.rng = np.random.default_rng(np.random.SeedSequence().entropy)
 
 
-@wrong(RW)
+@wrong(RW, "same_every_epoch")
 def reseed_advances_existing(worker_id):
     """Draws worker_id numbers from the existing generator: differs per worker, not per epoch."""
     info = get_worker_info()
     info.dataset.rng.random(worker_id + 1)
+
+
+@wrong(RW, "seeded_global_rng")
+def reseed_the_colleagues_fix(worker_id):
+    """The notebook's colleague: NumPy's global generator, which NoisyItems never draws from."""
+    np.random.seed(np.random.get_state()[1][0] + worker_id)
+
+
+@wrong(RW, "kept_original")
+def reseed_all_but_the_first_worker(worker_id):
+    """Worker 0 'keeps the original', only the others get new generators: worker 0 repeats every epoch."""
+    if worker_id > 0:
+        info = get_worker_info()
+        info.dataset.rng = np.random.default_rng(info.seed)
+
+
+@wrong(RW, "not_reseeded")
+def reseed_a_local_generator(worker_id):
+    """A new generator that nothing uses: the dataset still draws from its own."""
+    rng = np.random.default_rng(get_worker_info().seed)
+    return rng
+
+
+@valid(RW)
+def reseed_from_numpy_global_state(worker_id):
+    """NumPy's global generator is seeded per worker and per epoch by the DataLoader: a seed drawn from it works."""
+    get_worker_info().dataset.rng = np.random.default_rng(np.random.randint(0, 2**31))
 
 
 @valid(RW)
@@ -1468,3 +1533,110 @@ class MiniPairsOnlyCollate(_Mini):
 # --------------------------------------------------------------------------- the red-team tests
 (test_wrong_answer_is_rejected, test_valid_answer_is_accepted, test_cheat_is_rejected,
  test_every_exercise_has_its_red_team) = _tables.red_team_tests(LESSON)  # tests/lesson_kit.py
+
+
+# --------------------------------------------------------------------------- the notebook's puzzles (issue 26)
+# Each rewritten exercise asks for a decision: the notebook hands over a colleague's broken code. These
+# tests hold the notebook's material and the grader together: the code the learner is shown is wrong in
+# exactly the ways the text promises, and the grader names each problem in turn.
+_SOLUTION = __import__("pathlib").Path(__file__).resolve().parent.parent / "solutions" / "04_data.py"
+
+
+def _notebook_source(name: str) -> str:
+    """The source of the top-level function ``name`` in the solution notebook, as the learner sees it."""
+    import ast
+
+    text = _SOLUTION.read_text()
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_source_segment(text, node)
+    raise AssertionError(f"no function {name} in {_SOLUTION.name}")
+
+
+def _define(source: str, name: str, **names):
+    namespace = {"torch": torch, "np": np, "WeightedRandomSampler": WeightedRandomSampler, **names}
+    exec(compile(source, f"<notebook {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def test_the_colleagues_sampler_fails_as_the_notebook_shows():
+    """Only one of its three problems raises, with the message the notebook shows; fixing what the message
+    names leaves a sampler that draws class 0 only."""
+    sampler = _define(_notebook_source("colleague_sampler"), "colleague_sampler")
+    y = torch.tensor([0] * 200 + [1] * 50 + [2] * 10)
+    with pytest.raises(RuntimeError, match="without replacement"):
+        list(sampler(y, generator=torch.Generator().manual_seed(0)))
+    fixed = _define(_notebook_source("colleague_sampler").replace("replacement=False", "replacement=True"),
+                    "colleague_sampler")
+    drawn = list(fixed(y, generator=torch.Generator().manual_seed(0)))
+    assert set(drawn) <= {0, 1, 2} and len(drawn) == len(y)
+
+
+def test_the_colleagues_sampler_has_the_three_problems_the_text_promises_each_named_in_turn():
+    source = _notebook_source("colleague_sampler").replace("colleague_sampler", "balanced_sampler")
+    fixes = [  # (the mistake the check names, the fix of that problem)
+        ("per_class_weights", [("weights = 1.0 / class_counts ", "weights = 1.0 / class_counts[y] ")]),
+        ("ignored_generator", [("replacement=False)", "replacement=False, generator=generator)")]),
+        ("no_replacement", [("replacement=False", "replacement=True")]),
+    ]
+    for mistake, replacements in fixes:
+        res = check("balanced_sampler", _define(source, "balanced_sampler"), seed=0)
+        assert res.mistake == mistake, (mistake, res.text())
+        for old, new in replacements:
+            assert old in source, old
+            source = source.replace(old, new)
+    assert check("balanced_sampler", _define(source, "balanced_sampler"), seed=1).passed
+
+
+@pytest.mark.parametrize("exercise_id", [D + "balanced_sampler", D + "reseed_worker", D + "pad_collate"])
+def test_rewritten_hints_hold_no_code(exercise_id):
+    """Hints climb from a question to the idea, never to the code (issue 26)."""
+    import re
+
+    code = re.compile(r"`|\w\(|\w=\w|\.\w+\(")
+    for hint in grading.exercise(exercise_id).hints:
+        assert not code.search(hint), (exercise_id, hint)
+
+
+@needs_fork
+def test_the_colleagues_worker_init_changes_nothing_as_the_notebook_shows():
+    """Exercise 7's puzzle holds: with the colleague's worker_init_fn two workers still repeat each other's
+    noise, the grader names it, and with the reference every item gets noise of its own."""
+    loader = DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=None, num_workers=2,
+                        worker_init_fn=dw.colleague_worker_init)
+    noise = _noise(loader)
+    assert noise[0::2] == noise[1::2]
+    assert check("reseed_worker", dw.colleague_worker_init, seed=0).mistake == "seeded_global_rng"
+    fixed = _noise(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=None, num_workers=2,
+                              worker_init_fn=dw.reseed_worker))
+    assert len(set(fixed)) == len(fixed)
+
+
+@needs_fork
+def test_worker_seeds_differ_per_worker_and_epoch_and_repeat_with_the_generator():
+    """What the notebook shows before exercise 7 (dw.WorkerSeeds)."""
+
+    def seeds():
+        loader = DataLoader(dw.WorkerSeeds(), batch_size=None, num_workers=2,
+                            generator=torch.Generator().manual_seed(0))
+        return [[row["seed"] for row in loader] for _ in range(2)]
+
+    first = seeds()
+    assert first == seeds() and len({s for epoch in first for s in epoch}) == 4
+
+
+def test_the_target_batches_show_every_decision_the_grader_names():
+    """Exercise 4 is read off two printed batches (items 4-10 of the notebook's SequenceDataset): they must
+    show what the named mistakes get wrong: widths below the longest possible and differing between the
+    batches, sequences of different lengths (left vs right padding, lengths after padding) and not sorted
+    by length (row order)."""
+    from course_utils.datasets import SequenceDataset
+
+    seqs = SequenceDataset(n=200)
+    loader = DataLoader(torch.utils.data.Subset(seqs, range(4, 11)), batch_size=4,
+                        collate_fn=grading.reference(PC))
+    widths = []
+    for padded, lengths, _ in loader:
+        assert lengths.tolist() != sorted(lengths.tolist(), reverse=True) and len(set(lengths.tolist())) > 1
+        widths.append(padded.shape[1])
+    assert len(set(widths)) == 2 and max(widths) < max(len(seqs[i][0]) for i in range(len(seqs)))

@@ -263,12 +263,27 @@ def pw_mean_based(labels):  # (1 - p) / p with p the positive rate: right, excep
     return (1 - p) / p
 
 
-@wrong(PW)
+@wrong(PW, "one_ratio_for_all")
 def pw_global(labels):
     labels = labels.float()
     pos = labels.sum()
     w = (labels.numel() - pos) / pos.clamp(min=1)
     return w.expand(labels.shape[1]).clone()
+
+
+@wrong(PW, "inverse_frequency")
+def pw_inverse_frequency(labels):  # the common "1 / rate" weight: samples over positives
+    labels = labels.float()
+    pos = labels.sum(0)
+    w = len(labels) / pos.clamp(min=1)
+    return torch.where((pos == 0) | (pos == len(labels)), torch.ones_like(w), w)
+
+
+@wrong(PW, "integer_division")
+def pw_floor_division(labels):
+    pos = labels.long().sum(0)
+    neg = len(labels) - pos
+    return torch.where((pos == 0) | (neg == 0), torch.ones_like(pos), neg // pos.clamp(min=1))
 
 
 @wrong(PW, "per_sample")
@@ -837,3 +852,75 @@ def test_reduce_on_plateau_drops_after_patience_plus_one_bad_epochs():
         sched.step(v)
         lrs.append(opt.param_groups[0]["lr"])
     assert lrs.index(0.05) == 5 and lrs.index(0.025) == 9
+
+
+# --------------------------------------------------------------------------- the notebook's puzzle (issue 26)
+# Exercise 1 is a repair: the notebook hands over a colleague's log-softmax with one maximum for the
+# whole batch. These tests hold the notebook's material and the grader together.
+_SOLUTION = __import__("pathlib").Path(__file__).resolve().parent.parent / "solutions" / f"{LESSON}.py"
+
+
+def _notebook_source(name: str) -> str:
+    """The source of the top-level function ``name`` in the solution notebook, as the learner sees it."""
+    import ast
+
+    text = _SOLUTION.read_text()
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(text, node)
+
+
+def _notebook_function(name: str, source: str | None = None):
+    namespace: dict = {"torch": torch}
+    exec(compile(source or _notebook_source(name), f"<notebook {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def test_the_colleagues_log_softmax_fails_as_the_notebook_shows_and_is_named():
+    colleague = _notebook_function("colleague_log_softmax")
+    assert torch.allclose(colleague(torch.tensor([1000.0, 0.0])), torch.tensor([0.0, -1000.0]))
+    out = colleague(torch.tensor([[1000.0, 0.0], [2.0, 1.0]]))
+    assert torch.isfinite(out[0]).all() and torch.isinf(out[1]).all()
+    assert grading.check(LSM, colleague, seed=0).mistake == "global_max"
+
+
+def test_the_colleagues_log_softmax_with_a_shift_per_row_passes():
+    """The one decision the colleague got wrong is the whole repair (the shift per row, kept to broadcast)."""
+    source = _notebook_source("colleague_log_softmax")
+    assert "m = logits.max()" in source
+    fixed = _notebook_function("colleague_log_softmax",
+                               source.replace("m = logits.max()", "m = logits.amax(dim=-1, keepdim=True)"))
+    assert grading.check(LSM, fixed, seed=1).passed
+
+
+def test_stable_log_softmax_hints_hold_no_code():
+    import re
+
+    for hint in grading.exercise(LSM).hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|dim=|keepdim", hint), hint
+
+
+def test_the_best_constant_table_is_what_the_text_says_and_the_reference_makes_it_half():
+    """Exercise 3 is read off the best constant of a model that has learnt nothing: the notebook's numbers hold,
+    the reference's weights make every label 50 %, and each wrong weight the grader names does not."""
+    src = _SOLUTION.read_text()
+    namespace: dict = {"torch": torch, "nn": nn}
+    exec(compile(_notebook_source("best_constant"), "<notebook best_constant>", "exec"), namespace)
+    best_constant = namespace["best_constant"]
+    assert "i % 2 == 0, i % 10 == 0, i % 50 == 0" in src
+    i = torch.arange(200)
+    labels = torch.stack([i % 2 == 0, i % 10 == 0, i % 50 == 0], dim=1).double()
+    assert best_constant(labels) == [0.5, 0.1, 0.02]
+    assert best_constant(labels, torch.tensor([1.0, 4.0, 4.0], dtype=torch.float64)) == [0.5, 0.308, 0.075]
+    assert best_constant(labels, pos_weight_for(labels).double()) == [0.5, 0.5, 0.5]
+    ex = grading.exercise(PW)
+    for mistake in ex.mistakes:  # the wrong rules (the others differ only at the edges or in dtype)
+        if mistake.id in ("inverted", "one_ratio_for_all", "inverse_frequency", "over_total"):
+            assert best_constant(labels, torch.as_tensor(mistake.example(labels)).double()) != [0.5, 0.5, 0.5], \
+                mistake.id
+
+
+def test_pos_weight_hints_hold_no_code():
+    import re
+
+    for hint in grading.exercise(PW).hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|dim=|\*", hint), hint

@@ -42,8 +42,9 @@ def stratified_split(y, test_fraction, generator):
 
 def balanced_sampler(y, generator=None):
     class_counts = torch.bincount(y)
-    weights = 1.0 / class_counts[y].double()
-    return WeightedRandomSampler(weights, num_samples=len(y), replacement=True, generator=generator)
+    weights = 1.0 / class_counts[y].double()  # one weight per item: every class's weights add up to 1
+    return WeightedRandomSampler(weights, num_samples=len(y), replacement=True,  # rare items come up again
+                                 generator=generator)  # repeatable from the caller's generator
 
 
 def pad_collate(batch):

@@ -1,9 +1,12 @@
 """reseed_worker: a ``worker_init_fn`` that gives every DataLoader worker its own NumPy generator.
 
-Subtle: the dataset's ``rng`` is copied into every worker, so each draws the same numbers until
-``get_worker_info().dataset.rng`` is replaced; the seed must differ per worker *and* per epoch and
-be reproducible (``get_worker_info().seed``); torch's and Python's global generators are already
-seeded per worker and must not be reseeded. Workers are simulated (``_kit.as_worker``).
+A diagnosis, not a transcription: the notebook shows the symptom (two workers, identical noise) and a
+colleague's well-known fix that reseeds NumPy's *global* generator and changes nothing; the learner
+works out that the dataset's ``rng`` is copied into every worker, so each draws the same numbers
+until every worker's copy (``get_worker_info().dataset``) gets a generator of its own; that the seed
+must differ per worker *and* per epoch and be reproducible (``get_worker_info().seed``); and that
+torch's and Python's global generators, already seeded per worker, must be left alone. Workers are
+simulated (``_kit.as_worker``).
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ def _run(answer, case: Case):
     first = streams(base1)
     if first[0] == untouched and first[1] == untouched:
         raise Incorrect("seeded_global_rng" if touched_global else "not_reseeded")
+    if untouched in first:
+        raise Incorrect("kept_original", k=first.index(untouched))
     if first[0] == first[1]:
         raise Incorrect("same_in_every_worker")
     if streams(base1) != first:
@@ -102,6 +107,11 @@ def _reseed_global_numpy(worker_id):
 def _reseed_torch_too(worker_id):
     torch.manual_seed(worker_id)
     reseed_worker(worker_id)
+
+
+def _first_keeps_its_own(worker_id):
+    if worker_id > 0:
+        reseed_worker(worker_id)
 
 
 def _rng_to_list(worker_id):
@@ -140,14 +150,20 @@ register(Exercise(
                                             "them (e.g. from `worker_id`) makes torch/`random` "
                                             "augmentations repeat every epoch. Only the dataset's own"
                                             " generator needs replacing.", _reseed_torch_too, match_output=False),
+        Mistake("kept_original", "Worker {k} still draws from the generator the dataset was built with. "
+                "Its noise is then the same in every epoch (each epoch's workers start from fresh copies of "
+                "the dataset), and the same as that of a loader without workers.",
+                _first_keeps_its_own, match_output=False),
         Mistake("not_a_generator", "After your function, `dataset.rng` must still be a NumPy "
                                    "`Generator`.", _rng_to_list, match_output=False),
     ],
     hints=[
-        "Each worker holds its own copy of the dataset, and all copies start with the same NumPy "
-        "generator: they draw the same numbers.",
-        "Inside a worker, `torch.utils.data.get_worker_info()` gives this worker's copy of the dataset "
-        "and a seed torch chose for this worker and this epoch: give the copy a new generator built from "
-        "that seed.",
+        "The colleague's fix gives every worker a different seed for one random stream. Which stream does "
+        "the noisy dataset actually draw from, and where does that stream live?",
+        "Each worker holds its own copy of the dataset, generator included, and all copies start in the "
+        "same state. What does a worker know about itself that differs per worker and per epoch, and "
+        "repeats when the loader's generator is seeded the same?",
+        "Give every worker's copy of the dataset a generator of its own, built from what the worker knows "
+        "about itself (section 7 lists it), and leave the streams the DataLoader seeded alone.",
     ],
 ))

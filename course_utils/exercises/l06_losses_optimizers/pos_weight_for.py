@@ -1,7 +1,11 @@
 """pos_weight_for: BCEWithLogitsLoss's pos_weight for imbalanced multi-label targets.
 
-Subtle: negatives over positives (not the other way), per label column, as float32 whatever the
-labels' dtype (bool, int, float); a label never positive or never negative gets 1.0 (no inf, no 0).
+An inverse problem, not a transcription: the notebook shows the best constant prediction of a model
+that has learnt nothing (50 %, 10 %, 2 % without weights; 50 %, 31 %, 7.5 % with weights 1, 4, 4)
+and asks for the weights that make it 50 % for every label; the learner works out negatives over
+positives (not the other way, not samples over positives), per label column, as float32 whatever
+the labels' dtype (bool, int, float); a label never positive or never negative gets 1.0 (no inf, no
+0). The formula is explained after the check.
 """
 
 from __future__ import annotations
@@ -79,6 +83,13 @@ def _per_sample(labels):
     return torch.where((pos == 0) | (neg == 0), torch.ones_like(pos), neg / pos.clamp(min=1))
 
 
+def _inverse_frequency(labels):
+    labels = labels.float()
+    pos = labels.sum(dim=0)
+    neg = labels.shape[0] - pos
+    return torch.where((pos == 0) | (neg == 0), torch.ones_like(pos), labels.shape[0] / pos.clamp(min=1))
+
+
 def _int_division(labels):
     labels = labels.long()
     pos = labels.sum(dim=0)
@@ -91,27 +102,35 @@ register(Exercise(
     lesson=LESSON, name="pos_weight_for", title="pos_weight for BCEWithLogitsLoss from imbalanced multi-label targets",
     reference=pos_weight_for, cases=_cases, edge_cases=EDGE_CASES, n_random=15, run=_run,
     mistakes=[
-        Mistake("inverted", "`pos_weight` multiplies the loss of the positives, so a rare label needs a weight "
-                "above 1: negatives divided by positives, not positives by negatives.",
+        Mistake("inverted", "Your weights are below 1 for rare labels, which pushes their best constant further "
+                "towards \"no\". The weight multiplies the loss of the positives: a rare label's few positives "
+                "must count for more, not less.",
                 lambda labels: _ratio(labels, invert=True)),
-        Mistake("one_ratio_for_all", "Each label (column) has its own imbalance: count positives and negatives "
-                "per column (`sum(dim=0)`), not over the whole tensor.",
+        Mistake("one_ratio_for_all", "Each label (column) has its own imbalance; you gave every label the ratio "
+                "of the whole tensor, so only a label at the average rate gets to 50 %.",
                 lambda labels: _ratio(labels, per_column=False)),
+        Mistake("inverse_frequency", "Your weight is the number of samples over the positives (inverse "
+                "frequency). That overshoots: the weighted positives now outweigh the negatives by the "
+                "positives themselves, and the best constant lands above 50 %. What must the weighted "
+                "positives equal?", _inverse_frequency),
         Mistake("no_guard", "A label that is never positive divides by 0 (`inf` or `nan`), and one that is always "
                 "positive gets weight 0 (its positives would count for nothing). Give both 1.0, as the task says.",
                 _no_guard),
-        Mistake("over_total", "Balance negatives against positives: `negatives / positives`, not negatives over "
-                "all samples.", _over_total),
-        Mistake("per_sample", "Count per label, down each column (`dim=0`): you counted per sample, along the "
-                "rows, and got {n} numbers (one per sample) where {labels} were needed.", _per_sample,
+        Mistake("over_total", "Your weights are the share of negatives, at most 1: a rare label's positives "
+                "still count for less than its negatives. What sets the balance is how the weighted positives "
+                "compare with the negatives.", _over_total),
+        Mistake("per_sample", "Count per label, down each column: you counted per sample, along the rows, and "
+                "got {n} numbers (one per sample) where {labels} were needed.", _per_sample,
                 match_output=False),
-        Mistake("integer_division", "Integer labels with `//` give a rounded integer weight. Convert to float "
-                "first (`labels.float()`) and divide with `/`.", _int_division),
+        Mistake("integer_division", "Your weights are whole numbers: integer division rounded them. A weight is "
+                "a ratio, computed in floating point.", _int_division),
     ],
     hints=[
-        "For each label (a column), count its positives and its negatives over the samples.",
-        "The positives' total weight should equal the negatives': `pos_weight * positives = negatives`.",
-        "Counting the ones down each column gives the positives (in float: the result must be float32); handle "
-        "the two degenerate columns separately.",
+        "In the table, a weight of 4 moved the label with 20 positives among 200 to about 31 %. How many "
+        "negatives does it have, and how many samples do its positives count as with that weight?",
+        "At the best constant the pull of the positives and of the negatives cancel. For that constant to be "
+        "50 %, how must a label's weighted positives compare with its negatives?",
+        "Count each label's positives and negatives down its column, in floating point; the weight balances "
+        "the two; the two degenerate kinds of column are handled apart.",
     ],
 ))

@@ -1,5 +1,10 @@
 """stable_log_softmax: log-softmax along the last dimension without overflow or underflow.
 
+A repair, not a transcription: the notebook gives only the shift invariance of softmax and a
+colleague's version with one maximum for the whole batch (right for [1000, 0], -inf for the unsure
+row of a batch); the learner decides which number to subtract from which logits and how the shift
+comes back out of the log. The formula and log-sum-exp are explained after the check.
+
 Subtle: the maximum must be taken per row (along the last dimension, kept for broadcasting) and
 added back; a global maximum underflows rows whose scale is far below the largest; huge logits
 (1e4) overflow a naive ``exp``; ``-inf`` logits (masked) stay ``-inf``; any shape and float dtype.
@@ -113,25 +118,30 @@ register(Exercise(
         Mistake("used_builtin", "The task says: build it without `softmax`, `log_softmax` or `logsumexp`. Your "
                 "code called `{op}`. Use `max`, `exp`, `sum` and `log`.", _builtin, match_output=False),
         Mistake("overflow", "Your result has `nan` or `inf` where the answer is a number, and it does on the "
-                "logits [[1000, 0]] too. In float32 `torch.exp` overflows to `inf` above about 88 (`inf / inf` "
-                "is `nan`) and underflows to 0 below about -103 (`log(0)` is `-inf`). Subtract each row's "
-                "maximum before `exp`, and compute `z - m - log(sum(exp(z - m)))`, never the `log` of a softmax.",
+                "logits [[1000, 0]] too. In float32 `exp` overflows to `inf` above about 88 (`inf / inf` is `nan`) "
+                "and underflows to 0 below about -103 (`log(0)` is `-inf`). Which shift of a row keeps every "
+                "exponent at most 0 and one of them exactly 0? And a log of a ratio that can round to 0 is "
+                "never safe.",
                 _naive, match_output=False),
-        Mistake("global_max", "You subtracted one maximum for the whole tensor. A row whose logits are far below "
-                "it has every `exp` underflow to 0, and `log(0)` is `-inf`. Take the maximum of each row: "
-                "`amax(dim=-1, keepdim=True)`.", _global_max),
-        Mistake("max_not_added_back", "Your log-sum-exp is off by the maximum: `log(sum(exp(z - m)))` is "
-                "`logsumexp(z) - m`. Add `m` back (or subtract it from `z` too).", _max_not_added_back),
+        Mistake("global_max", "You subtracted one maximum for the whole tensor, as the colleague did. A row "
+                "whose logits are far below it has every `exp` underflow to 0, and `log(0)` is `-inf`. Softmax "
+                "is taken row by row: so is the shift.", _global_max),
+        Mistake("max_not_added_back", "Every value of a row is off by the same amount: the shift you subtracted "
+                "inside the `exp`. Shifting leaves softmax unchanged, but not the sum of exponentials whose "
+                "log you take. Where must the shift be accounted for?", _max_not_added_back),
         Mistake("graph_cut", "Your result does not carry a gradient back to the logits (computed under "
                 "`torch.no_grad()`, through `.item()`/`.numpy()`, or `.detach()`ed): a log-softmax feeds a loss, "
                 "so build it from torch operations on `logits` itself.", _detached, match_output=False),
         Mistake("returned_probabilities", "You returned probabilities (softmax), not their log: every value of "
                 "a log-softmax is at most 0.", _returned_probabilities),
-        Mistake("wrong_dim", "Reduce along the last dimension (`dim=-1`), the classes: you reduced along the "
-                "first.", _first_dim),
+        Mistake("wrong_dim", "You normalised along the first dimension. The classes are the last one, whatever "
+                "the tensor's shape: each row of the last dimension is one softmax.", _first_dim),
     ],
     hints=[
-        "log softmax(z)_i = z_i - log(sum_j exp(z_j)). Which part of that breaks in float32, and for which logits?",
+        "Follow the colleague's function on the batch: what is the shift, and what becomes of the exp of the "
+        "unsure row's logits once it is subtracted?",
+        "A log-softmax is each logit minus the log of the sum of its row's exponentials. Which part of that "
+        "breaks in float32, and for which logits?",
         "Subtracting the same number m from every logit of a row does not change softmax. Which m makes every "
         "exponent at most 0 and one of them exactly 0?",
         "One m per row (taken along the classes, kept as a dimension of size 1 so that it broadcasts), subtracted "
