@@ -35,7 +35,9 @@ own process, which no returned value shows and no other process can observe: 02 
 (which tensor operations it calls, seen by a ``__torch_function__`` subclass), 07
 ``first_nonfinite`` (the forward hooks it must leave behind, and removes), 10 ``amp_train_step``
 (which operations ran under autocast, recorded by a dispatcher hook around the answer's step), 11
-``shard_indices`` (that it leaves the global RNG untouched), and the checks inside a ``run`` that
+``shard_indices`` (that it leaves the global RNG untouched), an exercise's rule
+(``Exercise.forbid``, watched around the answer's call in the executor, which reports the forbidden
+function it saw as ``rule``: this process sees none of the answer's calls), and the checks inside a ``run`` that
 the executor performs before its plain data comes back (a ``run`` that raises a named mistake in
 the executor). A forged "passed" there still needs outputs that match the hidden references on
 every random case, which the judge compares itself.
