@@ -771,6 +771,41 @@ def test_one_rule_mechanism_patterns_python_functions_and_a_declared_mistake():
                      ).mistake != "used_builtin"
 
 
+def test_switching_the_rules_watch_off_breaks_the_rule():
+    """torch._C.DisableTorchFunction (or popping the mode off the stack) hides every call from a
+    TorchFunctionMode: an attention through F.scaled_dot_product_attention inside it was graded
+    correct. The watch's profile hook sees the learner's code call with torch functions switched
+    off; torch's own code that pops modes while it dispatches does not count."""
+    import torch.nn.functional as F
+
+    def ref(q, k, v):
+        return torch.softmax(q @ k.mT / q.shape[-1] ** 0.5, dim=-1) @ v
+
+    ex = Exercise(lesson="99_toy", name="attention", title="attention", reference=ref,
+                  cases=lambda r: Case(tuple(r.randn(2, 3, 4) for _ in range(3))),
+                  forbid=("torch.nn.functional.scaled_dot_product_attention",), rule_text="by hand")
+
+    def disabled(q, k, v):
+        with torch._C.DisableTorchFunction():
+            return F.scaled_dot_product_attention(q, k, v)
+
+    def popped(q, k, v):
+        mode = torch._C._pop_torch_function_stack()
+        try:
+            return F.scaled_dot_product_attention(q, k, v)
+        finally:
+            torch._C._push_on_torch_function_stack(mode)
+
+    for cheat in (disabled, popped):
+        res = run_check(ex, cheat)
+        assert res.mistake == "broke_rule" and "DisableTorchFunction" in res.message, res
+
+    def subclass_off_is_fine(q, k, v):  # what Tensor.__torch_function__ itself does: modes still run
+        with torch._C.DisableTorchFunctionSubclass():
+            return ref(q, k, v)
+    assert run_check(ex, ref).passed and run_check(ex, subclass_off_is_fine).passed
+
+
 def test_tolerance_scales_with_the_magnitude_of_the_values():
     # x - x.mean() in another order: the near-zero element errs relative to the large ones
     x = torch.tensor([1e4, 1e4 + 1, 2e-3], dtype=torch.float32)

@@ -14,6 +14,7 @@ import copy
 import fnmatch
 import inspect
 import io
+import os
 import random
 import re
 import sys
@@ -619,12 +620,20 @@ def _python_codes(ex: Exercise) -> dict[Any, str]:
     return out
 
 
+_EVADED = "torch._C.DisableTorchFunction"  # what a rule reports when the answer switched its watch off
+# code that is not the learner's: torch, the standard library, the course
+_NOT_LEARNER = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, contextlib)) + (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,)
+
+
 class _RuleWatch(torch.overrides.TorchFunctionMode):
     """Records the first forbidden function the learner's code calls: a torch function by its
     public name, through ``torch.ops`` or by a ``re:`` pattern on its name (calls made inside
     torch's own implementation are not seen: the mode is off while one runs), and a forbidden
     function written in Python however it was reached (a profile hook). It records and lets the
-    call go on, so a learner's ``try/except`` around it hides nothing."""
+    call go on, so a learner's ``try/except`` around it hides nothing. The profile hook also sees
+    the answer switch torch functions off (``torch._C.DisableTorchFunction``, or popping this mode
+    off the stack), which would hide every call from the mode: that counts as breaking the rule."""
 
     def __init__(self, ex: Exercise):
         super().__init__()
@@ -633,34 +642,52 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
         self.patterns = [re.compile(n[3:]) for n in ex.forbid if n.startswith("re:")]
         self.codes = _python_codes(ex)
         self.used: str | None = None
+        self.inside = False  # in __torch_function__: torch has popped this mode while it runs
+        self.depth = 0
         self._previous: Any = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-        if self.used is None:
-            name = _qualname(func)
-            short = str(getattr(func, "__name__", "") or "")
-            if name in self.names:
-                self.used = name
-            elif any(p.search(short) for p in self.patterns):
-                self.used = short
-            else:
-                self.used = _forbidden_op(func, self.ex)
-        return func(*args, **(kwargs or {}))
+        self.inside = True  # first: torch popped this mode before calling here
+        try:
+            if self.used is None:
+                name = _qualname(func)
+                short = str(getattr(func, "__name__", "") or "")
+                if name in self.names:
+                    self.used = name
+                elif any(p.search(short) for p in self.patterns):
+                    self.used = short
+                else:
+                    self.used = _forbidden_op(func, self.ex)
+            return func(*args, **(kwargs or {}))
+        finally:
+            self.inside = False
 
     def _profile(self, frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and self.used is None and frame.f_code in self.codes:
+        if self.used is not None or self.inside:
+            return
+        if event == "call" and frame.f_code in self.codes:
             self.used = self.codes[frame.f_code]
+            return
+        if event not in ("call", "c_call") or frame.f_code is _HANDLER or not (torch._C._is_torch_function_all_disabled()
+                                                   or torch._C._len_torch_function_stack() < self.depth):
+            return
+        caller = frame if event == "c_call" else frame.f_back  # the frame making the call
+        if caller is not None and not caller.f_code.co_filename.startswith(_NOT_LEARNER):
+            self.used = _EVADED  # torch's own code pops modes (handle_torch_function): only the learner's counts
 
     def __enter__(self) -> Any:
-        if self.codes:
-            self._previous = sys.getprofile()
-            sys.setprofile(self._profile)
-        return super().__enter__()
+        out = super().__enter__()  # (torch pops the mode before it calls __torch_function__: _HANDLER is exempt)
+        self.depth = torch._C._len_torch_function_stack()
+        self._previous = sys.getprofile()
+        sys.setprofile(self._profile)
+        return out
 
     def __exit__(self, *exc: Any) -> Any:
-        if self.codes:
-            sys.setprofile(self._previous)
+        sys.setprofile(self._previous)
         return super().__exit__(*exc)
+
+
+_HANDLER = _RuleWatch.__torch_function__.__code__
 
 
 def _resolve(dotted: str) -> Any:
