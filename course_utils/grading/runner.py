@@ -622,7 +622,7 @@ def _python_codes(ex: Exercise) -> dict[Any, str]:
 
 _EVADED = "torch._C.DisableTorchFunction"  # what a rule reports when the answer switched its watch off
 # code that is not the learner's: torch, the standard library, the course
-_NOT_LEARNER = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, contextlib)) + (
+_NOT_LEARNER = tuple(os.path.dirname(str(m.__file__)) + os.sep for m in (torch, contextlib)) + (
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,)
 
 
