@@ -398,6 +398,31 @@ def test_the_memory_limit_grows_by_what_a_cuda_build_of_torch_maps(tmp_path):
         assert sandbox.Limits().describe_memory() == "2 GB"
 
 
+def test_the_library_measurement_is_made_once_per_installation(tmp_path, monkeypatch):
+    """Measuring imports torch in a fresh interpreter (3-8 s, on every `grade` command before): it
+    is kept in the user's cache folder under a key of the interpreter and torch's installation."""
+    measured = []
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(sandbox, "_measure_overhead", lambda python: measured.append(python) or 123)
+    key = ["torch at A"]
+    monkeypatch.setattr(sandbox, "_overhead_key", lambda python: key[0])
+    for _ in range(3):
+        sandbox._library_overhead.cache_clear()  # a new `grade` command
+        assert sandbox.library_overhead("python") == 123
+    assert len(measured) == 1
+    assert (tmp_path / "pytorch_course" / "library_overhead.json").is_file()
+    key[0] = "torch at B"  # torch reinstalled: measured again
+    sandbox._library_overhead.cache_clear()
+    assert sandbox.library_overhead("python") == 123 and len(measured) == 2
+    (tmp_path / "pytorch_course" / "library_overhead.json").write_text("not json")
+    sandbox._library_overhead.cache_clear()
+    assert sandbox.library_overhead("python") == 123 and len(measured) == 3
+    sandbox._library_overhead.cache_clear()
+    monkeypatch.undo()
+    assert sandbox._overhead_key("/some/other/python") is None  # only the running interpreter is cached
+    assert "torch:" in sandbox._overhead_key(sys.executable)
+
+
 @pytest.mark.skipif(sandbox.works() is not None, reason=f"no bubblewrap sandbox here: {sandbox.works()}")
 def test_a_sandboxed_process_gets_memory_plus_libraries_and_no_more(tmp_path):
     limits = sandbox.Limits(memory=256 * 1024**2, libraries=64 * 1024**2)

@@ -54,8 +54,9 @@ class Grader:
         self.limits = limits or sandbox.Limits()
         self.limits.cpu_seconds = int(max(self.limits.cpu_seconds, notebook_timeout + 60))
         self.sandboxed = sandboxed
-        if sandboxed:  # torch's libraries measured once here, and sent to the judge with the limits
-            self.limits.address_space()
+        if sandboxed:  # torch's libraries measured (or read from the cache) while the rest starts; sent
+            # to the judge with the limits, whose first use waits for it (sandbox.library_overhead)
+            threading.Thread(target=self.limits.address_space, daemon=True).start()
         self.gradebook, self.regrade, self.progress = gradebook, regrade, progress
         self.max_output = max_output
         from course_utils import threads as thread_policy  # one policy, with its measured reason

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 import os
 import re
 import resource
@@ -34,6 +35,7 @@ import site
 import subprocess
 import sys
 import sysconfig
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Sequence
@@ -89,7 +91,9 @@ _IMPORT_PROBE = ("import torch\ntry:\n    import torchvision\nexcept Exception:\
                  "print(open('/proc/self/status').read())")
 
 
-@functools.cache
+_OVERHEAD_LOCK = threading.Lock()
+
+
 def library_overhead(python: str = sys.executable) -> int:
     """Bytes of address space that importing torch (and torchvision, where it imports) maps in
     ``python`` beyond :data:`CPU_BUILD_IMPORT`; 0 for a CPU build.
@@ -99,9 +103,68 @@ def library_overhead(python: str = sys.executable) -> int:
     against 0.63 GB for 2.13.0+cpu), most of it never loaded on a machine that does not use the
     GPU. Under a flat 2 GB every import failed ("libtorch_cpu.so: failed to map segment"), so
     every notebook graded on the default Linux wheel scored nothing. The limit grows by what the
-    build maps beyond a CPU build, measured once per process in a fresh interpreter (no learner
-    code: the instructor's own Python); a measurement that fails counts as 0.
+    build maps beyond a CPU build, measured in a fresh interpreter (no learner code: the
+    instructor's own Python); a measurement that fails counts as 0. The measurement takes 3-8 s
+    (it imports torch), so for the running interpreter it is kept in the user's cache folder, keyed
+    by the interpreter and the installed torch and torchvision (their paths and modification
+    times), and made once per installation; :class:`Grader` starts it in the background.
     """
+    with _OVERHEAD_LOCK:  # one measurement, however many threads ask at once
+        return _library_overhead(python)
+
+
+@functools.cache
+def _library_overhead(python: str) -> int:
+    key = _overhead_key(python)
+    cache = _overhead_cache()
+    if key is not None:
+        try:
+            cached = json.loads(cache.read_text(encoding="utf-8"))
+            if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("bytes"), int):
+                return max(0, cached["bytes"])
+        except (OSError, ValueError):
+            pass
+    measured = _measure_overhead(python)
+    if key is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"key": key, "bytes": measured}), encoding="utf-8")
+            os.replace(tmp, cache)
+        except OSError:
+            pass
+    return measured
+
+
+def _overhead_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytorch_course" / "library_overhead.json"
+
+
+def _overhead_key(python: str) -> str | None:
+    """What the measurement depends on, for the running interpreter only (``None`` otherwise):
+    the interpreter, and where torch and torchvision are installed and when they last changed."""
+    import importlib.util
+
+    if os.path.realpath(python) != os.path.realpath(sys.executable):
+        return None
+    parts = [os.path.realpath(python)]
+    for name in ("torch", "torchvision"):
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        if origin is None:
+            parts.append(f"{name}:-")
+            continue
+        folder = os.path.dirname(origin)
+        stamps = [os.stat(origin).st_mtime_ns]
+        lib = os.path.join(folder, "lib")
+        if os.path.isdir(lib):
+            stamps.append(os.stat(lib).st_mtime_ns)
+        parts.append(f"{name}:{folder}:{stamps}")
+    return "|".join(parts)
+
+
+def _measure_overhead(python: str) -> int:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2",
            "PYTHONNOUSERSITE": "1", "LC_ALL": "C.UTF-8"}
     try:  # no time limit that could interrupt an import mid-way: torch imports in seconds
