@@ -68,6 +68,29 @@ class RedTeam:
             assert sum(c[0] == ex for c in self.CHEATS) >= 2, ex
 
 
+SOLUTIONS = __import__("pathlib").Path(__file__).resolve().parent.parent / "solutions"
+
+
+def notebook_source(lesson: str, name: str) -> str:
+    """The source of the top-level function ``name`` in lesson ``lesson``'s solution notebook, as the
+    learner sees it (for tests that hold a notebook's puzzle and its grader together)."""
+    import ast
+
+    path = SOLUTIONS / f"{lesson}.py"
+    text = path.read_text()
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_source_segment(text, node)
+    raise AssertionError(f"no function {name} in {path.name}")
+
+
+def define(source: str, name: str, namespace: dict) -> object:
+    """The function ``name`` that ``source`` defines, run with the names in ``namespace``."""
+    namespace = dict(namespace)
+    exec(compile(source, f"<notebook {name}>", "exec"), namespace)
+    return namespace[name]
+
+
 def ids(rows) -> list[str]:
     return [f"{r[0].split('.')[-1]}: {r[1]}" for r in rows]
 

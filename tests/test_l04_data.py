@@ -33,7 +33,7 @@ from course_utils.lesson_props import l04_data_workers as dw  # noqa: E402
 from course_utils.exercises.l04_data import _kit, sharded_range, stratified_split, window_dataset  # noqa: E402
 
 from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
-from lesson_kit import Tables, fixed_and_random_cases  # noqa: E402
+from lesson_kit import Tables, define, fixed_and_random_cases, notebook_source  # noqa: E402
 
 LESSON = "04_data"
 FORK = (multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]) == "fork"
@@ -1539,24 +1539,12 @@ class MiniPairsOnlyCollate(_Mini):
 # Each rewritten exercise asks for a decision: the notebook hands over a colleague's broken code. These
 # tests hold the notebook's material and the grader together: the code the learner is shown is wrong in
 # exactly the ways the text promises, and the grader names each problem in turn.
-_SOLUTION = __import__("pathlib").Path(__file__).resolve().parent.parent / "solutions" / "04_data.py"
-
-
 def _notebook_source(name: str) -> str:
-    """The source of the top-level function ``name`` in the solution notebook, as the learner sees it."""
-    import ast
-
-    text = _SOLUTION.read_text()
-    for node in ast.parse(text).body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            return ast.get_source_segment(text, node)
-    raise AssertionError(f"no function {name} in {_SOLUTION.name}")
+    return notebook_source("04_data", name)
 
 
 def _define(source: str, name: str, **names):
-    namespace = {"torch": torch, "np": np, "WeightedRandomSampler": WeightedRandomSampler, **names}
-    exec(compile(source, f"<notebook {name}>", "exec"), namespace)
-    return namespace[name]
+    return define(source, name, {"torch": torch, "np": np, "WeightedRandomSampler": WeightedRandomSampler, **names})
 
 
 def test_the_colleagues_sampler_fails_as_the_notebook_shows():

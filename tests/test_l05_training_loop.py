@@ -29,7 +29,7 @@ from course_utils.exercises.l05_training_loop import train_one_epoch as l05  # n
 from course_utils.lesson_props import l05_training_lab as lab  # noqa: E402
 
 from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
-from lesson_kit import Tables, fixed_and_random_cases  # noqa: E402
+from lesson_kit import SOLUTIONS, Tables, define, fixed_and_random_cases, notebook_source  # noqa: E402
 
 
 LESSON = "05_training_loop"
@@ -1606,24 +1606,12 @@ def test_hints_give_ideas_and_leave_the_code_to_the_solution():
 # a table of observations. These tests hold the notebook's material and the grader together: what
 # the learner is shown is wrong in exactly the ways the grader names, and the table/curve the
 # learner reads off is what the reference produces.
-_SOLUTION = __import__("pathlib").Path(__file__).resolve().parent.parent / "solutions" / "05_training_loop.py"
-
-
 def _notebook_source(name: str) -> str:
-    """The source of the top-level function ``name`` in the solution notebook, as the learner sees it."""
-    import ast
-
-    text = _SOLUTION.read_text()
-    for node in ast.parse(text).body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            return ast.get_source_segment(text, node)
-    raise AssertionError(f"no function {name} in {_SOLUTION.name}")
+    return notebook_source("05_training_loop", name)
 
 
 def _define(source: str, name: str):
-    namespace = {"torch": torch, "nn": nn, "math": math}
-    exec(compile(source, f"<notebook {name}>", "exec"), namespace)
-    return namespace[name]
+    return define(source, name, {"torch": torch, "nn": nn, "math": math})
 
 
 def test_the_colleagues_epoch_has_the_three_bugs_the_text_promises_each_named_in_turn():
@@ -1723,7 +1711,7 @@ def test_the_logged_curves_tell_every_named_wrong_schedule_apart():
 
     from course_utils.exercises.l05_training_loop import warmup_cosine as wc
 
-    assert "lab.WARMUP_COSINE_LRS" in _SOLUTION.read_text()  # the curves the notebook prints
+    assert "lab.WARMUP_COSINE_LRS" in (SOLUTIONS / "05_training_loop.py").read_text()  # the curves the notebook prints
     curves = list(lab.WARMUP_COSINE_LRS)
 
     def printed(schedule):
@@ -1744,7 +1732,7 @@ def test_the_clipping_experiments_tell_every_named_wrong_rule_apart(capsys):
 
     from course_utils.exercises.l05_training_loop import clip_grad_norm as cg
 
-    text = _SOLUTION.read_text()
+    text = (SOLUTIONS / "05_training_loop.py").read_text()
     calls = [(ast.literal_eval(node.value.args[0]), ast.literal_eval(node.value.keywords[0].value))
              for node in ast.parse(text).body
              if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
@@ -1776,7 +1764,8 @@ def test_unscaled_accumulation_is_off_as_the_notebook_says():
 
     from course_utils.datasets import digits_split
 
-    splits = next(ast.literal_eval(node.iter) for node in ast.walk(ast.parse(_SOLUTION.read_text()))
+    tree = ast.parse((SOLUTIONS / "05_training_loop.py").read_text())
+    splits = next(ast.literal_eval(node.iter) for node in ast.walk(tree)
                   if isinstance(node, ast.For) and getattr(node.target, "id", None) == "sizes")
     data = digits_split()
     X, y = data.X_train[:64], data.y_train[:64]

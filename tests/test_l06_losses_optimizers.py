@@ -23,7 +23,7 @@ from course_utils.answers.l06_losses_optimizers import (
     SGDMomentum, cross_entropy_by_hand, param_groups_no_decay, pos_weight_for, stable_log_softmax)
 
 from grading_asserts import rejected  # noqa: E402 (tests/ is on sys.path)
-from lesson_kit import Tables, fixed_and_random_cases, oracle_cases  # noqa: E402
+from lesson_kit import SOLUTIONS, Tables, define, fixed_and_random_cases, notebook_source, oracle_cases  # noqa: E402
 
 LESSON = "06_losses_optimizers"
 LSM, CE, PW, PG, SGD = (f"{LESSON}.{n}" for n in (
@@ -857,22 +857,12 @@ def test_reduce_on_plateau_drops_after_patience_plus_one_bad_epochs():
 # --------------------------------------------------------------------------- the notebook's puzzle (issue 26)
 # Exercise 1 is a repair: the notebook hands over a colleague's log-softmax with one maximum for the
 # whole batch. These tests hold the notebook's material and the grader together.
-_SOLUTION = __import__("pathlib").Path(__file__).resolve().parent.parent / "solutions" / f"{LESSON}.py"
-
-
 def _notebook_source(name: str) -> str:
-    """The source of the top-level function ``name`` in the solution notebook, as the learner sees it."""
-    import ast
-
-    text = _SOLUTION.read_text()
-    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
-    return ast.get_source_segment(text, node)
+    return notebook_source(LESSON, name)
 
 
 def _notebook_function(name: str, source: str | None = None):
-    namespace: dict = {"torch": torch}
-    exec(compile(source or _notebook_source(name), f"<notebook {name}>", "exec"), namespace)
-    return namespace[name]
+    return define(source or _notebook_source(name), name, {"torch": torch})
 
 
 def test_the_colleagues_log_softmax_fails_as_the_notebook_shows_and_is_named():
@@ -902,7 +892,7 @@ def test_stable_log_softmax_hints_hold_no_code():
 def test_the_best_constant_table_is_what_the_text_says_and_the_reference_makes_it_half():
     """Exercise 3 is read off the best constant of a model that has learnt nothing: the notebook's numbers hold,
     the reference's weights make every label 50 %, and each wrong weight the grader names does not."""
-    src = _SOLUTION.read_text()
+    src = (SOLUTIONS / f"{LESSON}.py").read_text()
     namespace: dict = {"torch": torch, "nn": nn}
     exec(compile(_notebook_source("best_constant"), "<notebook best_constant>", "exec"), namespace)
     best_constant = namespace["best_constant"]
