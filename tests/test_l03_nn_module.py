@@ -734,6 +734,25 @@ wrong(RN, "registered, but updated in the graph", "buffer_in_graph")(_rmean(lamb
 wrong(RN, "detaches the output too", "output_detached")(_rmean(_rm_update_then(
     lambda s, x: (x - s.running_mean).detach())))
 wrong(RN, "eval returns x", "eval_identity")(_rmean(_rm_update_then(lambda s, x: x - s.running_mean if s.training else x)))
+
+
+class _RMMirrored(nn.Module):
+    """Computes with a plain tensor and mirrors it into the buffer: a reloaded copy centres nothing."""
+
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer("running_mean", torch.zeros(num_features))
+        self.mean = torch.zeros(num_features)
+
+    def forward(self, x):
+        if self.training:
+            self.mean = (1 - self.momentum) * self.mean + self.momentum * x.detach().mean(0)
+            self.running_mean.copy_(self.mean)
+        return x - self.mean
+
+
+wrong(RN, "computes with a plain copy mirrored into the buffer (caught by the state_dict round trip)")(_RMMirrored)
 valid(RN, "torch.lerp on a detached mean, reassigned")(_rmean(lambda s, x: (
     s.training and setattr(s, "running_mean", torch.lerp(s.running_mean, x.detach().mean(0), s.momentum)),
     x - s.running_mean)[1]))
