@@ -25,7 +25,7 @@
 # 6. know what `train()` / `eval()` change, and what `no_grad` does not;
 # 7. choose between the functional and the module API, and feed logits to the loss.
 #
-# **Time: about 105 minutes** on your own, the eight checked exercises included (about 61 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
+# **Time: about 105 minutes** on your own, the eight checked exercises included (about 63 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt
@@ -379,16 +379,66 @@ print("state_dict:", list(wb.state_dict()))
 print("BatchNorm1d state_dict:", list(nn.BatchNorm1d(3).state_dict()))
 
 # %% [markdown]
-# ### Exercise 5: a running mean
+# ### Exercise 5: repair a running mean
 #
-# Write `RunningMean(num_features, momentum=0.1)`, a module with a **buffer** `running_mean`
-# (zeros, saved in the state_dict) and no parameters. In training mode, `forward(x)` (with
-# `x` of shape `(N, num_features)`) first updates
-#
-# `running_mean ← (1 − momentum) · running_mean + momentum · (mean of x over the batch)`
-#
-# without recording the update in the autograd graph, then returns `x − running_mean`. In
-# eval mode it only returns `x − running_mean` and leaves the buffer alone.
+# A teammate wants a layer that centres its features with a mean collected while training, like
+# BatchNorm without the scaling. Their first attempt has the update rule and the output they want:
+
+# %%
+class DriftingMean(nn.Module):
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__()
+        self.momentum = momentum
+        self.running_mean = torch.zeros(num_features)
+
+    def forward(self, x):
+        self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * x.mean(dim=0)
+        return x - self.running_mean
+
+
+# %% [markdown]
+# They report three problems. A trained layer, saved and loaded into a fresh one, no longer
+# centres anything:
+
+# %%
+torch.manual_seed(0)
+layer = DriftingMean(3)
+for _ in range(50):
+    layer(torch.randn(32, 3) + 2.0)
+fresh = DriftingMean(3)
+fresh.load_state_dict(layer.state_dict())
+x_val = torch.randn(64, 3) + 2.0
+print(f"output mean, trained layer:  {layer(x_val).mean():.2f}")
+print(f"output mean, reloaded layer: {fresh(x_val).mean():.2f}")
+
+# %% [markdown]
+# Evaluating the same validation batch twice gives two different answers:
+
+# %%
+layer.eval()
+with torch.no_grad():
+    first, second = layer(x_val), layer(x_val)
+print("eval mode, same input twice, same output?", torch.equal(first, second))
+
+# %% [markdown]
+# And inside a model, the second training step fails (the cell raises):
+
+# %% tags=["raises-exception"]
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(3, 3), DriftingMean(3))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    loss = model(torch.randn(8, 3) + 2.0).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+# %% [markdown]
+# Write `RunningMean(num_features, momentum=0.1)`: the same layer (the same update, then the same
+# output `x − running_mean`; the statistic is still called `running_mean` and starts at zeros)
+# without any of the three problems. For each symptom, decide what the first attempt gets wrong;
+# the fix belongs in the layer, not in the loop that uses it. The check trains your layer, saves
+# it, evaluates it and runs it between other layers.
 
 # %% tags=["answer:RunningMean"]
 class RunningMean(nn.Module):
@@ -396,21 +446,31 @@ class RunningMean(nn.Module):
         ### BEGIN SOLUTION
         super().__init__()
         self.momentum = momentum
+        # a buffer: saved in the state_dict, moved by .to(), never handed to an optimizer
         self.register_buffer("running_mean", torch.zeros(num_features))
         ### END SOLUTION
 
     def forward(self, x):
         ### BEGIN SOLUTION
-        if self.training:
-            with torch.no_grad():
+        if self.training:  # the module's mode decides, not autograd's grad mode
+            with torch.no_grad():  # bookkeeping: the statistic is data, not part of the graph
                 batch_mean = x.mean(dim=0)
                 self.running_mean.mul_(1 - self.momentum).add_(self.momentum * batch_mean)
-        return x - self.running_mean
+        return x - self.running_mean  # the output stays in the graph
         ### END SOLUTION
 
 
 # %% tags=["check:RunningMean"]
 ex.RunningMean.check(RunningMean)
+
+# %% [markdown]
+# The three symptoms had three causes. A plain tensor attribute is invisible to `state_dict()`
+# and `.to()`: a **buffer** is saved and moved with the module, and no optimizer sees it (a
+# `Parameter` would be counted, and trained as soon as someone unfreezes the model). Statistics
+# are collected while the module is in **training mode**, a flag of the module, not autograd's
+# grad mode: BatchNorm under `no_grad` in training mode still updates. And the update must not be
+# recorded by autograd: otherwise each batch's statistic hangs on the previous batch's graph,
+# which `backward()` has freed. The error's `retain_graph=True` would only keep every graph alive.
 
 # %% [markdown]
 # ## 6. Counting, naming and freezing parameters

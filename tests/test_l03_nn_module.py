@@ -689,7 +689,7 @@ def _rm_output_first(self, x):
     return out
 
 
-wrong(RN, "subtracts before updating")(_rmean(_rm_output_first))
+wrong(RN, "subtracts before updating", "stale_mean")(_rmean(_rm_output_first))
 wrong(RN, "updates in eval too", "updates_in_eval")(_rmean(lambda s, x: (
     s.running_mean.mul_(1 - s.momentum).add_(s.momentum * x.detach().mean(0)), x - s.running_mean)[1]))
 wrong(RN, "parameter", "parameter_not_buffer")(_rmean(_rm_update_then(lambda s, x: x - s.running_mean), register="param"))
@@ -699,6 +699,63 @@ wrong(RN, "default momentum 0.01")(_rmean(_rm_update_then(lambda s, x: x - s.run
 wrong(RN, "momentum on the old value", "momentum_swapped")(_rmean(lambda s, x: (
     s.training and s.running_mean.mul_(s.momentum).add_((1 - s.momentum) * x.detach().mean(0)), x - s.running_mean)[1]))
 wrong(RN, "returns x - batch mean")(_rmean(_rm_update_then(lambda s, x: x - x.mean(0))))
+# issue 26 item 1: the exercise is a repair of DriftingMean; the wrong repairs a learner would try
+
+
+def _rm_when(gate):
+    """Updates (out of the graph) when ``gate(self)`` holds, then centres."""
+    def forward(self, x):
+        if gate(self):
+            with torch.no_grad():
+                self.running_mean.mul_(1 - self.momentum).add_(self.momentum * x.mean(0))
+        return x - self.running_mean
+    return forward
+
+
+class _RMDrifting(nn.Module):
+    """The notebook's first attempt, as shown (a plain attribute, updated always, in the graph)."""
+
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__()
+        self.momentum = momentum
+        self.running_mean = torch.zeros(num_features)
+
+    def forward(self, x):
+        self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * x.mean(dim=0)
+        return x - self.running_mean
+
+
+wrong(RN, "the first attempt unchanged", "unregistered_buffer")(_RMDrifting)
+wrong(RN, "gated on grad mode (eval is no_grad)", "grad_mode_gate")(_rmean(_rm_when(lambda s: torch.is_grad_enabled())))
+wrong(RN, "training and grad mode", "grad_mode_gate")(_rmean(_rm_when(lambda s: s.training and torch.is_grad_enabled())))
+wrong(RN, "registered, but updated in the graph", "buffer_in_graph")(_rmean(lambda s, x: (
+    s.training and setattr(s, "running_mean", (1 - s.momentum) * s.running_mean + s.momentum * x.mean(0)),
+    x - s.running_mean)[1]))
+wrong(RN, "detaches the output too", "output_detached")(_rmean(_rm_update_then(
+    lambda s, x: (x - s.running_mean).detach())))
+wrong(RN, "eval returns x", "eval_identity")(_rmean(_rm_update_then(lambda s, x: x - s.running_mean if s.training else x)))
+
+
+class _RMMirrored(nn.Module):
+    """Computes with a plain tensor and mirrors it into the buffer: a reloaded copy centres nothing."""
+
+    def __init__(self, num_features, momentum=0.1):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer("running_mean", torch.zeros(num_features))
+        self.mean = torch.zeros(num_features)
+
+    def forward(self, x):
+        if self.training:
+            self.mean = (1 - self.momentum) * self.mean + self.momentum * x.detach().mean(0)
+            self.running_mean.copy_(self.mean)
+        return x - self.mean
+
+
+wrong(RN, "computes with a plain copy mirrored into the buffer (caught by the state_dict round trip)")(_RMMirrored)
+valid(RN, "torch.lerp on a detached mean, reassigned")(_rmean(lambda s, x: (
+    s.training and setattr(s, "running_mean", torch.lerp(s.running_mean, x.detach().mean(0), s.momentum)),
+    x - s.running_mean)[1]))
 valid(RN, "lerp_")(_rmean(lambda s, x: (s.training and s.running_mean.lerp_(x.detach().mean(0), s.momentum),
                                         x - s.running_mean)[1]))
 
@@ -1337,6 +1394,25 @@ def test_rmsnorm_reference_agrees_with_torch_rms_norm():
         x = torch.randn(*case.kwargs["shape"]) * case.kwargs.get("scale", 2.0)
         want = torch.nn.functional.rms_norm(x.double(), (dim,), model.weight.detach().double(), eps)
         _close(model(x), want.numpy(), rtol=1e-5, atol=1e-6, where=where)
+
+
+def test_running_mean_hints_hold_no_code():
+    import re
+
+    for hint in grading.exercise(RN).hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|dim=|no_grad|register_buffer|persistent", hint), hint
+
+
+def test_running_mean_spec_gives_the_symptoms_not_the_recipe():
+    """The exercise's markdown describes the situation; the recipe (buffer, no_grad, self.training) is not in it."""
+    import pathlib
+
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "03_nn_module.py").read_text()
+    spec = src[src.index("### Exercise 5"):src.index('tags=["answer:RunningMean"]')]
+    assert "class DriftingMean" in spec and 'tags=["raises-exception"]' in spec
+    prose = "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+    for recipe in ("buffer", "no_grad", "self.training", "register", "detach"):
+        assert recipe not in prose, recipe
 
 
 def test_running_mean_reference_agrees_with_batchnorm_running_mean():

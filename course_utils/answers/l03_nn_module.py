@@ -69,14 +69,15 @@ class RunningMean(nn.Module):
     def __init__(self, num_features, momentum=0.1):
         super().__init__()
         self.momentum = momentum
+        # a buffer: saved in the state_dict, moved by .to(), never handed to an optimizer
         self.register_buffer("running_mean", torch.zeros(num_features))
 
     def forward(self, x):
-        if self.training:
-            with torch.no_grad():
+        if self.training:  # the module's mode decides, not autograd's grad mode
+            with torch.no_grad():  # bookkeeping: the statistic is data, not part of the graph
                 batch_mean = x.mean(dim=0)
                 self.running_mean.mul_(1 - self.momentum).add_(self.momentum * batch_mean)
-        return x - self.running_mean
+        return x - self.running_mean  # the output stays in the graph
 
 
 def freeze_backbone(model):
