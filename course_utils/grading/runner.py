@@ -9,6 +9,7 @@ the exercise's probes.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import copy
 import fnmatch
@@ -18,6 +19,7 @@ import os
 import random
 import re
 import sys
+import threading
 import traceback
 import types
 import warnings
@@ -608,10 +610,14 @@ def _forbidden_op(func: Any, ex: Exercise) -> str | None:
 
 def _python_codes(ex: Exercise) -> dict[Any, str]:
     """``{code object: name}`` of the forbidden functions written in Python that no
-    ``TorchFunctionMode`` sees (``torch.nn.utils.clip_grad_norm_``): a profile hook watches for them."""
+    ``TorchFunctionMode`` sees (``torch.nn.utils.clip_grad_norm_``), and of the ``__init__`` of the
+    forbidden classes (``nn.Linear``, ``DataLoader``: built however they are reached, as
+    ``nn.Linear(...)`` or ``torch.utils.data.DataLoader(...)``): a profile hook watches for them."""
     out: dict[Any, str] = {}
     for name in ex.forbid:
         obj = None if name.startswith(("re:", "aten.")) else _resolve(name)
+        if inspect.isclass(obj):
+            obj = vars(obj).get("__init__")
         if obj is None:
             continue
         inner = inspect.unwrap(obj)  # decorators share one wrapper's code (torch's _no_grad): the function's own
@@ -620,20 +626,30 @@ def _python_codes(ex: Exercise) -> dict[Any, str]:
     return out
 
 
-_EVADED = "torch._C.DisableTorchFunction"  # what a rule reports when the answer switched its watch off
-# code that is not the learner's: torch, the standard library, the course
-_NOT_LEARNER = tuple(os.path.dirname(str(m.__file__)) + os.sep for m in (torch, contextlib)) + (
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,)
+# What a rule reports when the answer hid its calls from the watch: torch functions switched off (or
+# this mode popped off the stack), the profile hook removed, or work handed to another thread (modes
+# and profile hooks are per thread)
+_EVADED = ("torch functions switched off (torch._C.DisableTorchFunction, a popped mode, or a tensor subclass's "
+           "__torch_function__)")
+_HIDING = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
+           _thread.start_new_thread: "a thread (threading, concurrent.futures)"}
+# code that is not the learner's: torch, the standard library (frozen modules too), the course
+_COURSE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_NOT_LEARNER = tuple(os.path.dirname(str(m.__file__)) + os.sep for m in (torch, contextlib)) + ("<frozen ", _COURSE)
 
 
 class _RuleWatch(torch.overrides.TorchFunctionMode):
     """Records the first forbidden function the learner's code calls: a torch function by its
     public name, through ``torch.ops`` or by a ``re:`` pattern on its name (calls made inside
     torch's own implementation are not seen: the mode is off while one runs), and a forbidden
-    function written in Python however it was reached (a profile hook). It records and lets the
-    call go on, so a learner's ``try/except`` around it hides nothing. The profile hook also sees
-    the answer switch torch functions off (``torch._C.DisableTorchFunction``, or popping this mode
-    off the stack), which would hide every call from the mode: that counts as breaking the rule."""
+    function or class written in Python however it was reached (a profile hook). It records and
+    lets the call go on, so a learner's ``try/except`` around it hides nothing.
+
+    The profile hook also sees the answer hide its calls from the mode: the learner's code calling
+    with torch functions switched off (``torch._C.DisableTorchFunction``, this mode popped off the
+    stack, or inside a tensor subclass's ``__torch_function__``, which runs with the mode popped),
+    removing the hook (``sys.setprofile``), or starting a thread (modes and hooks are per thread).
+    Each counts as breaking the rule."""
 
     def __init__(self, ex: Exercise):
         super().__init__()
@@ -642,34 +658,34 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
         self.patterns = [re.compile(n[3:]) for n in ex.forbid if n.startswith("re:")]
         self.codes = _python_codes(ex)
         self.used: str | None = None
-        self.inside = False  # in __torch_function__: torch has popped this mode while it runs
         self.depth = 0
         self._previous: Any = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-        self.inside = True  # first: torch popped this mode before calling here
-        try:
-            if self.used is None:
-                name = _qualname(func)
-                short = str(getattr(func, "__name__", "") or "")
-                if name in self.names:
-                    self.used = name
-                elif any(p.search(short) for p in self.patterns):
-                    self.used = short
-                else:
-                    self.used = _forbidden_op(func, self.ex)
-            return func(*args, **(kwargs or {}))
-        finally:
-            self.inside = False
+        if self.used is None:
+            name = _qualname(func)
+            short = str(getattr(func, "__name__", "") or "")
+            if name in self.names:
+                self.used = name
+            elif any(p.search(short) for p in self.patterns):
+                self.used = short
+            else:
+                self.used = _forbidden_op(func, self.ex)
+        return func(*args, **(kwargs or {}))
 
     def _profile(self, frame: Any, event: str, arg: Any) -> None:
-        if self.used is not None or self.inside:
+        if self.used is not None:
             return
         if event == "call" and frame.f_code in self.codes:
             self.used = self.codes[frame.f_code]
             return
-        if event not in ("call", "c_call") or frame.f_code is _HANDLER or not (torch._C._is_torch_function_all_disabled()
-                                                   or torch._C._len_torch_function_stack() < self.depth):
+        if event != "c_call" and event != "call":
+            return
+        if event == "c_call" and arg in _HIDING and not frame.f_code.co_filename.startswith(_COURSE):
+            self.used = _HIDING[arg]
+            return
+        if frame.f_code is _HANDLER or not (torch._C._is_torch_function_all_disabled()
+                                            or torch._C._len_torch_function_stack() < self.depth):
             return
         caller = frame if event == "c_call" else frame.f_back  # the frame making the call
         if caller is not None and not caller.f_code.co_filename.startswith(_NOT_LEARNER):

@@ -19,7 +19,7 @@ from ._kit import LESSON
 # --- reference: the solution notebook's answer (generated from solutions/08_convolutions.py)
 from ...answers.l08_convolutions import max_pool_by_hand
 
-_POOL_OPS = r"re:max_pool|max_unpool|fractional_max"
+_POOL_OPS = r"re:max_pool|max_unpool|fractional_max|lp_pool"  # lp_pool2d with p=inf is max_pool2d inside
 
 
 # --- cases

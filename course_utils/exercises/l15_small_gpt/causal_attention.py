@@ -117,7 +117,8 @@ register(Exercise(
     reference=causal_attention, cases=_cases, edge_cases=EDGE_CASES,
     forbid=("torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
             "torch.nn.functional.multi_head_attention_forward",
-            "aten._scaled_dot_product_*", "aten._native_multi_head_attention"),  # the kernels behind them
+            "aten._scaled_dot_product_*", "aten._native_multi_head_attention",  # the kernels behind them
+            "re:scaled_dot_product"),  # and their public torch._ names (torch._scaled_dot_product_attention_math)
     rule_text="Do not use `F.scaled_dot_product_attention`",
     mistakes=[
         Mistake("no_scale", "Your scores are not divided by anything: dot products of d features grow like "
