@@ -1053,6 +1053,18 @@ def _gd_do_while(predict, weights, target, x0, lr, num_steps):
     return x.detach()
 
 
+@wrong(GD, "forward pass under no_grad", "input_not_watched")
+def _gd_forward_untracked(predict, weights, target, x0, lr, num_steps):
+    x = x0.clone().requires_grad_()
+    for _ in range(num_steps):
+        with torch.no_grad():
+            loss = _sq(predict, x, weights, target)
+        (g,) = torch.autograd.grad(loss, x)
+        with torch.no_grad():
+            x -= lr * g
+    return x.detach()
+
+
 @wrong(GD, "detaches the weights in place", "froze_weights")
 def _gd_detach_in_place(predict, weights, target, x0, lr, num_steps):
     for w in weights:

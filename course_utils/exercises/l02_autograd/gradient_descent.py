@@ -228,7 +228,8 @@ register(Exercise(
                 _frozen, match_output=False),
         Mistake("input_not_watched",
                 "There is no gradient for x (\"does not require grad\", or a `.grad` that is `None`): "
-                "autograd only computes gradients for tensors that you asked it to watch.",
+                "autograd computes gradients only for tensors it was asked to watch, through a forward "
+                "pass it recorded.",
                 _loop(watch="unwatched", grads="added"), match_output=False),
         Mistake("update_on_leaf",
                 "\"a leaf Variable that requires grad is being used in an in-place operation\": your update "
