@@ -24,7 +24,7 @@
 # 6. write a custom `torch.autograd.Function`, and inspect gradients with hooks;
 # 7. run gradient descent by hand, and feel what the learning rate does.
 #
-# **Time: about 110 minutes** on your own, the seven checked exercises included (about 56 of those minutes). *Run All* alone takes about 7.4 s on a 2-core CPU.
+# **Time: about 110 minutes** on your own, the seven checked exercises included (about 58 of those minutes). *Run All* alone takes about 7.4 s on a 2-core CPU.
 
 # %%
 import warnings
@@ -711,30 +711,43 @@ from course_utils.lesson_props.l02_descent import descent_widget
 descent_widget()
 
 # %% [markdown]
-# ### Exercise 7: gradient descent, your loop
+# ### Exercise 7: which input gives this output?
 #
-# Write `gradient_descent(fn, x0, lr, num_steps)`: `fn` maps a 1-D tensor to a scalar tensor.
-# Starting from a copy of `x0`, take `num_steps` steps x ← x − lr · ∇fn(x) using `backward()`,
-# and return the final x as a tensor **without** a graph. The check watches every point your
-# loop evaluates `fn` at, so it will notice updates that autograd records, gradients that are
-# never cleared, and steps in the wrong direction. Do not modify `x0`.
+# Gradient descent can move anything that requires grad, not only weights. Here the model is
+# fixed and the **input** is the unknown (the idea behind feature visualisation, adversarial
+# examples and design by inverse modelling). `predict(x, weights)` is a trained model: `weights`
+# is a tuple of tensors that require grad, owned by a training loop that is using them (some
+# already hold a `.grad` from its last `backward()`).
+#
+# Write `gradient_descent(predict, weights, target, x0, lr, num_steps)`: starting from `x0`,
+# take `num_steps` steps of gradient descent with learning rate `lr` on the summed squared error
+# between `predict(x, weights)` and `target`, and return the final x, without a graph. The model
+# must come back exactly as it was handed to you, weights and their `.grad` alike; so must `x0`.
+# The check watches every input your loop feeds the model.
 
 # %% tags=["answer:gradient_descent"]
-def gradient_descent(fn, x0, lr, num_steps):
+def gradient_descent(predict, weights, target, x0, lr, num_steps):
     ### BEGIN SOLUTION
     x = x0.clone().requires_grad_(True)
     for _ in range(num_steps):
-        loss = fn(x)
-        loss.backward()
+        loss = ((predict(x, weights) - target) ** 2).sum()
+        # backward() would add to the weights' .grad too: ask for x's gradient alone
+        (grad,) = torch.autograd.grad(loss, x)
         with torch.no_grad():
-            x -= lr * x.grad
-        x.grad.zero_()
+            x -= lr * grad
     return x.detach()
     ### END SOLUTION
 
 
 # %% tags=["check:gradient_descent"]
 ex.gradient_descent.check(gradient_descent)
+
+# %% [markdown]
+# `backward()` adds a gradient to every leaf that requires grad and that the loss depends on:
+# here that includes the weights, whose `.grad` the training loop was about to use, and wiping
+# it afterwards loses the loop's gradients. `torch.autograd.grad(loss, x)` returns x's gradient
+# and leaves every `.grad` alone; `loss.backward(inputs=[x])` and detached copies of the weights
+# do the same job. Nothing accumulates in x either, so there is no `.grad` to clear.
 
 # %% [markdown]
 # ## Going further: `torch.func`

@@ -259,13 +259,18 @@ def test_finite_difference_variants():
     assert check("finite_difference_grad", restores_exactly, n_random=20).passed
 
 
-# --------------------------------------------------------------------------- exercise 7 (descent)
-def _sgd_answer(fn, x0, lr, num_steps):
+# --------------------------------------------------------------------------- exercise 7 (descent on the input)
+def _sq(predict, x, weights, target):
+    return ((predict(x, weights) - target) ** 2).sum()
+
+
+def _sgd_answer(predict, weights, target, x0, lr, num_steps):
+    frozen = [w.detach() for w in weights]  # the weights out of the graph: backward() sees x alone
     x = x0.clone().requires_grad_()
     opt = torch.optim.SGD([x], lr=lr)
     for _ in range(num_steps):
         opt.zero_grad()
-        fn(x).backward()
+        _sq(predict, x, frozen, target).backward()
         opt.step()
     return x.detach()
 
@@ -273,27 +278,41 @@ def _sgd_answer(fn, x0, lr, num_steps):
 def test_gradient_descent_alternatives_pass():
     assert check("gradient_descent", _sgd_answer, n_random=20).passed
 
-    def logs_every_step(fn, x0, lr, num_steps):
+    def logs_every_step(predict, weights, target, x0, lr, num_steps):
         x = x0.clone().requires_grad_()
         history = []
         for _ in range(num_steps):
-            loss = fn(x)
-            loss.backward()
+            loss = _sq(predict, x, weights, target)
+            loss.backward(inputs=[x])
             with torch.no_grad():
                 x.sub_(lr * x.grad)
-                history.append(fn(x).item())  # an extra evaluation for logging
+                history.append(_sq(predict, x, weights, target).item())  # an extra evaluation for logging
             x.grad = None
         return x.detach()
 
     assert check("gradient_descent", logs_every_step, n_random=20).passed
 
+    def restores_the_weights_grads(predict, weights, target, x0, lr, num_steps):
+        saved = [None if w.grad is None else w.grad.clone() for w in weights]
+        x = x0.clone().requires_grad_()
+        for _ in range(num_steps):
+            _sq(predict, x, weights, target).backward()
+            with torch.no_grad():
+                x -= lr * x.grad
+            x.grad = None
+        for w, g in zip(weights, saved):
+            w.grad = g
+        return x.detach()
+
+    assert check("gradient_descent", restores_the_weights_grads, n_random=20).passed
+
 
 def test_gradient_descent_diagnoses_step_rules():
-    def no_clear_via_autograd_grad_sum(fn, x0, lr, num_steps):
+    def no_clear_via_autograd_grad_sum(predict, weights, target, x0, lr, num_steps):
         x = x0.clone().requires_grad_()
         total = torch.zeros_like(x)
         for _ in range(num_steps):
-            (g,) = torch.autograd.grad(fn(x), x)
+            (g,) = torch.autograd.grad(_sq(predict, x, weights, target), x)
             total += g
             with torch.no_grad():
                 x -= lr * total
@@ -301,39 +320,61 @@ def test_gradient_descent_diagnoses_step_rules():
 
     assert check("gradient_descent", no_clear_via_autograd_grad_sum).mistake == "grad_not_cleared"
 
-    def functional_uphill(fn, x0, lr, num_steps):
+    def functional_uphill(predict, weights, target, x0, lr, num_steps):
+        frozen = [w.detach() for w in weights]
         x = x0.clone()
         for _ in range(num_steps):
-            x = x + lr * torch.func.grad(fn)(x)
+            x = x + lr * torch.func.grad(lambda x: _sq(predict, x, frozen, target))(x)
         return x
 
     assert check("gradient_descent", functional_uphill).mistake == "wrong_sign"
 
-    def returns_with_graph(fn, x0, lr, num_steps):
-        x = x0.clone().requires_grad_()
-        for _ in range(num_steps):
-            fn(x).backward()
-            with torch.no_grad():
-                x -= lr * x.grad
-            x.grad = None
-        return x * 1.0  # a result with a graph
+    def returns_with_graph(predict, weights, target, x0, lr, num_steps):
+        return _sgd_answer(predict, weights, target, x0, lr, num_steps).requires_grad_() * 1.0
 
     assert check("gradient_descent", returns_with_graph).mistake == "update_tracked"
 
-    def half_lr(fn, x0, lr, num_steps):
-        return _sgd_answer(fn, x0, lr / 2, num_steps)
+    def half_lr(predict, weights, target, x0, lr, num_steps):
+        return _sgd_answer(predict, weights, target, x0, lr / 2, num_steps)
 
     res = check("gradient_descent", half_lr)
     assert not res.passed and res.mistake == "wrong_values"
 
 
-def test_gradient_descent_check_leaves_x0_and_grad_mode_alone():
-    x0 = torch.tensor([1.0, 2.0])
+def test_gradient_descent_tells_added_from_erased_weight_gradients():
+    """A plain backward() adds to the weights' .grad (also where there was none); clearing them
+    afterwards erases the training loop's: two decisions, two names, whatever the order of cases."""
+    def plain_backward(clear_weights):
+        def answer(predict, weights, target, x0, lr, num_steps):
+            x = x0.clone().requires_grad_()
+            for _ in range(num_steps):
+                _sq(predict, x, weights, target).backward()
+                with torch.no_grad():
+                    x -= lr * x.grad
+                x.grad = None
+            for w in weights if clear_weights else ():
+                if w.grad is not None:
+                    w.grad.zero_()
+            return x.detach()
+        return answer
+
+    for seed in (1, 7, 4242):
+        assert check("gradient_descent", plain_backward(False), seed=seed).mistake == "weight_grads_changed"
+        assert check("gradient_descent", plain_backward(True), seed=seed).mistake == "erased_weight_grads"
+
+
+def test_gradient_descent_check_leaves_its_case_and_grad_mode_alone():
+    ex = grading.exercise(f"{LESSON}.gradient_descent")
+    case = ex.edge_cases[0]
+    values, grads = case.args[1]
+    before = [v.clone() for v in values], [g.clone() for g in grads]
     with torch.no_grad():
-        res = check("gradient_descent", grading.reference(f"{LESSON}.gradient_descent"))
+        for answer in (grading.reference(f"{LESSON}.gradient_descent"), ex.mistakes[2].example):
+            check("gradient_descent", answer)
         assert not torch.is_grad_enabled()
-    assert res.passed, res.text()  # the check turns grad mode on for the learner's loop
-    assert torch.equal(x0, torch.tensor([1.0, 2.0]))
+    assert all(torch.equal(a, b) for a, b in zip(values, before[0]))
+    assert all(torch.equal(a, b) for a, b in zip(grads, before[1]))
+    assert not any(v.requires_grad for v in values)
 
 
 # --------------------------------------------------------------------------- exercise 6 (MySiLU)
@@ -517,10 +558,10 @@ def test_finite_difference_flat_alternative_passes():
 
 
 def _gd(start, finish, steps_offset=0):
-    def answer(fn, x0, lr, num_steps):
+    def answer(predict, weights, target, x0, lr, num_steps):
         x = start(x0)
         for _ in range(num_steps + steps_offset):
-            fn(x).backward()
+            _sq(predict, x, weights, target).backward(inputs=[x])
             with torch.no_grad():
                 x -= lr * x.grad
             x.grad = None
@@ -535,12 +576,12 @@ def test_gradient_descent_result_still_requiring_grad_is_rejected():
 
 
 def test_gradient_descent_changing_x0_is_rejected():
-    def flag_only(fn, x0, lr, num_steps):  # values of x0 untouched, but it now requires grad
+    def flag_only(predict, weights, target, x0, lr, num_steps):  # values of x0 untouched, but it now requires grad
         x = x0.requires_grad_()
         for _ in range(num_steps):
-            fn(x).backward()
+            (g,) = torch.autograd.grad(_sq(predict, x, weights, target), x)
             with torch.no_grad():
-                x = x - lr * x.grad
+                x = x - lr * g
             x.requires_grad_()
         return x.detach()
 
@@ -557,18 +598,19 @@ def test_gradient_descent_off_by_one_is_rejected():
 
 
 def test_gradient_descent_more_alternatives_pass():
-    def new_leaf(fn, x0, lr, num_steps):
-        x = x0.clone().requires_grad_()
+    def new_leaf(predict, weights, target, x0, lr, num_steps):
+        x = x0.clone()
         for _ in range(num_steps):
-            fn(x).backward()
-            x = (x - lr * x.grad).detach().requires_grad_()
-        return x.detach()
+            x = x.detach().requires_grad_()
+            (g,) = torch.autograd.grad(_sq(predict, x, weights, target), x)
+            x = (x - lr * g).detach()
+        return x
 
-    def with_data(fn, x0, lr, num_steps):
+    def with_data(predict, weights, target, x0, lr, num_steps):
         x = x0.clone().requires_grad_()
         for _ in range(num_steps):
             x.grad = None
-            fn(x).backward()
+            _sq(predict, x, weights, target).backward(inputs=[x])
             x.data -= lr * x.grad
         return x.data
 
@@ -930,97 +972,129 @@ cheat(FD, "zeros")(lambda fn, x, eps: torch.zeros_like(x))
 GD = "02_autograd.gradient_descent"
 
 
-def _gd_answer(update="no_grad", clear=True, sign=-1, extra_steps=0, start="clone", finish="detach"):
-    def answer(fn, x0, lr, num_steps):
-        x = x0.clone().requires_grad_() if start == "clone" else x0.requires_grad_()
+def _gd_answer(move="x", weight_grads="inputs", update="no_grad", clear=True, sign=-1, extra_steps=0,
+               start="clone", finish="detach"):
+    """A learner's loop: which tensor it moves, how it keeps (or not) the weights' .grad, how it updates x."""
+    def answer(predict, weights, target, x0, lr, num_steps):
+        x = x0.clone().requires_grad_(move == "x") if start == "clone" else x0.requires_grad_()
         for _ in range(num_steps + extra_steps):
-            fn(x).backward()
+            loss = _sq(predict, x, weights, target)
+            loss.backward(inputs=[x]) if weight_grads == "inputs" else loss.backward()
+            moved = weights[-1] if move == "weights" else x
             if update == "no_grad":
                 with torch.no_grad():
-                    x += sign * lr * x.grad
+                    moved += sign * lr * moved.grad
             else:
-                x.data += sign * lr * x.grad
+                moved.data += sign * lr * moved.grad
             if clear:
-                x.grad = None
+                moved.grad = None
+            if weight_grads == "set_to_none":
+                for w in weights:
+                    w.grad = None
         return x.detach() if finish == "detach" else x
     return answer
 
 
+wrong(GD, "section 14's loop: backward() fills the weights' .grad", "weight_grads_changed")(
+    _gd_answer(weight_grads="backward"))
+wrong(GD, "sets the weights' .grad to None after backward()", "erased_weight_grads")(
+    _gd_answer(weight_grads="set_to_none"))
+wrong(GD, "trains the weights instead of moving x", "updated_weights")(
+    _gd_answer(move="weights", weight_grads="backward"))
+wrong(GD, "x never requires grad", "input_not_watched")(_gd_answer(move="nothing", weight_grads="backward"))
 wrong(GD, "uphill", "wrong_sign")(_gd_answer(sign=1))
-wrong(GD, "never clears .grad", "grad_not_cleared")(_gd_answer(clear=False))
+wrong(GD, "never clears x's .grad", "grad_not_cleared")(_gd_answer(clear=False))
 wrong(GD, "one step too many")(_gd_answer(extra_steps=1))
 wrong(GD, "returns the leaf", "returned_requires_grad")(_gd_answer(finish="leaf"))
 wrong(GD, "works on x0", "mutated_input")(_gd_answer(start="x0"))
 
 
+@wrong(GD, "in-place update without no_grad", "update_on_leaf")
+def _gd_in_place(predict, weights, target, x0, lr, num_steps):
+    x = x0.clone().requires_grad_()
+    for _ in range(num_steps):
+        x.grad = None
+        _sq(predict, x, weights, target).backward(inputs=[x])
+        x -= lr * x.grad
+    return x.detach()
+
+
+@wrong(GD, "mean of the squared errors", "averaged_errors")
+def _gd_mean(predict, weights, target, x0, lr, num_steps):
+    x = x0.clone().requires_grad_()
+    for _ in range(num_steps):
+        (g,) = torch.autograd.grad(((predict(x, weights) - target) ** 2).mean(), x)
+        with torch.no_grad():
+            x -= lr * g
+    return x.detach()
+
+
 @wrong(GD, "update recorded in the graph", "update_tracked")
-def _gd_tracked(fn, x0, lr, num_steps):
+def _gd_tracked(predict, weights, target, x0, lr, num_steps):
     x = x0.clone().requires_grad_()
     for _ in range(num_steps):
         x.retain_grad()
-        fn(x).backward()
+        _sq(predict, x, weights, target).backward(inputs=[x])
         x = x - lr * x.grad
     return x.detach()
 
 
-@wrong(GD, "autograd.grad instead of backward()", "no_backward")
-def _gd_autograd_grad(fn, x0, lr, num_steps):
-    x = x0.clone()
-    for _ in range(num_steps):
-        x = x.detach().requires_grad_()
-        (g,) = torch.autograd.grad(fn(x), x)
-        x = (x - lr * g).detach()
-    return x
-
-
 @wrong(GD, "do-while: one step even for num_steps = 0")
-def _gd_do_while(fn, x0, lr, num_steps):
+def _gd_do_while(predict, weights, target, x0, lr, num_steps):
     x = x0.clone().requires_grad_()
     k = 0
     while True:
-        fn(x).backward()
+        (g,) = torch.autograd.grad(_sq(predict, x, weights, target), x)
         with torch.no_grad():
-            x -= lr * x.grad
-        x.grad = None
+            x -= lr * g
         k += 1
         if k >= num_steps:
             break
     return x.detach()
 
 
-valid(GD, "x.data update")(_gd_answer(update="data"))
-
-
-@valid(GD, "optim.SGD")
-def _gd_sgd(fn, x0, lr, num_steps):
+@wrong(GD, "forward pass under no_grad", "input_not_watched")
+def _gd_forward_untracked(predict, weights, target, x0, lr, num_steps):
     x = x0.clone().requires_grad_()
-    opt = torch.optim.SGD([x], lr=lr)
     for _ in range(num_steps):
-        opt.zero_grad()
-        fn(x).backward()
-        opt.step()
+        with torch.no_grad():
+            loss = _sq(predict, x, weights, target)
+        (g,) = torch.autograd.grad(loss, x)
+        with torch.no_grad():
+            x -= lr * g
     return x.detach()
 
 
-@valid(GD, "new leaf each step")
-def _gd_new_leaf(fn, x0, lr, num_steps):
-    x = x0.detach().clone()
-    for _ in range(num_steps):
-        x.requires_grad_()
-        fn(x).backward()
-        x = (x - lr * x.grad).detach()
-    return x
+@wrong(GD, "detaches the weights in place", "froze_weights")
+def _gd_detach_in_place(predict, weights, target, x0, lr, num_steps):
+    for w in weights:
+        w.detach_()
+    return _sgd_answer(predict, weights, target, x0, lr, num_steps)
 
 
-@cheat(GD, "derivative of the fixed quadratic hard-coded")
-def _gd_hard(fn, x0, lr, num_steps):
+valid(GD, "backward(inputs=[x]), x.data update")(_gd_answer(update="data"))
+valid(GD, "optim.SGD on x, detached weights")(_sgd_answer)
+
+
+@valid(GD, "torch.func.grad, weights as constants")
+def _gd_func(predict, weights, target, x0, lr, num_steps):
+    frozen = tuple(w.detach() for w in weights)
     x = x0.clone()
     for _ in range(num_steps):
-        x = x - lr * 2 * x
+        x = x - lr * torch.func.grad(lambda x: _sq(predict, x, frozen, target))(x)
     return x
 
 
-cheat(GD, "returns x0")(lambda fn, x0, lr, num_steps: x0.clone())
+@cheat(GD, "the gradient worked out for a linear model")
+def _gd_linear(predict, weights, target, x0, lr, num_steps):
+    W = weights[0].detach()
+    x = x0.clone()
+    for _ in range(num_steps):
+        x = x - lr * 2 * W.T @ (W @ x - target[: W.shape[0]])
+    return x
+
+
+cheat(GD, "returns x0")(lambda predict, weights, target, x0, lr, num_steps: x0.clone())
 
 SI = "02_autograd.MySiLU"
 
@@ -1184,12 +1258,14 @@ def test_finite_difference_reference_agrees_with_a_numpy_loop():
 def test_gradient_descent_reference_agrees_with_a_torch_func_loop():
     ref = grading.reference("02_autograd.gradient_descent")
     for where, case in _cases("02_autograd.gradient_descent", 60):
-        fn, x0, lr, n = case.args
+        predict, (values, _), target, x0, lr, n = case.args
+        step = torch.func.grad(lambda x, p=predict, v=values, t=target: ((p(x, v) - t) ** 2).sum())
         x = x0.clone()
         for _ in range(n):
-            x = x - lr * torch.func.grad(fn)(x)
-        got = ref(fn, x0, lr, n)
-        assert not got.requires_grad
+            x = x - lr * step(x)
+        weights = tuple(v.clone().requires_grad_() for v in values)
+        got = ref(predict, weights, target, x0, lr, n)
+        assert not got.requires_grad and all(w.grad is None for w in weights)
         _close(got, x.numpy(), rtol=1e-4, atol=1e-5, where=where)
 
 
