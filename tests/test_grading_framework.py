@@ -806,6 +806,67 @@ def test_switching_the_rules_watch_off_breaks_the_rule():
     assert run_check(ex, ref).passed and run_check(ex, subclass_off_is_fine).passed
 
 
+def test_the_rule_sees_a_forbidden_class_a_thread_a_subclass_and_a_removed_hook():
+    """An adversarial review got past the rule's watch four ways; each is now the rule broken: a
+    forbidden class built through an attribute (``nn.Linear(...)``: only a bare global name was
+    caught), work handed to a thread (modes and profile hooks are per thread), a tensor subclass's
+    ``__torch_function__`` (it runs with the mode popped) and ``sys.setprofile(None)``."""
+    import concurrent.futures as cf
+    import sys
+
+    import torch.nn.functional as F
+    from torch import nn
+
+    def ref(x, w):
+        return x @ w.T
+
+    ex = Exercise(lesson="99_toy", name="lin", title="lin", reference=ref,
+                  cases=lambda r: Case((r.randn(3, 4), r.randn(2, 4))),
+                  forbid=("torch.nn.functional.linear", "torch.nn.Linear"), rule_text="by hand")
+
+    def through_attribute(x, w):
+        layer = nn.Linear(4, 2, bias=False)
+        with torch.no_grad():
+            layer.weight.copy_(w)
+        return layer(x).detach()
+
+    def in_a_thread(x, w):
+        with cf.ThreadPoolExecutor(1) as pool:
+            return pool.submit(F.linear, x, w).result()
+
+    def in_a_subclass(x, w):
+        box = []
+
+        class Sneaky(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                if not box:
+                    box.append(F.linear(x, w))
+                with torch._C.DisableTorchFunctionSubclass():
+                    return func(*args, **(kwargs or {}))
+        torch.zeros(1).as_subclass(Sneaky) + 1
+        return box[0]
+
+    def hook_removed(x, w):
+        previous = sys.getprofile()
+        sys.setprofile(None)
+        try:
+            with torch._C.DisableTorchFunction():
+                return F.linear(x, w)
+        finally:
+            sys.setprofile(previous)
+
+    for cheat, said in [(through_attribute, "Linear"), (in_a_thread, "thread"), (in_a_subclass, "switched off"),
+                        (hook_removed, "sys.setprofile")]:
+        res = run_check(ex, cheat)
+        assert res.mistake == "broke_rule" and said in res.message, (cheat.__name__, res)
+    assert sys.getprofile() is None or "RuleWatch" not in repr(sys.getprofile())  # the hook is gone after a check
+
+    def by_hand(x, w):
+        return torch.addmm(torch.zeros(x.shape[0], w.shape[0]), x, w.T)
+    assert run_check(ex, by_hand).passed
+
+
 def test_tolerance_scales_with_the_magnitude_of_the_values():
     # x - x.mean() in another order: the near-zero element errs relative to the large ones
     x = torch.tensor([1e4, 1e4 + 1, 2e-3], dtype=torch.float32)

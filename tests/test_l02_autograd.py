@@ -699,6 +699,16 @@ cheat(DF, "torch.func.grad under vmap", "used_autograd")(
     lambda x: torch.vmap(torch.func.grad(F.softplus))(x.reshape(-1)).reshape(x.shape))
 cheat(DF, "calls the course's reference", "used_autograd")(lambda x: grading.reference("02_autograd.dfdx")(x))
 
+
+@cheat(DF, "autograd.grad under another name, in enable_grad (adversarial review)", "used_autograd")
+def _dfdx_renamed_grad(x):
+    from torch.autograd import grad as G
+
+    with torch.enable_grad():
+        y = x.detach().clone()
+        y.requires_grad = True
+        return G(F.softplus(y).sum(), y)[0]
+
 VJ = "02_autograd.vjp"
 wrong(VJ, "gradient of the sum", "ignored_v")(
     lambda fn, x, v: torch.autograd.grad(fn(x := x.detach().requires_grad_()).sum(), x)[0])
@@ -882,6 +892,15 @@ valid(HV, "forward-over-reverse with torch.func")(
     lambda loss_fn, w, v: torch.func.jvp(torch.func.grad(loss_fn), (w,), (v,))[1])
 valid(HV, "create_graph twice, detached")(lambda loss_fn, w, v: _hv_graph(loss_fn, w, v).detach())
 cheat(HV, "library hvp", "library_hvp")(lambda loss_fn, w, v: torch.autograd.functional.hvp(loss_fn, w, v)[1])
+cheat(HV, "library hvp through getattr (adversarial review)", "library_hvp")(
+    lambda loss_fn, w, v: getattr(torch.autograd.functional, "h" + "vp")(loss_fn, w, v)[1])
+
+
+@cheat(HV, "torch.func.hessian under another name (adversarial review)", "built_hessian")
+def _hvp_renamed_hessian(loss_fn, w, v):
+    from torch.func import hessian as H
+
+    return H(loss_fn)(w.detach()) @ v
 cheat(HV, "zeros")(lambda loss_fn, w, v: torch.zeros_like(w))
 cheat(HV, "v itself (H = I)")(lambda loss_fn, w, v: v.clone())
 

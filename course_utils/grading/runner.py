@@ -31,7 +31,7 @@ import torch
 from .calls import GRAD_LEFT_OFF
 from .compare import Problem, compare, describe
 from .feedback import Result
-from .guard import CheckTimeout, preload, preserved_state, time_limit
+from .guard import _LIBRARY_DIRS, CheckTimeout, preload, preserved_state, time_limit
 from .spec import Case, Exercise, Incorrect, Mistake, Rand, fill
 
 _SYSRAND = random.SystemRandom()
@@ -633,9 +633,9 @@ _EVADED = ("torch functions switched off (torch._C.DisableTorchFunction, a poppe
            "__torch_function__)")
 _HIDING = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
            _thread.start_new_thread: "a thread (threading, concurrent.futures)"}
-# code that is not the learner's: torch, the standard library (frozen modules too), the course
+# code that is not the learner's: the standard library (frozen modules too), site-packages, the course
 _COURSE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_NOT_LEARNER = tuple(os.path.dirname(str(m.__file__)) + os.sep for m in (torch, contextlib)) + ("<frozen ", _COURSE)
+_NOT_LEARNER = _LIBRARY_DIRS + ("<frozen ",)
 
 
 class _RuleWatch(torch.overrides.TorchFunctionMode):
@@ -752,8 +752,9 @@ def rule_watch(ex: Exercise) -> contextlib.AbstractContextManager[Any]:
 
 
 def rule_broken(ex: Exercise, answer: Any, watch: Any) -> str | None:
-    """The forbidden function the answer called (seen by ``watch``) or names in its code."""
-    if not ex.forbid:
+    """The forbidden function the answer called (seen by ``watch``) or names in its code. The
+    reference is the course's own code (lesson 02's ``dfdx`` is checked against autograd): no rule."""
+    if not ex.forbid or answer is ex.reference:
         return None
     return getattr(watch, "used", None) or _static_forbidden(ex, answer)
 
@@ -761,8 +762,9 @@ def rule_broken(ex: Exercise, answer: Any, watch: Any) -> str | None:
 def broke_rule(ex: Exercise, used: str) -> Exception:
     """The failure for an answer that broke the exercise's rule: the exercise's own mistake
     (``rule_mistake``, told what was used as ``op``), or ``broke_rule`` quoting ``rule_text``."""
-    if ex.rule_mistake:
-        return Incorrect(ex.rule_mistake, op=used)
+    mistake = ex.rule_mistake if isinstance(ex.rule_mistake, str) else ex.rule_mistake.get(used, "")
+    if mistake:
+        return Incorrect(mistake, op=used)
     return _Fail("broke_rule", f"The exercise says: “{ex.rule_text or 'do not use ' + ', '.join(ex.forbid)}”. "
                  f"Your code used `{used}`.", generic=False)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 import torch
 
@@ -223,7 +223,8 @@ class Exercise:
             runs in the executor, next to the answer, which reports what it saw.
         rule_text: the rule as the prose states it, quoted by ``broke_rule``.
         rule_mistake: a declared mistake to name instead of ``broke_rule`` (its message may use
-            ``{op}``, the forbidden function that was called).
+            ``{op}``, the forbidden function that was called), or a mapping from that function's
+            short name (``"hessian"``) to one, for a rule whose breaches are different mistakes.
     """
 
     lesson: str
@@ -251,7 +252,7 @@ class Exercise:
     uses_global_rng: bool = False
     forbid: Sequence[str] = ()
     rule_text: str = ""
-    rule_mistake: str = ""
+    rule_mistake: str | Mapping[str, str] = ""
 
     def __post_init__(self) -> None:
         # Frozen, with tuples for the sequences: a notebook cannot rebind or append to what
@@ -261,7 +262,8 @@ class Exercise:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.arg_names is not None:
             object.__setattr__(self, "arg_names", tuple(self.arg_names))
-        if self.rule_mistake and not (self.forbid and any(m.id == self.rule_mistake for m in self.mistakes)):
+        named = [self.rule_mistake] if isinstance(self.rule_mistake, str) else list(self.rule_mistake.values())
+        if any(named) and not (self.forbid and all(any(m.id == n for m in self.mistakes) for n in named)):
             raise ValueError(f"{self.id}: rule_mistake {self.rule_mistake!r} needs forbid and a declared mistake")
 
     @property

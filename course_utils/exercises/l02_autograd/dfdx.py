@@ -17,7 +17,6 @@ import torch.nn.functional as F
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
-from .._source_rules import names_used
 from ...answers.l02_autograd import dfdx as notebook_dfdx
 from ._kit import LESSON
 from ._kit import small_shape
@@ -60,20 +59,20 @@ def _cases(r: Rand) -> Case:
 
 
 # --- run and probes
-# Names that compute a derivative. Not `enable_grad`/`set_grad_enabled`: switching grad mode on
-# or off computes nothing (a formula under `set_grad_enabled(False)` is right), and an answer that
-# switches it on to differentiate still needs `backward`, `grad` or `autograd`.
-_AUTOGRAD_NAMES = {"backward", "grad", "autograd", "func", "requires_grad_",
-                   "jacobian", "vjp", "jvp", "hessian", "dfdx_by_autograd", "reference", "vmap"}
+# What computes a derivative (Exercise.forbid): seen however it is reached, an alias or getattr included.
+# Not `enable_grad`/`set_grad_enabled`: switching grad mode on or off computes nothing (a formula under
+# `set_grad_enabled(False)` is right).
+_AUTOGRAD = ("torch.autograd.grad", "torch.autograd.backward", "Tensor.backward",
+             "torch.autograd.functional.jacobian", "torch.autograd.functional.vjp", "torch.autograd.functional.jvp",
+             "torch.autograd.functional.hessian", "torch.autograd.functional.vhp", "torch.autograd.functional.hvp",
+             "torch.func.grad", "torch.func.grad_and_value", "torch.func.vjp", "torch.func.jvp", "torch.func.jacrev",
+             "torch.func.jacfwd", "torch.func.hessian", "course_utils.exercises.l02_autograd.dfdx.dfdx_by_autograd")
 
 
 def _run(answer: Any, case: Case) -> Any:
     """The answer runs under ``torch.no_grad()``: a formula does not care, autograd fails. An
     answer that turns grad mode back on, or uses ``torch.func`` (which ignores an outer
-    ``no_grad``), is caught by the names its code uses."""
-    if answer is not dfdx_by_autograd:
-        if names_used(answer, _AUTOGRAD_NAMES) is not None:
-            raise Incorrect("used_autograd")
+    ``no_grad``), calls one of :data:`_AUTOGRAD`, which the exercise's rule sees."""
     try:
         with torch.no_grad():
             return answer(*case.args, **case.kwargs)
@@ -98,6 +97,8 @@ register(Exercise(
     cases=_cases,
     edge_cases=_EDGE_CASES,
     run=_run,
+    forbid=_AUTOGRAD, rule_mistake="used_autograd",
+    preload=("torch._dynamo",),  # torch.func's first use imports it: not on the clock
     # values in [0, 1]: forms of the same formula differ by a few ulp; every mistake is off by far more
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
