@@ -417,9 +417,8 @@ next(iter(DataLoader(seqs, batch_size=4)))
 # one format. Here are the two batches its loader made from items 4 to 10 of `seqs`:
 
 # %%
-script_loader = DataLoader(torch.utils.data.Subset(seqs, range(4, 11)), batch_size=4,
-                           collate_fn=reference("04_data.pad_collate"))
-for k, batch in enumerate(script_loader):
+script_batches = data_lab.script_batches()  # what the script printed for items 4 to 10, batches of 4
+for k, batch in enumerate(script_batches):
     print(f"batch {k}: {len(batch)} parts:", *(f"{tuple(part.shape)} {part.dtype}" for part in batch))
     print(*batch, sep="\n")
 print("item 4:", seqs[4])

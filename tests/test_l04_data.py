@@ -1628,3 +1628,18 @@ def test_the_target_batches_show_every_decision_the_grader_names():
         assert lengths.tolist() != sorted(lengths.tolist(), reverse=True) and len(set(lengths.tolist())) > 1
         widths.append(padded.shape[1])
     assert len(set(widths)) == 2 and max(widths) < max(len(seqs[i][0]) for i in range(len(seqs)))
+
+
+def test_the_batches_the_notebook_prints_are_what_the_reference_makes():
+    """The notebook shows the target batches before the learner's answer exists, as stored data
+    (lesson_props.l04_data_lab.script_batches): in a graded notebook's course no answer can compute
+    them. Here they are held to the reference."""
+    from course_utils.datasets import SequenceDataset
+    from course_utils.lesson_props import l04_data_lab
+
+    loader = DataLoader(torch.utils.data.Subset(SequenceDataset(n=200), range(4, 11)), batch_size=4,
+                        collate_fn=grading.reference(PC))
+    made, shown = list(loader), l04_data_lab.script_batches()
+    assert len(made) == len(shown) == 2
+    for a, b in zip(made, shown):
+        assert all(x.dtype == y.dtype and torch.equal(x, y) for x, y in zip(a, b))

@@ -688,7 +688,7 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
                                             or torch._C._len_torch_function_stack() < self.depth):
             return
         caller = frame if event == "c_call" else frame.f_back  # the frame making the call
-        if caller is not None and not caller.f_code.co_filename.startswith(_NOT_LEARNER):
+        if caller is not None and _learners(caller):
             self.used = _EVADED  # torch's own code pops modes (handle_torch_function): only the learner's counts
 
     def __enter__(self) -> Any:
@@ -704,6 +704,15 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
 
 
 _HANDLER = _RuleWatch.__torch_function__.__code__
+
+
+def _learners(frame: Any) -> bool:
+    """Whether ``frame`` runs the learner's code: not a library's or the course's file, nor code
+    made with ``exec``/``eval`` (a ``<string>`` file: torch and ``namedtuple`` generate methods
+    that way; a notebook's cells have real file names). Code the learner runs through ``exec``
+    is therefore not watched for switching torch functions off (a known gap)."""
+    filename = frame.f_code.co_filename
+    return not filename.startswith(_NOT_LEARNER) and not filename.startswith("<")
 
 
 def _resolve(dotted: str) -> Any:

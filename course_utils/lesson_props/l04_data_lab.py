@@ -92,3 +92,21 @@ def plot_worker_throughput(results: Mapping[str, Mapping[int, float]], title: st
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+# The two batches a colleague's script printed for items 4-10 of `SequenceDataset(n=200)` (batch_size=4),
+# the format the pad_collate exercise asks the learner to read off. Stored as data, not computed: the
+# lesson shows them before the learner's answer exists, and a graded notebook's course holds no answer
+# to compute them with. tests/test_l04_data.py checks they are what the reference makes.
+_SCRIPT_BATCHES = (
+    ([[19, 5, 6, 13, 8, 15, 3, 14, 2, 14], [16, 11, 11, 4, 12, 0, 0, 0, 0, 0], [3, 15, 4, 19, 11, 11, 0, 0, 0, 0],
+      [14, 11, 0, 0, 0, 0, 0, 0, 0, 0]], [10, 5, 6, 2], [0, 1, 0, 0]),
+    ([[10, 4, 15, 4, 7, 12, 16, 6, 0, 0, 0], [17, 9, 13, 10, 11, 4, 15, 4, 3, 16, 0],
+      [19, 16, 18, 2, 19, 6, 16, 4, 17, 17, 14]], [8, 10, 11], [1, 0, 1]),
+)
+
+
+def script_batches() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """The batches the colleague's script printed (see ``_SCRIPT_BATCHES``), as int64 tensors."""
+    return [tuple(torch.tensor(part, dtype=torch.int64) for part in batch)  # type: ignore[misc]
+            for batch in _SCRIPT_BATCHES]
