@@ -633,9 +633,9 @@ _EVADED = ("torch functions switched off (torch._C.DisableTorchFunction, a poppe
            "__torch_function__)")
 _HIDING = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.setprofile",
            _thread.start_new_thread: "a thread (threading, concurrent.futures)"}
-# code that is not the learner's: the standard library (frozen modules too), site-packages, the course
+# code that is not the learner's: the standard library, site-packages, the course (and <...> files: _learners)
 _COURSE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_NOT_LEARNER = _LIBRARY_DIRS + ("<frozen ",)
+_NOT_LEARNER = _LIBRARY_DIRS
 
 
 class _RuleWatch(torch.overrides.TorchFunctionMode):
