@@ -594,15 +594,12 @@ def bench_vs_nbgrader(lessons: list[str], n_notebooks: int, repeat: int, timeout
     then theirs, ours, ...) ``repeat`` times. The ratio ours/nbgrader per lesson is of the
     medians; target <= 1. nbgrader 0.9.6 is not a course dependency: it comes from its own
     virtual environment (``COURSE_NBGRADER_VENV``, or one made in the temp folder)."""
-    import resource
     import shutil
     import tempfile
 
-    from course_utils.instructor import nbgrader_export
+    import cpu_meter  # benchmarks/: counts the sandboxes grade kills, which rusage misses
 
-    def children_cpu() -> float:  # CPU of finished child processes (the command and its kernels)
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return ru.ru_utime + ru.ru_stime
+    from course_utils.instructor import nbgrader_export
 
     exe = _nbgrader_exe()
     stems = sorted({p.stem for p in _selected(sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")), lessons)})
@@ -632,24 +629,23 @@ def bench_vs_nbgrader(lessons: list[str], n_notebooks: int, repeat: int, timeout
 
         def ours(stem: str, k: int) -> float:
             start = time.perf_counter()
-            cpu = children_cpu()
-            r = subprocess.run([sys.executable, "-m", "course_utils", "grade", str(tmp / "ours" / stem), "--workers",
-                                "1", "--quiet", "--regrade", "--timeout", str(timeout),
-                                "--gradebook", str(tmp / f"ours-{stem}-{k}.sqlite")],
-                               cwd=ROOT, env=env, capture_output=True, text=True)
+            r, cpu, how = cpu_meter.run([sys.executable, "-m", "course_utils", "grade", str(tmp / "ours" / stem),
+                                         "--workers", "1", "--quiet", "--regrade", "--timeout", str(timeout),
+                                         "--gradebook", str(tmp / f"ours-{stem}-{k}.sqlite")],
+                                        cwd=ROOT, env=env, capture_output=True, text=True)
             took = time.perf_counter() - start
-            cpus["ours"].append(children_cpu() - cpu)
+            cpus["ours"].append(cpu)
+            out["cpu_counted_by"] = how
             if r.returncode not in (0, 1):  # 1: some exercise failed (the untouched notebooks)
                 print(f"  grade {stem} failed ({r.returncode}): {r.stderr[-300:]}")
             return took
 
         def theirs(stem: str, k: int) -> float:
             start = time.perf_counter()
-            cpu = children_cpu()
-            r = subprocess.run([str(exe), "autograde", stem, "--force"], cwd=course, env=env, capture_output=True,
-                               text=True)
+            r, cpu, _ = cpu_meter.run([str(exe), "autograde", stem, "--force"], cwd=course, env=env,
+                                      capture_output=True, text=True)
             took = time.perf_counter() - start
-            cpus["nbgrader"].append(children_cpu() - cpu)
+            cpus["nbgrader"].append(cpu)
             if r.returncode != 0:
                 print(f"  nbgrader autograde {stem} failed: {r.stderr[-300:]}")
             return took

@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"unknown command {name!r}\n{__doc__}", file=sys.stderr)
         return 2
+    # Every command runs in a process of its own: skip the IRI parser nbformat's jsonschema would
+    # build and never use (1-2 s of each start; instructor/nbrun.py says why it is safe).
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
     try:
         module = importlib.import_module(COMMANDS[name])
     except ModuleNotFoundError as exc:

@@ -395,3 +395,37 @@ def test_the_notebook_runner_starts_without_the_iri_parser_and_still_validates()
     out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "rejected"
+
+
+HOST_PROBE = """
+import contextlib, io, json, runpy, sys
+sys.argv = ["course_utils", "grade", sys.argv[1], "--gradebook", sys.argv[2], "--workers", "1"] + sys.argv[3:]
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        runpy.run_module("course_utils", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code
+print(json.dumps({"rc": code, "out": out.getvalue(), "torch": "torch" in sys.modules,
+                  "graders": sorted(m for m in sys.modules if m.startswith(("course_utils.grading",
+                                                                           "course_utils.exercises"))),
+                  "iri_parser_skipped": sys.modules.get("rfc3987_syntax", "absent") is None}))
+"""
+
+
+@pytest.mark.slow
+def test_the_grade_command_itself_imports_neither_torch_nor_the_graders(tmp_path):
+    """The host process of `grade` lists lessons and exercises from the generated index and stages
+    the course from it (torch and every grader cost seconds at each start); only the judge and
+    the sandboxes import them. Nor does it build nbformat's unused IRI parser."""
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / f"{LESSON}.ipynb").write_text((build.SOLUTIONS / f"{LESSON}.ipynb").read_text())
+    argv = [sys.executable, "-c", HOST_PROBE, str(tmp_path / "alice"), str(tmp_path / "gb.sqlite")]
+    if not sandbox.works():
+        argv.append("--no-sandbox")
+    got = subprocess.run(argv, cwd=build.ROOT, capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    report = json.loads(got.stdout.strip().splitlines()[-1])
+    assert report["rc"] == 0 and f"{EX}" in report["out"] and "1/1 correct" in report["out"], report["out"]
+    assert report["torch"] is False and report["graders"] == []
+    assert report["iri_parser_skipped"] is True

@@ -11,6 +11,7 @@ import stat
 import warnings
 from collections.abc import Collection, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 
@@ -18,14 +19,26 @@ from .. import cells
 from ..cells import check_statement, split_check_cell  # noqa: F401  (the grader's names for them)
 from .grade_report import shown
 
+if TYPE_CHECKING:
+    from ..exercise_index import IndexedExercise
+
 ROOT = Path(__file__).resolve().parents[2]
 MAX_NOTEBOOK_BYTES = 50 * 1024**2
 
 
 def lesson_stems() -> list[str]:
-    from course_utils.grading import registry
+    """Every lesson with exercises, in course order, from the generated exercise index: the host
+    process of ``grade`` never imports the graders (nor torch); the judge does, in its sandbox."""
+    from ..exercise_index import EXERCISES
 
-    return list(registry.lesson_modules())
+    return list(dict.fromkeys(e.lesson for e in EXERCISES))
+
+
+def lesson_exercises(lesson: str) -> list[IndexedExercise]:
+    """A lesson's exercises in course order, from the exercise index (no grader imported)."""
+    from ..exercise_index import EXERCISES
+
+    return [e for e in EXERCISES if e.lesson == lesson]
 
 
 def identify_lesson(path: Path, nb: nbformat.NotebookNode | None, stems: list[str]) -> str | None:
@@ -88,9 +101,7 @@ def student_of(path: Path, lesson: str | None, root: Path | None, known: Collect
 def expected_checks(lesson: str) -> dict[str, str]:
     """Exercise name -> the answer name its check cell passes: ``ex.NAME.check(NAME)`` (the cell
     grammar, course_utils/cells.py; no solution notebook is read at grade time)."""
-    from course_utils.grading import registry
-
-    return {ex.name: ex.name for ex in registry.load_lesson(lesson)}
+    return {ex.name: ex.name for ex in lesson_exercises(lesson)}
 
 
 def find_notebooks(paths: Iterable[str | os.PathLike[str]],

@@ -25,7 +25,7 @@ import nbformat
 from . import sandbox
 from .frames import FrameError, read_frame, write_frame
 from .grade_parse import ROOT, NotRegularFile, expected_checks, find_notebooks, identify_lesson, identity, \
-    known_students, lesson_stems, parse_notebook, read_bytes, split_check_cell
+    known_students, lesson_exercises, lesson_stems, parse_notebook, read_bytes, split_check_cell
 from .grade_report import NotebookReport, Row, clean, exercise_rows
 from .gradebook import Gradebook
 from .static_answer import MAX_CODE, code_cells
@@ -321,9 +321,7 @@ class Grader:
 
     def _verdicts(self, lesson: str, answers: dict[str, tuple[bytes | None, str | None]],
                   code: list[str] | None = None, uid: int | None = None) -> dict[str, dict]:
-        from course_utils.grading import registry
-
-        exercises = [ex for ex in registry.load_lesson(lesson) if ex.id in answers]
+        exercises = [ex for ex in lesson_exercises(lesson) if ex.id in answers]
         deadline = 120 + sum(3 * float(ex.timeout) + 20 for ex in exercises)
         proc = None
         timer = None

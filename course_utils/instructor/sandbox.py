@@ -267,25 +267,19 @@ def cut_references(source: str, names: set[str], module: str = "") -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
-def reference_names(module_name: str) -> dict[str, set[str]]:
-    """``{python file: names}``: where each exercise's reference is defined at top level."""
-    import importlib
+def reference_names() -> dict[str, set[str]]:
+    """``{python file: names}``: where a lesson package defines an exercise's reference at top
+    level, from the generated exercise index (no grader, nor torch, is imported for it). The
+    references that are also public course helpers live in ``answers/``, cut by
+    :func:`cut_generated_references`."""
+    from course_utils.exercise_index import EXERCISES
 
-    from course_utils.grading import registry
-
-    importlib.import_module(module_name)
     found: dict[str, set[str]] = {}
-    for ex in registry.all_exercises():
-        ref = ex.reference
-        mod = sys.modules.get(getattr(ref, "__module__", "") or "")
-        name = getattr(ref, "__name__", None)
-        file = getattr(mod, "__file__", None)
-        if mod is None or name is None or file is None:
-            continue
-        # only the exercise modules: references that are also public course helpers
-        # (``training_lab.train_one_epoch``, ``data_workers.ShardedRange``) are used by later lessons
-        if getattr(mod, name, None) is ref and mod.__name__.startswith("course_utils.exercises."):
-            found.setdefault(file, set()).add(name)
+    for ex in EXERCISES:
+        module, _, name = ex.reference.partition(":")
+        if module.startswith("course_utils.exercises.") and name:
+            file = PACKAGE.joinpath(*module.split(".")[1:]).with_suffix(".py")
+            found.setdefault(str(file), set()).add(name)
     return found
 
 
@@ -315,7 +309,7 @@ def shared_answers(package: Path = PACKAGE) -> dict[str, set[str]]:
     return shared
 
 
-def _spared(package: Path, stem: str, lesson: str | None) -> set[str]:
+def _spared(by_prop: dict[str, dict[str, set[str]]], stem: str, lesson: str | None) -> set[str]:
     """The shared answers of generated module ``stem`` left whole in a course staged for
     ``lesson``. Another lesson's: all (the lesson trains with them). The lesson's own: only those
     its own props need (lesson 05's demos train with ``lab.train_one_epoch``); the rest, shared
@@ -323,10 +317,10 @@ def _spared(package: Path, stem: str, lesson: str | None) -> set[str]:
     lesson 09 cannot wrap the course's ``save_checkpoint`` in a function of its own and hand it in
     (the judge spots only the course's object itself)."""
     if lesson is None or stem != f"l{lesson}":
-        return shared_answers(package).get(stem, set())
+        return {name for by_module in by_prop.values() for name in by_module.get(stem, ())}
     own_props = f"l{lesson[:2]}_"
     spared: set[str] = set()
-    for prop, by_module in shared_answers_by_prop(package).items():
+    for prop, by_module in by_prop.items():
         if prop.startswith(own_props):
             spared |= by_module.get(stem, set())
     return spared
@@ -337,11 +331,12 @@ def cut_generated_references(staged_package: Path, lesson: str | None = None) ->
     build extracts from the solution notebooks, course_utils/references.py), whether or not an
     exercise takes its reference from there yet: a submission must not import a solution.
     Shared answers (:func:`shared_answers`) stay, except the graded ``lesson``'s own."""
+    by_prop = shared_answers_by_prop(staged_package)  # read once: 0.1 s a call
     for path in sorted((staged_package / "answers").glob("*.py")):
         text = path.read_text(encoding="utf-8")
         names = {n.name for n in ast.parse(text).body
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        names -= _spared(staged_package, path.stem, lesson)
+        names -= _spared(by_prop, path.stem, lesson)
         if names:
             module = f"course_utils.answers.{path.stem}"
             path.write_text(cut_references(text, names, module), encoding="utf-8")
@@ -354,10 +349,8 @@ def stage_course(dest: Path, lesson: str | None = None) -> Path:
     answers are cut even when a lesson prop shares them with later lessons."""
     target = dest / "course_utils"
     shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
-    cuts = reference_names("course_utils.grading")
+    cuts = reference_names()
     for file, names in cuts.items():
-        if "/course_utils/answers/" in Path(file).as_posix():
-            names = names - _spared(PACKAGE, Path(file).stem, lesson)
         try:
             rel = Path(file).resolve().relative_to(PACKAGE)
         except ValueError:
