@@ -48,7 +48,10 @@ Sections:
   ``nbgrader autograde`` of the same ``--nbgrader-notebooks`` submissions (solved and untouched
   alternately, exported with ``build --nbgrader``), one worker and one torch thread each, both as
   commands, interleaved ``--nbgrader-repeat`` times: the ratio ours/nbgrader of the medians per
-  lesson. Target <= 1. nbgrader 0.9.6 as in ``sandbox``.
+  lesson. Target <= 1. nbgrader 0.9.6 as in ``sandbox``; its kernels run on this Python (a
+  kernelspec on ``JUPYTER_PATH``), and a notebook whose imports failed in nbgrader's kernel is
+  reported NOT COMPARABLE (before 2026-11-28 nbgrader's kernel was its own venv's Python, without
+  torch: it ran nothing past ``import torch``, and its times were not comparable).
 
 Run it on a quiet machine: other processes inflate every number.
 """
@@ -514,6 +517,35 @@ def _nbgrader_exe() -> Path | None:
     return exe
 
 
+def _nbgrader_env(exe: Path, tmp: Path, **extra: str) -> dict[str, str]:
+    """The environment nbgrader runs in, with its kernels on this Python, the course's, which has
+    torch. nbgrader lives in a venv of its own, whose default ``python3`` kernel is that venv's
+    interpreter: without this, every notebook it grades stops at ``import torch``
+    (``ModuleNotFoundError``) and it seems fast for running nothing."""
+    spec = tmp / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (the course's)", "language": "python"}))
+    return dict(os.environ, PYTHONPATH=str(ROOT), JUPYTER_PATH=str(tmp / "jupyter"),
+                PATH=f"{exe.parent}{os.pathsep}{os.environ['PATH']}", **extra)
+
+
+def _nbgrader_failures(course: Path, stem: str) -> list[str]:
+    """What stops a notebook nbgrader autograded from being a fair comparison: an import that
+    failed in its kernel (the notebook ran nothing after it)."""
+    import nbformat
+
+    bad = []
+    for path in sorted((course / "autograded").glob(f"*/{stem}/{stem}.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            for o in cell.get("outputs", []):
+                if o.get("output_type") == "error" and o.get("ename") in ("ModuleNotFoundError", "ImportError"):
+                    bad.append(f"{path.parent.parent.name}: {o.get('ename')}: {o.get('evalue')}")
+    return bad
+
+
 def bench_sandbox(lessons: list[str], n_notebooks: int, workers: int, timeout: float) -> dict:
     """Sandboxed grading vs unsandboxed vs nbgrader autograde vs the notebooks' own run time."""
     import concurrent.futures
@@ -561,7 +593,7 @@ def bench_sandbox(lessons: list[str], n_notebooks: int, workers: int, timeout: f
         if exe is not None:
             course = tmp / "nbgrader"
             nbgrader_export.export(course, stems)
-            env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+            env = _nbgrader_env(exe, tmp)
             for stem in stems:
                 subprocess.run([str(exe), "generate_assignment", stem, "--force"], cwd=course, env=env, check=True,
                                capture_output=True)
@@ -575,6 +607,8 @@ def bench_sandbox(lessons: list[str], n_notebooks: int, workers: int, timeout: f
                                    text=True)
                 if r.returncode != 0:
                     print(f"  nbgrader autograde {stem} failed: {r.stderr[-300:]}")
+                for why in _nbgrader_failures(course, stem)[:3]:
+                    print(f"  NOT COMPARABLE: nbgrader's kernel could not import ({why})")
             out["nbgrader_s"] = round(time.perf_counter() - start, 1)
             print(f"  nbgrader autograde (sequential):      {out['nbgrader_s']:7.1f} s", flush=True)
         ratio = out["sandboxed_s"] / out["own_run_s"]
@@ -609,8 +643,7 @@ def bench_vs_nbgrader(lessons: list[str], n_notebooks: int, repeat: int, timeout
         out["skipped"] = "nbgrader not installable" if exe is None else "no lesson"
         return out
     tmp = Path(tempfile.mkdtemp(prefix="bench-vs-nbgrader-"))
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", COURSE_PROGRESS_LOG="",
-               PATH=f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    env = _nbgrader_env(exe, tmp, OMP_NUM_THREADS="1", COURSE_PROGRESS_LOG="")
     try:
         course = tmp / "nbgrader"
         nbgrader_export.export(course, stems)
@@ -648,6 +681,10 @@ def bench_vs_nbgrader(lessons: list[str], n_notebooks: int, repeat: int, timeout
             cpus["nbgrader"].append(cpu)
             if r.returncode != 0:
                 print(f"  nbgrader autograde {stem} failed: {r.stderr[-300:]}")
+            failures = _nbgrader_failures(course, stem)
+            if failures:
+                out.setdefault("not_comparable", {})[stem] = failures[:3]
+                print(f"  NOT COMPARABLE: nbgrader's kernel could not import ({failures[0]})")
             return took
 
         cpus: dict[str, list[float]] = {}
