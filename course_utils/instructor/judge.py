@@ -786,6 +786,20 @@ class _Prepared:
         return start
 
 
+def _warm_up(lesson: str) -> None:
+    """Import a lesson's graders and run each reference once (``runner.warm_up``: the lazy
+    imports, ``torch._dynamo`` on a first optimizer step, fixtures), here in the judge, while the
+    notebook that sent ``prepare`` runs: the first notebook's judging no longer pays for them
+    (lesson 05: seconds)."""
+    from course_utils.grading import registry, runner
+
+    try:
+        for ex in registry.load_lesson(lesson):
+            runner.warm_up(ex)
+    except Exception:  # noqa: BLE001 - only a warm-up: judging reports real problems
+        pass
+
+
 def worker() -> int:
     """A long-lived judge process (outside the sandbox) serving the host, one job at a time."""
     out = os.fdopen(os.dup(1), "wb")
@@ -797,6 +811,7 @@ def worker() -> int:
 
     write_frame(out, {"op": "ready"})
     prepared = _Prepared()
+    warmed: set[str] = set()  # lessons whose graders this judge has warmed up
     while True:
         try:  # a job's header holds the notebook's code cells: at most MAX_CODE characters, JSON-escaped
             job, _ = read_frame(inp, 4 << 20)
@@ -808,6 +823,9 @@ def worker() -> int:
                 prepared.start(job) if job["op"] == "prepare" else prepared.discard()
             except Exception:  # noqa: BLE001 - the job starts its own executor then
                 prepared.discard()
+            if job.get("op") == "prepare" and str(job.get("lesson")) not in warmed:
+                warmed.add(str(job.get("lesson")))
+                _warm_up(str(job.get("lesson")))
             continue
         answers: dict[str, tuple[bytes | None, str | None]] = {}
         for _ in range(int(job.get("n", 0))):
