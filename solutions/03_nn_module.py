@@ -25,7 +25,7 @@
 # 6. know what `train()` / `eval()` change, and what `no_grad` does not;
 # 7. choose between the functional and the module API, and feed logits to the loss.
 #
-# **Time: about 105 minutes** on your own, the eight checked exercises included (about 63 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
+# **Time: about 105 minutes** on your own, the eight checked exercises included (about 65 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt
@@ -271,17 +271,61 @@ print([(n, tuple(p.shape), p.dtype) for n, p in layer.named_parameters()])
 print(layer(X).dtype)
 
 # %% [markdown]
-# ### Exercise 3: RMSNorm
+# ### Exercise 3: repair an RMSNorm
 #
-# RMSNorm (used in many language models) divides each feature vector by its root mean square
-# and applies a learnable per-feature weight:
-#
-# $$y = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \varepsilon}} \cdot w$$
-#
-# where the mean runs over the **last** dimension. Write `RMSNorm(dim, eps=1e-6)` with one
-# `nn.Parameter` `weight` of shape `(dim,)`, initialised to ones (float32). `forward` accepts
-# `(N, dim)` or `(N, T, dim)` inputs, returns a new tensor of the same shape, keeps gradients
-# flowing to `x`, and does not modify `x`.
+# A teammate is porting a language model. Its normalisation layer, RMSNorm, divides each
+# token's feature vector by its root mean square (no centring, unlike LayerNorm), then scales
+# each feature by a learned amount. Their first attempt passed their test on a batch of vectors
+# of shape `(N, dim)`:
+
+# %%
+class FirstRMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        rms = x.pow(2).mean(dim=1, keepdim=True).sqrt() + self.eps
+        return x / rms * self.weight
+
+
+# %% [markdown]
+# On the model's real inputs, three things go wrong. Sentences come as `(N, T, dim)`, padded
+# with all-zero tokens to a common length, and padding a sentence changes its real tokens:
+
+# %%
+torch.manual_seed(0)
+first = FirstRMSNorm(8)
+sentence = torch.randn(1, 5, 8)
+padded = torch.cat([sentence, torch.zeros(1, 3, 8)], dim=1)  # 3 padding tokens after the 5 real ones
+print("the 5 real tokens, alone and padded: same output?", torch.allclose(first(sentence), first(padded)[:, :5]))
+
+# %% [markdown]
+# Even on `(N, dim)`, a batch with a padding row gives finite outputs and NaN gradients:
+
+# %%
+x = torch.randn(4, 8)
+x[3] = 0.0  # a padding row
+x.requires_grad_(True)
+out = first(x)
+out.sum().backward()
+print("output finite:", out.isfinite().all().item(), "  gradient finite:", x.grad.isfinite().all().item())
+
+# %% [markdown]
+# And the original model's checkpoint, saved from torch's own `nn.RMSNorm`, does not load (the
+# cell raises):
+
+# %% tags=["raises-exception"]
+original = nn.RMSNorm(8, eps=1e-6)
+first.load_state_dict(original.state_dict())
+
+# %% [markdown]
+# Write `RMSNorm(dim, eps=1e-6)`: the same layer without the three problems. A fresh one only
+# normalises; a checkpoint of `nn.RMSNorm(dim, eps=eps)` loads into it and it then computes what
+# that layer computes, on inputs of shape `(*, dim)`, gradients included, without modifying its
+# input. For each symptom, decide what the first attempt gets wrong. The check compares yours with
+# torch's, so write it yourself: no `nn.RMSNorm` or `F.rms_norm` inside.
 
 # %% tags=["answer:RMSNorm"]
 class RMSNorm(nn.Module):
@@ -289,11 +333,13 @@ class RMSNorm(nn.Module):
         ### BEGIN SOLUTION
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.weight = nn.Parameter(torch.ones(dim))  # one learned scale per feature, as in the checkpoint
         ### END SOLUTION
 
     def forward(self, x):
         ### BEGIN SOLUTION
+        # each vector over its own features (the last dimension, whatever the rank); eps inside the
+        # square root, whose slope at 0 is infinite
         rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         return x / rms * self.weight
         ### END SOLUTION
@@ -301,6 +347,14 @@ class RMSNorm(nn.Module):
 
 # %% tags=["check:RMSNorm"]
 ex.RMSNorm.check(RMSNorm)
+
+# %% [markdown]
+# The three symptoms had three causes. `dim=1` is the last dimension of a batch of vectors, but
+# the token dimension of a batch of sentences: the padding entered every real token's mean. The
+# features are the *last* dimension at any rank. The eps added after the square root keeps the
+# output finite, but the square root's slope at 0 is infinite and autograd multiplies it by 0:
+# NaN. Inside the root, eps keeps it away from 0. And one scale shared by all features is a
+# different model: the checkpoint holds one per feature, in a parameter named `weight`.
 
 # %% [markdown]
 # ### Exercise 4: build `nn.Linear` yourself

@@ -178,8 +178,8 @@ def test_tower_extra_parameter_is_a_structure_problem():
     assert res.mistake == "wrong_structure" and "extra" in res.message
 
 
-def test_rmsnorm_alternatives_pass():
-    class WithTorchLayer(nn.Module):
+def test_rmsnorm_torch_layer_inside_breaks_the_rule_and_rsqrt_passes():
+    class WithTorchLayer(nn.Module):  # a drop-in that diagnoses nothing: the check compares with nn.RMSNorm
         def __init__(self, dim, eps=1e-6):
             super().__init__()
             self.norm = nn.RMSNorm(dim, eps=eps)
@@ -191,12 +191,12 @@ def test_rmsnorm_alternatives_pass():
         def __init__(self, dim, eps=1e-6):
             super().__init__()
             self.eps = eps
-            self.weight = nn.Parameter(torch.ones(dim))  # the text names it `weight`
+            self.weight = nn.Parameter(torch.ones(dim))  # the checkpoint's key
 
         def forward(self, x):
             return self.weight * x * torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps)
 
-    assert check("RMSNorm", WithTorchLayer, n_random=20).passed
+    assert check("RMSNorm", WithTorchLayer, n_random=20).mistake == "broke_rule"
     assert check("RMSNorm", WithRsqrt, n_random=20).passed
 
 
@@ -211,8 +211,72 @@ def test_rmsnorm_wrong_parameter_shape_and_init():
             super().__init__(dim, eps)
             self.weight = nn.Parameter(torch.zeros(dim))
 
-    assert check("RMSNorm", Scalar).mistake == "wrong_parameters"
+    class TwoScales(RMSNorm):
+        def __init__(self, dim, eps=1e-6):
+            super().__init__(dim, eps)
+            self.bias = nn.Parameter(torch.zeros(dim))
+
+    assert check("RMSNorm", Scalar).mistake == "shared_scale"
     assert check("RMSNorm", Zeros).mistake == "wrong_init"
+    assert check("RMSNorm", TwoScales).mistake == "wrong_parameters"
+
+
+class _FirstRMSNorm(nn.Module):
+    """The notebook's first attempt, as written there, and its three repairs one at a time."""
+
+    def __init__(self, dim, eps=1e-6, per_feature=False):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim if per_feature else 1))
+
+    def forward(self, x, dim=1, outside=True):
+        m = x.pow(2).mean(dim=dim, keepdim=True)
+        return x / ((m.sqrt() + self.eps) if outside else torch.sqrt(m + self.eps)) * self.weight
+
+
+def test_rmsnorm_first_attempt_and_each_partial_repair_fail_with_the_symptom_left():
+    def per_feature(forward):
+        return type("Repair", (_FirstRMSNorm,), {
+            "__init__": lambda self, dim, eps=1e-6: _FirstRMSNorm.__init__(self, dim, eps, per_feature=True),
+            "forward": forward})
+
+    rejected(M + "RMSNorm", _FirstRMSNorm, "shared_scale")
+    for seed in (0, 1, 2):  # scale fixed: dim=1 (right on a batch of vectors) or eps, whichever a case shows first
+        res = grading.check(M + "RMSNorm", per_feature(_FirstRMSNorm.forward), seed=seed)
+        assert res.mistake in ("wrong_dim", "eps_outside_sqrt"), res.message
+    rejected(M + "RMSNorm", per_feature(lambda s, x: _FirstRMSNorm.forward(s, x, dim=2)), "rank_specific_dim")
+    rejected(M + "RMSNorm", per_feature(lambda s, x: _FirstRMSNorm.forward(s, x, dim=-1)), "eps_outside_sqrt")
+    accepted(M + "RMSNorm", per_feature(lambda s, x: _FirstRMSNorm.forward(s, x, dim=-1, outside=False)))
+
+
+def test_rmsnorm_padding_probe_catches_nan_gradients_with_right_values():
+    """eps added to the square of the root: the values are the reference's, only a padding vector's
+    gradient (NaN) tells them apart, and the probe names it."""
+    class RootSquared(RMSNorm):
+        def forward(self, x):
+            return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True).sqrt() ** 2 + self.eps) * self.weight
+
+    x = torch.randn(3, 4, 5)
+    assert torch.allclose(RootSquared(5, 0.3)(x), RMSNorm(5, 0.3)(x))
+    x[1, 2] = 0.0
+    x.requires_grad_(True)
+    RootSquared(5, 0.3)(x).sum().backward()
+    assert not x.grad.isfinite().all()
+    rejected(M + "RMSNorm", RootSquared, "nan_grad_at_zero")
+
+
+def test_rmsnorm_hints_hold_no_code_and_the_spec_no_recipe():
+    import pathlib
+    import re
+
+    for hint in grading.exercise(RM).hints:
+        assert not re.search(r"`|\w\(|dim=|-1|ones|inside the|rsqrt", hint), hint
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "03_nn_module.py").read_text()
+    spec = src[src.index("### Exercise 3"):src.index('tags=["answer:RMSNorm"]')]
+    assert "class FirstRMSNorm" in spec and 'tags=["raises-exception"]' in spec
+    prose = "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+    for recipe in ("dim=-1", "last dimension", "inside the", "torch.ones(dim)", "per feature", "mean(x"):
+        assert recipe not in prose, recipe
 
 
 # --------------------------------------------------------------------------- RunningMean
@@ -549,10 +613,19 @@ def _rms_right(s, x, w):
 
 
 wrong(RM, "mean over dim 0", "wrong_dim")(_rmsn(lambda s, x, w: x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + s.eps) * w))
+wrong(RM, "the first attempt's dim=1, scale per feature", "wrong_dim")(_rmsn(
+    lambda s, x, w: x / torch.sqrt(x.pow(2).mean(1, keepdim=True) + s.eps) * w))
+wrong(RM, "one RMS for the whole batch", "wrong_dim")(_rmsn(lambda s, x, w: x / torch.sqrt(x.pow(2).mean() + s.eps) * w))
+wrong(RM, "dim=2: fixed for sentences only", "rank_specific_dim")(_rmsn(
+    lambda s, x, w: x / torch.sqrt(x.pow(2).mean(2, keepdim=True) + s.eps) * w))
+wrong(RM, "the first attempt's shared scale", "shared_scale")(_rmsn(_rms_right, init=lambda d: torch.ones(1)))
 wrong(RM, "no eps", "ignored_eps")(_rmsn(lambda s, x, w: x / x.pow(2).mean(-1, keepdim=True).sqrt() * w))
 wrong(RM, "1e-6 hard-coded in forward, the eps argument unused (red team s20)", "eps_argument_ignored")(_rmsn(
     lambda s, x, w: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w))
-wrong(RM, "eps outside the sqrt")(_rmsn(lambda s, x, w: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + s.eps) * w))
+wrong(RM, "eps outside the sqrt", "eps_outside_sqrt")(_rmsn(
+    lambda s, x, w: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + s.eps) * w))
+wrong(RM, "eps added to the square of the root", "nan_grad_at_zero")(_rmsn(
+    lambda s, x, w: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True).sqrt() ** 2 + s.eps) * w))
 wrong(RM, "no keepdim")(_rmsn(lambda s, x, w: x / torch.sqrt(x.pow(2).mean(-1) + s.eps)[..., None].squeeze(-1) * w))
 wrong(RM, "std instead of RMS")(_rmsn(lambda s, x, w: x / torch.sqrt(x.var(-1, keepdim=True) + s.eps) * w))
 wrong(RM, "LayerNorm-style centring")(_rmsn(lambda s, x, w: (x - x.mean(-1, keepdim=True))
@@ -561,13 +634,32 @@ wrong(RM, "parameter named gain (redteam)", "weight_name")(_rmsn(_rms_right, nam
 wrong(RM, "default eps 1e-5")(_rmsn(_rms_right, default_eps=1e-5))
 wrong(RM, "float64 weight", "float64_drift")(_rmsn(_rms_right, init=lambda d: torch.ones(d, dtype=torch.float64)))
 wrong(RM, "in-place on x", "mutated_input")(_rmsn(lambda s, x, w: x.div_(torch.sqrt(x.pow(2).mean(-1, keepdim=True) + s.eps)) * w))
+
+
+class _RMSEpsBuffer(nn.Module):  # eps saved in the state_dict: an nn.RMSNorm checkpoint has no such key
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.register_buffer("eps", torch.tensor(float(eps)))
+
+    def forward(self, x):
+        return _rms_right(self, x, self.weight)
+
+
+wrong(RM, "eps registered as a buffer", "checkpoint_mismatch")(_RMSEpsBuffer)
 valid(RM, "rsqrt")(_rmsn(lambda s, x, w: w * x * torch.rsqrt(x.square().mean(-1, keepdim=True) + s.eps)))
-valid(RM, "F.rms_norm")(_rmsn(lambda s, x, w: F.rms_norm(x, (x.shape[-1],), w, s.eps)))
+valid(RM, "vector_norm divided by sqrt(dim)")(_rmsn(lambda s, x, w: x / torch.sqrt(
+    torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / x.shape[-1] + s.eps) * w))
 valid(RM, "norm divided by sqrt(dim)")(_rmsn(lambda s, x, w: x / torch.sqrt(
     x.norm(dim=-1, keepdim=True) ** 2 / x.shape[-1] + s.eps) * w))
+valid(RM, "power -0.5, the last dim counted from the rank")(_rmsn(lambda s, x, w: x * (
+    (x * x).mean(dim=x.dim() - 1, keepdim=True) + s.eps) ** -0.5 * w))
 cheat(RM, "returns x unchanged")(_rmsn(lambda s, x, w: x * w))
 cheat(RM, "normalises a detached copy", "partial_graph_cut")(_rmsn(lambda s, x, w: x / torch.sqrt(
     x.detach().pow(2).mean(-1, keepdim=True) + s.eps) * w))
+cheat(RM, "F.rms_norm inside", "broke_rule")(_rmsn(lambda s, x, w: F.rms_norm(x, (x.shape[-1],), w, s.eps)))
+cheat(RM, "torch.ops.aten.rms_norm inside", "broke_rule")(_rmsn(
+    lambda s, x, w: torch.ops.aten.rms_norm(x, [x.shape[-1]], w, s.eps)))
 
 LN = "03_nn_module.Linear"
 
@@ -1197,9 +1289,9 @@ def test_rmsnorm_float64_forward_is_feedback_not_a_checker_crash():
     assert "did not match" not in res.message
 
 
-def test_rmsnorm_rsqrt_and_f_rms_norm_pass():
+def test_rmsnorm_rsqrt_passes_and_f_rms_norm_breaks_the_rule():
     accepted(M + "RMSNorm", _rms(lambda s, x: s.weight * (x * torch.rsqrt(x.square().mean(-1, keepdim=True) + s.eps))))
-    accepted(M + "RMSNorm", _rms(lambda s, x: F.rms_norm(x, (x.shape[-1],), s.weight, s.eps)))
+    rejected(M + "RMSNorm", _rms(lambda s, x: F.rms_norm(x, (x.shape[-1],), s.weight, s.eps)), "broke_rule")
 
 
 class _RMEverythingNoGrad(RunningMean):
