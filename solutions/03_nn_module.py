@@ -25,7 +25,7 @@
 # 6. know what `train()` / `eval()` change, and what `no_grad` does not;
 # 7. choose between the functional and the module API, and feed logits to the loss.
 #
-# **Time: about 105 minutes** on your own, the eight checked exercises included (about 65 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
+# **Time: about 110 minutes** on your own, the eight checked exercises included (about 67 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt
@@ -612,7 +612,9 @@ ex.freeze_backbone.check(freeze_backbone)
 # this, and always removes the hooks):
 
 # %%
-from course_utils.lesson_props.l03_activations import activation_histograms, deep_mlp, record_activations
+from course_utils.lesson_props.l03_activations import (
+    activation_histograms, activation_stds, deep_mlp, record_activations,
+)
 
 deep = deep_mlp(depth=6, width=256, activation="tanh", gain=1.0)
 inputs = torch.randn(512, 256, generator=torch.Generator().manual_seed(1))
@@ -648,8 +650,8 @@ for gain in (0.5, 1.0, 3.0):
     plt.show()
 
 # %% [markdown]
-# Drag the gain yourself, and switch to ReLU (which halves the variance at every layer, hence
-# He initialisation's gain of √2):
+# Drag the gain yourself, then switch to ReLU: does the gain that keeps tanh's activations alive
+# still work there?
 
 # %% tags=["nbval-ignore-output"]
 from course_utils.lesson_props.l03_activations import init_scale_widget
@@ -676,12 +678,33 @@ net.apply(zero_biases)
 print(net[0].bias[:5])
 
 # %% [markdown]
-# ### Exercise 7: LeCun-normal initialisation
+# ### Exercise 7: initialise a deep ReLU network
 #
-# Write `init_weights(m)` for use with `model.apply(init_weights)`: for every `nn.Linear`,
-# draw the weight from a normal distribution with mean 0 and standard deviation
-# 1/√fan_in (fan_in = `m.in_features`), and set the bias (if there is one) to zero. Leave
-# every other kind of module untouched. (The check measures the statistics of large layers.)
+# A teammate's network is a deep stack of `Linear` + `ReLU` blocks whose widths change from
+# layer to layer. Their first init draws every weight with one standard deviation, tuned by hand
+# on a network of width 256 until the activations held steady there. At other widths:
+
+# %%
+def first_init(m):  # tuned by hand on width 256
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, mean=0.0, std=0.088)
+        nn.init.zeros_(m.bias)
+
+
+for width in (64, 256, 1024):
+    torch.manual_seed(0)
+    deep = nn.Sequential(*[block for _ in range(12) for block in (nn.Linear(width, width), nn.ReLU())])
+    deep.apply(first_init)
+    stds = activation_stds(record_activations(deep, torch.randn(256, width)))
+    print(f"width {width:4d}, std after ReLU 1, 6 and 12:", "  ".join(f"{stds[k]:.2g}" for k in (0, 5, 11)))
+
+# %% [markdown]
+# Write `init_weights(m)` for `model.apply(init_weights)` that keeps the signal's scale in such
+# a network at *any* widths: in a deep stack of `Linear` + `ReLU`, the outputs of each `Linear`
+# keep the same mean square from one hidden layer to the next (in expectation), whatever the
+# widths. Every `Linear` gets the same rule: weights drawn from a normal distribution centred at
+# 0, with the spread you decide, and biases at zero. Leave every other kind of module untouched.
+# The check applies it to networks of different widths and measures the statistics of each layer.
 
 # %% tags=["answer:init_weights"]
 import math
@@ -690,7 +713,8 @@ import math
 def init_weights(m):
     ### BEGIN SOLUTION
     if isinstance(m, nn.Linear):
-        nn.init.normal_(m.weight, mean=0.0, std=1 / math.sqrt(m.in_features))
+        # each output sums in_features terms, and ReLU keeps half of the mean square: He normal
+        nn.init.normal_(m.weight, mean=0.0, std=math.sqrt(2 / m.in_features))
         if m.bias is not None:
             nn.init.zeros_(m.bias)
     ### END SOLUTION
@@ -698,6 +722,14 @@ def init_weights(m):
 
 # %% tags=["check:init_weights"]
 ex.init_weights.check(init_weights)
+
+# %% [markdown]
+# Each output of a `Linear` sums `in_features` products, so with zero-mean weights its mean
+# square is `in_features · Var(w) · E[input²]`: the spread must shrink like 1/√fan_in, or a width
+# change rescales the signal (0.088 is √(2/256)). ReLU then sets the negative half to 0 and keeps
+# half of the mean square: the factor 2 (He, or Kaiming, initialisation, `nn.init.kaiming_normal_`
+# with `nonlinearity="relu"`). LeCun's 1/fan_in suits layers whose activation keeps the whole
+# signal near 0, such as tanh.
 
 # %% [markdown]
 # ## 9. `train()` and `eval()`

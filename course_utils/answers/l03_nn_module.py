@@ -90,7 +90,8 @@ def freeze_backbone(model):
 
 def init_weights(m):
     if isinstance(m, nn.Linear):
-        nn.init.normal_(m.weight, mean=0.0, std=1 / math.sqrt(m.in_features))
+        # each output sums in_features terms, and ReLU keeps half of the mean square: He normal
+        nn.init.normal_(m.weight, mean=0.0, std=math.sqrt(2 / m.in_features))
         if m.bias is not None:
             nn.init.zeros_(m.bias)
 
