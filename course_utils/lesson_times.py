@@ -81,8 +81,8 @@ LESSONS: dict[str, Lesson] = {
         "dfdx": 7, "vjp": 7, "huber": 7, "hvp": 9, "finite_difference_grad": 9,
         "MySiLU": 10, "gradient_descent": 9}),
     "03_nn_module": Lesson("nn.Module", 7.9, reading=17.8, examples=20.2, predictions=4, exercises={
-        "Tower": 7, "MLP": 7, "RMSNorm": 8, "Linear": 10, "RunningMean": 10, "freeze_backbone": 9,
-        "init_weights": 7, "predict_proba": 5}),
+        "Tower": 7, "MLP": 7, "RMSNorm": 10, "Linear": 10, "RunningMean": 10, "freeze_backbone": 9,
+        "init_weights": 9, "predict_proba": 5}),
     "04_data": Lesson("data", 6.9, reading=20.7, examples=17.2, predictions=4, exercises={
         "WindowDataset": 8, "stratified_split": 9, "balanced_sampler": 9, "pad_collate": 8,
         "MiniLoader": 12, "ShardedRange": 9, "reseed_worker": 8}),

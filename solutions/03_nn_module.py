@@ -25,7 +25,7 @@
 # 6. know what `train()` / `eval()` change, and what `no_grad` does not;
 # 7. choose between the functional and the module API, and feed logits to the loss.
 #
-# **Time: about 105 minutes** on your own, the eight checked exercises included (about 63 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
+# **Time: about 110 minutes** on your own, the eight checked exercises included (about 67 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt
@@ -271,17 +271,61 @@ print([(n, tuple(p.shape), p.dtype) for n, p in layer.named_parameters()])
 print(layer(X).dtype)
 
 # %% [markdown]
-# ### Exercise 3: RMSNorm
+# ### Exercise 3: repair an RMSNorm
 #
-# RMSNorm (used in many language models) divides each feature vector by its root mean square
-# and applies a learnable per-feature weight:
-#
-# $$y = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \varepsilon}} \cdot w$$
-#
-# where the mean runs over the **last** dimension. Write `RMSNorm(dim, eps=1e-6)` with one
-# `nn.Parameter` `weight` of shape `(dim,)`, initialised to ones (float32). `forward` accepts
-# `(N, dim)` or `(N, T, dim)` inputs, returns a new tensor of the same shape, keeps gradients
-# flowing to `x`, and does not modify `x`.
+# A teammate is porting a language model. Its normalisation layer, RMSNorm, divides each
+# token's feature vector by its root mean square (no centring, unlike LayerNorm), then scales
+# each feature by a learned amount. Their first attempt passed their test on a batch of vectors
+# of shape `(N, dim)`:
+
+# %%
+class FirstRMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        rms = x.pow(2).mean(dim=1, keepdim=True).sqrt() + self.eps
+        return x / rms * self.weight
+
+
+# %% [markdown]
+# On the model's real inputs, three things go wrong. Sentences come as `(N, T, dim)`, padded
+# with all-zero tokens to a common length, and padding a sentence changes its real tokens:
+
+# %%
+torch.manual_seed(0)
+first = FirstRMSNorm(8)
+sentence = torch.randn(1, 5, 8)
+padded = torch.cat([sentence, torch.zeros(1, 3, 8)], dim=1)  # 3 padding tokens after the 5 real ones
+print("the 5 real tokens, alone and padded: same output?", torch.allclose(first(sentence), first(padded)[:, :5]))
+
+# %% [markdown]
+# Even on `(N, dim)`, a batch with a padding row gives finite outputs and NaN gradients:
+
+# %%
+x = torch.randn(4, 8)
+x[3] = 0.0  # a padding row
+x.requires_grad_(True)
+out = first(x)
+out.sum().backward()
+print("output finite:", out.isfinite().all().item(), "  gradient finite:", x.grad.isfinite().all().item())
+
+# %% [markdown]
+# And the original model's checkpoint, saved from torch's own `nn.RMSNorm`, does not load (the
+# cell raises):
+
+# %% tags=["raises-exception"]
+original = nn.RMSNorm(8, eps=1e-6)
+first.load_state_dict(original.state_dict())
+
+# %% [markdown]
+# Write `RMSNorm(dim, eps=1e-6)`: the same layer without the three problems. A fresh one only
+# normalises; a checkpoint of `nn.RMSNorm(dim, eps=eps)` loads into it and it then computes what
+# that layer computes, on inputs of shape `(*, dim)`, gradients included, without modifying its
+# input. For each symptom, decide what the first attempt gets wrong. The check compares yours with
+# torch's, so write it yourself: no `nn.RMSNorm` or `F.rms_norm` inside.
 
 # %% tags=["answer:RMSNorm"]
 class RMSNorm(nn.Module):
@@ -289,11 +333,13 @@ class RMSNorm(nn.Module):
         ### BEGIN SOLUTION
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.weight = nn.Parameter(torch.ones(dim))  # one learned scale per feature, as in the checkpoint
         ### END SOLUTION
 
     def forward(self, x):
         ### BEGIN SOLUTION
+        # each vector over its own features (the last dimension, whatever the rank); eps inside the
+        # square root, whose slope at 0 is infinite
         rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         return x / rms * self.weight
         ### END SOLUTION
@@ -301,6 +347,14 @@ class RMSNorm(nn.Module):
 
 # %% tags=["check:RMSNorm"]
 ex.RMSNorm.check(RMSNorm)
+
+# %% [markdown]
+# The three symptoms had three causes. `dim=1` is the last dimension of a batch of vectors, but
+# the token dimension of a batch of sentences: the padding entered every real token's mean. The
+# features are the *last* dimension at any rank. The eps added after the square root keeps the
+# output finite, but the square root's slope at 0 is infinite and autograd multiplies it by 0:
+# NaN. Inside the root, eps keeps it away from 0. And one scale shared by all features is a
+# different model: the checkpoint holds one per feature, in a parameter named `weight`.
 
 # %% [markdown]
 # ### Exercise 4: build `nn.Linear` yourself
@@ -558,7 +612,9 @@ ex.freeze_backbone.check(freeze_backbone)
 # this, and always removes the hooks):
 
 # %%
-from course_utils.lesson_props.l03_activations import activation_histograms, deep_mlp, record_activations
+from course_utils.lesson_props.l03_activations import (
+    activation_histograms, activation_stds, deep_mlp, record_activations,
+)
 
 deep = deep_mlp(depth=6, width=256, activation="tanh", gain=1.0)
 inputs = torch.randn(512, 256, generator=torch.Generator().manual_seed(1))
@@ -594,8 +650,8 @@ for gain in (0.5, 1.0, 3.0):
     plt.show()
 
 # %% [markdown]
-# Drag the gain yourself, and switch to ReLU (which halves the variance at every layer, hence
-# He initialisation's gain of √2):
+# Drag the gain yourself, then switch to ReLU: does the gain that keeps tanh's activations alive
+# still work there?
 
 # %% tags=["nbval-ignore-output"]
 from course_utils.lesson_props.l03_activations import init_scale_widget
@@ -622,12 +678,33 @@ net.apply(zero_biases)
 print(net[0].bias[:5])
 
 # %% [markdown]
-# ### Exercise 7: LeCun-normal initialisation
+# ### Exercise 7: initialise a deep ReLU network
 #
-# Write `init_weights(m)` for use with `model.apply(init_weights)`: for every `nn.Linear`,
-# draw the weight from a normal distribution with mean 0 and standard deviation
-# 1/√fan_in (fan_in = `m.in_features`), and set the bias (if there is one) to zero. Leave
-# every other kind of module untouched. (The check measures the statistics of large layers.)
+# A teammate's network is a deep stack of `Linear` + `ReLU` blocks whose widths change from
+# layer to layer. Their first init draws every weight with one standard deviation, tuned by hand
+# on a network of width 256 until the activations held steady there. At other widths:
+
+# %%
+def first_init(m):  # tuned by hand on width 256
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, mean=0.0, std=0.088)
+        nn.init.zeros_(m.bias)
+
+
+for width in (64, 256, 1024):
+    torch.manual_seed(0)
+    deep = nn.Sequential(*[block for _ in range(12) for block in (nn.Linear(width, width), nn.ReLU())])
+    deep.apply(first_init)
+    stds = activation_stds(record_activations(deep, torch.randn(256, width)))
+    print(f"width {width:4d}, std after ReLU 1, 6 and 12:", "  ".join(f"{stds[k]:.2g}" for k in (0, 5, 11)))
+
+# %% [markdown]
+# Write `init_weights(m)` for `model.apply(init_weights)` that keeps the signal's scale in such
+# a network at *any* widths: in a deep stack of `Linear` + `ReLU`, the outputs of each `Linear`
+# keep the same mean square from one hidden layer to the next (in expectation), whatever the
+# widths. Every `Linear` gets the same rule: weights drawn from a normal distribution centred at
+# 0, with the spread you decide, and biases at zero. Leave every other kind of module untouched.
+# The check applies it to networks of different widths and measures the statistics of each layer.
 
 # %% tags=["answer:init_weights"]
 import math
@@ -636,7 +713,8 @@ import math
 def init_weights(m):
     ### BEGIN SOLUTION
     if isinstance(m, nn.Linear):
-        nn.init.normal_(m.weight, mean=0.0, std=1 / math.sqrt(m.in_features))
+        # each output sums in_features terms, and ReLU keeps half of the mean square: He normal
+        nn.init.normal_(m.weight, mean=0.0, std=math.sqrt(2 / m.in_features))
         if m.bias is not None:
             nn.init.zeros_(m.bias)
     ### END SOLUTION
@@ -644,6 +722,14 @@ def init_weights(m):
 
 # %% tags=["check:init_weights"]
 ex.init_weights.check(init_weights)
+
+# %% [markdown]
+# Each output of a `Linear` sums `in_features` products, so with zero-mean weights its mean
+# square is `in_features · Var(w) · E[input²]`: the spread must shrink like 1/√fan_in, or a width
+# change rescales the signal (0.088 is √(2/256)). ReLU then sets the negative half to 0 and keeps
+# half of the mean square: the factor 2 (He, or Kaiming, initialisation, `nn.init.kaiming_normal_`
+# with `nonlinearity="relu"`). LeCun's 1/fan_in suits layers whose activation keeps the whole
+# signal near 0, such as tanh.
 
 # %% [markdown]
 # ## 9. `train()` and `eval()`

@@ -178,8 +178,8 @@ def test_tower_extra_parameter_is_a_structure_problem():
     assert res.mistake == "wrong_structure" and "extra" in res.message
 
 
-def test_rmsnorm_alternatives_pass():
-    class WithTorchLayer(nn.Module):
+def test_rmsnorm_torch_layer_inside_breaks_the_rule_and_rsqrt_passes():
+    class WithTorchLayer(nn.Module):  # a drop-in that diagnoses nothing: the check compares with nn.RMSNorm
         def __init__(self, dim, eps=1e-6):
             super().__init__()
             self.norm = nn.RMSNorm(dim, eps=eps)
@@ -191,12 +191,12 @@ def test_rmsnorm_alternatives_pass():
         def __init__(self, dim, eps=1e-6):
             super().__init__()
             self.eps = eps
-            self.weight = nn.Parameter(torch.ones(dim))  # the text names it `weight`
+            self.weight = nn.Parameter(torch.ones(dim))  # the checkpoint's key
 
         def forward(self, x):
             return self.weight * x * torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps)
 
-    assert check("RMSNorm", WithTorchLayer, n_random=20).passed
+    assert check("RMSNorm", WithTorchLayer, n_random=20).mistake == "broke_rule"
     assert check("RMSNorm", WithRsqrt, n_random=20).passed
 
 
@@ -211,8 +211,72 @@ def test_rmsnorm_wrong_parameter_shape_and_init():
             super().__init__(dim, eps)
             self.weight = nn.Parameter(torch.zeros(dim))
 
-    assert check("RMSNorm", Scalar).mistake == "wrong_parameters"
+    class TwoScales(RMSNorm):
+        def __init__(self, dim, eps=1e-6):
+            super().__init__(dim, eps)
+            self.bias = nn.Parameter(torch.zeros(dim))
+
+    assert check("RMSNorm", Scalar).mistake == "shared_scale"
     assert check("RMSNorm", Zeros).mistake == "wrong_init"
+    assert check("RMSNorm", TwoScales).mistake == "wrong_parameters"
+
+
+class _FirstRMSNorm(nn.Module):
+    """The notebook's first attempt, as written there, and its three repairs one at a time."""
+
+    def __init__(self, dim, eps=1e-6, per_feature=False):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim if per_feature else 1))
+
+    def forward(self, x, dim=1, outside=True):
+        m = x.pow(2).mean(dim=dim, keepdim=True)
+        return x / ((m.sqrt() + self.eps) if outside else torch.sqrt(m + self.eps)) * self.weight
+
+
+def test_rmsnorm_first_attempt_and_each_partial_repair_fail_with_the_symptom_left():
+    def per_feature(forward):
+        return type("Repair", (_FirstRMSNorm,), {
+            "__init__": lambda self, dim, eps=1e-6: _FirstRMSNorm.__init__(self, dim, eps, per_feature=True),
+            "forward": forward})
+
+    rejected(M + "RMSNorm", _FirstRMSNorm, "shared_scale")
+    for seed in (0, 1, 2):  # scale fixed: dim=1 (right on a batch of vectors) or eps, whichever a case shows first
+        res = grading.check(M + "RMSNorm", per_feature(_FirstRMSNorm.forward), seed=seed)
+        assert res.mistake in ("wrong_dim", "eps_outside_sqrt"), res.message
+    rejected(M + "RMSNorm", per_feature(lambda s, x: _FirstRMSNorm.forward(s, x, dim=2)), "rank_specific_dim")
+    rejected(M + "RMSNorm", per_feature(lambda s, x: _FirstRMSNorm.forward(s, x, dim=-1)), "eps_outside_sqrt")
+    accepted(M + "RMSNorm", per_feature(lambda s, x: _FirstRMSNorm.forward(s, x, dim=-1, outside=False)))
+
+
+def test_rmsnorm_padding_probe_catches_nan_gradients_with_right_values():
+    """eps added to the square of the root: the values are the reference's, only a padding vector's
+    gradient (NaN) tells them apart, and the probe names it."""
+    class RootSquared(RMSNorm):
+        def forward(self, x):
+            return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True).sqrt() ** 2 + self.eps) * self.weight
+
+    x = torch.randn(3, 4, 5)
+    assert torch.allclose(RootSquared(5, 0.3)(x), RMSNorm(5, 0.3)(x))
+    x[1, 2] = 0.0
+    x.requires_grad_(True)
+    RootSquared(5, 0.3)(x).sum().backward()
+    assert not x.grad.isfinite().all()
+    rejected(M + "RMSNorm", RootSquared, "nan_grad_at_zero")
+
+
+def test_rmsnorm_hints_hold_no_code_and_the_spec_no_recipe():
+    import pathlib
+    import re
+
+    for hint in grading.exercise(RM).hints:
+        assert not re.search(r"`|\w\(|dim=|-1|ones|inside the|rsqrt", hint), hint
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "03_nn_module.py").read_text()
+    spec = src[src.index("### Exercise 3"):src.index('tags=["answer:RMSNorm"]')]
+    assert "class FirstRMSNorm" in spec and 'tags=["raises-exception"]' in spec
+    prose = "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+    for recipe in ("dim=-1", "last dimension", "inside the", "torch.ones(dim)", "per feature", "mean(x"):
+        assert recipe not in prose, recipe
 
 
 # --------------------------------------------------------------------------- RunningMean
@@ -242,13 +306,13 @@ def test_running_mean_alternative_and_non_persistent():
 def test_init_weights_alternatives_pass():
     def with_data(m):
         if isinstance(m, nn.Linear):
-            m.weight.data.normal_(0.0, m.weight.shape[1] ** -0.5)
+            m.weight.data.normal_(0.0, (2 / m.weight.shape[1]) ** 0.5)
             if m.bias is not None:
                 m.bias.data.zero_()
 
     def with_kaiming(m):
         if type(m) is nn.Linear:
-            nn.init.kaiming_normal_(m.weight, nonlinearity="linear")  # gain 1, fan_in: LeCun normal
+            nn.init.kaiming_normal_(m.weight)  # its defaults: fan_in, leaky_relu with a=0, i.e. ReLU's gain √2
             if m.bias is not None:
                 nn.init.constant_(m.bias, 0.0)
 
@@ -256,16 +320,41 @@ def test_init_weights_alternatives_pass():
     assert check("init_weights", with_kaiming, n_random=20).passed
 
 
-def test_init_weights_he_init_is_a_wrong_std_with_numbers():
-    def he(m):
-        if isinstance(m, nn.Linear):
-            nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
+def test_init_weights_lecun_and_the_first_attempt_are_named_and_other_stds_give_the_factor():
+    import re
 
-    res = check("init_weights", he)
-    assert res.mistake == "wrong_std" and "1/√" in res.message
+    lecun = _init(lambda m: nn.init.normal_(m.weight, std=m.in_features ** -0.5))  # the previous exercise's answer
+    first = _init(lambda m: nn.init.normal_(m.weight, std=0.088))  # the notebook's first attempt, tuned at 256
+    triple = _init(lambda m: nn.init.normal_(m.weight, std=3 * (2 / m.in_features) ** 0.5))
+    rejected(M + "init_weights", lecun, "lecun_for_relu")
+    rejected(M + "init_weights", first, "width_independent")
+    res = check("init_weights", triple)
+    assert res.mistake == "wrong_std" and re.search(r"about (8\.\d|9\.\d|9) at every", res.message), res.message
     assert check("init_weights", lambda m: None).mistake == "weights_unchanged"
+
+
+def test_init_weights_a_coincidence_on_one_layer_names_no_confusion():
+    """2/32 = √(2/512): on the (32, 512, 32) chain, std 2/fan_in matches fan_out's rule on its first
+    layer; a confusion is named only when every layer fits it."""
+    variance = _init(lambda m: nn.init.normal_(m.weight, std=2 / m.in_features))
+    for seed in range(6):
+        assert check("init_weights", variance, seed=seed).mistake == "variance_as_std"
+
+
+def test_init_weights_hints_hold_no_code_and_the_spec_no_recipe():
+    import pathlib
+    import re
+
+    for hint in grading.exercise(IW).hints:
+        assert not re.search(r"`|\w\(|√|sqrt|kaiming|He |fan_in|2 /", hint), hint
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "03_nn_module.py").read_text()
+    spec = src[src.index("### Exercise 7"):src.index('tags=["answer:init_weights"]')]
+    assert "def first_init" in spec
+    prose = "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+    for recipe in ("√", "sqrt", "fan_in", "in_features", "kaiming", "He ", "halves", "1/"):
+        assert recipe not in prose, recipe
+    widget = src[src.index("Drag the gain yourself"):src.index("init_scale_widget()")]
+    assert "√2" not in widget and "He" not in widget
 
 
 def test_init_weights_statistics_are_reliable():
@@ -549,10 +638,19 @@ def _rms_right(s, x, w):
 
 
 wrong(RM, "mean over dim 0", "wrong_dim")(_rmsn(lambda s, x, w: x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + s.eps) * w))
+wrong(RM, "the first attempt's dim=1, scale per feature", "wrong_dim")(_rmsn(
+    lambda s, x, w: x / torch.sqrt(x.pow(2).mean(1, keepdim=True) + s.eps) * w))
+wrong(RM, "one RMS for the whole batch", "wrong_dim")(_rmsn(lambda s, x, w: x / torch.sqrt(x.pow(2).mean() + s.eps) * w))
+wrong(RM, "dim=2: fixed for sentences only", "rank_specific_dim")(_rmsn(
+    lambda s, x, w: x / torch.sqrt(x.pow(2).mean(2, keepdim=True) + s.eps) * w))
+wrong(RM, "the first attempt's shared scale", "shared_scale")(_rmsn(_rms_right, init=lambda d: torch.ones(1)))
 wrong(RM, "no eps", "ignored_eps")(_rmsn(lambda s, x, w: x / x.pow(2).mean(-1, keepdim=True).sqrt() * w))
 wrong(RM, "1e-6 hard-coded in forward, the eps argument unused (red team s20)", "eps_argument_ignored")(_rmsn(
     lambda s, x, w: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w))
-wrong(RM, "eps outside the sqrt")(_rmsn(lambda s, x, w: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + s.eps) * w))
+wrong(RM, "eps outside the sqrt", "eps_outside_sqrt")(_rmsn(
+    lambda s, x, w: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + s.eps) * w))
+wrong(RM, "eps added to the square of the root", "nan_grad_at_zero")(_rmsn(
+    lambda s, x, w: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True).sqrt() ** 2 + s.eps) * w))
 wrong(RM, "no keepdim")(_rmsn(lambda s, x, w: x / torch.sqrt(x.pow(2).mean(-1) + s.eps)[..., None].squeeze(-1) * w))
 wrong(RM, "std instead of RMS")(_rmsn(lambda s, x, w: x / torch.sqrt(x.var(-1, keepdim=True) + s.eps) * w))
 wrong(RM, "LayerNorm-style centring")(_rmsn(lambda s, x, w: (x - x.mean(-1, keepdim=True))
@@ -561,13 +659,32 @@ wrong(RM, "parameter named gain (redteam)", "weight_name")(_rmsn(_rms_right, nam
 wrong(RM, "default eps 1e-5")(_rmsn(_rms_right, default_eps=1e-5))
 wrong(RM, "float64 weight", "float64_drift")(_rmsn(_rms_right, init=lambda d: torch.ones(d, dtype=torch.float64)))
 wrong(RM, "in-place on x", "mutated_input")(_rmsn(lambda s, x, w: x.div_(torch.sqrt(x.pow(2).mean(-1, keepdim=True) + s.eps)) * w))
+
+
+class _RMSEpsBuffer(nn.Module):  # eps saved in the state_dict: an nn.RMSNorm checkpoint has no such key
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.register_buffer("eps", torch.tensor(float(eps)))
+
+    def forward(self, x):
+        return _rms_right(self, x, self.weight)
+
+
+wrong(RM, "eps registered as a buffer", "checkpoint_mismatch")(_RMSEpsBuffer)
 valid(RM, "rsqrt")(_rmsn(lambda s, x, w: w * x * torch.rsqrt(x.square().mean(-1, keepdim=True) + s.eps)))
-valid(RM, "F.rms_norm")(_rmsn(lambda s, x, w: F.rms_norm(x, (x.shape[-1],), w, s.eps)))
+valid(RM, "vector_norm divided by sqrt(dim)")(_rmsn(lambda s, x, w: x / torch.sqrt(
+    torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / x.shape[-1] + s.eps) * w))
 valid(RM, "norm divided by sqrt(dim)")(_rmsn(lambda s, x, w: x / torch.sqrt(
     x.norm(dim=-1, keepdim=True) ** 2 / x.shape[-1] + s.eps) * w))
+valid(RM, "power -0.5, the last dim counted from the rank")(_rmsn(lambda s, x, w: x * (
+    (x * x).mean(dim=x.dim() - 1, keepdim=True) + s.eps) ** -0.5 * w))
 cheat(RM, "returns x unchanged")(_rmsn(lambda s, x, w: x * w))
 cheat(RM, "normalises a detached copy", "partial_graph_cut")(_rmsn(lambda s, x, w: x / torch.sqrt(
     x.detach().pow(2).mean(-1, keepdim=True) + s.eps) * w))
+cheat(RM, "F.rms_norm inside", "broke_rule")(_rmsn(lambda s, x, w: F.rms_norm(x, (x.shape[-1],), w, s.eps)))
+cheat(RM, "torch.ops.aten.rms_norm inside", "broke_rule")(_rmsn(
+    lambda s, x, w: torch.ops.aten.rms_norm(x, [x.shape[-1]], w, s.eps)))
 
 LN = "03_nn_module.Linear"
 
@@ -793,24 +910,30 @@ def _iw(weight, bias=True, which=lambda m: isinstance(m, nn.Linear)):
     return init
 
 
-wrong(IW, "fan_out", "used_fan_out")(_iw(lambda m: nn.init.normal_(m.weight, std=m.out_features ** -0.5)))
-wrong(IW, "1/fan_in as std", "variance_as_std")(_iw(lambda m: nn.init.normal_(m.weight, std=1 / m.in_features)))
-wrong(IW, "bias left alone", "bias_not_zero")(_iw(lambda m: nn.init.normal_(m.weight, std=m.in_features ** -0.5), bias=False))
-wrong(IW, "xavier")(_iw(lambda m: nn.init.xavier_normal_(m.weight)))
-wrong(IW, "kaiming (fan_in, relu gain)")(_iw(lambda m: nn.init.kaiming_normal_(m.weight)))
-wrong(IW, "uniform", "uniform_not_normal")(_iw(lambda m: nn.init.uniform_(m.weight, -(3 / m.in_features) ** 0.5,
-                                                                      (3 / m.in_features) ** 0.5)))
+wrong(IW, "LeCun normal: right for tanh", "lecun_for_relu")(_iw(lambda m: nn.init.normal_(m.weight, std=m.in_features ** -0.5)))
+wrong(IW, "kaiming_normal_ with nonlinearity='linear'", "lecun_for_relu")(_iw(
+    lambda m: nn.init.kaiming_normal_(m.weight, nonlinearity="linear")))
+wrong(IW, "one std for every width, tuned at 256", "width_independent")(_iw(lambda m: nn.init.normal_(m.weight, std=0.088)))
+wrong(IW, "He with fan_out", "used_fan_out")(_iw(lambda m: nn.init.normal_(m.weight, std=(2 / m.out_features) ** 0.5)))
+wrong(IW, "2/fan_in as std", "variance_as_std")(_iw(lambda m: nn.init.normal_(m.weight, std=2 / m.in_features)))
+wrong(IW, "gain √2 divided instead of multiplied", "wrong_std")(_iw(
+    lambda m: nn.init.normal_(m.weight, std=(1 / (2 * m.in_features)) ** 0.5)))
+wrong(IW, "bias left alone", "bias_not_zero")(_iw(lambda m: nn.init.normal_(m.weight, std=(2 / m.in_features) ** 0.5),
+                                                  bias=False))
+wrong(IW, "xavier on a symmetric chain: one std", "width_independent")(_iw(lambda m: nn.init.xavier_normal_(m.weight)))
+wrong(IW, "kaiming_uniform_ (relu)", "uniform_not_normal")(_iw(
+    lambda m: nn.init.kaiming_uniform_(m.weight, nonlinearity="relu")))
 wrong(IW, "every 2-D weight (redteam)", "touched_other_layers")(_iw(
-    lambda m: nn.init.normal_(m.weight, 0, 1 / math.sqrt(m.weight.shape[1])),
+    lambda m: nn.init.normal_(m.weight, 0, math.sqrt(2 / m.weight.shape[1])),
     which=lambda m: hasattr(m, "weight") and m.weight is not None and m.weight.dim() > 1))
 wrong(IW, "Linear and Conv2d (redteam)", "touched_other_layers")(_iw(
-    lambda m: nn.init.normal_(m.weight, std=1 / math.sqrt(m.weight[0].numel())),
+    lambda m: nn.init.normal_(m.weight, std=math.sqrt(2 / m.weight[0].numel())),
     which=lambda m: isinstance(m, (nn.Linear, nn.Conv2d))))
-wrong(IW, "no isinstance", "no_isinstance_check")(lambda m: nn.init.normal_(m.weight, std=m.in_features ** -0.5))
-valid(IW, "kaiming linear")(_iw(lambda m: nn.init.kaiming_normal_(m.weight, nonlinearity="linear")))
-valid(IW, "torch.randn copy")(_iw(lambda m: m.weight.data.copy_(torch.randn_like(m.weight) / math.sqrt(m.in_features))))
-valid(IW, "type() is Linear")(_iw(lambda m: nn.init.normal_(m.weight, 0.0, m.weight.shape[1] ** -0.5),
-                                 which=lambda m: type(m) is nn.Linear))
+wrong(IW, "no isinstance", "no_isinstance_check")(lambda m: nn.init.normal_(m.weight, std=(2 / m.in_features) ** 0.5))
+valid(IW, "kaiming_normal_ relu")(_iw(lambda m: nn.init.kaiming_normal_(m.weight, nonlinearity="relu")))
+valid(IW, "torch.randn copy")(_iw(lambda m: m.weight.data.copy_(torch.randn_like(m.weight) * math.sqrt(2 / m.in_features))))
+valid(IW, "type() is Linear, gain from calculate_gain")(_iw(lambda m: nn.init.normal_(
+    m.weight, 0.0, nn.init.calculate_gain("relu") * m.weight.shape[1] ** -0.5), which=lambda m: type(m) is nn.Linear))
 cheat(IW, "does nothing")(lambda m: None)
 cheat(IW, "zeros everywhere")(_iw(lambda m: nn.init.zeros_(m.weight)))
 
@@ -998,7 +1121,7 @@ team.WRONG.append((RN, "buffer of shape (1, n) (redteam)", _RMRow, "wrong_shape"
 def _iw_frozen(m):
     if isinstance(m, nn.Linear):
         m.weight.requires_grad = False  # avoids "a leaf Variable that requires grad ... in-place"
-        m.weight.normal_(0.0, 1 / math.sqrt(m.in_features))
+        m.weight.normal_(0.0, math.sqrt(2 / m.in_features))
         if m.bias is not None:
             m.bias.requires_grad = False
             m.bias.zero_()
@@ -1007,7 +1130,7 @@ def _iw_frozen(m):
 @wrong(IW, "a new float32 bias Parameter (red team s20)", "new_parameter_object")
 def _iw_new_bias(m):
     if isinstance(m, nn.Linear):
-        nn.init.normal_(m.weight, 0.0, 1 / math.sqrt(m.in_features))
+        nn.init.normal_(m.weight, 0.0, math.sqrt(2 / m.in_features))
         if m.bias is not None:
             m.bias = nn.Parameter(torch.zeros(m.out_features))
 
@@ -1027,7 +1150,7 @@ def _pp_off_then_on(model, X):
 @wrong(IW, "NumPy-drawn float64 weights (redteam)", "replaced_parameter")
 def _iw_numpy(m):
     if isinstance(m, nn.Linear):
-        m.weight.data = torch.from_numpy(np.random.normal(0, 1 / np.sqrt(m.in_features), tuple(m.weight.shape)))
+        m.weight.data = torch.from_numpy(np.random.normal(0, np.sqrt(2 / m.in_features), tuple(m.weight.shape)))
         if m.bias is not None:
             m.bias.data.zero_()
 
@@ -1051,7 +1174,7 @@ team.WRONG.append((TW, "one layer shared by every block (redteam)", _TowerShared
 def _iw_reseed(m):
     if isinstance(m, nn.Linear):
         torch.manual_seed(0)
-        nn.init.normal_(m.weight, 0.0, 1 / math.sqrt(m.in_features))
+        nn.init.normal_(m.weight, 0.0, math.sqrt(2 / m.in_features))
         if m.bias is not None:
             nn.init.zeros_(m.bias)
 
@@ -1197,9 +1320,9 @@ def test_rmsnorm_float64_forward_is_feedback_not_a_checker_crash():
     assert "did not match" not in res.message
 
 
-def test_rmsnorm_rsqrt_and_f_rms_norm_pass():
+def test_rmsnorm_rsqrt_passes_and_f_rms_norm_breaks_the_rule():
     accepted(M + "RMSNorm", _rms(lambda s, x: s.weight * (x * torch.rsqrt(x.square().mean(-1, keepdim=True) + s.eps))))
-    accepted(M + "RMSNorm", _rms(lambda s, x: F.rms_norm(x, (x.shape[-1],), s.weight, s.eps)))
+    rejected(M + "RMSNorm", _rms(lambda s, x: F.rms_norm(x, (x.shape[-1],), s.weight, s.eps)), "broke_rule")
 
 
 class _RMEverythingNoGrad(RunningMean):
@@ -1240,7 +1363,7 @@ def _init(weight_init, bias=True):
 def test_init_weights_unguarded_bias_is_named_and_never_passes():
     # some layers have bias=False; before the fix every case sometimes had biases everywhere
     rejected(M + "init_weights",
-             _init(lambda m: nn.init.normal_(m.weight, std=m.in_features ** -0.5), bias="unguarded"),
+             _init(lambda m: nn.init.normal_(m.weight, std=(2 / m.in_features) ** 0.5), bias="unguarded"),
              "bias_none", seeds=range(1, 9))
 
 
@@ -1254,9 +1377,9 @@ def test_init_weights_xavier_is_rejected():
     rejected(M + "init_weights", _init(nn.init.xavier_normal_))
 
 
-def test_init_weights_kaiming_linear_and_trunc_normal_pass():
-    accepted(M + "init_weights", _init(lambda m: nn.init.kaiming_normal_(m.weight, nonlinearity="linear")), 4)
-    accepted(M + "init_weights", _init(lambda m: nn.init.trunc_normal_(m.weight, std=m.in_features ** -0.5)), 4)
+def test_init_weights_kaiming_relu_and_trunc_normal_pass():
+    accepted(M + "init_weights", _init(lambda m: nn.init.kaiming_normal_(m.weight, nonlinearity="relu")), 4)
+    accepted(M + "init_weights", _init(lambda m: nn.init.trunc_normal_(m.weight, std=(2 / m.in_features) ** 0.5)), 4)
 
 
 def test_freeze_backbone_named_pairs_are_named():
@@ -1434,7 +1557,7 @@ def test_running_mean_reference_agrees_with_batchnorm_running_mean():
         assert torch.equal(before, rm.running_mean), where
 
 
-def test_init_weights_reference_matches_lecun_normal_statistics():
+def test_init_weights_reference_matches_he_normal_statistics():
     init = grading.reference("03_nn_module.init_weights")
     for where, case in _cases("03_nn_module.init_weights", 8):
         (model,) = case.args
@@ -1445,10 +1568,31 @@ def test_init_weights_reference_matches_lecun_normal_statistics():
         for m in model.modules():
             if isinstance(m, torch.nn.Linear):
                 w = m.weight.detach().double().numpy().ravel()
-                assert abs(w.std() * np.sqrt(m.in_features) - 1) < 0.03, where
+                assert abs(w.std() * np.sqrt(m.in_features / 2) - 1) < 0.03, where
                 assert m.bias is None or not m.bias.any(), where
         for n, before in others.items():
             assert torch.equal(dict(model.named_parameters())[n].detach(), before), (where, n)
+
+
+def test_init_weights_reference_keeps_the_signal_of_a_deep_relu_stack_of_changing_widths():
+    """The spec's goal itself: the pre-activations' mean square stays put from one hidden layer to the
+    next, whatever the widths; LeCun's (the tanh answer) halves it at each layer."""
+    def ratios(init, widths=(300, 64, 512, 128, 1024, 96, 256)):
+        torch.manual_seed(0)
+        layers = [nn.Linear(a, b) for a, b in zip(widths, widths[1:])]
+        for layer in layers:
+            layer.apply(init)
+        h, out = torch.randn(2048, widths[0]), []
+        with torch.no_grad():
+            for layer in layers:
+                y = layer(h)
+                out.append(float(y.pow(2).mean()))
+                h = torch.relu(y)
+        return [b / a for a, b in zip(out, out[1:])]
+
+    assert all(abs(r - 1) < 0.15 for r in ratios(grading.reference(IW))), ratios(grading.reference(IW))
+    lecun = _init(lambda m: nn.init.normal_(m.weight, std=m.in_features ** -0.5))
+    assert all(abs(r - 0.5) < 0.1 for r in ratios(lecun))
 
 
 def test_freeze_backbone_reference_returns_exactly_the_trainable_parameters():

@@ -41,9 +41,11 @@ class RMSNorm(nn.Module):
     def __init__(self, dim, eps=1e-6):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.weight = nn.Parameter(torch.ones(dim))  # one learned scale per feature, as in the checkpoint
 
     def forward(self, x):
+        # each vector over its own features (the last dimension, whatever the rank); eps inside the
+        # square root, whose slope at 0 is infinite
         rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         return x / rms * self.weight
 
@@ -88,7 +90,8 @@ def freeze_backbone(model):
 
 def init_weights(m):
     if isinstance(m, nn.Linear):
-        nn.init.normal_(m.weight, mean=0.0, std=1 / math.sqrt(m.in_features))
+        # each output sums in_features terms, and ReLU keeps half of the mean square: He normal
+        nn.init.normal_(m.weight, mean=0.0, std=math.sqrt(2 / m.in_features))
         if m.bias is not None:
             nn.init.zeros_(m.bias)
 

@@ -1,9 +1,9 @@
-"""init_weights: a function for ``model.apply`` (LeCun normal weights, zero biases, Linear only).
+"""init_weights: an init for ``model.apply`` that keeps a deep ReLU stack's signal at any widths.
 
-Subtle: the weights are random, so the check tests statistics (std against 1/√fan_in and the
-usual confusions, kurtosis for a uniform draw, the mean) on matrices of 16k+ entries where
-fan_in != fan_out; every other module (LayerNorm, Embedding, convolutions) must come out
-untouched, and a bias-free Linear must not crash the function.
+A decision: a first attempt (one std, tuned at width 256) vanishes at width 64 and explodes at 1024; the
+learner works out each layer's spread (He normal, √(2/fan_in)). Subtle: the check tests statistics (std vs
+LeCun's, fan_out, variance as std, one std for all; kurtosis; mean) on 16k+ weights where fan_in != fan_out;
+other modules come out untouched, and a bias-free Linear must not crash it.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ def _cases(r: Rand) -> Case:
     no_bias = r.integer(0, 1)  # every case has a Linear with a bias and one without
     for k, (a, b) in enumerate(zip(widths, widths[1:])):
         layers += [nn.Linear(a, b, bias=k != no_bias), nn.LayerNorm(b), nn.ReLU()]
-    # modules that are not Linear but have a weight with dim() > 1: "leave every other kind of
-    # module untouched" (`hasattr(m, "weight") and m.weight.dim() > 1` re-initialises them)
+    # not Linear, yet with a weight of dim() > 1: "leave every other kind of module untouched"
     layers += [nn.Embedding(6, 4), nn.Conv1d(2, 3, 3), nn.Conv2d(2, 3, 3)]
     model = nn.Sequential(nn.Sequential(*layers[:3]), *layers[3:])
     with torch.no_grad():
@@ -58,8 +57,7 @@ def _fixed(no_bias: int) -> Case:
 
 
 def _twin_layers() -> Case:
-    """Two Linear layers of the same shape (64x64: 4096 weights, sample std within ~3%):
-    reseeding inside init_weights gives them identical weights."""
+    """Two 64x64 Linear layers (sample std within ~3%): reseeding inside init_weights makes them equal."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(3)
         model = nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU(), nn.Linear(64, 64, bias=False),
@@ -71,23 +69,26 @@ def _twin_layers() -> Case:
 
 
 # --- run and probes
-def _check_linear(name: str, module: nn.Linear, before: torch.Tensor) -> None:
-    """One Linear layer's new weight and bias: changed, LeCun normal statistics, zero bias."""
+def _fits(m: nn.Linear) -> set[str]:
+    """The confusions a layer's std fits (named only when every layer fits: 2/32 = √(2/512))."""
+    std, fan_in, fan_out = float(m.weight.detach().std()), m.in_features, m.out_features
+    return {k for k, v in (("lecun_for_relu", std * math.sqrt(fan_in)), ("used_fan_out", std * math.sqrt(fan_out / 2)),
+                           ("variance_as_std", std * fan_in / 2)) if abs(v - 1) < 0.05}
+
+
+def _check_linear(name: str, module: nn.Linear, before: torch.Tensor, fits: set[str]) -> None:
+    """One Linear layer's new weight and bias: changed, He normal statistics, zero bias."""
     w = module.weight.detach()
     if torch.equal(w, before):
         raise Incorrect("weights_unchanged", name=name)
-    fan_in, fan_out = module.in_features, module.out_features
-    std = float(w.std())
-    target = 1 / math.sqrt(fan_in)
+    std, target = float(w.std()), math.sqrt(2 / module.in_features)
     if not abs(std / target - 1) < 0.05:
-        if abs(std * math.sqrt(fan_out) - 1) < 0.05:
-            raise Incorrect("used_fan_out")
-        if abs(std * fan_in - 1) < 0.05:
-            raise Incorrect("variance_as_std")
-        raise Incorrect("wrong_std", name=name, fan_in=fan_in, std=f"{std:.3g}", target=f"{target:.3g}")
+        if fits:  # lecun_for_relu, used_fan_out or variance_as_std, on every layer
+            raise Incorrect(min(fits))
+        raise Incorrect("wrong_std", name=name, fan_in=module.in_features, std=f"{std:.3g}",
+                        factor=f"{(std / target) ** 2:.2g}")
     centred = w - w.mean()
-    kurtosis = float((centred**4).mean() / centred.pow(2).mean() ** 2) - 3
-    if kurtosis < -0.6:
+    if float((centred**4).mean() / centred.pow(2).mean() ** 2) - 3 < -0.6:  # kurtosis: uniform is -1.2
         raise Incorrect("uniform_not_normal")
     if abs(float(w.mean())) > 6 * target / math.sqrt(w.numel()):
         raise Incorrect("nonzero_mean")
@@ -129,16 +130,18 @@ def _run(answer: Any, case: Case) -> Any:
             full = f"{name}.{pname}" if name else pname
             if not isinstance(module, nn.Linear) and not torch.equal(p.detach(), before[full]):
                 raise Incorrect("touched_other_layers")
-    for name, module in model.named_modules():
-        if isinstance(module, nn.Linear):
-            _check_linear(name, module, before[f"{name}.weight"])
-    linear_weights = [m.weight.detach() for m in model.modules() if isinstance(m, nn.Linear)]
-    for a_i, a in enumerate(linear_weights):
-        for b in linear_weights[a_i + 1:]:
-            if a.shape == b.shape and torch.equal(a, b):
-                raise Incorrect("same_draws")
-    # what must come out the same as the reference's: every Linear weight's shape (its values
-    # are random), and the exact values of every other parameter (zero biases, untouched norms)
+    linears = [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    stds = [float(m.weight.detach().std()) for _, m in linears]
+    if (len({m.in_features for _, m in linears}) > 1 and 0 < min(stds) and max(stds) < 1.05 * min(stds)
+            and all(not torch.equal(m.weight.detach(), before[f"{name}.weight"]) for name, m in linears)):
+        raise Incorrect("width_independent")  # one spread for every width: the first attempt's
+    fits = set.intersection(*(_fits(m) for _, m in linears))
+    for name, module in linears:
+        _check_linear(name, module, before[f"{name}.weight"], fits)
+    ws = [m.weight.detach() for _, m in linears]
+    if any(a.shape == b.shape and torch.equal(a, b) for i, a in enumerate(ws) for b in ws[i + 1:]):
+        raise Incorrect("same_draws")
+    # the same as the reference's: each Linear weight's shape (random values), every other value exactly
     summary: dict[str, Any] = {}
     for name, p in model.named_parameters():
         owner = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
@@ -148,27 +151,25 @@ def _run(answer: Any, case: Case) -> Any:
 
 
 # --- wrong answers
-def _linear_only(init):
+def _linear_only(init, zero_bias=True):
     """``init(m)`` on Linear layers (weights by ``init``, bias zero when there is one)."""
     def apply(m):
         if isinstance(m, nn.Linear):
             init(m)
-            if m.bias is not None:
+            if zero_bias and m.bias is not None:
                 nn.init.zeros_(m.bias)
     return apply
 
 
-_fan_out = _linear_only(lambda m: nn.init.normal_(m.weight, std=1 / math.sqrt(m.out_features)))
-_variance = _linear_only(lambda m: nn.init.normal_(m.weight, std=1 / m.in_features))
-_he = _linear_only(lambda m: nn.init.kaiming_normal_(m.weight, nonlinearity="relu"))
-_off_centre = _linear_only(lambda m: nn.init.normal_(m.weight, mean=0.1, std=1 / math.sqrt(m.in_features)))
-_uniform = _linear_only(lambda m: nn.init.uniform_(m.weight, -math.sqrt(3 / m.in_features),
-                                                   math.sqrt(3 / m.in_features)))
+_lecun = _linear_only(lambda m: nn.init.normal_(m.weight, std=1 / math.sqrt(m.in_features)))  # right for tanh
+_fixed_std = _linear_only(lambda m: nn.init.normal_(m.weight, std=0.088))  # the first attempt
+_fan_out = _linear_only(lambda m: nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu"))
+_variance = _linear_only(lambda m: nn.init.normal_(m.weight, std=2 / m.in_features))
+_halved = _linear_only(lambda m: nn.init.normal_(m.weight, std=1 / math.sqrt(2 * m.in_features)))  # ÷2, not ×2
+_offset = _linear_only(lambda m: nn.init.normal_(m.weight, mean=0.1, std=math.sqrt(2 / m.in_features)))
+_uniform = _linear_only(lambda m: nn.init.kaiming_uniform_(m.weight, nonlinearity="relu"))
 
-
-def _keeps_bias(m):
-    if isinstance(m, nn.Linear):
-        nn.init.normal_(m.weight, std=1 / math.sqrt(m.in_features))
+_keeps_bias = _linear_only(lambda m: nn.init.normal_(m.weight, std=math.sqrt(2 / m.in_features)), zero_bias=False)
 
 
 def _bias_only(m):
@@ -178,19 +179,19 @@ def _bias_only(m):
 
 def _hasattr(m):
     if hasattr(m, "weight"):
-        nn.init.normal_(m.weight, std=1 / math.sqrt(m.weight.shape[-1]))
+        nn.init.normal_(m.weight, std=math.sqrt(2 / m.weight.shape[-1]))
         if getattr(m, "bias", None) is not None:
             nn.init.zeros_(m.bias)
 
 
 def _unguarded_bias(m):
     if isinstance(m, nn.Linear):
-        nn.init.normal_(m.weight, std=1 / math.sqrt(m.in_features))
+        nn.init.normal_(m.weight, std=math.sqrt(2 / m.in_features))
         nn.init.zeros_(m.bias)
 
 
 def _no_isinstance(m):
-    nn.init.normal_(m.weight, std=1 / math.sqrt(m.in_features))
+    nn.init.normal_(m.weight, std=math.sqrt(2 / m.in_features))
     if m.bias is not None:
         nn.init.zeros_(m.bias)
 
@@ -211,7 +212,7 @@ def _freezes(m):
     """Switches requires_grad off to get past "a leaf Variable that requires grad ... in-place", for good."""
     if isinstance(m, nn.Linear):
         m.weight.requires_grad = False
-        m.weight.normal_(0.0, 1 / math.sqrt(m.in_features))
+        m.weight.normal_(0.0, math.sqrt(2 / m.in_features))
         if m.bias is not None:
             m.bias.requires_grad = False
             m.bias.zero_()
@@ -224,7 +225,7 @@ def _reseeds(m):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="init_weights", title="An init function for model.apply (LeCun normal, zero bias)",
+    lesson=LESSON, name="init_weights", title="An init for model.apply that keeps a deep ReLU signal at any width",
     reference=init_weights,
     cases=_cases,
     # fixed models too: every verdict must hold without random cases (one model with the
@@ -233,60 +234,67 @@ register(Exercise(
     n_random=4,  # each case holds ~40k weights: a few cases are plenty for statistics
     run=_run,
     mistakes=[
-        Mistake("used_fan_out", "Your weights have std 1/√fan_out. A Linear layer's weight has shape "
-                "(out_features, in_features); fan_in is `m.in_features` (= `m.weight.shape[1]`).",
-                _fan_out, match_output=False),
-        Mistake("variance_as_std", "Your weights have std 1/fan_in: the *variance* should be 1/fan_in, so the "
-                "standard deviation is 1/√fan_in.", _variance, match_output=False),
-        Mistake("bias_not_zero", "The biases of your Linear layers are not zero: add `nn.init.zeros_(m.bias)` "
-                "(when `m.bias is not None`).", _keeps_bias, match_output=False),
+        Mistake("width_independent",
+                "Every Linear layer got the same spread whatever its number of inputs, like the first attempt: "
+                "each output sums over the layer's inputs, so the signal grows through wide layers and fades "
+                "through narrow ones. The spread has to depend on the layer.", _fixed_std, match_output=False),
+        Mistake("lecun_for_relu",
+                "Your weights have standard deviation 1/√fan_in (LeCun's, right for tanh): the sum keeps the "
+                "mean square, then ReLU sets the negative half to 0 and the mean square halves at every layer "
+                "(1/4096 after 12). What does ReLU take away, and how can the weights make up for it?",
+                _lecun, match_output=False),
+        Mistake("used_fan_out", "Your weights' spread follows each layer's number of *outputs*. In the forward "
+                "pass each output sums over the layer's inputs, so on a layer with more inputs than outputs the "
+                "signal grows, and with fewer it fades.", _fan_out, match_output=False),
+        Mistake("variance_as_std", "Your standard deviation is 2/fan_in: that is the *variance* that keeps "
+                "the signal's scale; a standard deviation is its square root.", _variance, match_output=False),
+        Mistake("wrong_std", "The weights of `{name}` (in_features={fan_in}) have standard deviation {std}: "
+                "through them and a ReLU the mean square of the signal is multiplied by about {factor} at every "
+                "layer, instead of staying the same.", _halved, match_output=False),
+        Mistake("bias_not_zero", "The biases of your Linear layers are not zero: the exercise starts them at "
+                "zero, so that the weights alone set the scale.", _keeps_bias, match_output=False),
         Mistake("touched_other_layers",
                 "Your function also changed the parameters of a layer that is not Linear (a LayerNorm, an "
-                "Embedding or a convolution such as `nn.Conv2d`). Only Linear layers should be initialised; check "
-                "`isinstance(m, nn.Linear)` alone, rather than `hasattr(m, \"weight\")` or a tuple of layer types.",
-                _hasattr, match_output=False),
+                "Embedding or a convolution such as `nn.Conv2d`). Only Linear layers get this rule: having a "
+                "`weight` does not make a module a Linear layer.", _hasattr, match_output=False),
         Mistake("no_isinstance_check",
                 "`model.apply(init_weights)` calls your function on *every* module (the Sequential, LayerNorm, "
                 "ReLU...), and on one of them your code asked for an attribute it does not have (`weight`, "
-                "`bias`, `in_features`). Start with `if isinstance(m, nn.Linear):`.",
+                "`bias`, `in_features`). Your function must first decide which modules it touches.",
                 _no_isinstance, match_output=False),
         Mistake("bias_none",
                 "Some Linear layers have no bias (`nn.Linear(..., bias=False)` sets `m.bias = None`), and your "
-                "code used it anyway. Guard the bias: `if m.bias is not None: nn.init.zeros_(m.bias)`.",
-                _unguarded_bias, match_output=False),
+                "code used it anyway: there is nothing to set to zero there.", _unguarded_bias, match_output=False),
         Mistake("uniform_not_normal", "Your weights are uniformly distributed; the exercise asks for a normal "
-                "distribution (`nn.init.normal_`).", _uniform, match_output=False),
-        Mistake("nonzero_mean", "Your weights are not centred at 0 (`mean=0.0`).", _off_centre, match_output=False),
-        Mistake("wrong_std", "The weights of `{name}` (in_features={fan_in}) have standard deviation {std}; "
-                "LeCun normal asks for 1/√{fan_in} ≈ {target}.", _he, match_output=False),
+                "distribution.", _uniform, match_output=False),
+        Mistake("nonzero_mean", "Your weights are not centred at 0: an offset shifts every output.", _offset,
+                match_output=False),
         Mistake("weights_unchanged", "The weight of Linear layer `{name}` was not changed.", _bias_only,
                 match_output=False),
         Mistake("replaced_parameter",
                 "`{name}` is no longer the model's float32 Parameter (it is now {now}): a NumPy-drawn array is "
-                "float64, and the model would fail on float32 input. Fill the existing weight in place: "
-                "`nn.init.normal_(m.weight, 0.0, std)`.",
+                "float64, and the model would fail on float32 input. Fill the existing weight in place.",
                 _float64, match_output=False),
         Mistake("new_parameter_object",
                 "`{name}` is a new Parameter object, not the one the model had: an optimizer created before "
                 "`model.apply(init_weights)` still holds the old one and would never update the new one. Fill "
-                "the existing tensor in place (`nn.init.zeros_(m.bias)`, `nn.init.normal_(m.weight, 0.0, std)`).",
-                _new_bias, match_output=False),
+                "the existing tensor in place.", _new_bias, match_output=False),
         Mistake("froze_parameter",
                 "`{name}` no longer requires grad after your function: the model would never train it. "
-                "Initialise in place without switching autograd off on the parameter: the `nn.init` functions "
-                "do (they work under `torch.no_grad()`), or write your own fill inside `with torch.no_grad():`.",
-                _freezes, match_output=False),
+                "Initialise in place without switching autograd off on the parameter (the `nn.init` functions "
+                "work under `torch.no_grad()`).", _freezes, match_output=False),
         Mistake("same_draws",
-                "Two of your Linear layers of the same shape got identical weights: did you call "
-                "`torch.manual_seed(...)` inside `init_weights`? That replays the same random numbers for every "
-                "layer (and resets the caller's random stream). Seed once, outside, if at all.",
+                "Two of your Linear layers of the same shape got identical weights: did you seed the random "
+                "stream inside `init_weights`? That replays the same random numbers for every layer (and "
+                "resets the caller's random stream). Seed once, outside, if at all.",
                 _reseeds, match_output=False),
     ],
     hints=[
-        "`model.apply(fn)` calls `fn(m)` once for every module, containers and activations included, so "
-        "the function must decide which modules it touches.",
-        "`torch.nn.init` has in-place initialisers for a normal distribution and for zeros; LeCun "
-        "normal's standard deviation is one over the square root of the layer's number of inputs. Some "
-        "layers have no bias.",
+        "The first attempt held steady at one width only. Going forward, each output of a Linear layer is a "
+        "sum of how many terms? How does the mean square of a sum of independent terms grow with their number?",
+        "What does ReLU do to the mean square of a signal centred at 0? The weights have to make up for it "
+        "at every layer.",
+        "The widget above lets you try gains on a ReLU network: which gain keeps the histograms alike from "
+        "the first layer to the last?",
     ],
 ))
