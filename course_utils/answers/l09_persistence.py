@@ -16,10 +16,15 @@ def load_matching(model, state_dict):
 
 
 def load_state_dict_cpu(path):
-    state_dict = torch.load(path, map_location="cpu", weights_only=True)
-    prefix = "module."
-    return {(key[len(prefix):] if key.startswith(prefix) else key): value
-            for key, value in state_dict.items()}
+    state_dict = torch.load(path, map_location="cpu", weights_only=True)  # tensors land in CPU memory
+    wrappers = ("module.", "_orig_mod.")  # DDP's attribute, torch.compile's: one name per wrapper
+
+    def unwrapped(key):
+        while key.startswith(wrappers):  # wrappers stack, in either order; only the front is theirs
+            key = key.split(".", 1)[1]
+        return key
+
+    return {unwrapped(key): value for key, value in state_dict.items()}
 
 
 def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator):
