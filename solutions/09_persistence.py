@@ -445,24 +445,42 @@ def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator):
 ex.save_checkpoint.check(save_checkpoint)
 
 # %% [markdown]
-# ### Exercise 4: load it and resume
+# ### Exercise 4: repair the loader
 #
-# Write `load_checkpoint(path, model, optimizer, scheduler, loader_generator)`. It loads the dict
-# that `save_checkpoint` writes (safely: `weights_only=True`), restores every piece into the
-# objects it is given (`load_state_dict`, `torch.set_rng_state`, `loader_generator.set_state`),
-# and returns the epoch to continue from: the saved `"epoch"`, since training continues with
-# `range(start, num_epochs)`.
+# A teammate wrote the loader for this format. It runs without an error and the resumed run
+# trains well, but it does not end with the uninterrupted run's weights, and the code review
+# refused it as unsafe as well:
+
+# %%
+def first_attempt_load(path, model, optimizer, scheduler, loader_generator):
+    checkpoint = torch.load(path, weights_only=False)
+    model.load_state_dict(checkpoint["model"])
+    model.eval()
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.last_epoch = checkpoint["epoch"]
+    torch.manual_seed(checkpoint["epoch"])
+    loader_generator.set_state(checkpoint["loader_generator"])
+    return checkpoint["epoch"] + 1
+
+
+# %% [markdown]
+# Write `load_checkpoint(path, model, optimizer, scheduler, loader_generator)`, the loader it
+# was meant to be. The objects it gets are built fresh in a new process (other weights, another
+# random state); after it, the caller trains on with
+# `for epoch in range(load_checkpoint(...), num_epochs)`, and the run must end **bit-identical**
+# to the uninterrupted one. The files may come from anyone. **Decide, for each line of the first
+# attempt, whether it is right, and what its author misunderstood where it is not.**
 
 # %% tags=["answer:load_checkpoint"]
 def load_checkpoint(path, model, optimizer, scheduler, loader_generator):
     ### BEGIN SOLUTION
-    checkpoint = torch.load(path, weights_only=True)
-    model.load_state_dict(checkpoint["model"])
+    checkpoint = torch.load(path, weights_only=True)  # a file from anyone: no code may run
+    model.load_state_dict(checkpoint["model"])  # and leave its mode to the training loop
     optimizer.load_state_dict(checkpoint["optimizer"])
-    scheduler.load_state_dict(checkpoint["scheduler"])
-    torch.set_rng_state(checkpoint["rng_state"])
+    scheduler.load_state_dict(checkpoint["scheduler"])  # its whole state, not only the counter
+    torch.set_rng_state(checkpoint["rng_state"])  # continue the stream; a seed would restart it
     loader_generator.set_state(checkpoint["loader_generator"])
-    return checkpoint["epoch"]
+    return checkpoint["epoch"]  # epochs done: the first one still to run
     ### END SOLUTION
 
 

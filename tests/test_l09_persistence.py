@@ -1078,3 +1078,75 @@ def test_load_matching_agrees_with_what_load_state_dict_reports_missing():
                                       strict=False)
         assert skipped == sorted(result.missing_keys)
         assert all(torch.equal(after[k], v) for k, v in twin.state_dict().items())
+
+
+# ########################################################################### decisions, not transcription (issue 26)
+def _spec_prose(answer_tag: str, heading: str) -> str:
+    import pathlib
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "09_persistence.py").read_text()
+    spec = src[src.index(heading):src.index(f'tags=["answer:{answer_tag}"]')]
+    return "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+
+
+@pytest.mark.parametrize("name", ["load_state_dict_cpu", "load_checkpoint"])
+def test_hints_hold_no_code(name):
+    for hint in grading.exercise(f"{LESSON}.{name}").hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|removeprefix|startswith|set_rng_state|load_state_dict", hint), hint
+
+
+def test_load_state_dict_cpu_spec_shows_the_errors_not_the_recipe():
+    prose = _spec_prose("load_state_dict_cpu", "### Exercise 2")
+    for recipe in ("removeprefix", "startswith", "lstrip", "split", "consume_prefix", "only at the start"):
+        assert recipe not in prose, recipe
+    import pathlib
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "09_persistence.py").read_text()
+    spec = src[src.index("### Exercise 2"):src.index('tags=["answer:load_state_dict_cpu"]')]
+    assert "torch.compile(DDP(" in spec and "load_state_dict(" in spec  # the real errors, made in the notebook
+
+
+def test_load_checkpoint_spec_shows_a_first_attempt_not_the_recipe():
+    prose = _spec_prose("load_checkpoint", "### Exercise 4")
+    for recipe in ("set_rng_state", "set_state", "load_state_dict", "weights_only=True", "last_epoch", "eval"):
+        assert recipe not in prose, recipe
+
+
+def first_attempt_load(path, model, optimizer, scheduler, loader_generator):
+    """The notebook's first attempt, as shown."""
+    checkpoint = torch.load(path, weights_only=False)
+    model.load_state_dict(checkpoint["model"])
+    model.eval()
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.last_epoch = checkpoint["epoch"]
+    torch.manual_seed(checkpoint["epoch"])
+    loader_generator.set_state(checkpoint["loader_generator"])
+    return checkpoint["epoch"] + 1
+
+
+def test_load_checkpoint_first_attempt_is_the_notebooks_and_is_rejected():
+    import inspect
+    import pathlib
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "09_persistence.py").read_text()
+    body = inspect.getsource(first_attempt_load).replace('    """The notebook\'s first attempt, as shown."""\n', "")
+    assert body in src
+    rejected(P + "load_checkpoint", first_attempt_load)
+    for fixed_all_but in ("unsafe", "eval", "scheduler", "seed", "epoch"):
+        def attempt(path, model, optimizer, scheduler, loader_generator, bug=fixed_all_but):
+            checkpoint = torch.load(path, weights_only=bug != "unsafe")
+            model.load_state_dict(checkpoint["model"])
+            if bug == "eval":
+                model.eval()
+            optimizer.load_state_dict(checkpoint["optimizer"])
+            if bug == "scheduler":
+                scheduler.last_epoch = checkpoint["epoch"]
+            else:
+                scheduler.load_state_dict(checkpoint["scheduler"])
+            if bug == "seed":
+                torch.manual_seed(checkpoint["epoch"])
+            else:
+                torch.set_rng_state(checkpoint["rng_state"])
+            loader_generator.set_state(checkpoint["loader_generator"])
+            return checkpoint["epoch"] + (bug == "epoch")
+
+        mistake = {"unsafe": "unsafe_load", "eval": "changed_mode", "scheduler": "scheduler_not_restored",
+                   "seed": "rng_not_restored", "epoch": "wrong_start_epoch"}[fixed_all_but]
+        rejected(P + "load_checkpoint", attempt, mistake)
