@@ -24,7 +24,7 @@
 # 5. use `safetensors`, export with `torch.export` (with a dynamic batch size) and to ONNX, and
 #    run the ONNX file in onnxruntime.
 #
-# **Time: about 100 minutes** on your own, the five checked exercises included (about 39 of those minutes). *Run All* alone takes about 11 s on a 2-core CPU.
+# **Time: about 100 minutes** on your own, the five checked exercises included (about 42 of those minutes). *Run All* alone takes about 11 s on a 2-core CPU.
 
 # %%
 import hashlib
