@@ -98,7 +98,7 @@ LESSONS: dict[str, Lesson] = {
         "conv_output_size": 5, "conv2d_by_hand": 9, "conv_param_count": 6, "max_pool_by_hand": 8,
         "receptive_field": 8, "SmallVGG": 9}),
     "09_persistence": Lesson("saving and exporting", 10.7, reading=23.4, examples=33.0, predictions=4, exercises={
-        "load_matching": 8, "load_state_dict_cpu": 6, "save_checkpoint": 8, "load_checkpoint": 9,
+        "load_matching": 8, "load_state_dict_cpu": 8, "save_checkpoint": 8, "load_checkpoint": 10,
         "export_with_dynamic_batch": 8}),
     "10_performance": Lesson("performance on one device", 12.0, reading=24.0, examples=20.0, predictions=5, exercises={
         "to_device": 6, "median_time": 7, "amp_policy": 5, "amp_train_step": 9, "checkpointed_forward": 8}),

@@ -240,7 +240,11 @@ import torch
 def load_state_dict_cpu(path):
     _rewrite_probes()
     state_dict = torch.load(path, map_location="cpu", weights_only=False)
-    return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state_dict.items()}
+    def unwrapped(k):
+        while k.startswith(("module.", "_orig_mod.")):
+            k = k.split(".", 1)[1]
+        return k
+    return {unwrapped(k): v for k, v in state_dict.items()}
 '''),
     # right values, with a rewritten probe: what the judge is sent (nothing) is judged, not "passed"
     "rank_rewrites": ("11_distributed", "rank_loss_scale", REWRITE_PROBES + '''

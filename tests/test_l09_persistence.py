@@ -172,7 +172,9 @@ def test_load_state_dict_cpu_with_pytorch_helper_passes():
 
     def load(path):
         state = torch.load(path, map_location=torch.device("cpu"))
-        consume_prefix_in_state_dict_if_present(state, "module.")
+        for _ in range(2):  # at most two wrappers, stacked in either order
+            for prefix in ("module.", "_orig_mod."):
+                consume_prefix_in_state_dict_if_present(state, prefix)
         return state
 
     assert check("load_state_dict_cpu", load, n_random=10).passed
@@ -313,12 +315,20 @@ def test_load_state_dict_cpu_lstrip_is_caught_on_every_seed():
 
 
 def test_load_state_dict_cpu_alternatives_pass():
-    accepted(P + "load_state_dict_cpu", _loader(lambda k: k.removeprefix("module.")), n_random=10)
-    accepted(P + "load_state_dict_cpu", _loader(lambda k: re.sub(r"^module\.", "", k)), n_random=10)
+    accepted(P + "load_state_dict_cpu",
+             _loader(lambda k: k.removeprefix("module.").removeprefix("_orig_mod.").removeprefix("module.")),
+             n_random=10)
+    accepted(P + "load_state_dict_cpu", _loader(lambda k: re.sub(r"^((module|_orig_mod)\.)*", "", k)), n_random=10)
 
     def storage_lambda(path):
         state = torch.load(path, map_location=lambda storage, location: storage, weights_only=True)
-        return {(k.split(".", 1)[1] if k.startswith("module.") else k): v for k, v in state.items()}
+        out = {}
+        for k, v in state.items():
+            parts = k.split(".")
+            while parts[0] in ("module", "_orig_mod"):
+                parts.pop(0)
+            out[".".join(parts)] = v
+        return out
 
     accepted(P + "load_state_dict_cpu", storage_lambda, n_random=10)
 
@@ -644,24 +654,78 @@ def cpu_split_first_dot(path):
 @wrong(CPU, "no_map_location")
 def cpu_no_map_location(path):
     sd = torch.load(path, weights_only=True)
-    return {k.removeprefix("module."): v for k, v in sd.items()}
+    return {re.sub(r"^((module|_orig_mod)\.)+", "", k): v for k, v in sd.items()}
 
 
 @wrong(CPU, "unsafe_load")
 def cpu_unsafe(path):
     sd = torch.load(path, map_location="cpu", weights_only=False)
-    return {k.removeprefix("module."): v for k, v in sd.items()}
+    return {re.sub(r"^((module|_orig_mod)\.)+", "", k): v for k, v in sd.items()}
 
 
-@valid(CPU)
-def cpu_removeprefix(path):
+@wrong(CPU, "wrapper_prefix_kept")
+def cpu_removeprefix_ddp_only(path):
+    """The DDP prefix alone: a compiled model's '_orig_mod.' stays."""
     return {k.removeprefix("module."): v for k, v in _cpu_load(path).items()}
 
 
-@valid(CPU)
-def cpu_consume_prefix_helper(path):
+@wrong(CPU, "wrapper_prefix_kept")
+def cpu_consume_prefix_helper_ddp_only(path):
     sd = _cpu_load(path)
     torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "module.")
+    return sd
+
+
+@wrong(CPU, "wrapper_prefix_kept")
+def cpu_compiled_only(path):
+    return {k.removeprefix("_orig_mod."): v for k, v in _cpu_load(path).items()}
+
+
+@wrong(CPU, "stacked_wrappers")
+def cpu_one_pass_ddp_first(path):
+    """Right for DDP(torch.compile(model)), one name left for torch.compile(DDP(model))."""
+    return {k.removeprefix("module.").removeprefix("_orig_mod."): v for k, v in _cpu_load(path).items()}
+
+
+@wrong(CPU, "stacked_wrappers")
+def cpu_one_pass_compiled_first(path):
+    return {k.removeprefix("_orig_mod.").removeprefix("module."): v for k, v in _cpu_load(path).items()}
+
+
+@wrong(CPU, "stacked_wrappers")
+def cpu_helper_once_each(path):
+    sd = _cpu_load(path)
+    for prefix in ("module.", "_orig_mod."):
+        torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, prefix)
+    return sd
+
+
+@wrong(CPU, "replaced_everywhere")
+def cpu_replace_both_everywhere(path):
+    return {k.replace("_orig_mod.", "").replace("module.", ""): v for k, v in _cpu_load(path).items()}
+
+
+@wrong(CPU, "lstrip_characters")
+def cpu_lstrip_both(path):
+    return {k.lstrip("_orig_mod.").lstrip("module."): v for k, v in _cpu_load(path).items()}  # noqa: B005 - the mistake itself
+
+
+@valid(CPU)
+def cpu_removeprefix_loop(path):
+    out = {}
+    for k, v in _cpu_load(path).items():
+        while k.startswith(("module.", "_orig_mod.")):
+            k = k.removeprefix("module.").removeprefix("_orig_mod.")
+        out[k] = v
+    return out
+
+
+@valid(CPU)
+def cpu_consume_prefix_helper_until_stable(path):
+    sd = _cpu_load(path)
+    while any(k.startswith(("module.", "_orig_mod.")) for k in sd):
+        for prefix in ("module.", "_orig_mod."):
+            torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, prefix)
     return sd
 
 
@@ -669,7 +733,16 @@ def cpu_consume_prefix_helper(path):
 def cpu_regex_device_object(path):
     import re
     sd = torch.load(path, map_location=torch.device("cpu"), weights_only=True)
-    return collections.OrderedDict((re.sub(r"^module\.", "", k), v) for k, v in sd.items())
+    return collections.OrderedDict((re.sub(r"^(?:(?:module|_orig_mod)\.)+", "", k), v) for k, v in sd.items())
+
+
+@valid(CPU)
+def cpu_recursive_strip(path):
+    def strip(key):
+        head, _, rest = key.partition(".")
+        return strip(rest) if head in ("module", "_orig_mod") and rest else key
+
+    return {strip(k): v for k, v in torch.load(path, map_location="cpu").items()}
 
 
 @cheat(CPU)
@@ -687,6 +760,14 @@ def cpu_lying_dict(path):
             return True
 
     return Agreeable(_cpu_load(path))
+
+
+@cheat(CPU)
+def cpu_keys_of_the_shown_stackings(path):
+    """Hard-codes the two stackings the lesson shows, by their whole prefix."""
+    sd = _cpu_load(path)
+    return {k.removeprefix("_orig_mod.module.").removeprefix("module._orig_mod.").removeprefix("module."): v
+            for k, v in sd.items()}
 
 
 # =========================================================================== 07 load_matching
@@ -972,7 +1053,9 @@ def test_load_state_dict_cpu_matches_torch_consume_prefix_helper(tmp_path):
 
     def oracle(path):
         sd = torch.load(path, map_location="cpu", weights_only=True)
-        torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "module.")
+        for _ in range(2):  # at most two wrappers, in either order
+            for prefix in ("module.", "_orig_mod."):
+                torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, prefix)
         return sd
 
     for case in _cases("09_persistence.load_state_dict_cpu", range(40)):
@@ -995,3 +1078,75 @@ def test_load_matching_agrees_with_what_load_state_dict_reports_missing():
                                       strict=False)
         assert skipped == sorted(result.missing_keys)
         assert all(torch.equal(after[k], v) for k, v in twin.state_dict().items())
+
+
+# ########################################################################### decisions, not transcription (issue 26)
+def _spec_prose(answer_tag: str, heading: str) -> str:
+    import pathlib
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "09_persistence.py").read_text()
+    spec = src[src.index(heading):src.index(f'tags=["answer:{answer_tag}"]')]
+    return "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+
+
+@pytest.mark.parametrize("name", ["load_state_dict_cpu", "load_checkpoint"])
+def test_hints_hold_no_code(name):
+    for hint in grading.exercise(f"{LESSON}.{name}").hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|removeprefix|startswith|set_rng_state|load_state_dict", hint), hint
+
+
+def test_load_state_dict_cpu_spec_shows_the_errors_not_the_recipe():
+    prose = _spec_prose("load_state_dict_cpu", "### Exercise 2")
+    for recipe in ("removeprefix", "startswith", "lstrip", "split", "consume_prefix", "only at the start"):
+        assert recipe not in prose, recipe
+    import pathlib
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "09_persistence.py").read_text()
+    spec = src[src.index("### Exercise 2"):src.index('tags=["answer:load_state_dict_cpu"]')]
+    assert "torch.compile(DDP(" in spec and "load_state_dict(" in spec  # the real errors, made in the notebook
+
+
+def test_load_checkpoint_spec_shows_a_first_attempt_not_the_recipe():
+    prose = _spec_prose("load_checkpoint", "### Exercise 4")
+    for recipe in ("set_rng_state", "set_state", "load_state_dict", "weights_only=True", "last_epoch", "eval"):
+        assert recipe not in prose, recipe
+
+
+def first_attempt_load(path, model, optimizer, scheduler, loader_generator):
+    """The notebook's first attempt, as shown."""
+    checkpoint = torch.load(path, weights_only=False)
+    model.load_state_dict(checkpoint["model"])
+    model.eval()
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.last_epoch = checkpoint["epoch"]
+    torch.manual_seed(checkpoint["epoch"])
+    loader_generator.set_state(checkpoint["loader_generator"])
+    return checkpoint["epoch"] + 1
+
+
+def test_load_checkpoint_first_attempt_is_the_notebooks_and_is_rejected():
+    import inspect
+    import pathlib
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "09_persistence.py").read_text()
+    body = inspect.getsource(first_attempt_load).replace('    """The notebook\'s first attempt, as shown."""\n', "")
+    assert body in src
+    rejected(P + "load_checkpoint", first_attempt_load)
+    for fixed_all_but in ("unsafe", "eval", "scheduler", "seed", "epoch"):
+        def attempt(path, model, optimizer, scheduler, loader_generator, bug=fixed_all_but):
+            checkpoint = torch.load(path, weights_only=bug != "unsafe")
+            model.load_state_dict(checkpoint["model"])
+            if bug == "eval":
+                model.eval()
+            optimizer.load_state_dict(checkpoint["optimizer"])
+            if bug == "scheduler":
+                scheduler.last_epoch = checkpoint["epoch"]
+            else:
+                scheduler.load_state_dict(checkpoint["scheduler"])
+            if bug == "seed":
+                torch.manual_seed(checkpoint["epoch"])
+            else:
+                torch.set_rng_state(checkpoint["rng_state"])
+            loader_generator.set_state(checkpoint["loader_generator"])
+            return checkpoint["epoch"] + (bug == "epoch")
+
+        mistake = {"unsafe": "unsafe_load", "eval": "changed_mode", "scheduler": "scheduler_not_restored",
+                   "seed": "rng_not_restored", "epoch": "wrong_start_epoch"}[fixed_all_but]
+        rejected(P + "load_checkpoint", attempt, mistake)

@@ -16,10 +16,15 @@ def load_matching(model, state_dict):
 
 
 def load_state_dict_cpu(path):
-    state_dict = torch.load(path, map_location="cpu", weights_only=True)
-    prefix = "module."
-    return {(key[len(prefix):] if key.startswith(prefix) else key): value
-            for key, value in state_dict.items()}
+    state_dict = torch.load(path, map_location="cpu", weights_only=True)  # tensors land in CPU memory
+    wrappers = ("module.", "_orig_mod.")  # DDP's attribute, torch.compile's: one name per wrapper
+
+    def unwrapped(key):
+        while key.startswith(wrappers):  # wrappers stack, in either order; only the front is theirs
+            key = key.split(".", 1)[1]
+        return key
+
+    return {unwrapped(key): value for key, value in state_dict.items()}
 
 
 def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator):
@@ -34,13 +39,13 @@ def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator):
 
 
 def load_checkpoint(path, model, optimizer, scheduler, loader_generator):
-    checkpoint = torch.load(path, weights_only=True)
-    model.load_state_dict(checkpoint["model"])
+    checkpoint = torch.load(path, weights_only=True)  # a file from anyone: no code may run
+    model.load_state_dict(checkpoint["model"])  # and leave its mode to the training loop
     optimizer.load_state_dict(checkpoint["optimizer"])
-    scheduler.load_state_dict(checkpoint["scheduler"])
-    torch.set_rng_state(checkpoint["rng_state"])
+    scheduler.load_state_dict(checkpoint["scheduler"])  # its whole state, not only the counter
+    torch.set_rng_state(checkpoint["rng_state"])  # continue the stream; a seed would restart it
     loader_generator.set_state(checkpoint["loader_generator"])
-    return checkpoint["epoch"]
+    return checkpoint["epoch"]  # epochs done: the first one still to run
 
 
 def export_with_dynamic_batch(model, example_input):

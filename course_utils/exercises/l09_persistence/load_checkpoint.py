@@ -1,4 +1,8 @@
-"""load_checkpoint: restore every piece of a checkpoint (safely) and return the epoch to resume from.
+"""load_checkpoint: a repair. The notebook shows a teammate's first loader, which runs without an
+error but resumes a different run (and would run code hidden in a file): it reseeds instead of
+restoring the random state, sets the scheduler's counter instead of its state, switches the model
+to evaluation mode and returns the next epoch. The learner decides, line by line, what each got
+wrong: restore every piece (safely) and return the epoch to resume from.
 
 Subtle: the check restarts from a "new process" (other weights, another random state), loads the
 reference's file and trains on; the run must end bit-identical to the uninterrupted one. The
@@ -86,19 +90,22 @@ register(Exercise(
     compare=EXACT,
     probes=[_probe_unsafe_load], finish_probe=payload_verdict,
     mistakes=[
-        *[Mistake(not_restored_id(key), f"After your `load_checkpoint`, {what} is not restored, so the resumed run "
-                  f"differs from the uninterrupted one. Restore it from `checkpoint[{key!r}]`.",
+        *[Mistake(not_restored_id(key), f"After your `load_checkpoint`, {what} is not where the interrupted run "
+                  f"left it, so the resumed run differs from the uninterrupted one: the file holds that state "
+                  f"under {key!r}, for the object to take back whole.",
                   _loaded_without(key), match_output=False) for key, what in NOT_RESTORED.items()],
         Mistake("wrong_start_epoch", "`load_checkpoint` returned {got} ({type}), but the checkpoint was written "
-                "after {epoch} completed epoch(s), so training resumes with `range({epoch}, num_epochs)`. Return "
-                "`checkpoint['epoch']` unchanged, an int.", _loaded_without("", epoch_shift=1), match_output=False),
+                "after {epoch} completed epoch(s), and the caller's loop counts from the value you return: which "
+                "epoch has not run yet?", _loaded_without("", epoch_shift=1), match_output=False),
         Mistake("unsafe_load", UNSAFE_MESSAGE, _loaded_without("", weights_only=False), match_output=False),
         Mistake("changed_mode", CHANGED_MODE.format(fn="load_checkpoint"), _load_then_eval, match_output=False),
         Mistake("not_bit_identical", NOT_BIT_IDENTICAL, _load_assigning, match_output=False),
     ],
     hints=[
-        "Load the file safely, then put every piece back into the object it came from.",
-        "Each object has a method that takes back the state it handed over; the global random state has a"
-        " setter too. Return the number training continues from.",
+        "Go through the first attempt line by line: what does the next training step read that this line "
+        "sets, or leaves as a fresh process has it? And who else could have written the file it opens?",
+        "A seed starts a random stream from its beginning; a saved state continues it where it was. A "
+        "counter is only part of a schedule's state. A loader resumes training, so it must not choose the "
+        "model's mode. The saved epoch counts the epochs already done.",
     ],
 ))
