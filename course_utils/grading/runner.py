@@ -636,6 +636,8 @@ _HIDING = {sys.setprofile: "sys.setprofile", threading.setprofile: "threading.se
 # code that is not the learner's: the standard library, site-packages, the course (and <...> files: _learners)
 _COURSE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _NOT_LEARNER = _LIBRARY_DIRS
+_all_disabled = torch._C._is_torch_function_all_disabled  # looked up once: the profile hook asks on every call
+_stack_len = torch._C._len_torch_function_stack
 
 
 class _RuleWatch(torch.overrides.TorchFunctionMode):
@@ -660,32 +662,45 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
         self.used: str | None = None
         self.depth = 0
         self._previous: Any = None
+        self._verdicts: dict[Any, str | None] = {}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         if self.used is None:
-            name = _qualname(func)
-            short = str(getattr(func, "__name__", "") or "")
-            if name in self.names:
-                self.used = name
-            elif any(p.search(short) for p in self.patterns):
-                self.used = short
-            else:
-                self.used = _forbidden_op(func, self.ex)
+            try:  # one verdict per function and watch: a check calls the same few thousands of times
+                found = self._verdicts[func]
+            except (KeyError, TypeError):
+                found = self._verdict(func)
+                with contextlib.suppress(TypeError):
+                    self._verdicts[func] = found
+            self.used = found
         return func(*args, **(kwargs or {}))
 
+    def _verdict(self, func: Any) -> str | None:
+        """The forbidden name ``func`` is, or ``None``."""
+        name = _qualname(func)
+        short = str(getattr(func, "__name__", "") or "")
+        if name in self.names:
+            return name
+        if any(p.search(short) for p in self.patterns):
+            return short
+        return _forbidden_op(func, self.ex)
+
     def _profile(self, frame: Any, event: str, arg: Any) -> None:
-        if self.used is not None:
+        # called on every call and return while the answer runs: the common events leave first
+        if event == "return" or event == "c_return" or self.used is not None:
             return
-        if event == "call" and frame.f_code in self.codes:
-            self.used = self.codes[frame.f_code]
+        if event == "call":
+            codes = self.codes
+            if codes and frame.f_code in codes:
+                self.used = codes[frame.f_code]
+                return
+        elif event == "c_call":
+            if arg in _HIDING and not frame.f_code.co_filename.startswith(_COURSE):
+                self.used = _HIDING[arg]
+                return
+        else:
             return
-        if event != "c_call" and event != "call":
-            return
-        if event == "c_call" and arg in _HIDING and not frame.f_code.co_filename.startswith(_COURSE):
-            self.used = _HIDING[arg]
-            return
-        if frame.f_code is _HANDLER or not (torch._C._is_torch_function_all_disabled()
-                                            or torch._C._len_torch_function_stack() < self.depth):
+        if not (_all_disabled() or _stack_len() < self.depth) or frame.f_code is _HANDLER:
             return
         caller = frame if event == "c_call" else frame.f_back  # the frame making the call
         if caller is not None and _learners(caller):
