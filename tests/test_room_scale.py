@@ -51,9 +51,12 @@ def test_room_view_and_dashboard_import_neither_torch_nor_the_graders(tmp_path):
 def test_the_index_lists_what_the_lesson_packages_declare():
     from course_utils.grading import registry
 
-    declared = [(e.id, e.lesson, e.name, e.title, tuple(m.id for m in e.mistakes))
-                for e in registry.all_exercises()]
+    declared = [(e.id, e.lesson, e.name, e.title, tuple(m.id for m in e.mistakes), float(e.points),
+                 float(e.timeout), build._reference_at(e.reference)) for e in registry.all_exercises()]
     assert [tuple(e) for e in exercise_index.EXERCISES] == declared
+    # the one reference a lesson package defines at top level (the others come from answers/)
+    assert [e.reference for e in exercise_index.EXERCISES if e.reference] == [
+        "course_utils.exercises.l02_autograd.dfdx:dfdx_by_autograd"]
     assert build.index_problems() == []
 
 
