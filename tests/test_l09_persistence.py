@@ -17,6 +17,8 @@ import torch
 import torch.serialization
 from torch import nn
 
+from lesson_kit import define, notebook_source
+
 from course_utils import grading
 from course_utils.exercises.l09_persistence import _resume as K, _resume_checks as KC
 from course_utils.exercises.l09_persistence import export_with_dynamic_batch as M_EX
@@ -1110,24 +1112,12 @@ def test_load_checkpoint_spec_shows_a_first_attempt_not_the_recipe():
         assert recipe not in prose, recipe
 
 
-def first_attempt_load(path, model, optimizer, scheduler, loader_generator):
-    """The notebook's first attempt, as shown."""
-    checkpoint = torch.load(path, weights_only=False)
-    model.load_state_dict(checkpoint["model"])
-    model.eval()
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    scheduler.last_epoch = checkpoint["epoch"]
-    torch.manual_seed(checkpoint["epoch"])
-    loader_generator.set_state(checkpoint["loader_generator"])
-    return checkpoint["epoch"] + 1
+# the teammate's loader, as the notebook shows it (one source: read from the solution)
+first_attempt_load = define(notebook_source("09_persistence", "first_attempt_load"), "first_attempt_load",
+                            {"torch": torch})
 
 
 def test_load_checkpoint_first_attempt_is_the_notebooks_and_is_rejected():
-    import inspect
-    import pathlib
-    src = (pathlib.Path(__file__).parents[1] / "solutions" / "09_persistence.py").read_text()
-    body = inspect.getsource(first_attempt_load).replace('    """The notebook\'s first attempt, as shown."""\n', "")
-    assert body in src
     rejected(P + "load_checkpoint", first_attempt_load)
     for fixed_all_but in ("unsafe", "eval", "scheduler", "seed", "epoch"):
         def attempt(path, model, optimizer, scheduler, loader_generator, bug=fixed_all_but):
