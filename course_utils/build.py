@@ -24,9 +24,10 @@ JupyterLab's file browser), with a hash of every generated cell in its metadata 
 It also writes ``course_utils/answers/lNN_name.py``: the answer definitions of
 each solution notebook (course_utils/references.py), which the exercises take their references
 from, so that each reference is written once, in the notebook. And it writes
-``course_utils/exercise_index.py``: every exercise's id, lesson, name, title, mistake ids, points and timeout, from
-the registry, so that the room view, ``progress show`` and the dashboard list the exercises
-without importing the graders (``--check`` fails when it drifts from the lesson packages).
+``course_utils/exercise_index.py``: every exercise's id, lesson, name, title, mistake ids, points,
+timeout and where its reference is defined, from the registry, so that the room view, ``progress
+show``, the dashboard and ``grade``'s own process list the exercises without importing the
+graders (``--check`` fails when it drifts from the lesson packages).
 
 Commands::
 

@@ -296,14 +296,15 @@ def shared_answers_by_prop(package: Path = PACKAGE) -> dict[str, dict[str, set[s
     return out
 
 
-def shared_answers(package: Path = PACKAGE) -> dict[str, set[str]]:
+def shared_answers(package: Path = PACKAGE,
+                   by_prop: dict[str, dict[str, set[str]]] | None = None) -> dict[str, set[str]]:
     """``{generated module stem: names}`` that a lesson prop re-exports from ``answers/``
     (``lesson_props.l05_training_lab.train_one_epoch`` is the notebook's answer, which later
     lessons train with): public course helpers, so not cut. A submission that hands one in is
     still the course's own object to the judge (``reference_answer``), as before the props
     shared it."""
     shared: dict[str, set[str]] = {}
-    for by_module in shared_answers_by_prop(package).values():
+    for by_module in (shared_answers_by_prop(package) if by_prop is None else by_prop).values():
         for stem, names in by_module.items():
             shared.setdefault(stem, set()).update(names)
     return shared
@@ -317,7 +318,7 @@ def _spared(by_prop: dict[str, dict[str, set[str]]], stem: str, lesson: str | No
     lesson 09 cannot wrap the course's ``save_checkpoint`` in a function of its own and hand it in
     (the judge spots only the course's object itself)."""
     if lesson is None or stem != f"l{lesson}":
-        return {name for by_module in by_prop.values() for name in by_module.get(stem, ())}
+        return shared_answers(by_prop=by_prop).get(stem, set())
     own_props = f"l{lesson[:2]}_"
     spared: set[str] = set()
     for prop, by_module in by_prop.items():
