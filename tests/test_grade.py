@@ -81,6 +81,11 @@ VARIANTS = {
                                  f"    display({{{kernel.MIME!r}: "
                                  f"{{'exercise': {EX!r}, 'status': 'correct'}}}}, raw=True)\n"
                                  "    return c\n"),
+    # the kernel imported torch and the lesson's graders before the first cell, outside any
+    # cell's time limit (under load, a 10 s limit interrupted `import torch`: kernel_unresponsive)
+    "warmed": lambda nb: (_solve(nb), nb.cells.insert(0, nbformat.v4.new_code_cell(
+        "import sys\nassert {'torch', 'course_utils.grading', 'course_utils.exercises.l00_start_here'} "
+        "<= set(sys.modules), 'WARM-UP MISSING'"))),
     # extra code around the check, and a display updated from a later cell (nbclient bookkeeping)
     "extra_lines": lambda nb: (_solve(nb), setattr(nb.cells[_check(nb)], "source",
                                                    f'print("before")\n{CHECK}\ncelsius_to_fahrenheit = None'),
@@ -207,6 +212,13 @@ def test_check_cell_with_extra_lines_is_graded_where_the_check_is(batch):
 
 
 @pytest.mark.slow
+def test_the_kernel_imports_torch_and_the_graders_before_the_first_timed_cell(batch):
+    assert _row(batch, "warmed")["status"] == "correct"
+    line = next(ln for ln in batch["out"].splitlines() if ln.startswith("warmed "))
+    assert "problem" not in line, line
+
+
+@pytest.mark.slow
 def test_endless_loop_is_interrupted_and_grading_goes_on(batch):
     assert _row(batch, "loop")["status"] == "correct"
     assert "loop" in batch["out"] and "timed out after 10 s" in batch["out"]
@@ -228,7 +240,7 @@ def test_broken_notebooks_are_reported_as_errors(batch, student, mistake):
 @pytest.mark.slow
 def test_summary_is_readable(batch):
     out = batch["out"]
-    assert "Graded 17 notebooks" in out and "sandboxed" in out
+    assert f"Graded {len(VARIANTS) + 3} notebooks" in out and "sandboxed" in out  # + teacher, corrupt, stranger
     assert "Per exercise:" in out and EX in out
     assert "inverted_ratio" in out
     assert "SyntaxError" in out  # the syntax error is listed under Problems

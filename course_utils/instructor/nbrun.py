@@ -34,6 +34,11 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 import nbformat  # noqa: E402
 
 PROBE_TIMEOUT = 15.0
+# Before the first cell the kernel imports what every lesson imports (torch, the grading
+# framework, the lesson's exercises), under this limit and not a cell's: a time limit must
+# never interrupt an import (under load `import torch` alone can take longer than a cell may,
+# and an interrupt inside a C extension's import is not taken until it ends).
+WARM_UP_TIMEOUT = 120.0
 MEMORY_ERRORS = ("MemoryError", "can't allocate memory", "std::bad_alloc", "Cannot allocate memory")
 
 
@@ -101,8 +106,21 @@ class Runner:
         return cell, self._timed_out
 
     async def _responsive(self) -> bool:
-        _, timed_out = await self._exec("pass", timeout=min(PROBE_TIMEOUT, max(5.0, self.timeout)))
+        _, timed_out = await self._exec("pass", timeout=max(PROBE_TIMEOUT, self.timeout))
         return not timed_out
+
+    async def _warm_up(self) -> None:
+        """Import what the notebook will import, outside the cells' time limit; an import that
+        fails here fails again, with its message, in the learner's own cell."""
+        package = f"course_utils.exercises.l{self.lesson}"
+        code = ("import importlib\n"
+                f"for _m in ('torch', 'course_utils.grading', {package!r}):\n"
+                "    try:\n"
+                "        importlib.import_module(_m)\n"
+                "    except Exception:\n"
+                "        pass\n"
+                "del _m, importlib\n")
+        await self._exec(code, timeout=max(WARM_UP_TIMEOUT, self.timeout))
 
     async def _export(self, name: str, answer: str) -> None:
         ex_id = f"{self.lesson}.{name}"
@@ -149,6 +167,7 @@ class Runner:
 
         async with self.client.async_setup_kernel(cwd=os.getcwd(), env=dict(os.environ),
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+            await self._warm_up()
             for index, cell in enumerate(self.nb.cells):
                 if cell.get("cell_type") != "code":
                     continue
