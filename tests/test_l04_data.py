@@ -1111,6 +1111,13 @@ def collate_sorted_by_length(batch):
     return pad_sequence(seqs, batch_first=True), torch.tensor([len(s) for s in seqs]), torch.stack(labels)
 
 
+@wrong(PC, "mask_not_lengths")
+def collate_padding_mask(batch):  # what a transformer wants, but not the target's second part
+    seqs, labels = _split_batch(batch)
+    padded = pad_sequence(seqs, batch_first=True, padding_value=PAD)
+    return padded, padded != PAD, torch.stack(labels)
+
+
 @wrong(PC)
 def collate_float_padded(batch):
     seqs, labels = _split_batch(batch)

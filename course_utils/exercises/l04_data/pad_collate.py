@@ -50,6 +50,8 @@ def _diagnose(batch: list, out) -> None:
     width = max(true_lengths)
     if padded.dim() != 2 or tuple(padded.shape) != (len(seqs), width):
         return
+    if lengths.dim() == 2 and tuple(lengths.shape) == tuple(padded.shape):
+        raise Incorrect("mask_not_lengths")  # (its dtype, bool, would otherwise be named first)
     if len(set(true_lengths)) > 1 and lengths.tolist() == [width] * len(seqs):
         raise Incorrect("lengths_of_padded")
     rows = [tuple(row.tolist()) for row in padded]
@@ -114,6 +116,11 @@ def _lengths_after_padding(batch):
     return padded, torch.tensor([len(row) for row in padded]), labels
 
 
+def _mask_not_lengths(batch):
+    padded, lengths, labels = pad_collate(batch)
+    return padded, torch.arange(padded.shape[1]) < lengths[:, None], labels
+
+
 def _pops_the_batch(batch):
     out = pad_collate(batch)
     batch.pop()
@@ -141,6 +148,9 @@ register(Exercise(
         Mistake("lengths_of_padded", "Every length you return is the width of the padded batch: you measured "
                 "the rows after padding. The lengths say where each sequence's own tokens end.",
                 _lengths_after_padding, match_output=False),
+        Mistake("mask_not_lengths", "Your second part is a mask, one entry per position of the padded batch. "
+                "In the target it holds one number per sequence: count the entries of the second part in the two "
+                "target batches, and compare them with each row's tokens.", _mask_not_lengths, match_output=False),
         Mistake("no_lengths", "Your batch has two parts; the target has three. What is the second one, and "
                 "how could a model tell padding from tokens without it?", _no_lengths),
         Mistake("labels_not_stacked", "The labels must be one tensor of shape (batch,), not a list of "
