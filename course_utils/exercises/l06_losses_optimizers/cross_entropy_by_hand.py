@@ -12,12 +12,13 @@ import torch
 
 from course_utils.grading import Case, Compare, Exercise, Mistake, Rand, register
 
-from ._kit import LESSON, run_forbidding
+from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
 from ...answers.l06_losses_optimizers import cross_entropy_by_hand
 
-_BUILTINS = r"cross_entropy|nll_loss"
+# the rule (Exercise.forbid): any torch function or aten operator whose name says it, however reached
+_BUILTINS = "re:cross_entropy|nll_loss"
 
 
 # --- cases
@@ -107,7 +108,7 @@ register(Exercise(
     lesson=LESSON, name="cross_entropy_by_hand",
     title="Cross-entropy by hand with weight, ignore_index and label_smoothing (mean reduction)",
     reference=cross_entropy_by_hand, cases=_cases, edge_cases=EDGE_CASES, n_random=15,
-    run=run_forbidding(_BUILTINS, "used_builtin"),
+    forbid=(_BUILTINS,), rule_mistake="used_builtin",
     compare=Compare(rtol=1e-5, atol=1e-6, grad=True),
     mistakes=[
         Mistake("used_builtin", "The task says: without `cross_entropy`, `nll_loss` or their `nn` modules. Your "
