@@ -210,7 +210,7 @@ AGENDAS: tuple[Agenda, ...] = (
                Block("00_start_here"),
                Block("01_tensors", ("image_to_tensor", "batch_flatten", "normalize_rows", "masked_mean", "count_correct")),
                BREAK,
-               Block("02_autograd", ("dfdx", "vjp", "gradient_descent")),
+               Block("02_autograd", ("dfdx", "jacobian", "gradient_descent")),
                Pause("lunch", 45),
                Block("03_nn_module", ("Tower", "MLP", "freeze_backbone", "predict_proba")),
                Block("04_data", ("WindowDataset", "pad_collate")),

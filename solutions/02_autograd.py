@@ -24,7 +24,7 @@
 # 6. write a custom `torch.autograd.Function`, and inspect gradients with hooks;
 # 7. run gradient descent by hand, and feel what the learning rate does.
 #
-# **Time: about 110 minutes** on your own, the seven checked exercises included (about 58 of those minutes). *Run All* alone takes about 7.4 s on a 2-core CPU.
+# **Time: about 110 minutes** on your own, the seven checked exercises included (about 60 of those minutes). *Run All* alone takes about 7.4 s on a 2-core CPU.
 
 # %%
 import warnings
@@ -179,24 +179,34 @@ print("v @ J   =", v @ J)
 # Autograd never builds J: a network with a million weights would need a
 # million-by-something matrix. It computes vᵀJ directly, backwards through the graph.
 #
-# ### Exercise 2: a vector-Jacobian product
+# ### Exercise 2: the whole Jacobian from vector-Jacobian products
 #
-# Write `vjp(fn, x, v)`: `fn` maps a 1-D tensor `x` (n elements) to a 1-D tensor (m elements,
-# m ≠ n), and `v` has m elements. Return vᵀJ (shape like `x`) using autograd. Do not change
-# the caller's `x`: work on `x.detach().requires_grad_()`.
+# Sometimes you do want J itself: for a small function, to look at how each output depends on
+# each input, or to test a derivative. Write `jacobian(fn, x)`: `fn` maps a 1-D tensor `x`
+# (n elements) to a 1-D tensor `y` (m elements, m ≠ n); return the m x n matrix
+# J[i, j] = ∂yᵢ/∂xⱼ. Build it only from what this section showed, backward passes with a
+# `gradient=` vector (the library's `jacobian` above, and its relatives, are off limits).
+# One pass gives one vector, vᵀJ: decide which vectors to pass, how many passes you need, and
+# where each result goes in J. Do not change the caller's `x`.
 
-# %% tags=["answer:vjp"]
-def vjp(fn, x, v):
+# %% tags=["answer:jacobian"]
+def jacobian(fn, x):
     ### BEGIN SOLUTION
-    x = x.detach().requires_grad_(True)
-    y = fn(x)
-    y.backward(gradient=v)
-    return x.grad
+    m = fn(x.detach()).numel()
+    rows = []
+    for i in range(m):
+        leaf = x.detach().requires_grad_(True)  # a fresh leaf each pass: its .grad starts empty
+        y = fn(leaf)  # and a fresh graph to go back through
+        v = torch.zeros_like(y)
+        v[i] = 1.0  # vᵀJ with v = eᵢ is row i of J: ∂yᵢ/∂x
+        y.backward(gradient=v)
+        rows.append(leaf.grad)
+    return torch.stack(rows)  # one row per output: m x n
     ### END SOLUTION
 
 
-# %% tags=["check:vjp"]
-ex.vjp.check(vjp)
+# %% tags=["check:jacobian"]
+ex.jacobian.check(jacobian)
 
 # %% [markdown]
 # ## 5. Gradients accumulate

@@ -172,28 +172,60 @@ def test_dfdx_only_the_overflowing_form_fails_and_only_for_large_x():
     assert torch.isfinite(grading.reference(A + "dfdx")(torch.tensor([-100.0, 100.0]))).all()
 
 
-def test_vjp_alternatives_pass():
-    def with_grad(fn, x, v):
+def test_jacobian_alternatives_pass():
+    def retained_graph(fn, x):  # one graph, kept for every pass, torch.autograd.grad (no .grad)
         x = x.detach().requires_grad_()
-        return torch.autograd.grad(fn(x), x, v)[0]
+        y = fn(x)
+        return torch.stack([torch.autograd.grad(y, x, e, retain_graph=True)[0]
+                            for e in torch.eye(y.numel(), dtype=y.dtype)])
 
-    def with_func(fn, x, v):
-        _, pullback = torch.func.vjp(fn, x)
-        return pullback(v)[0]
+    def batched(fn, x):  # all one-hot vectors at once
+        x = x.detach().requires_grad_()
+        y = fn(x)
+        return torch.autograd.grad(y, x, torch.eye(y.numel(), dtype=y.dtype), is_grads_batched=True)[0]
 
-    assert check("vjp", with_grad, n_random=20).passed
-    assert check("vjp", with_func, n_random=20).passed
+    def cleared_grad(fn, x):  # one leaf, .grad zeroed between passes
+        x = x.detach().requires_grad_()
+        y = fn(x)
+        rows = []
+        for i in range(y.numel()):
+            x.grad = None
+            y[i].backward(retain_graph=True)  # backward from the output yᵢ itself: v = eᵢ
+            rows.append(x.grad.clone())
+        return torch.stack(rows)
+
+    for answer in (retained_graph, batched, cleared_grad):
+        res = check("jacobian", answer, n_random=20)
+        assert res.passed, (answer.__name__, res.text())
 
 
-def test_vjp_changing_callers_tensor_is_named_even_without_accumulation():
-    def clears_first(fn, x, v):
+def test_jacobian_changing_callers_tensor_is_named_even_without_accumulation():
+    def clears_first(fn, x):
         x.requires_grad_()
-        x.grad = None
-        fn(x).backward(v)
-        return x.grad.clone()
+        y = fn(x)
+        rows = []
+        for e in torch.eye(y.numel(), dtype=y.dtype):
+            x.grad = None
+            y.backward(e, retain_graph=True)
+            rows.append(x.grad.clone())
+        return torch.stack(rows)
 
-    res = check("vjp", clears_first)
+    res = check("jacobian", clears_first)
     assert res.mistake == "changed_caller_tensor", res.text()
+
+
+def test_jacobian_on_the_callers_x_without_clearing_is_named_accumulated_grad():
+    def on_callers_x(fn, x):
+        x.requires_grad_()
+        y = fn(x)
+        rows = []
+        for e in torch.eye(y.numel(), dtype=y.dtype):
+            y.backward(e, retain_graph=True)
+            rows.append(x.grad.clone())
+        return torch.stack(rows)
+
+    res = check("jacobian", on_callers_x)
+    assert res.mistake == "accumulated_grad", res.text()
 
 
 def test_huber_alternatives_pass_and_rewrap_is_a_graph_cut():
@@ -471,9 +503,17 @@ def test_dfdx_formula_alternatives_pass():
     accepted(A + "dfdx", lambda x: torch.as_tensor(np.exp(-np.logaddexp(0, -x.numpy()))))
 
 
-def test_vjp_more_alternatives_pass():
-    accepted(A + "vjp", lambda fn, x, v: torch.autograd.functional.jacobian(fn, x).T @ v)
-    accepted(A + "vjp", lambda fn, x, v: torch.autograd.functional.vjp(fn, x, v)[1])
+def test_jacobian_more_alternatives_pass():
+    def by_columns_of_the_identity(fn, x):  # vᵀJ for v = each column of I: the same rows
+        x = x.detach().requires_grad_()
+        y = fn(x)
+        eye = torch.eye(y.numel(), dtype=y.dtype)
+        out = torch.empty(y.numel(), x.numel(), dtype=x.dtype)
+        for i in range(y.numel()):
+            out[i] = torch.autograd.grad(y, x, eye[:, i], retain_graph=True)[0]
+        return out
+
+    accepted(A + "jacobian", by_columns_of_the_identity)
 
 
 def test_huber_1d_only_loop_is_rejected_by_the_fixed_cases():
@@ -709,47 +749,77 @@ def _dfdx_renamed_grad(x):
         y.requires_grad = True
         return G(F.softplus(y).sum(), y)[0]
 
-VJ = "02_autograd.vjp"
-wrong(VJ, "gradient of the sum", "ignored_v")(
-    lambda fn, x, v: torch.autograd.grad(fn(x := x.detach().requires_grad_()).sum(), x)[0])
-wrong(VJ, "whole jacobian", "returned_jacobian")(lambda fn, x, v: torch.autograd.functional.jacobian(fn, x))
-wrong(VJ, "J @ v")(lambda fn, x, v: torch.autograd.functional.jacobian(fn, x) @ v)
+JA = "02_autograd.jacobian"
 
 
-@wrong(VJ, "backward on the caller's x", "accumulated_grad")
-def _vj_caller(fn, x, v):
-    x.requires_grad_()
-    fn(x).backward(v)
-    return x.grad
+def _ja_rows(fn, x, vectors, stack=torch.stack):
+    rows = []
+    for v in vectors(fn(x.detach())):
+        leaf = x.detach().requires_grad_()
+        fn(leaf).backward(v)
+        rows.append(leaf.grad)
+    return stack(rows)
 
 
-@wrong(VJ, "create_graph keeps a graph", "result_has_graph")
-def _vj_graph(fn, x, v):
+def _eye(y):
+    return torch.eye(y.numel(), dtype=y.dtype)
+
+
+wrong(JA, "rows stacked as columns", "transposed")(lambda fn, x: _ja_rows(fn, x, _eye, lambda r: torch.stack(r, dim=1)))
+wrong(JA, "v = all ones each pass", "ones_vector")(
+    lambda fn, x: _ja_rows(fn, x, lambda y: [torch.ones_like(y)] * y.numel()))
+wrong(JA, "one pass per input, not per output")(
+    lambda fn, x: _ja_rows(fn, x, lambda y: list(torch.eye(x.numel(), y.numel(), dtype=y.dtype))))
+
+
+@wrong(JA, "one leaf, .grad never cleared", "accumulated_grad")
+def _ja_accumulates(fn, x):
     x = x.detach().requires_grad_()
-    return torch.autograd.grad(fn(x), x, v, create_graph=True)[0]
+    y = fn(x)
+    rows = []
+    for e in _eye(y):
+        y.backward(e, retain_graph=True)
+        rows.append(x.grad.clone())
+    return torch.stack(rows)
 
 
-@wrong(VJ, "v times the output")
-def _vj_wrong(fn, x, v):
+@wrong(JA, "one graph, no retain_graph", "graph_freed")
+def _ja_freed(fn, x):
     x = x.detach().requires_grad_()
-    (fn(x) * v).sum().backward()
-    return x.grad * v.sum()
+    y = fn(x)
+    rows = []
+    for e in _eye(y):
+        x.grad = None
+        y.backward(e)
+        rows.append(x.grad)
+    return torch.stack(rows)
 
 
-@wrong(VJ, "v normalised in place", "mutated_input")
-def _vj_norm(fn, x, v):
-    v /= v.norm()
+@wrong(JA, "create_graph keeps a graph", "result_has_graph")
+def _ja_graph(fn, x):
     x = x.detach().requires_grad_()
-    fn(x).backward(v * v.norm())
-    return x.grad
+    y = fn(x)
+    return torch.stack([torch.autograd.grad(y, x, e, retain_graph=True, create_graph=True)[0] for e in _eye(y)])
 
 
-valid(VJ, "weighted sum")(lambda fn, x, v: torch.autograd.grad((fn(x := x.detach().requires_grad_()) * v).sum(), x)[0])
-valid(VJ, "jacobian transposed")(lambda fn, x, v: torch.autograd.functional.jacobian(fn, x).T @ v)
-valid(VJ, "functional vjp")(lambda fn, x, v: torch.autograd.functional.vjp(fn, x, v)[1])
-cheat(VJ, "zeros like x")(lambda fn, x, v: torch.zeros_like(x))
-cheat(VJ, "finite differences instead of autograd")(lambda fn, x, v: torch.stack(
-    [((fn(x + 1e-2 * e) - fn(x - 1e-2 * e)) / 2e-2 * v).sum() for e in torch.eye(len(x), dtype=x.dtype)]))
+@wrong(JA, "x scaled in place", "mutated_input")
+def _ja_scaled(fn, x):
+    x.detach().mul_(2.0)
+    return _ja_rows(fn, x / 2, _eye)
+
+
+valid(JA, "grad of each output yᵢ")(lambda fn, x: torch.stack(
+    [torch.autograd.grad(fn(leaf := x.detach().requires_grad_())[i], leaf)[0] for i in range(fn(x.detach()).numel())]))
+valid(JA, "weighted sum with a one-hot weight")(lambda fn, x: torch.stack(
+    [torch.autograd.grad((fn(leaf := x.detach().requires_grad_()) * e).sum(), leaf)[0] for e in _eye(fn(x.detach()))]))
+valid(JA, "fresh leaf per row, backward(gradient=eᵢ)")(lambda fn, x: _ja_rows(fn, x, _eye))
+cheat(JA, "library jacobian", "library_jacobian")(lambda fn, x: torch.autograd.functional.jacobian(fn, x))
+cheat(JA, "torch.func.jacrev", "library_jacobian")(lambda fn, x: torch.func.jacrev(fn)(x))
+cheat(JA, "functional vjp per row", "library_jacobian")(lambda fn, x: torch.stack(
+    [torch.autograd.functional.vjp(fn, x, e)[1] for e in _eye(fn(x.detach()))]))
+cheat(JA, "zeros of the right shape")(lambda fn, x: torch.zeros(fn(x.detach()).numel(), x.numel()))
+cheat(JA, "finite differences instead of autograd")(lambda fn, x: torch.stack(
+    [(fn(x + 1e-2 * e) - fn(x - 1e-2 * e)) / 2e-2 for e in torch.eye(len(x), dtype=x.dtype)], dim=1))
 
 HU = "02_autograd.huber"
 wrong(HU, "no half", "missing_half")(lambda x, d: torch.where(x.abs() <= d, x**2, d * (x.abs() - 0.5 * d)))
@@ -1225,12 +1295,12 @@ def test_dfdx_reference_agrees_with_the_numpy_formula():
         _close(ref(x), np.exp(-np.logaddexp(0.0, -a)), rtol=1e-5, atol=1e-6, where=where)
 
 
-def test_vjp_reference_agrees_with_the_full_jacobian():
-    ref = grading.reference("02_autograd.vjp")
-    for where, case in _cases("02_autograd.vjp"):
-        fn, x, v = case.args
+def test_jacobian_reference_agrees_with_the_library_jacobian():
+    ref = grading.reference("02_autograd.jacobian")
+    for where, case in _cases("02_autograd.jacobian"):
+        fn, x = case.args
         J = torch.autograd.functional.jacobian(fn, x.detach())
-        _close(ref(fn, x, v), (v.double() @ J.double()).numpy(), rtol=1e-5, atol=1e-5, where=where)
+        _close(ref(fn, x), J.double().numpy(), rtol=1e-5, atol=1e-5, where=where)
 
 
 def test_huber_reference_agrees_with_f_huber_loss_values_and_gradients():

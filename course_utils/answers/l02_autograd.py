@@ -13,11 +13,17 @@ def dfdx(x):
     return 1 / (1 + torch.exp(-x))
 
 
-def vjp(fn, x, v):
-    x = x.detach().requires_grad_(True)
-    y = fn(x)
-    y.backward(gradient=v)
-    return x.grad
+def jacobian(fn, x):
+    m = fn(x.detach()).numel()
+    rows = []
+    for i in range(m):
+        leaf = x.detach().requires_grad_(True)  # a fresh leaf each pass: its .grad starts empty
+        y = fn(leaf)  # and a fresh graph to go back through
+        v = torch.zeros_like(y)
+        v[i] = 1.0  # vᵀJ with v = eᵢ is row i of J: ∂yᵢ/∂x
+        y.backward(gradient=v)
+        rows.append(leaf.grad)
+    return torch.stack(rows)  # one row per output: m x n
 
 
 def huber(x, delta):

@@ -4,7 +4,7 @@ Several checks diagnose *behaviour*, not just outputs: the gradient-descent chec
 model's input) watches every input the learner's loop feeds the model, recognises the step rule
 it used (wrong sign, gradients never cleared, errors averaged, updates recorded in the graph) and
 checks that the model's weights come back as they went in (values, ``.grad``, ``requires_grad``);
-the VJP check calls the answer twice on the same tensor to catch gradients accumulating in the
+the Jacobian check calls the answer twice on the same tensor to catch gradients accumulating in the
 caller's ``.grad``; the custom ``Function`` check compares its backward with the analytic
 derivative under a random upstream gradient and then runs ``gradcheck``. Known error messages a learner's code raises
 (``Boolean value of Tensor ... is ambiguous``, the in-place-on-a-leaf error, ``does not
@@ -14,7 +14,7 @@ require grad``) are turned into named mistakes with targeted advice.
 # the notebook's order is the registration order
 from . import (  # noqa: E402, F401
     dfdx,
-    vjp,
+    jacobian,
     huber,
     hvp,
     finite_difference_grad,
