@@ -218,7 +218,9 @@ class Exercise:
             globs, or ``"re:<pattern>"`` searched in a torch function's name (``"re:conv(?!ert)"``:
             every convolution kernel). Torch functions are seen through a ``TorchFunctionMode``,
             forbidden functions written in Python (``torch.nn.utils.clip_grad_norm_``) through a
-            profile hook, and globals the answer's code names statically. The watch covers
+            profile hook, and globals the answer's code names statically; ``re:`` patterns also
+            through a ``TorchDispatchMode`` on every ATen operator reached (torch functions
+            switched off or not). The watch covers
             ``run`` (or the call of the answer), never ``finish``; in the instructor's grader it
             runs in the executor, next to the answer, which reports what it saw.
         rule_text: the rule as the prose states it, quoted by ``broke_rule``.
