@@ -214,6 +214,32 @@ def test_jacobian_changing_callers_tensor_is_named_even_without_accumulation():
     assert res.mistake == "changed_caller_tensor", res.text()
 
 
+def test_jacobian_run_never_calls_the_reference_and_finish_names_a_kept_graph(monkeypatch):
+    """In the instructor's grader ``run`` runs beside the answer, where the reference is cut out:
+    a result that keeps its graph is named by ``finish``, in the judge (before, ``run`` asked the
+    reference and such an answer got "exception" there)."""
+    import course_utils.exercises.l02_autograd.jacobian as mod
+    ex = grading.registry.get(JA)
+    case = ex.edge_cases[1]
+
+    def cut(*args, **kwargs):
+        raise AssertionError("the reference was called beside the answer")
+
+    def kept_graph(fn, x):
+        x = x.detach().requires_grad_()
+        y = fn(x)
+        return torch.stack([torch.autograd.grad(y, x, e, retain_graph=True, create_graph=True)[0]
+                            for e in torch.eye(y.numel(), dtype=y.dtype)])
+
+    monkeypatch.setattr(mod, "jacobian", cut)
+    ran = ex.run(kept_graph, case)
+    monkeypatch.undo()
+    with pytest.raises(grading.Incorrect) as caught:
+        ex.finish(ran, case)
+    assert caught.value.mistake == "result_has_graph"
+    assert torch.equal(ex.finish({"out": ran["out"], "graph": False}, case), ran["out"])
+
+
 def test_jacobian_on_the_callers_x_without_clearing_is_named_accumulated_grad():
     def on_callers_x(fn, x):
         x.requires_grad_()

@@ -92,15 +92,24 @@ def _run(answer: Any, case: Case) -> Any:
         first = out.detach().clone() if isinstance(out, torch.Tensor) else out
         if not torch.equal(x.detach(), x_before):
             raise Incorrect("mutated_input")
-        if isinstance(out, torch.Tensor) and out.requires_grad and close(out, jacobian(fn, x), 1e-5, 1e-5):
-            raise Incorrect("result_has_graph")
         if x.grad is not had_grad or x.requires_grad != required:
             # the answer worked on the caller's tensor: call again to see what a second call gives
             again = answer(fn, x)
             if isinstance(first, torch.Tensor) and isinstance(again, torch.Tensor) and not close(again, first):
                 raise Incorrect("accumulated_grad")
             raise Incorrect("changed_caller_tensor")
-    return first
+    return {"out": first, "graph": isinstance(out, torch.Tensor) and out.requires_grad}
+
+
+def _finish(ran: Any, case: Case) -> Any:
+    """A result that still carries a graph is named only if it is otherwise right (judged here,
+    with the reference, outside the process that ran the answer)."""
+    if not isinstance(ran, dict) or set(ran) != {"out", "graph"}:
+        return ran  # (only a rewritten run sends anything else: compared as it is, and fails)
+    out = ran["out"]
+    if ran["graph"] is True and isinstance(out, torch.Tensor) and close(out, jacobian(*case.args), 1e-5, 1e-5):
+        raise Incorrect("result_has_graph")
+    return out
 
 
 # --- wrong answers
@@ -147,7 +156,7 @@ def _one_graph(fn, x):
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="jacobian", title="The whole Jacobian, one vector-Jacobian product at a time",
-    reference=jacobian, cases=_cases, edge_cases=_EDGE_CASES, run=_run,
+    reference=jacobian, cases=_cases, edge_cases=_EDGE_CASES, run=_run, finish=_finish,
     forbid=_LIBRARY, rule_mistake=_RULE,
     preload=("torch._dynamo",),  # torch.func's first use imports it: not on the clock
     compare=Compare(rtol=1e-5, atol=1e-5),
