@@ -612,12 +612,25 @@ def _forbidden_op(func: Any, ex: Exercise) -> str | None:
     return None
 
 
-def _python_codes(ex: Exercise) -> dict[Any, str]:
-    """``{code object: name}`` of the forbidden functions written in Python that no
+_CODES: dict[tuple[str, tuple[str, ...]], tuple[dict[int, str], list[Any]]] = {}
+
+
+def _python_codes(ex: Exercise) -> dict[int, str]:
+    """``{id(code object): name}`` of the forbidden functions written in Python that no
     ``TorchFunctionMode`` sees (``torch.nn.utils.clip_grad_norm_``), and of the ``__init__`` of the
     forbidden classes (``nn.Linear``, ``DataLoader``: built however they are reached, as
-    ``nn.Linear(...)`` or ``torch.utils.data.DataLoader(...)``): a profile hook watches for them."""
-    out: dict[Any, str] = {}
+    ``nn.Linear(...)`` or ``torch.utils.data.DataLoader(...)``): a profile hook watches for them.
+    Keyed by identity (hashing a code object hashes its bytecode, on every call the hook sees);
+    the code objects are kept alive here, so their ids stay theirs."""
+    key = (ex.id, tuple(ex.forbid))
+    if key not in _CODES:
+        _CODES[key] = _find_python_codes(ex)
+    return _CODES[key][0]
+
+
+def _find_python_codes(ex: Exercise) -> tuple[dict[int, str], list[Any]]:
+    out: dict[int, str] = {}
+    kept: list[Any] = []
     for name in ex.forbid:
         obj = None if name.startswith(("re:", "aten.")) else _resolve(name)
         if inspect.isclass(obj):
@@ -626,8 +639,9 @@ def _python_codes(ex: Exercise) -> dict[Any, str]:
             continue
         inner = inspect.unwrap(obj)  # decorators share one wrapper's code (torch's _no_grad): the function's own
         if inspect.isfunction(inner):
-            out[inner.__code__] = name.rpartition(".")[2]
-    return out
+            out[id(inner.__code__)] = name.rpartition(".")[2]
+            kept.append(inner.__code__)
+    return out, kept
 
 
 # What a rule reports when the answer hid its calls from the watch: torch functions switched off (or
@@ -642,6 +656,11 @@ _COURSE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _NOT_LEARNER = _LIBRARY_DIRS
 _all_disabled = torch._C._is_torch_function_all_disabled  # looked up once: the profile hook asks on every call
 _stack_len = torch._C._len_torch_function_stack
+
+
+_VERDICTS: dict[tuple[str, str, tuple[str, ...]], dict[Any, str | None]] = {}
+"""The rule watches' verdicts, per exercise and rule, kept across checks: working one out costs a
+few Python calls (and a ``warnings.catch_warnings``), each seen by the profile hook."""
 
 
 class _RuleWatch(torch.overrides.TorchFunctionMode):
@@ -666,12 +685,12 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
         self.used: str | None = None
         self.depth = 0
         self._previous: Any = None
-        self._verdicts: dict[Any, str | None] = {}
+        self._verdicts = _VERDICTS.setdefault(("fn", ex.id, tuple(ex.forbid)), {})
         self._low: _OperatorWatch | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         if self.used is None:
-            try:  # one verdict per function and watch: a check calls the same few thousands of times
+            try:  # one verdict per function and rule: checks call the same few thousands of times
                 found = self._verdicts[func]
             except (KeyError, TypeError):
                 found = self._verdict(func)
@@ -696,8 +715,8 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
             return
         if event == "call":
             codes = self.codes
-            if codes and frame.f_code in codes:
-                self.used = codes[frame.f_code]
+            if codes and id(frame.f_code) in codes:
+                self.used = codes[id(frame.f_code)]
                 return
         elif event == "c_call":
             if arg in _HIDING and not frame.f_code.co_filename.startswith(_COURSE):
@@ -705,7 +724,8 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
                 return
         else:
             return
-        if not (_all_disabled() or _stack_len() < self.depth) or frame.f_code is _HANDLER:
+        code = frame.f_code  # (compared by identity: hashing a code object hashes its bytecode)
+        if code is _HANDLER or code is _DISPATCH_HANDLER or not (_all_disabled() or _stack_len() < self.depth):
             return
         caller = frame if event == "c_call" else frame.f_back  # the frame making the call
         if caller is not None and _learners(caller):
@@ -739,24 +759,27 @@ class _OperatorWatch(TorchDispatchMode):
     def __init__(self, watch: _RuleWatch):
         super().__init__()
         self.watch = watch
-        self._verdicts: dict[Any, str | None] = {}
+        self._verdicts = _VERDICTS.setdefault(("op", watch.ex.id, tuple(watch.ex.forbid)), {})  # by operator name
 
     @staticmethod
     def wanted(ex: Exercise) -> bool:
         return any(n.startswith("re:") for n in ex.forbid)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        # runs for every operator, each event of it seen by the rule's profile hook: no Python call
+        # on the common path (a subscript, not .get; the operator's C function, not its __call__)
         if self.watch.used is None:
-            found = self._verdicts.get(func, False)
-            if found is False:
+            try:  # (an operator's Python __hash__ would be a call: keyed by its name, a str)
+                self.watch.used = self._verdicts[func._name]
+            except KeyError:
                 full = ".".join(str(func).split(".")[:2])  # aten._log_softmax.default -> aten._log_softmax
                 hit = any(p.search(full.partition(".")[2]) for p in self.watch.patterns)
-                found = self._verdicts[func] = f"torch.ops.{full}" if hit else None
-            self.watch.used = found
-        return func(*args, **(kwargs or {}))
+                self.watch.used = self._verdicts[func._name] = f"torch.ops.{full}" if hit else None
+        return func._op(*args, **(kwargs or {}))
 
 
 _HANDLER = _RuleWatch.__torch_function__.__code__
+_DISPATCH_HANDLER = _OperatorWatch.__torch_dispatch__.__code__
 
 
 def _learners(frame: Any) -> bool:
