@@ -19,7 +19,6 @@ from torch import nn
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON, a_type
-from ._kit import WatchTorchSGD as _WatchTorchSGD
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
 from ...answers.l06_losses_optimizers import SGDMomentum
@@ -132,50 +131,44 @@ def _run(answer, case: Case):
     settings = dict(lr=k["lr"]) if k.get("defaults") else dict(lr=k["lr"], momentum=k["momentum"],
                                                                weight_decay=k["weight_decay"])
     in_place = k.get("in_place", False)
-    watch = _WatchTorchSGD()
     try:
-        with watch:
-            opt = _make(answer, params, k, settings)
-            sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"]) if k["gamma"] else None
-            trajectory = []
-            for t, grads in enumerate(k["grads"]):
-                if t == k["closure_at"]:
-                    # stale gradients: the closure computes this step's own
-                    _set_grads(params, [None if g is None else -g for g in grads], in_place)
-                    seen = {"before": [p.detach().clone() for p in params]}
-                    got = opt.step(_closure(params, grads, in_place, float(t) + 0.5, seen))
-                    if "loss" not in seen or got is not seen["loss"]:
-                        raise Incorrect("closure_loss_not_returned")
-                    if not seen["grad_mode"]:
-                        raise Incorrect("closure_without_grad")
-                    if seen["moved"]:
-                        raise Incorrect("closure_after_update")
-                else:
-                    _set_grads(params, grads, in_place)
-                    opt.step()
-                _check_grads_kept(opt, params, grads)
-                trajectory.append(torch.cat([p.detach().reshape(-1) for p in params]).clone())
+        opt = _make(answer, params, k, settings)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"]) if k["gamma"] else None
+        trajectory = []
+        for t, grads in enumerate(k["grads"]):
+            if t == k["closure_at"]:
+                # stale gradients: the closure computes this step's own
+                _set_grads(params, [None if g is None else -g for g in grads], in_place)
+                seen = {"before": [p.detach().clone() for p in params]}
+                got = opt.step(_closure(params, grads, in_place, float(t) + 0.5, seen))
+                if "loss" not in seen or got is not seen["loss"]:
+                    raise Incorrect("closure_loss_not_returned")
+                if not seen["grad_mode"]:
+                    raise Incorrect("closure_without_grad")
+                if seen["moved"]:
+                    raise Incorrect("closure_after_update")
+            else:
+                _set_grads(params, grads, in_place)
+                opt.step()
+            _check_grads_kept(opt, params, grads)
+            trajectory.append(torch.cat([p.detach().reshape(-1) for p in params]).clone())
+            if sched is not None:
+                sched.step()
+            if t == k["resume_at"]:  # a checkpoint: a fresh optimizer (and scheduler) from the saved states
+                saved = copy.deepcopy(opt.state_dict())
+                opt = _make(answer, params, k, settings)
+                opt.load_state_dict(saved)
                 if sched is not None:
-                    sched.step()
-                if t == k["resume_at"]:  # a checkpoint: a fresh optimizer (and scheduler) from the saved states
-                    saved = copy.deepcopy(opt.state_dict())
-                    opt = _make(answer, params, k, settings)
-                    opt.load_state_dict(saved)
-                    if sched is not None:
-                        state = sched.state_dict()
-                        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"])
-                        sched.load_state_dict(state)
+                    state = sched.state_dict()
+                    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=k["gamma"])
+                    sched.load_state_dict(state)
     except Exception as exc:
-        if watch.calls:
-            raise Incorrect("used_torch_sgd") from None
         if isinstance(exc, RuntimeError) and "leaf Variable that requires grad" in str(exc):
             raise Incorrect("no_grad_missing") from None
         if isinstance(exc, (TypeError, AttributeError)) and "NoneType" in str(exc) and any(
                 g is None for gs in k["grads"] for g in gs):
             raise Incorrect("none_grad_not_skipped") from None
         raise
-    if watch.calls:
-        raise Incorrect("used_torch_sgd")
     # named parts, so that feedback says which step first differs
     return {f"parameters after step {t + 1}" + (" (the first after the state_dict was loaded)"
                                                   if t == k["resume_at"] + 1 else ""): v
@@ -245,6 +238,11 @@ register(Exercise(
     lesson=LESSON, name="SGDMomentum", title="SGD with momentum and weight decay as a torch.optim.Optimizer subclass",
     reference=SGDMomentum, kind="any", run=_run, cases=_cases, edge_cases=EDGE_CASES, n_random=8,
     compare=Compare(rtol=1e-5, atol=1e-6), timeout=5.0,
+    # torch's SGD, however built or reached (its functional form and the workers it calls, seen by the
+    # rule's profile hook): the rule comes first, whatever went wrong after
+    forbid=("torch.optim.SGD", "torch.optim.sgd.sgd", "torch.optim.sgd._single_tensor_sgd",
+            "torch.optim.sgd._multi_tensor_sgd", "torch.optim.sgd._fused_sgd"),
+    rule_mistake="used_torch_sgd",
     mistakes=[
         Mistake("no_grad_missing", "\"a leaf Variable that requires grad is being used in an in-place operation\": "
                 "`step` runs with autograd recording. Decorate it with `@torch.no_grad()`.", _NoNoGrad,
