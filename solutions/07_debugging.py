@@ -246,16 +246,18 @@ print(f"plain: {plain:.2f} ms/step   anomaly mode: {anomalous:.2f} ms/step   ({a
 # ### Exercise 2: overfit one batch
 #
 # Write `overfit_one_batch(model, X, y, steps)`: train `model` (a classifier returning
-# logits) **in place** on the single batch `(X, y)` for exactly `steps` optimizer steps with
-# the cross-entropy loss, and return the list of the `steps` losses as Python floats, each
-# computed *before* its step (so the first is the loss of the model you were given). Choose
-# the optimizer and learning rate yourself: the check gives 150 to 200 steps and wants the
-# last loss below 0.05.
+# logits; any model, dropout or batch norm included) **in place**, in training mode, on the
+# single batch `(X, y)` for exactly `steps` optimizer steps with the cross-entropy loss, and
+# return the list of the `steps` losses as Python floats, each computed *before* its step (so
+# the first is the loss of the model you were given). Leave the model in the mode you found
+# it. Choose the optimizer and learning rate yourself: the check gives 150 to 200 steps and
+# wants the last loss below 0.05.
 
 # %% tags=["answer:overfit_one_batch"]
 def overfit_one_batch(model, X, y, steps):
     ### BEGIN SOLUTION
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)  # once: Adam keeps state between steps
+    was_training = model.training
     model.train()
     losses = []
     for _ in range(steps):
@@ -264,6 +266,7 @@ def overfit_one_batch(model, X, y, steps):
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+    model.train(was_training)
     return losses
     ### END SOLUTION
 

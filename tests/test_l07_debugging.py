@@ -433,6 +433,52 @@ def overfit_manual_update_zero_after(model, X, y, steps):
     return out
 
 
+@valid(OVERFIT)
+def overfit_plain_sgd_rebuilt_every_step(model, X, y, steps):
+    """Plain SGD keeps no state: building it anew each step changes nothing."""
+    losses = []
+    for _ in range(steps):
+        losses += _loop(model, X, y, 1, torch.optim.SGD(model.parameters(), lr=0.5))
+    return losses
+
+
+@valid(OVERFIT)
+def overfit_adam_rebuilt_from_its_state(model, X, y, steps):
+    """A new Adam every step that loads the old one's state_dict continues exactly."""
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        losses += _loop(model, X, y, 1, opt)
+        state, opt = opt.state_dict(), torch.optim.Adam(model.parameters(), lr=1e-2)
+        opt.load_state_dict(state)
+    return losses
+
+
+@wrong(OVERFIT, "optimizer_recreated")
+def overfit_momentum_sgd_rebuilt_every_step(model, X, y, steps):
+    """Red team: SGD with momentum built inside the loop reached the target and passed."""
+    losses = []
+    for _ in range(steps):
+        losses += _loop(model, X, y, 1, torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9))
+    return losses
+
+
+@wrong(OVERFIT, "trained_in_eval_mode")
+def overfit_in_eval_mode_then_back(model, X, y, steps):
+    """Red team: eval mode during training, train mode restored before returning, passed."""
+    model.eval()
+    losses = _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
+    model.train()
+    return losses
+
+
+@wrong(OVERFIT, "trained_in_eval_mode")
+def overfit_left_in_eval_throughout(model, X, y, steps):
+    """Eval mode during training and left on: the training mode is the mistake named."""
+    model.eval()
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
+
+
 # =========================================================================== 3. grad_norms
 @valid(NORMS)
 def norms_by_parameter_names(model):

@@ -34,7 +34,8 @@ def first_nonfinite(model, x):
 
 
 def overfit_one_batch(model, X, y, steps):
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)  # once: Adam keeps state between steps
+    was_training = model.training
     model.train()
     losses = []
     for _ in range(steps):
@@ -43,6 +44,7 @@ def overfit_one_batch(model, X, y, steps):
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+    model.train(was_training)
     return losses
 
 

@@ -19,6 +19,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON, global_hooks, remove_leftover_hooks
+from ._overfit_watch import StepWatch
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
 from ...answers.l07_debugging import overfit_one_batch
@@ -64,48 +65,13 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
 
 
-class _StepWatch:
-    """A global step pre-hook: counts the optimizer steps on this model's parameters and compares the
-    gradients a step uses with the mean cross-entropy's gradient now. Clipping (smaller, same
-    direction) is fine; gradients kept from earlier steps (no ``zero_grad()``) are not."""
-
-    def __init__(self, model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
-        self.model, self.X, self.y = model, X, y
-        self.ids = {id(p) for p in model.parameters()}
-        self.steps = 0
-        self.stale: tuple[float, float] | None = None  # (cosine, norm ratio) of the first bad step
-
-    def __call__(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        params = [p for g in optimizer.param_groups for p in g["params"] if id(p) in self.ids]
-        if not params:
-            return
-        self.steps += 1
-        # torch passes step's own arguments, the optimizer first: step(closure) or step(closure=...)
-        rest = [a for a in args if a is not optimizer]
-        closure = (kwargs or {}).get("closure", rest[0] if rest else None)
-        # the first steps and every 10th (keeps the check fast); step(closure) computes its own grads
-        if closure is not None or self.stale is not None or any(p.grad is None for p in params) or (
-                self.steps > 5 and self.steps % 10):
-            return
-        with torch.enable_grad():
-            fresh = torch.autograd.grad(F.cross_entropy(self.model(self.X), self.y), params, allow_unused=True)
-        got = torch.cat([p.grad.detach().flatten().double() for p in params])
-        want = torch.cat([(torch.zeros_like(p) if g is None else g).flatten().double() for p, g in zip(params, fresh)])
-        gn, wn = float(got.norm()), float(want.norm())
-        if wn < 1e-6:
-            return
-        cos = float(got @ want) / max(gn * wn, 1e-30)
-        if cos < 0.99 or gn > 1.01 * wn:
-            self.stale = (cos, gn / wn)
-
-
 def _model_state(model: nn.Module) -> tuple:
     return ([m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
 
 
 def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor, steps: int) -> tuple:
     """Run the answer under the step watch; restore the model's modes, requires_grad and hooks."""
-    state, hooks, watch = _model_state(model), global_hooks(), _StepWatch(model, X, y)
+    state, hooks, watch = _model_state(model), global_hooks(), StepWatch(model, X, y)
     handle = register_optimizer_step_pre_hook(watch)
     try:
         losses = answer(model, X, y, steps)
@@ -116,8 +82,11 @@ def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tenso
             m.training = t
         for p, r in zip(model.parameters(), state[1]):
             p.requires_grad_(r)
+    watch.forget()
     if left:
         raise Incorrect("hooks_left_behind", n=left)
+    if watch.eval_steps:
+        raise Incorrect("trained_in_eval_mode", n=watch.eval_steps)
     if changed:
         raise Incorrect("model_state_changed")
     if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(
@@ -148,6 +117,8 @@ def _run(answer: Any, case: Case) -> Any:
         raise Incorrect("first_loss_not_initial")
     if watch.stale is not None:
         raise Incorrect("stale_gradients", cos=f"{watch.stale[0]:.3f}", ratio=f"{watch.stale[1]:.2f}")
+    if watch.recreated:
+        raise Incorrect("optimizer_recreated", n=watch.recreated)
     last = float(losses[-1])
     if not math.isfinite(last):
         raise Incorrect("diverged", last=last)
@@ -240,6 +211,25 @@ def _left_in_eval(model, X, y, steps):
     return losses
 
 
+def _adam_each_step(model, X, y, steps):
+    losses = []
+    for _ in range(steps):
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)  # inside the loop: its state lost every step
+        loss = F.cross_entropy(model(X), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def _trains_in_eval(model, X, y, steps):
+    model.eval()
+    losses = _train(model, X, y, steps)
+    model.train()
+    return losses
+
+
 def _hook_left(model, X, y, steps):
     return _train(model.register_forward_hook(lambda *a: None) and model, X, y, steps)
 
@@ -280,6 +270,13 @@ register(Exercise(
         Mistake("model_state_changed", "Leave the model as you found it, apart from its trained weights: your "
                 "code changed its train/eval mode or its parameters' `requires_grad`.", _left_in_eval,
                 match_output=False),
+        Mistake("optimizer_recreated", "Your code built a new optimizer {n} time(s) while training, each time "
+                "after the one before had built up state (Adam's running averages, SGD's momentum): every new "
+                "one starts from nothing. Build the optimizer once, before the loop.", _adam_each_step,
+                match_output=False),
+        Mistake("trained_in_eval_mode", "{n} of your optimizer steps ran with the model (or one of its layers) in "
+                "eval mode. Train in training mode (`model.train()`): dropout and batch norm behave differently "
+                "in eval mode, and this function must work for any model.", _trains_in_eval, match_output=False),
         Mistake("hooks_left_behind", "Your code left {n} hook(s) on the model (or torch's global hooks); "
                 "they run on every later forward. Remove each with its handle's `.remove()`.", _hook_left,
                 match_output=False),

@@ -1,0 +1,69 @@
+"""The optimizer-step watch of ``overfit_one_batch``: a global step pre-hook that sees every
+``optimizer.step()`` on the model's parameters while the answer runs, and what the step was given:
+the gradients (are they this step's?), the optimizer object (the same one every step?) and the
+model's mode (training?)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def _has_state(optimizer: Any, ids: set[int]) -> bool:
+    """Whether ``optimizer`` keeps per-parameter state for the model (Adam's moments, SGD's momentum
+    buffer): building a new one each step throws it away. Plain SGD keeps none."""
+    state = getattr(optimizer, "state", {})
+    return any(id(p) in ids and bool(s) for p, s in list(state.items()))
+
+
+class StepWatch:
+    """A global step pre-hook: counts the optimizer steps on this model's parameters and compares the
+    gradients a step uses with the mean cross-entropy's gradient now. Clipping (smaller, same
+    direction) is fine; gradients kept from earlier steps (no ``zero_grad()``) are not. It also
+    counts the steps taken with the model (or one of its modules) in eval mode, and the times a
+    new optimizer object took over from one that had built up state (``recreated``)."""
+
+    def __init__(self, model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
+        self.model, self.X, self.y = model, X, y
+        self.ids = {id(p) for p in model.parameters()}
+        self.steps = 0
+        self.stale: tuple[float, float] | None = None  # (cosine, norm ratio) of the first bad step
+        self.eval_steps = 0
+        self.recreated = 0
+        self._last: Any = None  # the optimizer of the last step (held only while the answer runs)
+
+    def __call__(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        params = [p for g in optimizer.param_groups for p in g["params"] if id(p) in self.ids]
+        if not params:
+            return
+        self.steps += 1
+        if any(not m.training for m in self.model.modules()):
+            self.eval_steps += 1
+        if (self._last is not None and optimizer is not self._last and _has_state(self._last, self.ids)
+                and not _has_state(optimizer, self.ids)):  # (a new one that loaded the old one's state is fine)
+            self.recreated += 1
+        self._last = optimizer
+        # torch passes step's own arguments, the optimizer first: step(closure) or step(closure=...)
+        rest = [a for a in args if a is not optimizer]
+        closure = (kwargs or {}).get("closure", rest[0] if rest else None)
+        # the first steps and every 10th (keeps the check fast); step(closure) computes its own grads
+        if closure is not None or self.stale is not None or any(p.grad is None for p in params) or (
+                self.steps > 5 and self.steps % 10):
+            return
+        with torch.enable_grad():
+            fresh = torch.autograd.grad(F.cross_entropy(self.model(self.X), self.y), params, allow_unused=True)
+        got = torch.cat([p.grad.detach().flatten().double() for p in params])
+        want = torch.cat([(torch.zeros_like(p) if g is None else g).flatten().double() for p, g in zip(params, fresh)])
+        gn, wn = float(got.norm()), float(want.norm())
+        if wn < 1e-6:
+            return
+        cos = float(got @ want) / max(gn * wn, 1e-30)
+        if cos < 0.99 or gn > 1.01 * wn:
+            self.stale = (cos, gn / wn)
+
+    def forget(self) -> None:
+        """Drop the reference to the learner's last optimizer once the answer has returned."""
+        self._last = None
