@@ -703,8 +703,8 @@ print("2 workers:", noise_of(DataLoader(dw.NoisyItems(n=8, seed=0), batch_size=N
 # Work out why, then write `reseed_worker(worker_id)`: a `worker_init_fn` after which
 # `NoisyItems` with two workers gives every item noise of its own, different from worker to
 # worker and from epoch to epoch, and the same again when the loader's `generator` is seeded the
-# same. Leave the streams the DataLoader already seeded (torch's, Python's `random`) as they are:
-# other random transforms rely on them.
+# same. Do not reseed the streams the DataLoader already seeded per worker (torch's, Python's
+# `random`): other random transforms rely on them. (Drawing from them is fine.)
 #
 # The check runs your function as each of two workers, in two epochs, twice, and names what it
 # still finds wrong.

@@ -1478,6 +1478,14 @@ def window_list_of_pairs(s, w, h=1):
     return [(s[i : i + w], s[i + w + h - 1]) for i in range(len(s) - w - h + 1)]
 
 
+@valid(RW)
+def reseed_seed_drawn_from_torch_and_random(worker_id):
+    """Draws (does not reseed) from the streams the DataLoader seeded per worker: the text allows it."""
+    info = get_worker_info()
+    seed = int(torch.randint(0, 2**31, ())) ^ random.getrandbits(31)
+    info.dataset.rng = np.random.default_rng(seed)
+
+
 @wrong(RW, "reseeded_torch_or_random")
 def reseed_torch_and_random_by_worker_id(worker_id):
     info = get_worker_info()
