@@ -1290,6 +1290,42 @@ class _SiLUAutogradBackward(torch.autograd.Function):
             return torch.autograd.grad(F.silu(t), t, g)[0]
 
 
+def _autograd_by_a_built_name():
+    """Reaches autograd through names no reading of the code finds (the old static rule missed it)."""
+    torch_ = __import__("tor" + "ch")
+    return getattr(torch_, "auto" + "grad"), getattr(torch_, "enable" + "_grad")
+
+
+class _SiLUAutogradByBuiltName(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        ag, enable = _autograd_by_a_built_name()
+        with enable():
+            t = x.detach().requires_grad_()
+            return ag.grad(t * torch.sigmoid(t), t, g)[0]
+
+
+class _SiLUSiluForward(torch.autograd.Function):
+    """F.silu in forward is allowed: the rule is about the backward only."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return F.silu(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return g * (s + x * s * (1 - s))
+
+
 class _SiLUFromReference(grading.reference("02_autograd.MySiLU")):
     pass
 
@@ -1298,6 +1334,30 @@ valid(SI, "exp form")(_SiLUCtxAttr)
 valid(SI, "setup_context style")(_SiLUSetupContext)
 CHEATS.append((SI, "backward by autograd of F.silu", _SiLUAutogradBackward))
 CHEATS.append((SI, "subclass of the reference", _SiLUFromReference))
+CHEATS.append((SI, "backward by autograd reached through built names (redteam)", _SiLUAutogradByBuiltName))
+valid(SI, "F.silu in forward, backward by hand")(_SiLUSiluForward)
+
+
+class _SiLUPausesTheWatch(_SiLUAutogradBackward):
+    """A backward that asks the framework to stop watching before it hands the work to autograd."""
+
+    @staticmethod
+    def backward(ctx, g):
+        from course_utils.grading.runner import outside_the_rule
+        (x,) = ctx.saved_tensors
+        with outside_the_rule(), torch.enable_grad():
+            t = x.detach().requires_grad_()
+            return torch.autograd.grad(F.silu(t), t, g)[0]
+
+
+def test_the_ruled_method_cannot_switch_its_own_watch_off():
+    assert grading.check(SI, _SiLUPausesTheWatch, seed=1).mistake == "backward_not_by_hand"
+
+
+def test_my_silu_rule_is_named_with_what_the_backward_used():
+    res = grading.check(SI, _SiLUAutogradByBuiltName, seed=1)
+    assert res.mistake == "backward_not_by_hand" and "`grad`" in res.message, res.message
+    assert grading.check(SI, _SiLUAutogradBackward, seed=1).mistake == "backward_not_by_hand"
 
 
 wrong(SI, "backward multiplies grad_output in place (redteam)", "mutated_grad_output")(

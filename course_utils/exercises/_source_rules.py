@@ -1,5 +1,6 @@
-"""Rules stated in an exercise's prose ("no Python loops", "by hand"), checked on the answer's
-compiled code.
+"""A rule stated in an exercise's prose that is about the code itself ("no Python loops"),
+checked on the answer's compiled code. (Rules about what the code calls, "by hand", "without the
+built-in", are ``Exercise.forbid``, watched while the answer runs.)
 
 The checks read the bytecode of the learner's function (and of functions, lambdas and
 comprehensions defined inside it), not its source text: that works for lambdas, for code
@@ -46,34 +47,3 @@ def python_loop(fn: Callable) -> str | None:
             if ins.opcode in _JUMPS and isinstance(ins.argval, int) and ins.argval < ins.offset:
                 found = "while"
     return found
-
-
-def _helpers(fn: Any, code: types.CodeType) -> Iterator[Any]:
-    """Functions the learner wrote next to ``fn`` (same module, e.g. the notebook) that its
-    code calls by global name: a rule must not be dodged by moving code into a helper."""
-    fn = getattr(fn, "__func__", fn)
-    glb = getattr(fn, "__globals__", {})
-    mod = getattr(fn, "__module__", None)
-    for name in code.co_names:
-        obj = glb.get(name)
-        if isinstance(obj, types.FunctionType) and obj.__module__ == mod and obj is not fn:
-            yield obj
-
-
-def names_used(fn: Callable, names: set[str], _seen: set[int] | None = None) -> str | None:
-    """The first of ``names`` that ``fn``'s code (or a helper function it calls from the same
-    notebook) loads as a global or an attribute (``backward`` in ``y.backward()``, ``grad`` in
-    ``torch.autograd.grad``), or ``None``."""
-    seen = set() if _seen is None else _seen
-    if id(fn) in seen or len(seen) > 50:
-        return None
-    seen.add(id(fn))
-    for code in _codes(fn):
-        hit = names.intersection(code.co_names)
-        if hit:
-            return sorted(hit)[0]
-        for helper in _helpers(fn, code):
-            found = names_used(helper, names, seen)
-            if found:
-                return found
-    return None

@@ -748,6 +748,70 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
         return super().__exit__(*exc)
 
 
+class _ScopedRuleWatch(_RuleWatch):
+    """The rule inside one method of the answer's only (``Exercise.forbid_within``: a custom
+    Function's ``backward``, which the check itself runs through ``torch.autograd.grad``). The
+    profile hook watches the whole run: when the answer's method of that name starts, the mode
+    is pushed (whatever stack torch left: the engine runs a backward inside the check's
+    call) and the rule applies, until that frame returns; the check's own calls around it never
+    count. Hiding from the hook (``sys.setprofile``, a thread) counts anywhere."""
+
+    def __init__(self, ex: Exercise, answer: Any):
+        super().__init__(ex)
+        method = inspect.unwrap(getattr(answer, ex.forbid_within, None) or _no_method)
+        self.scope = getattr(method, "__code__", None)  # that method's code (not every function of its name)
+        self._frames: list[tuple[Any, int]] = []  # the scope frames running now, each with the depth before it
+
+    def _profile(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is self.scope:
+            torch.overrides._push_mode(self)
+            self._frames.append((frame, self.depth))
+            self.depth = _stack_len()
+        elif event == "return" and self._frames and frame is self._frames[-1][0]:
+            self._leave()
+        elif self._frames:
+            super()._profile(frame, event, arg)
+        elif event == "c_call" and self.used is None and arg in _HIDING and _learners(frame):
+            self.used = _HIDING[arg]
+
+    def _leave(self) -> None:
+        self.depth = self._frames.pop()[1]
+        torch.overrides._pop_mode()
+
+    def __enter__(self) -> Any:
+        self._previous = sys.getprofile()
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        sys.setprofile(self._previous)
+        while self._frames:  # (a scope left without its return event)
+            self._leave()
+        return None
+
+
+@contextlib.contextmanager
+def outside_the_rule() -> Iterator[None]:
+    """For a ``run`` whose rule covers one method (``Exercise.forbid_within``): its own heavy
+    verification (``gradcheck``, thousands of Python calls) runs without the profile hook, which
+    costs every call. Never inside the ruled method (a backward cannot switch its own watch off),
+    and not for a rule over the whole run."""
+    previous = sys.getprofile()
+    watch = getattr(previous, "__self__", None)
+    if not isinstance(watch, _ScopedRuleWatch) or watch._frames:
+        yield
+        return
+    sys.setprofile(None)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+
+
+def _no_method() -> None:
+    """Stands for an answer without the method the rule covers (the check names that otherwise)."""
+
+
 class _OperatorWatch(TorchDispatchMode):
     """The rule's ``re:`` patterns, one level down: every ATen operator the answer's work reaches,
     whatever switched torch functions off or ran the code (``exec`` too). Only for rules stated as
@@ -817,6 +881,9 @@ def _static_forbidden(ex: Exercise, answer: Any) -> str | None:
     targets = {id(o): n for n in ex.forbid if not n.startswith("re:") and (o := _resolve(n)) is not None}
     funcs = [answer] if inspect.isfunction(answer) else [
         v for v in vars(answer).values() if inspect.isfunction(v)] if isinstance(answer, type) else []
+    if ex.forbid_within:  # the rule covers that method only (a staticmethod: looked up on the class)
+        within = inspect.unwrap(getattr(answer, ex.forbid_within, None) or (lambda: None))
+        funcs = [within] if inspect.isfunction(within) else []
     for f in funcs:
         codes = [f.__code__]
         while codes:
@@ -829,11 +896,14 @@ def _static_forbidden(ex: Exercise, answer: Any) -> str | None:
     return None
 
 
-def rule_watch(ex: Exercise) -> contextlib.AbstractContextManager[Any]:
+def rule_watch(ex: Exercise, answer: Any = None) -> contextlib.AbstractContextManager[Any]:
     """What watches the answer's calls for the exercise's rule (``Exercise.forbid``): wrap the
     call to the answer in it, then ask :func:`rule_broken`. In the instructor's grader the
-    executor wraps its call (the answer runs there) and reports the name it saw."""
-    return _RuleWatch(ex) if ex.forbid else contextlib.nullcontext()
+    executor wraps its call (the answer runs there) and reports the name it saw. A rule within
+    one of the answer's methods (``Exercise.forbid_within``) needs the answer."""
+    if not ex.forbid:
+        return contextlib.nullcontext()
+    return _ScopedRuleWatch(ex, answer) if ex.forbid_within else _RuleWatch(ex)
 
 
 def rule_broken(ex: Exercise, answer: Any, watch: Any) -> str | None:
@@ -864,7 +934,7 @@ def _check_one(ex: Exercise, answer: Any, case: Case, rand: Rand) -> None:
     pristine = copy.deepcopy((case.args, case.kwargs))
     case_got = copy.deepcopy(case)
     rng1 = _rng_states()
-    rule = rule_watch(ex)
+    rule = rule_watch(ex, answer)
     try:
         got = _call(ex, answer, case_got, rule)
     except NotImplementedError as exc:

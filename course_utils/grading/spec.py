@@ -223,6 +223,10 @@ class Exercise:
             switched off or not). The watch covers
             ``run`` (or the call of the answer), never ``finish``; in the instructor's grader it
             runs in the executor, next to the answer, which reports what it saw.
+        forbid_within: the name of the answer's own method the rule covers (``"backward"``: a
+            custom ``autograd.Function`` whose backward is "by hand"); calls elsewhere, and the
+            check's own (``torch.autograd.grad``, which runs that method), do not count. Not
+            with ``re:`` patterns (no operator-level watch inside a scope).
         rule_text: the rule as the prose states it, quoted by ``broke_rule``.
         rule_mistake: a declared mistake to name instead of ``broke_rule`` (its message may use
             ``{op}``, the forbidden function that was called), or a mapping from that function's
@@ -253,6 +257,7 @@ class Exercise:
     points: float = 1.0
     uses_global_rng: bool = False
     forbid: Sequence[str] = ()
+    forbid_within: str = ""
     rule_text: str = ""
     rule_mistake: str | Mapping[str, str] = ""
 
@@ -267,6 +272,8 @@ class Exercise:
         named = [self.rule_mistake] if isinstance(self.rule_mistake, str) else list(self.rule_mistake.values())
         if any(named) and not (self.forbid and all(any(m.id == n for m in self.mistakes) for n in named)):
             raise ValueError(f"{self.id}: rule_mistake {self.rule_mistake!r} needs forbid and a declared mistake")
+        if self.forbid_within and (not self.forbid or any(n.startswith("re:") for n in self.forbid)):
+            raise ValueError(f"{self.id}: forbid_within needs forbid, without re: patterns")
 
     @property
     def id(self) -> str:

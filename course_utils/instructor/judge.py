@@ -212,7 +212,7 @@ def serve(lesson: str, warm: tuple[str, ...] = ()) -> int:
                 case = _case(ex, req["plan"])
                 if req.get("supplied"):  # the judge's plain data for this case (Exercise.supply)
                     case.supplied = torch.load(io.BytesIO(payload), weights_only=True)
-                watch = rule_watch(ex)  # the exercise's rule ("without F.linear"), seen where the answer runs
+                watch = rule_watch(ex, answer)  # the exercise's rule ("without F.linear"), seen where the answer runs
                 try:
                     with watch:
                         got = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
