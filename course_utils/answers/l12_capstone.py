@@ -43,12 +43,13 @@ def confusion_matrix(preds, targets, num_classes):
 
 
 def resume_training(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces):
-    start = 0
+    start = 0  # no file yet: a run not started, from the objects it was given
     if os.path.exists(path):
-        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)
-    for epoch in range(start, num_epochs):
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)  # epochs done
+    for epoch in range(start, num_epochs):  # the first epoch still to run is the number done
         pieces.train_one_epoch(model, loader, loss_fn, optimizer)
-        scheduler.step()
+        scheduler.step()  # the epoch is over once its step is taken, and only then saved
+        # every epoch (a power cut costs only the one under way), as the number of epochs done
         pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1, loader_generator)
 
 
