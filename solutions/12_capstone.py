@@ -147,31 +147,40 @@ print(len(train_loader), "training batches")
 # ### Part 2: `fit_with_early_stopping`
 #
 # Write `fit_with_early_stopping(model, train_loader, val_loader, loss_fn, optimizer, pieces,
-# max_epochs, warmup_epochs, patience)` from lesson 05's pieces (`pieces.train_one_epoch`,
-# `pieces.evaluate`, `pieces.EarlyStopping`, `pieces.warmup_cosine`):
+# max_epochs, warmup_epochs, patience)`: one training run built from lesson 05's pieces, which
+# `pieces` holds:
 #
-# - the schedule is `pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)`, counted in
-#   **epochs**: one scheduler step after each epoch's training;
-# - each epoch: train one epoch, evaluate on the **validation** loader, and stop when
-#   `pieces.EarlyStopping(patience)` says so (at most `max_epochs` epochs);
-# - at the end the model holds the **best** weights seen (the stopper keeps them), not the last;
-# - return the list of validation losses, one per epoch run.
+# | piece | what it does |
+# |---|---|
+# | `train_one_epoch(model, loader, loss_fn, optimizer)` | one pass over `loader`, updating the weights; its mean loss |
+# | `evaluate(model, loader, loss_fn)` | `(mean loss, accuracy)` on `loader`, without training |
+# | `EarlyStopping(patience)` | `.step(loss, model)`: stop now? It keeps the best weights seen in `.best_state` |
+# | `warmup_cosine(optimizer, warmup, total)` | a scheduler: linear warm-up, cosine decay; one unit per `.step()` |
+#
+# The run follows a warm-up + cosine schedule of `warmup_epochs` and `max_epochs` **epochs**,
+# stops early (with `patience`) once the model stops improving on data it does not train on,
+# runs at most `max_epochs` epochs, returns the validation loss of each epoch it ran (a list of
+# floats), and hands the model back **at its best**.
+#
+# **Decide:** which loader's loss tells you when to stop? How many
+# times does the scheduler step in an epoch, and does the first epoch train before or after the
+# first step? When the run stops, which weights should the model hold, and where are they?
 
 # %% tags=["answer:fit_with_early_stopping"]
 def fit_with_early_stopping(model, train_loader, val_loader, loss_fn, optimizer, pieces,
                             max_epochs, warmup_epochs, patience):
     ### BEGIN SOLUTION
-    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)  # counted in epochs
     stopper = pieces.EarlyStopping(patience)
     history = []
     for _ in range(max_epochs):
-        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
-        val_loss, _ = pieces.evaluate(model, val_loader, loss_fn)
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)  # at this epoch's learning rate
+        val_loss, _ = pieces.evaluate(model, val_loader, loss_fn)  # data it does not train on
         history.append(val_loss)
-        scheduler.step()
+        scheduler.step()  # once per epoch, after the epoch that used the rate
         if stopper.step(val_loss, model):
             break
-    model.load_state_dict(stopper.best_state)
+    model.load_state_dict(stopper.best_state)  # the stop comes after the best epoch, not at it
     return history
     ### END SOLUTION
 

@@ -877,6 +877,42 @@ def fe_no_schedule(model, train_loader, val_loader, loss_fn, optimizer, pieces, 
     return history
 
 
+@wrong(FE, "stepped_per_batch")
+def fe_steps_the_schedule_with_the_optimizer(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs,
+                                             warmup_epochs, patience):
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    stopper, history = pieces.EarlyStopping(patience), []
+    real_step = optimizer.step
+
+    def step_both(*a, **k):  # the schedule moves with every optimizer step: every batch
+        out = real_step(*a, **k)
+        scheduler.step()
+        return out
+    optimizer.step = step_both
+    for _ in range(max_epochs):
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
+        history.append(pieces.evaluate(model, val_loader, loss_fn)[0])
+        if stopper.step(history[-1], model):
+            break
+    optimizer.step = real_step
+    model.load_state_dict(stopper.best_state)
+    return history
+
+
+@wrong(FE, "history_of_train_losses")
+def fe_returns_the_training_curve(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs,
+                                  warmup_epochs, patience):
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    stopper, history = pieces.EarlyStopping(patience), []
+    for _ in range(max_epochs):
+        history.append(pieces.train_one_epoch(model, train_loader, loss_fn, optimizer))
+        scheduler.step()
+        if stopper.step(pieces.evaluate(model, val_loader, loss_fn)[0], model):
+            break
+    model.load_state_dict(stopper.best_state)
+    return history
+
+
 @valid(FE)
 def fe_own_stopper_in_a_while_loop(*args):
     return _fe_loop(*args)
@@ -1428,12 +1464,19 @@ def _spec_prose(answer_tag: str, heading: str) -> str:
     return "\n".join(line for line in spec.splitlines() if line.startswith("# "))
 
 
-@pytest.mark.parametrize("name", ["resume_training"])
+@pytest.mark.parametrize("name", ["resume_training", "fit_with_early_stopping"])
 def test_hints_hold_no_code(name):
     import re
 
     for hint in grading.exercise(C + name).hints:
         assert not re.search(r"`|\w\(|\.\w+\(|epoch \+ 1|range|exists|step\(\)", hint), hint
+
+
+def test_fit_with_early_stopping_spec_states_the_goal_not_the_recipe():
+    prose = _spec_prose("fit_with_early_stopping", "### Part 2")
+    for recipe in ("load_state_dict", "one scheduler step after", "then `scheduler", "break", "each epoch: train",
+                   "evaluate on the **validation**", "warmup_cosine(optimizer, warmup_epochs"):
+        assert recipe not in prose, recipe
 
 
 def test_resume_training_spec_shows_a_first_attempt_not_the_recipe():

@@ -22,17 +22,17 @@ def split_loaders(X, y, val_fraction, seed, split):
 
 def fit_with_early_stopping(model, train_loader, val_loader, loss_fn, optimizer, pieces,
                             max_epochs, warmup_epochs, patience):
-    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)  # counted in epochs
     stopper = pieces.EarlyStopping(patience)
     history = []
     for _ in range(max_epochs):
-        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
-        val_loss, _ = pieces.evaluate(model, val_loader, loss_fn)
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)  # at this epoch's learning rate
+        val_loss, _ = pieces.evaluate(model, val_loader, loss_fn)  # data it does not train on
         history.append(val_loss)
-        scheduler.step()
+        scheduler.step()  # once per epoch, after the epoch that used the rate
         if stopper.step(val_loss, model):
             break
-    model.load_state_dict(stopper.best_state)
+    model.load_state_dict(stopper.best_state)  # the stop comes after the best epoch, not at it
     return history
 
 
