@@ -147,31 +147,40 @@ print(len(train_loader), "training batches")
 # ### Part 2: `fit_with_early_stopping`
 #
 # Write `fit_with_early_stopping(model, train_loader, val_loader, loss_fn, optimizer, pieces,
-# max_epochs, warmup_epochs, patience)` from lesson 05's pieces (`pieces.train_one_epoch`,
-# `pieces.evaluate`, `pieces.EarlyStopping`, `pieces.warmup_cosine`):
+# max_epochs, warmup_epochs, patience)`: one training run built from lesson 05's pieces, which
+# `pieces` holds:
 #
-# - the schedule is `pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)`, counted in
-#   **epochs**: one scheduler step after each epoch's training;
-# - each epoch: train one epoch, evaluate on the **validation** loader, and stop when
-#   `pieces.EarlyStopping(patience)` says so (at most `max_epochs` epochs);
-# - at the end the model holds the **best** weights seen (the stopper keeps them), not the last;
-# - return the list of validation losses, one per epoch run.
+# | piece | what it does |
+# |---|---|
+# | `train_one_epoch(model, loader, loss_fn, optimizer)` | one pass over `loader`, updating the weights; its mean loss |
+# | `evaluate(model, loader, loss_fn)` | `(mean loss, accuracy)` on `loader`, without training |
+# | `EarlyStopping(patience)` | `.step(loss, model)`: stop now? It keeps the best weights seen in `.best_state` |
+# | `warmup_cosine(optimizer, warmup, total)` | a scheduler: linear warm-up, cosine decay; one unit per `.step()` |
+#
+# The run follows a warm-up + cosine schedule of `warmup_epochs` and `max_epochs` **epochs**,
+# stops early (with `patience`) once the model stops improving on data it does not train on,
+# runs at most `max_epochs` epochs, returns the validation loss of each epoch it ran (a list of
+# floats), and hands the model back **at its best**.
+#
+# **Decide:** which loader's loss tells you when to stop? How many
+# times does the scheduler step in an epoch, and does the first epoch train before or after the
+# first step? When the run stops, which weights should the model hold, and where are they?
 
 # %% tags=["answer:fit_with_early_stopping"]
 def fit_with_early_stopping(model, train_loader, val_loader, loss_fn, optimizer, pieces,
                             max_epochs, warmup_epochs, patience):
     ### BEGIN SOLUTION
-    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)  # counted in epochs
     stopper = pieces.EarlyStopping(patience)
     history = []
     for _ in range(max_epochs):
-        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
-        val_loss, _ = pieces.evaluate(model, val_loader, loss_fn)
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)  # at this epoch's learning rate
+        val_loss, _ = pieces.evaluate(model, val_loader, loss_fn)  # data it does not train on
         history.append(val_loss)
-        scheduler.step()
+        scheduler.step()  # once per epoch, after the epoch that used the rate
         if stopper.step(val_loss, model):
             break
-    model.load_state_dict(stopper.best_state)
+    model.load_state_dict(stopper.best_state)  # the stop comes after the best epoch, not at it
     return history
     ### END SOLUTION
 
@@ -311,52 +320,38 @@ print("same predictions after reloading:", torch.equal(predict(restored, X_val),
 print("file size:", (folder / "baseline.pt").stat().st_size, "bytes")
 
 # %% [markdown]
-# A long run must survive an interruption. Lesson 09's `save_checkpoint` writes everything a
-# run needs to go on exactly as if nothing happened (weights, optimizer, scheduler, epoch,
-# the RNG and the loader's generator), and `load_checkpoint` puts it all back.
+# A long run must survive an interruption. Lesson 09's `save_checkpoint(path, model, optimizer,
+# scheduler, epoch, loader_generator)` writes everything a run needs to go on exactly as if
+# nothing happened (weights, optimizer, scheduler, the RNG and the loader's generator, and the
+# `epoch` it is given: the number of epochs completed), and `load_checkpoint(path, model,
+# optimizer, scheduler, loader_generator)` puts it all back into fresh objects and returns that
+# number.
 #
 # ### Part 4: `resume_training`
 #
-# Write `resume_training(path, model, optimizer, scheduler, loader, loader_generator, loss_fn,
-# num_epochs, pieces)`, a training run of `num_epochs` epochs that can be stopped at any
-# moment and started again by calling it again with the same arguments:
-#
-# - if a checkpoint exists at `path`, continue from it: as in lesson 09, the checkpoint's
-#   `epoch` is the number of epochs completed, and `pieces.load_checkpoint` returns it, the
-#   epoch to continue from (`range(start, num_epochs)`); otherwise start at epoch 0;
-# - each epoch: `pieces.train_one_epoch`, then `scheduler.step()`, then save a checkpoint with
-#   `pieces.save_checkpoint` (epoch `epoch + 1`: so a power cut loses at most the epoch under way).
-#
-# The check cuts the power in the middle of a run, builds fresh objects (other initial
-# weights, another RNG state), calls your function again, and compares every weight with an
-# uninterrupted run's: they must be **bit-identical**.
+# A teammate wrote the training run that should survive a power cut. Tried on the digits (a CNN
+# with dropout, 4 epochs, a power cut after epoch 3, then the same call again on fresh objects,
+# as after a restart), it resumes without an error, but it does not end where the uninterrupted
+# run ends. The cell prints the learning rate of every epoch each call trained:
 
-# %% tags=["answer:resume_training"]
-def resume_training(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces):
-    ### BEGIN SOLUTION
+# %% tags=["nbval-ignore-output"]
+def first_attempt_resume(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces):
     start = 0
     if os.path.exists(path):
         start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)
     for epoch in range(start, num_epochs):
         pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        if epoch % 2 == 1:  # saving takes time: every other epoch
+            pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
         scheduler.step()
-        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1, loader_generator)
-    ### END SOLUTION
 
 
-# %% tags=["check:resume_training"]
-ex.resume_training.check(resume_training)
-
-# %% [markdown]
-# The same test with *your* checkpoint functions, on the digits: a CNN with dropout trained
-# for 4 epochs without a break, and again with a power cut after epoch 2.
-
-# %% tags=["nbval-ignore-output"]
 class PowerCut(Exception):
     pass
 
 
-def digits_run(path, cut_after=None, init_seed=0):
+def digits_run(resume, path, cut_after=None, init_seed=0):
+    """`resume` on the digits with *your* pieces; the learning rate of each epoch trained."""
     torch.manual_seed(init_seed)
     model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Dropout(0.2),
                           nn.Linear(8 * 64, 10))
@@ -365,29 +360,77 @@ def digits_run(path, cut_after=None, init_seed=0):
     generator = torch.Generator().manual_seed(0)
     loader = DataLoader(TensorDataset(X_train, y_train), batch_size=64, shuffle=True, generator=generator)
     pieces = copy.copy(mine)  # your pieces, one of them replaced below
-    if cut_after is not None:
-        done = []
+    rates = []
 
-        def train_then_cut(*args):
-            if len(done) == cut_after:
-                raise PowerCut
-            done.append(1)
-            return mine.train_one_epoch(*args)
-        pieces.train_one_epoch = train_then_cut
+    def train_and_watch(*args):
+        if len(rates) == cut_after:
+            raise PowerCut
+        rates.append(round(optimizer.param_groups[0]["lr"], 5))
+        return mine.train_one_epoch(*args)
+    pieces.train_one_epoch = train_and_watch
     try:
         resume(path, model, optimizer, scheduler, loader, generator, loss_fn, 4, pieces)
     except PowerCut:
-        print("power cut!")
-    return model
+        rates.append("power cut")
+    return model, rates
 
 
+def same_weights(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+straight, rates = digits_run(first_attempt_resume, folder / "straight.pt")
+print("uninterrupted:      ", rates)
+_, rates = digits_run(first_attempt_resume, folder / "first.pt", cut_after=3)
+print("until the power cut:", rates)
+resumed, rates = digits_run(first_attempt_resume, folder / "first.pt", init_seed=123)  # fresh objects
+print("after the restart:  ", rates)
+print("bit-identical after resuming:", same_weights(straight, resumed))
+
+# %% [markdown]
+# Write `resume_training(path, model, optimizer, scheduler, loader, loader_generator, loss_fn,
+# num_epochs, pieces)`, the run it was meant to be: `num_epochs` epochs with `pieces`, such that
+# a power cut costs **at most the epoch under way**, and calling it again with the same
+# arguments (on fresh objects: other initial weights, another random state) continues the run
+# and ends **bit-identical** to a run that was never interrupted.
+#
+# **Decide, and check each decision against the printout above:** which number goes into the
+# checkpoint, and which epoch does a resumed run start from? At which moment of an epoch is its
+# work complete enough to be saved: what has changed by then, the scheduler included? How much
+# work may a power cut cost? And what does the very first call do, when there is no file yet?
+#
+# The check cuts the power in the middle of runs of small models, builds fresh objects, calls
+# your function again, and compares every weight with an uninterrupted run's, bit for bit.
+
+# %% tags=["answer:resume_training"]
+def resume_training(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces):
+    ### BEGIN SOLUTION
+    start = 0  # no file yet: a run not started, from the objects it was given
+    if os.path.exists(path):
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)  # epochs done
+    for epoch in range(start, num_epochs):  # the first epoch still to run is the number done
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        scheduler.step()  # the epoch is over once its step is taken, and only then saved
+        # every epoch (a power cut costs only the one under way), as the number of epochs done
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1, loader_generator)
+    ### END SOLUTION
+
+
+# %% tags=["check:resume_training"]
+ex.resume_training.check(resume_training)
+
+# %% [markdown]
+# Your version on the digits, through the same power cut (after epoch 3 of 4), with *your*
+# checkpoint functions: the resumed run trains the one epoch left, at the learning rate the
+# uninterrupted run used for it, and ends with its weights.
+
+# %% tags=["nbval-ignore-output"]
 resume = yours_or_course(resume_training, "12_capstone.resume_training")
-torch.manual_seed(0)
-straight = digits_run(folder / "straight.pt")
-digits_run(folder / "cut.pt", cut_after=2)
-resumed = digits_run(folder / "cut.pt", init_seed=123)  # fresh objects, as after a restart
-print("bit-identical after resuming:", all(torch.equal(a, b) for a, b in
-                                           zip(straight.state_dict().values(), resumed.state_dict().values())))
+_, rates = digits_run(resume, folder / "cut.pt", cut_after=3)
+print("until the power cut:", rates)
+resumed, rates = digits_run(resume, folder / "cut.pt", init_seed=123)  # fresh objects, as after a restart
+print("after the restart:  ", rates)
+print("bit-identical after resuming:", same_weights(straight, resumed))
 
 # %% [markdown]
 # ## 5. Export, and parity with onnxruntime

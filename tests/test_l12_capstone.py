@@ -877,6 +877,42 @@ def fe_no_schedule(model, train_loader, val_loader, loss_fn, optimizer, pieces, 
     return history
 
 
+@wrong(FE, "stepped_per_batch")
+def fe_steps_the_schedule_with_the_optimizer(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs,
+                                             warmup_epochs, patience):
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    stopper, history = pieces.EarlyStopping(patience), []
+    real_step = optimizer.step
+
+    def step_both(*a, **k):  # the schedule moves with every optimizer step: every batch
+        out = real_step(*a, **k)
+        scheduler.step()
+        return out
+    optimizer.step = step_both
+    for _ in range(max_epochs):
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
+        history.append(pieces.evaluate(model, val_loader, loss_fn)[0])
+        if stopper.step(history[-1], model):
+            break
+    optimizer.step = real_step
+    model.load_state_dict(stopper.best_state)
+    return history
+
+
+@wrong(FE, "history_of_train_losses")
+def fe_returns_the_training_curve(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs,
+                                  warmup_epochs, patience):
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    stopper, history = pieces.EarlyStopping(patience), []
+    for _ in range(max_epochs):
+        history.append(pieces.train_one_epoch(model, train_loader, loss_fn, optimizer))
+        scheduler.step()
+        if stopper.step(pieces.evaluate(model, val_loader, loss_fn)[0], model):
+            break
+    model.load_state_dict(stopper.best_state)
+    return history
+
+
 @valid(FE)
 def fe_own_stopper_in_a_while_loop(*args):
     return _fe_loop(*args)
@@ -945,7 +981,8 @@ def rt_repeats(*args):
 
 def test_resume_training_repeated_epoch_speaks_lesson_09s_convention():  # red team
     res = grading.check(RT, rt_repeats, seed=1)
-    assert res.mistake == "repeated_epoch" and "`epoch + 1`" in res.message and "*after*" not in res.message, res
+    assert res.mistake == "repeated_epoch" and "number of epochs completed (lesson 09)" in res.message, res
+    assert "`" not in res.message and "*after*" not in res.message, res  # the idea, not the code
     src = open(os.path.join(os.path.dirname(__file__), "..", "solutions", "12_capstone.py")).read()
     assert "loader_generator) + 1" not in src and "scheduler, epoch + 1, loader_generator)" in src
 
@@ -973,6 +1010,64 @@ def rt_model_and_optimizer_only(path, model, optimizer, scheduler, loader, gen, 
         pieces.train_one_epoch(model, loader, loss_fn, optimizer)
         scheduler.step()
         pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, gen)
+
+
+@wrong(RT, "skipped_epoch")
+def rt_continues_after_the_saved_count(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces):
+    start = 0
+    if os.path.exists(path):
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, gen) + 1  # "the next one"
+    for epoch in range(start, num_epochs):
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        scheduler.step()
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1, gen)
+
+
+@wrong(RT, "lost_epochs")
+def rt_saves_every_third_epoch(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces):
+    start = pieces.load_checkpoint(path, model, optimizer, scheduler, gen) if os.path.exists(path) else 0
+    for epoch in range(start, num_epochs):
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        scheduler.step()
+        if epoch % 3 == 0 or epoch == num_epochs - 1:
+            pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1, gen)
+
+
+@wrong(RT, "lost_epochs")
+def rt_saves_only_when_the_power_goes(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces):
+    start = pieces.load_checkpoint(path, model, optimizer, scheduler, gen) if os.path.exists(path) else 0
+    done = start
+    try:
+        while done < num_epochs:
+            pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+            scheduler.step()
+            done += 1
+    except BaseException:
+        pieces.save_checkpoint(path, model, optimizer, scheduler, done, gen)  # a real power cut runs nothing
+        raise
+
+
+@wrong(RT, "no_file_yet")
+def rt_loads_whatever_is_there(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces):
+    start = pieces.load_checkpoint(path, model, optimizer, scheduler, gen)
+    for epoch in range(start, num_epochs):
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        scheduler.step()
+        pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1, gen)
+
+
+@valid(RT)
+def rt_saves_at_the_start_of_each_epoch(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces):
+    try:
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, gen)
+    except FileNotFoundError:
+        start = 0
+    for epoch in range(start, num_epochs):
+        if epoch > start:  # the state after the epoch before, saved as this one begins
+            pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, gen)
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        scheduler.step()
+    pieces.save_checkpoint(path, model, optimizer, scheduler, num_epochs, gen)
 
 
 @valid(RT)
@@ -1360,3 +1455,64 @@ def test_the_graders_onnx_file_is_its_model_with_a_dynamic_batch():
         X = torch.randn(n, 6)
         with torch.no_grad():
             np.testing.assert_allclose(session.run(None, {name: X.numpy()})[0], model(X).numpy(), rtol=1e-5, atol=1e-6)
+
+
+# =========================================================================== decisions, not transcription (issue 26)
+def _spec_prose(answer_tag: str, heading: str) -> str:
+    src = open(os.path.join(os.path.dirname(__file__), "..", "solutions", "12_capstone.py")).read()
+    spec = src[src.index(heading):src.index(f'tags=["answer:{answer_tag}"]')]
+    return "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+
+
+@pytest.mark.parametrize("name", ["resume_training", "fit_with_early_stopping"])
+def test_hints_hold_no_code(name):
+    import re
+
+    for hint in grading.exercise(C + name).hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|epoch \+ 1|range|exists|step\(\)", hint), hint
+
+
+def test_fit_with_early_stopping_spec_states_the_goal_not_the_recipe():
+    prose = _spec_prose("fit_with_early_stopping", "### Part 2")
+    for recipe in ("load_state_dict", "one scheduler step after", "then `scheduler", "break", "each epoch: train",
+                   "evaluate on the **validation**", "warmup_cosine(optimizer, warmup_epochs"):
+        assert recipe not in prose, recipe
+
+
+def test_resume_training_spec_shows_a_first_attempt_not_the_recipe():
+    prose = _spec_prose("resume_training", "### Part 4")
+    for recipe in ("epoch + 1", "range(", "os.path.exists", "after every epoch", "then save", "scheduler.step"):
+        assert recipe not in prose, recipe
+
+
+def first_attempt_resume(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces):
+    start = 0
+    if os.path.exists(path):
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)
+    for epoch in range(start, num_epochs):
+        pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+        if epoch % 2 == 1:  # saving takes time: every other epoch
+            pieces.save_checkpoint(path, model, optimizer, scheduler, epoch, loader_generator)
+        scheduler.step()
+
+
+def test_resume_training_first_attempt_is_the_notebooks_and_each_bug_is_named():
+    import inspect
+
+    src = open(os.path.join(os.path.dirname(__file__), "..", "solutions", "12_capstone.py")).read()
+    assert inspect.getsource(first_attempt_resume) in src
+    rejected(RT, first_attempt_resume)
+    for bug, mistake in (("every_other", "lost_epochs"), ("loop_index", "repeated_epoch"),
+                         ("before_step", "saved_before_step")):
+        def attempt(path, model, optimizer, scheduler, loader, gen, loss_fn, num_epochs, pieces, bug=bug):
+            start = pieces.load_checkpoint(path, model, optimizer, scheduler, gen) if os.path.exists(path) else 0
+            for epoch in range(start, num_epochs):
+                pieces.train_one_epoch(model, loader, loss_fn, optimizer)
+                save, done = (epoch % 2 == 1 if bug == "every_other" else True), epoch + (bug != "loop_index")
+                if bug == "before_step" and save:
+                    pieces.save_checkpoint(path, model, optimizer, scheduler, done, gen)
+                scheduler.step()
+                if bug != "before_step" and save:
+                    pieces.save_checkpoint(path, model, optimizer, scheduler, done, gen)
+
+        rejected(RT, attempt, mistake)

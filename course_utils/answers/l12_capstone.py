@@ -22,17 +22,17 @@ def split_loaders(X, y, val_fraction, seed, split):
 
 def fit_with_early_stopping(model, train_loader, val_loader, loss_fn, optimizer, pieces,
                             max_epochs, warmup_epochs, patience):
-    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)
+    scheduler = pieces.warmup_cosine(optimizer, warmup_epochs, max_epochs)  # counted in epochs
     stopper = pieces.EarlyStopping(patience)
     history = []
     for _ in range(max_epochs):
-        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
-        val_loss, _ = pieces.evaluate(model, val_loader, loss_fn)
+        pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)  # at this epoch's learning rate
+        val_loss, _ = pieces.evaluate(model, val_loader, loss_fn)  # data it does not train on
         history.append(val_loss)
-        scheduler.step()
+        scheduler.step()  # once per epoch, after the epoch that used the rate
         if stopper.step(val_loss, model):
             break
-    model.load_state_dict(stopper.best_state)
+    model.load_state_dict(stopper.best_state)  # the stop comes after the best epoch, not at it
     return history
 
 
@@ -43,12 +43,13 @@ def confusion_matrix(preds, targets, num_classes):
 
 
 def resume_training(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces):
-    start = 0
+    start = 0  # no file yet: a run not started, from the objects it was given
     if os.path.exists(path):
-        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)
-    for epoch in range(start, num_epochs):
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)  # epochs done
+    for epoch in range(start, num_epochs):  # the first epoch still to run is the number done
         pieces.train_one_epoch(model, loader, loss_fn, optimizer)
-        scheduler.step()
+        scheduler.step()  # the epoch is over once its step is taken, and only then saved
+        # every epoch (a power cut costs only the one under way), as the number of epochs done
         pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + 1, loader_generator)
 
 

@@ -7,6 +7,12 @@ whatever the learner's own pieces are: the returned validation losses and every 
 must be those of the reference run (the run is deterministic: seeded model, seeded loader).
 The training set is small and noisy, so the validation loss turns up and early stopping
 triggers within ``max_epochs`` on the fixed cases (tests/test_l12_capstone.py holds this).
+
+The notebook states the goal and what each piece does, and asks the decisions as questions
+(which loader decides the stop, when and how often the scheduler steps, which weights the model
+ends with); each wrong choice is named: evaluated_on_train, stopped_on_train_loss,
+stepped_per_batch, schedule_in_batches, stepped_before_training, last_weights,
+history_of_train_losses.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ def _run(answer, case: Case):
 # --- wrong answers: the reference's loop with one change each
 def _loop(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epochs, warmup_epochs, patience,
           restore=True, on_train=False, schedule=True, step_first=False, eval_loader=None, accuracy=False,
-          stop=True, in_batches=False):
+          stop=True, in_batches=False, per_batch=False, train_history=False):
     k = len(train_loader) if in_batches else 1
     scheduler = pieces.warmup_cosine(optimizer, warmup_epochs * k, max_epochs * k) if schedule else None
     stopper = pieces.EarlyStopping(patience)
@@ -54,16 +60,32 @@ def _loop(model, train_loader, val_loader, loss_fn, optimizer, pieces, max_epoch
     for _ in range(max_epochs):
         if step_first and scheduler:
             scheduler.step()
-        train_loss = pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
+        if per_batch:  # an epoch's schedule stepped after every batch
+            train_loss = _train_stepping_per_batch(model, train_loader, loss_fn, optimizer, scheduler)
+        else:
+            train_loss = pieces.train_one_epoch(model, train_loader, loss_fn, optimizer)
         val_loss, val_acc = pieces.evaluate(model, eval_loader or val_loader, loss_fn)
-        history.append(val_acc if accuracy else val_loss)
-        if scheduler and not step_first:
+        history.append(train_loss if train_history else val_acc if accuracy else val_loss)
+        if scheduler and not step_first and not per_batch:
             scheduler.step()
         if stopper.step(train_loss if on_train else val_loss, model) and stop:
             break
     if restore:
         model.load_state_dict(stopper.best_state)
     return history
+
+
+def _train_stepping_per_batch(model, loader, loss_fn, optimizer, scheduler):
+    model.train()
+    total, n = 0.0, 0
+    for X, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(X), y)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        total, n = total + loss.item() * len(y), n + len(y)
+    return total / n
 
 
 def _variant(**change):
@@ -85,28 +107,38 @@ register(Exercise(
     mistakes=[
         Mistake("history_type", "Return the list of validation losses (Python floats), not {got}.",
                 lambda *a: None, match_output=False),
-        Mistake("last_weights", "The model ends with the *last* epoch's weights: load the best ones back "
-                "(`model.load_state_dict(stopper.best_state)`) before returning.", _variant(restore=False)),
-        Mistake("stopped_on_train_loss", "Early stopping must watch the *validation* loss: the training loss "
-                "keeps falling while the model overfits.", _variant(on_train=True)),
-        Mistake("no_schedule", "The learning rate never changed: create `pieces.warmup_cosine(optimizer, "
-                "warmup_epochs, max_epochs)` and step it once after each epoch.", _variant(schedule=False)),
-        Mistake("schedule_in_batches", "The schedule counts epochs here (one `scheduler.step()` per epoch), so "
-                "give it `warmup_epochs` and `max_epochs`, not numbers of batches.", _variant(in_batches=True)),
+        Mistake("last_weights", "The model ends with the *last* epoch's weights, those of a model that had "
+                "already stopped improving: it should end with the best ones seen, which the stopper kept.",
+                _variant(restore=False)),
+        Mistake("stopped_on_train_loss", "Early stopping watched the training loss, which keeps falling while "
+                "the model overfits: it must watch a loss on data the model does not train on.",
+                _variant(on_train=True)),
+        Mistake("no_schedule", "The learning rate never changed: the run should follow the warm-up + cosine "
+                "schedule, one step per epoch.", _variant(schedule=False)),
+        Mistake("schedule_in_batches", "The schedule counts epochs here (one step per epoch), so its warm-up and "
+                "its length are numbers of epochs, not numbers of batches.", _variant(in_batches=True)),
+        Mistake("stepped_per_batch", "The scheduler stepped after every batch, but its warm-up and its length "
+                "count epochs: it raced through the whole schedule within the first epochs. One step per epoch.",
+                _variant(per_batch=True)),
         Mistake("stepped_before_training", "The scheduler stepped before the epoch's training, so the first "
-                "epoch skipped the warm-up's first learning rate: step it after training.",
+                "epoch skipped the warm-up's first learning rate: when is an epoch's learning rate used up?",
                 _variant(step_first=True)),
-        Mistake("evaluated_on_train", "You evaluated on the training loader: evaluate on `val_loader`.",
-                _on_train_data),
+        Mistake("evaluated_on_train", "You evaluated on the training data: the losses that decide when to stop, "
+                "and that you return, must come from the validation data.", _on_train_data),
         Mistake("history_of_accuracy", "Return the validation *losses* (the first value `evaluate` returns), not "
                 "the accuracies.", _variant(accuracy=True)),
-        Mistake("never_stops", "The run went on after the stopper said stop: `break` when `stopper.step(...)` "
-                "returns True.", _variant(stop=False)),
+        Mistake("history_of_train_losses", "You returned the training losses: the run should return the "
+                "validation loss of every epoch it ran, the curve early stopping watched.",
+                _variant(train_history=True)),
+        Mistake("never_stops", "The run went on after the stopper said stop: once it says so, the run is over.",
+                _variant(stop=False)),
     ],
     hints=[
-        "Build the scheduler and the stopper before the loop; each epoch is train, evaluate, schedule, "
-        "stop?",
-        "The stopper's step, given the validation loss and the model, says when it is time to stop, and "
-        "keeps the best weights in its best_state: load them back before returning.",
+        "Which of the two loaders can tell you that the model has started to overfit? That loss is the one to "
+        "watch, and the one to return.",
+        "The schedule counts epochs: how many times should it step in one epoch, and should the first epoch "
+        "train before or after the first step?",
+        "The epoch at which the run stops is already past the best one: which weights should the caller get, "
+        "and which piece kept them?",
     ],
 ))

@@ -7,8 +7,15 @@ epochs; then fresh objects are built with *other* initial weights, another globa
 another loader generator state, and the answer is called again. Every final weight and the
 learning rate must equal, to the bit, what the reference gives under the same protocol, which
 is the uninterrupted run (tests/test_l12_capstone.py holds this). A restart from scratch, a
-repeated epoch or a scheduler saved one step behind all change the weights. The model has
-dropout, so the global RNG state matters too.
+repeated or skipped epoch or a scheduler saved one step behind all change the weights. The model
+has dropout, so the global RNG state matters too. A checkpoint saved less often than every epoch
+gives the same weights, but a power cut then costs more than the epoch under way: the grader
+watches the file at each epoch (``lost_epochs``). A first call that loads a file that does not
+exist yet is named (``no_file_yet``).
+
+The notebook shows a teammate's first attempt (every other epoch, the loop index saved, saved
+before the scheduler's step); tests/test_l12_capstone.py holds that each of its bugs alone is
+named.
 """
 
 from __future__ import annotations
@@ -49,19 +56,31 @@ def _objects(seed: int, init: int, epochs: int):
     return model, optimizer, scheduler, loader(X, y, 16, generator=generator), generator
 
 
-def _cut_pieces(cut: int | None) -> types.SimpleNamespace:
+def _cut_pieces(cut: int | None, path: str, watch: dict) -> types.SimpleNamespace:
+    """The course's pieces, ``train_one_epoch`` cutting the power before epoch ``cut + 1`` and
+    noting how many epochs old the file at ``path`` is then (``watch["lost"]``)."""
     p = pieces()
     if cut is not None:
-        done = [0]
+        files: list[bytes | None] = []  # the file as each epoch begins
         real = p.train_one_epoch
 
         def train_one_epoch(*args, **kwargs):
-            if done[0] == cut:
+            files.append(_read(path))
+            if len(files) == cut + 1:
+                old = [f for f in files[:-1] if f == files[-1]]  # epochs begun since it was written
+                watch["lost"] = len(old)
                 raise PowerCut("the power went off")
-            done[0] += 1
             return real(*args, **kwargs)
         p.train_one_epoch = train_one_epoch
     return p
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def _run(answer, case: Case):
@@ -71,17 +90,26 @@ def _run(answer, case: Case):
         path = os.path.join(folder, "run.pt")
         model, optimizer, scheduler, train, generator = _objects(seed, seed, epochs)
         torch.manual_seed(seed)
+        watch: dict = {}
         try:
-            answer(path, model, optimizer, scheduler, train, generator, nn.CrossEntropyLoss(), epochs, _cut_pieces(cut))
+            answer(path, model, optimizer, scheduler, train, generator, nn.CrossEntropyLoss(), epochs,
+                   _cut_pieces(cut, path, watch))
         except PowerCut:
             pass
+        except FileNotFoundError as e:
+            if "lost" not in watch and e.filename is not None and os.fspath(e.filename) == path:
+                raise Incorrect("no_file_yet") from None
+            raise
         else:
             raise Incorrect("too_few_epochs", epochs=epochs)
         if not os.path.exists(path):
             raise Incorrect("no_checkpoint", cut=cut)
+        if watch.get("lost"):
+            raise Incorrect("lost_epochs", cut=cut, lost=watch["lost"])
         model, optimizer, scheduler, train, generator = _objects(seed, seed + 1000, epochs)  # after a restart
         torch.manual_seed(seed + 1000)
-        answer(path, model, optimizer, scheduler, train, generator, nn.CrossEntropyLoss(), epochs, _cut_pieces(None))
+        answer(path, model, optimizer, scheduler, train, generator, nn.CrossEntropyLoss(), epochs,
+               _cut_pieces(None, path, {}))
         return flat(model), torch.tensor([optimizer.param_groups[0]["lr"]], dtype=torch.float64)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -89,18 +117,20 @@ def _run(answer, case: Case):
 
 # --- wrong answers
 def _loop(path, model, optimizer, scheduler, loader, loader_generator, loss_fn, num_epochs, pieces,
-          load=True, done=1, save_first=False, save_at_end=False):
+          load=True, done=1, save_first=False, save_at_end=False, every=1, shift=0, check_file=True):
     # lesson 09's convention: the checkpoint's epoch is the number of epochs completed (epoch + 1),
-    # and the run continues at the value load_checkpoint returns; done=0 saves the loop index
+    # and the run continues at the value load_checkpoint returns; done=0 saves the loop index,
+    # shift=1 continues one epoch later, every=2 saves every other epoch
     start = 0
-    if load and os.path.exists(path):
-        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator)
+    if load and (os.path.exists(path) or not check_file):
+        start = pieces.load_checkpoint(path, model, optimizer, scheduler, loader_generator) + shift
     for epoch in range(start, num_epochs):
         pieces.train_one_epoch(model, loader, loss_fn, optimizer)
-        if save_first and not save_at_end:
+        saves = not save_at_end and (epoch + 1) % every == 0
+        if save_first and saves:
             pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + done, loader_generator)
         scheduler.step()
-        if not save_first and not save_at_end:
+        if not save_first and saves:
             pieces.save_checkpoint(path, model, optimizer, scheduler, epoch + done, loader_generator)
     if save_at_end:
         pieces.save_checkpoint(path, model, optimizer, scheduler, num_epochs, loader_generator)
@@ -133,27 +163,42 @@ register(Exercise(
     reference=resume_training, cases=_case, n_random=2, run=_run, uses_global_rng=True, timeout=20.0,
     compare=Compare(rtol=0, atol=0, scale=0),
     edge_cases=[Case(kwargs=dict(seed=0, epochs=4, cut=2), label="4 epochs, power cut after epoch 2"),
+                Case(kwargs=dict(seed=2, epochs=5, cut=3), label="5 epochs, power cut after epoch 3"),
                 Case(kwargs=dict(seed=1, epochs=3, cut=1), label="3 epochs, power cut after epoch 1")],
     mistakes=[
         Mistake("too_few_epochs", "Your run of {epochs} epochs finished before the power cut came: train each "
                 "epoch with `pieces.train_one_epoch`.", match_output=False),
-        Mistake("no_checkpoint", "The power went off after {cut} epoch(s) and no checkpoint was at `path`: save "
-                "one with `pieces.save_checkpoint` after every epoch.", _variant(save_at_end=True),
-                match_output=False),
-        Mistake("restarted", "After the power cut your run started over from its new, random weights: when "
-                "`path` exists, `pieces.load_checkpoint(...)` first and continue from the epoch it returns "
-                "(the number of epochs completed).", _variant(load=False)),
-        Mistake("repeated_epoch", "The resumed run trained the last saved epoch again: as in lesson 09, save "
-                "the number of epochs completed (`epoch + 1`) and continue from the value `load_checkpoint` "
-                "returns (`range(start, num_epochs)`).", _variant(done=0)),
-        Mistake("saved_before_step", "The checkpoint was saved before `scheduler.step()`, so the resumed run's "
-                "learning rate is one step behind: save after stepping the scheduler.", _variant(save_first=True)),
+        Mistake("no_file_yet", "The first call found no file at `path` and stopped with a `FileNotFoundError`: a "
+                "run that has not started yet has nothing to load; it starts from the objects it was given, at "
+                "the first epoch.", _variant(check_file=False), match_output=False),
+        Mistake("no_checkpoint", "The power went off after {cut} epoch(s) and there was no checkpoint at `path`: "
+                "all that work was lost. A power cut may cost at most the epoch under way.",
+                _variant(save_at_end=True), match_output=False),
+        Mistake("lost_epochs", "When the power went off after {cut} epochs, the checkpoint at `path` was {lost} "
+                "epoch(s) old, so that work was lost and is done again. A power cut may cost at most the epoch "
+                "under way: how often must the run save?", _variant(every=2), match_output=False),
+        Mistake("restarted", "After the power cut your run started over from its new, random weights: a "
+                "checkpoint at `path` is a run to continue, not to begin again.", _variant(load=False)),
+        Mistake("repeated_epoch", "The resumed run trained again an epoch that was done before the power cut. "
+                "The checkpoint's epoch is the number of epochs completed (lesson 09): which number is that "
+                "when an epoch has just finished, and which epoch is the first one still to run?",
+                _variant(done=0)),
+        Mistake("skipped_epoch", "The resumed run skipped an epoch that never ran before the power cut: the "
+                "number the checkpoint gives back is the one you saved, the number of epochs completed (lesson "
+                "09). Which epoch is the first one still to run?", _variant(shift=1)),
+        Mistake("saved_before_step", "The resumed run's learning rates were one step behind: the checkpoint held "
+                "the scheduler as it was before the epoch's step. Save an epoch once everything it changes has "
+                "changed.", _variant(save_first=True)),
         Mistake("rng_not_restored", "The weights and optimizer came back, but the random state did not "
-                "(dropout and the shuffling drew other numbers): use `pieces.load_checkpoint`, which restores "
-                "the RNG and the loader's generator too.", _own_rng_state),
+                "(dropout and the shuffling drew other numbers): `pieces.load_checkpoint` restores the RNG and "
+                "the loader's generator too.", _own_rng_state),
     ],
     hints=[
-        "Two phases: where to start (0, or the saved number of epochs completed), then the epochs from there.",
-        "Each epoch: train, `scheduler.step()`, then save, so the checkpoint is a state you could resume from.",
+        "After a power cut in the middle of epoch 5, what should the file hold, and where should the new call "
+        "pick up? And on the very first call, where there is no file?",
+        "The number saved and the number a resumed run starts from are one count: the epochs already done, "
+        "which is also the first epoch still to run.",
+        "An epoch is finished, and ready to be saved, once everything it changes has changed: the scheduler's "
+        "step included. Saving every epoch is what keeps a power cut to the epoch under way.",
     ],
 ))
