@@ -479,6 +479,45 @@ def overfit_left_in_eval_throughout(model, X, y, steps):
     return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
 
 
+@wrong(OVERFIT, "losses_not_real")
+def overfit_fakes_the_middle(model, X, y, steps):
+    """Red team (review 2026-11-29): real first and last losses, invented ones between, passed."""
+    real = _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
+    return [real[0]] + [real[0] + (real[-1] - real[0]) * k / (steps - 1) for k in range(1, steps - 1)] + [real[-1]]
+
+
+@wrong(OVERFIT, "losses_not_real")
+def overfit_last_loss_zeroed(model, X, y, steps):
+    """Red team (review 2026-11-29): the real losses with the last replaced by 0.0 passed."""
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))[:-1] + [0.0]
+
+
+@wrong(OVERFIT, "optimizer_recreated")
+def overfit_adam_state_cleared(model, X, y, steps):
+    """Red team (review 2026-11-29): one Adam whose state is cleared every step passed."""
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        opt.state.clear()
+        losses += _loop(model, X, y, 1, opt)
+    return losses
+
+
+@wrong(OVERFIT, "stale_gradients")
+def overfit_zero_grad_on_the_old_schedule(model, X, y, steps):
+    """Red team (review 2026-11-29): zero_grad only on the steps the watch used to sample passed."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    for t in range(1, steps + 1):
+        loss = F.cross_entropy(model(X), y)
+        if t <= 5 or t % 10 == 0:
+            opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
 # =========================================================================== 3. grad_norms
 @valid(NORMS)
 def norms_by_parameter_names(model):

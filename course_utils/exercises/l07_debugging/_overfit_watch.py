@@ -5,6 +5,7 @@ model's mode (training?)."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import torch
@@ -19,6 +20,11 @@ def _has_state(optimizer: Any, ids: set[int]) -> bool:
     return any(id(p) in ids and bool(s) for p, s in list(state.items()))
 
 
+def model_state(model: nn.Module) -> tuple:
+    """The modes and ``requires_grad`` flags an answer must leave as it found them."""
+    return ([m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
+
+
 class StepWatch:
     """A global step pre-hook: counts the optimizer steps on this model's parameters and compares the
     gradients a step uses with the mean cross-entropy's gradient now. Clipping (smaller, same
@@ -26,32 +32,38 @@ class StepWatch:
     counts the steps taken with the model (or one of its modules) in eval mode, and the times a
     new optimizer object took over from one that had built up state (``recreated``)."""
 
-    def __init__(self, model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> None:
+    def __init__(self, model: nn.Module, X: torch.Tensor, y: torch.Tensor, seed: int = 0) -> None:
         self.model, self.X, self.y = model, X, y
         self.ids = {id(p) for p in model.parameters()}
         self.steps = 0
         self.stale: tuple[float, float] | None = None  # (cosine, norm ratio) of the first bad step
         self.eval_steps = 0
         self.recreated = 0
+        self.losses: list[float] = []  # the model's loss on the batch as each step began
         self._last: Any = None  # the optimizer of the last step (held only while the answer runs)
+        self._had_state = False  # whether it kept state after its last step
+        self._sample = random.Random(seed)  # which steps get the gradient comparison: not guessable
 
     def __call__(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         params = [p for g in optimizer.param_groups for p in g["params"] if id(p) in self.ids]
         if not params:
             return
         self.steps += 1
+        with torch.no_grad():
+            self.losses.append(F.cross_entropy(self.model(self.X), self.y).item())
         if any(not m.training for m in self.model.modules()):
             self.eval_steps += 1
-        if (self._last is not None and optimizer is not self._last and _has_state(self._last, self.ids)
-                and not _has_state(optimizer, self.ids)):  # (a new one that loaded the old one's state is fine)
+        if self._last is not None and not _has_state(optimizer, self.ids) and (
+                (optimizer is not self._last and _has_state(self._last, self.ids))  # a new one (unless loaded)
+                or (optimizer is self._last and self._had_state)):  # or its state cleared (state.clear(), __init__)
             self.recreated += 1
         self._last = optimizer
         # torch passes step's own arguments, the optimizer first: step(closure) or step(closure=...)
         rest = [a for a in args if a is not optimizer]
         closure = (kwargs or {}).get("closure", rest[0] if rest else None)
-        # the first steps and every 10th (keeps the check fast); step(closure) computes its own grads
+        # the first steps and one in five at random (keeps the check fast); step(closure) computes its own
         if closure is not None or self.stale is not None or any(p.grad is None for p in params) or (
-                self.steps > 5 and self.steps % 10):
+                self.steps > 5 and self._sample.random() > 0.2):
             return
         with torch.enable_grad():
             fresh = torch.autograd.grad(F.cross_entropy(self.model(self.X), self.y), params, allow_unused=True)
@@ -63,6 +75,11 @@ class StepWatch:
         cos = float(got @ want) / max(gn * wn, 1e-30)
         if cos < 0.99 or gn > 1.01 * wn:
             self.stale = (cos, gn / wn)
+
+    def after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """The step post-hook: whether the optimizer now keeps state for the model."""
+        if optimizer is self._last:
+            self._had_state = _has_state(optimizer, self.ids)
 
     def forget(self) -> None:
         """Drop the reference to the learner's last optimizer once the answer has returned."""

@@ -14,12 +14,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.optim.optimizer import register_optimizer_step_pre_hook
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON, global_hooks, remove_leftover_hooks
-from ._overfit_watch import StepWatch
+from ._overfit_watch import StepWatch, model_state
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
 from ...answers.l07_debugging import overfit_one_batch
@@ -65,19 +65,17 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
 
 
-def _model_state(model: nn.Module) -> tuple:
-    return ([m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
-
-
 def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor, steps: int) -> tuple:
     """Run the answer under the step watch; restore the model's modes, requires_grad and hooks."""
-    state, hooks, watch = _model_state(model), global_hooks(), StepWatch(model, X, y)
-    handle = register_optimizer_step_pre_hook(watch)
+    seed = hash(tuple(X.flatten()[:4].tolist()))  # which steps get the gradient comparison
+    state, hooks, watch = model_state(model), global_hooks(), StepWatch(model, X, y, seed)
+    handles = register_optimizer_step_pre_hook(watch), register_optimizer_step_post_hook(watch.after_step)
     try:
         losses = answer(model, X, y, steps)
     finally:
-        handle.remove()
-        left, changed = remove_leftover_hooks(model, hooks), _model_state(model) != state
+        for handle in handles:
+            handle.remove()
+        left, changed = remove_leftover_hooks(model, hooks), model_state(model) != state
         for m, t in zip(model.modules(), state[0]):
             m.training = t
         for p, r in zip(model.parameters(), state[1]):
@@ -122,6 +120,8 @@ def _run(answer: Any, case: Case) -> Any:
     last = float(losses[-1])
     if not math.isfinite(last):
         raise Incorrect("diverged", last=last)
+    if len(watch.losses) == steps and not all(_close(a, b) for a, b in zip(losses, watch.losses)):
+        raise Incorrect("losses_not_real", now=f"{watch.losses[-1]:.3g}")  # not the loss each step began from
     if last >= TARGET:
         raise Incorrect("not_overfit", last=f"{last:.3g}", steps=steps)
     with torch.no_grad():
@@ -270,10 +270,10 @@ register(Exercise(
         Mistake("model_state_changed", "Leave the model as you found it, apart from its trained weights: your "
                 "code changed its train/eval mode or its parameters' `requires_grad`.", _left_in_eval,
                 match_output=False),
-        Mistake("optimizer_recreated", "Your code built a new optimizer {n} time(s) while training, each time "
-                "after the one before had built up state (Adam's running averages, SGD's momentum): every new "
-                "one starts from nothing. Build the optimizer once, before the loop.", _adam_each_step,
-                match_output=False),
+        Mistake("optimizer_recreated", "Your optimizer's state (Adam's running averages, SGD's momentum) was "
+                "thrown away {n} time(s) while training: an optimizer built inside the loop, or its state "
+                "cleared, starts from nothing every step. Build it once, before the loop, and keep it.",
+                _adam_each_step, match_output=False),
         Mistake("trained_in_eval_mode", "{n} of your optimizer steps ran with the model (or one of its layers) in "
                 "eval mode. Train in training mode (`model.train()`): dropout and batch norm behave differently "
                 "in eval mode, and this function must work for any model.", _trains_in_eval, match_output=False),
@@ -285,8 +285,9 @@ register(Exercise(
         Mistake("not_trained", "The model's parameters did not change: call `optimizer.step()` after "
                 "`backward()`, with an optimizer built on *this* model's `parameters()`.", _no_step,
                 match_output=False),
-        Mistake("losses_not_real", "Your losses end near 0, but the model's loss on the batch afterwards is {now}: "
-                "record the losses the training really computed.", _faked, match_output=False),
+        Mistake("losses_not_real", "Your list is not the losses your training computed: the model's real loss on "
+                "the batch was {now} (at the end, or as a step began). Record each step's own loss.", _faked,
+                match_output=False),
     ],
     hints=[
         "It is lesson 05's training step, on the same batch every time. When in the step is the loss you "

@@ -190,7 +190,8 @@ register(Exercise(
     hints=[
         "The lesson's `EventAccumulator` cells read a directory; what did they not do that a 10 050-step run "
         "needs?",
-        "Keep every event (its `size_guidance`), check that the tag is among the scalar tags, and let later "
-        "events overwrite earlier ones for the same step: events come back in the order they were written.",
+        "Three decisions: how many events the reader may keep (its `size_guidance`: what value means "
+        "'no limit'?), what a missing tag should give, and which value a step logged twice keeps "
+        "(events come back in the order they were written).",
     ],
 ))
