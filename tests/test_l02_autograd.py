@@ -821,6 +821,23 @@ def _ja_freed(fn, x):
     return torch.stack(rows)
 
 
+@wrong(JA, "central finite differences, no autograd (review 2026-11-29: passed)", "not_by_backward")
+def _ja_finite_differences(fn, x):
+    x = x.detach()
+    eps = 1e-6 if x.dtype == torch.float64 else 1e-3
+    return torch.stack([(fn(x + eps * e) - fn(x - eps * e)) / (2 * eps) for e in _eye(x)], dim=1)
+
+
+@wrong(JA, "forward-mode dual numbers, one column per pass (review 2026-11-29: passed)", "not_by_backward")
+def _ja_dual_numbers(fn, x):
+    import torch.autograd.forward_ad as fwAD
+    cols = []
+    for e in _eye(x):
+        with fwAD.dual_level():
+            cols.append(fwAD.unpack_dual(fn(fwAD.make_dual(x.detach(), e))).tangent)
+    return torch.stack(cols, dim=1)
+
+
 @wrong(JA, "create_graph keeps a graph", "result_has_graph")
 def _ja_graph(fn, x):
     x = x.detach().requires_grad_()

@@ -82,9 +82,16 @@ def _run(answer: Any, case: Case) -> Any:
     fn, x = case.args
     had_grad, required = x.grad, x.requires_grad  # a caller's x may be a leaf that requires grad
     x_before = x.detach().clone()
+    graphs = []  # whether each call of fn built a graph to go backward through
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        y = fn(*args, **kwargs)
+        graphs.append(isinstance(y, torch.Tensor) and y.requires_grad)
+        return y
+
     with answer_grad_mode():
         try:
-            out = answer(fn, x)
+            out = answer(watched, x)
         except RuntimeError as exc:
             if _FREED in str(exc):
                 raise Incorrect("graph_freed") from None
@@ -92,9 +99,11 @@ def _run(answer: Any, case: Case) -> Any:
         first = out.detach().clone() if isinstance(out, torch.Tensor) else out
         if not torch.equal(x.detach(), x_before):
             raise Incorrect("mutated_input")
+        if not any(graphs):  # finite differences, forward-mode dual numbers: no backward pass possible
+            raise Incorrect("not_by_backward")
         if x.grad is not had_grad or x.requires_grad != required:
             # the answer worked on the caller's tensor: call again to see what a second call gives
-            again = answer(fn, x)
+            again = answer(watched, x)
             if isinstance(first, torch.Tensor) and isinstance(again, torch.Tensor) and not close(again, first):
                 raise Incorrect("accumulated_grad")
             raise Incorrect("changed_caller_tensor")
@@ -153,6 +162,12 @@ def _one_graph(fn, x):
     return torch.stack(rows)
 
 
+def _central_differences(fn, x, eps=1e-6):
+    x = x.detach()
+    cols = [(fn(x + eps * e) - fn(x - eps * e)) / (2 * eps) for e in torch.eye(x.numel(), dtype=x.dtype)]
+    return torch.stack(cols, dim=1)
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="jacobian", title="The whole Jacobian, one vector-Jacobian product at a time",
@@ -193,6 +208,11 @@ register(Exercise(
                 "Your code changed `x` in place. Leave the caller's tensor as it was: a fresh leaf "
                 "`x.detach()` shares x's memory, so do not change it in place either.",
                 lambda fn, x: _rows(fn, x.mul_(1.5), _one_hot), match_output=False),
+        Mistake("not_by_backward",
+                "Your function never ran `fn` on a tensor that requires grad, so no backward pass can have "
+                "built the Jacobian (finite differences? forward-mode dual numbers?). Assemble it from "
+                "backward passes, each with its own `gradient=` vector.", _central_differences,
+                match_output=False),
         Mistake("library_jacobian",
                 "Your function calls the library's Jacobian (or its vjp/jvp): this exercise builds "
                 "what it does, from backward passes with a `gradient=` vector.",
