@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import math  # noqa: E402
+import types  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -836,6 +837,16 @@ def _ja_dual_numbers(fn, x):
         with fwAD.dual_level():
             cols.append(fwAD.unpack_dual(fn(fwAD.make_dual(x.detach(), e))).tangent)
     return torch.stack(cols, dim=1)
+
+
+def _ja_library_copied(fn, x):
+    """Red team (review 2026-11-29): the library's jacobian, copied with ``__code__.replace()``, passed."""
+    f = torch.autograd.functional.jacobian
+    g = types.FunctionType(f.__code__.replace(), f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    return g(fn, x.detach())
+
+
+CHEATS.append((JA, "the library's jacobian, its code copied (redteam)", _ja_library_copied))
 
 
 @wrong(JA, "create_graph keeps a graph", "result_has_graph")

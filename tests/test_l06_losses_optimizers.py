@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import types
 
 import pytest
 import torch
@@ -781,8 +782,29 @@ class SGDWorkerByName(torch.optim.Optimizer):
         return loss
 
 
+def _copied(f):
+    """A new function object from a copy of ``f``'s code: another code object, from the same place."""
+    g = types.FunctionType(f.__code__.replace(), f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    g.__kwdefaults__ = f.__kwdefaults__
+    return g
+
+
+class SGDWorkerCopied(SGDWorkerByName):
+    """Red team (review 2026-11-29): a copy of torch's worker, made with ``__code__.replace()``, passed."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        global _SGD_WORKER
+        original, _SGD_WORKER = _SGD_WORKER, _copied(_SGD_WORKER)
+        try:
+            return super().step(closure)
+        finally:
+            _SGD_WORKER = original
+
+
 def test_torch_sgd_reached_through_its_worker_is_named():
     assert rejected(SGD, SGDWorkerByName).mistake == "used_torch_sgd"
+    assert rejected(SGD, SGDWorkerCopied).mistake == "used_torch_sgd"
 
 
 def test_the_rules_are_named():

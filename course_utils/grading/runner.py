@@ -613,6 +613,7 @@ def _forbidden_op(func: Any, ex: Exercise) -> str | None:
 
 
 _CODES: dict[tuple[str, tuple[str, ...]], tuple[dict[int, str], list[Any]]] = {}
+_WHERE: dict[tuple[str, tuple[str, ...]], dict[int, dict[tuple[str, str], str]]] = {}
 
 
 def _python_codes(ex: Exercise) -> dict[int, str]:
@@ -626,6 +627,20 @@ def _python_codes(ex: Exercise) -> dict[int, str]:
     if key not in _CODES:
         _CODES[key] = _find_python_codes(ex)
     return _CODES[key][0]
+
+
+def _code_places(ex: Exercise) -> dict[int, dict[tuple[str, str], str]]:
+    """``{first line: {(file, name): forbidden name}}`` of the same functions: a copy of one
+    (``types.FunctionType(f.__code__.replace(), ...)``) is another code object from the same
+    place, which identity misses."""
+    key = (ex.id, tuple(ex.forbid))
+    if key not in _WHERE:
+        _python_codes(ex)
+        places: dict[int, dict[tuple[str, str], str]] = {}
+        for code in _CODES[key][1]:
+            places.setdefault(code.co_firstlineno, {})[(code.co_filename, code.co_name)] = _CODES[key][0][id(code)]
+        _WHERE[key] = places
+    return _WHERE[key]
 
 
 def _find_python_codes(ex: Exercise) -> tuple[dict[int, str], list[Any]]:
@@ -682,6 +697,7 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
         self.names = _forbidden_names(ex)
         self.patterns = [re.compile(n[3:]) for n in ex.forbid if n.startswith("re:")]
         self.codes = _python_codes(ex)
+        self.places = _code_places(ex)
         self.used: str | None = None
         self.depth = 0
         self._previous: Any = None
@@ -715,9 +731,16 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
             return
         if event == "call":
             codes = self.codes
-            if codes and id(frame.f_code) in codes:
-                self.used = codes[id(frame.f_code)]
-                return
+            if codes:
+                code = frame.f_code
+                if id(code) in codes:
+                    self.used = codes[id(code)]
+                    return
+                if code.co_firstlineno in self.places:  # a copy of a forbidden function's code?
+                    found = self.places[code.co_firstlineno].get((code.co_filename, code.co_name))
+                    if found:
+                        self.used = found
+                        return
         elif event == "c_call":
             if arg in _HIDING and not frame.f_code.co_filename.startswith(_COURSE):
                 self.used = _HIDING[arg]
