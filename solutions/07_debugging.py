@@ -486,13 +486,15 @@ big = big_runs.name
 with SummaryWriter(big) as w:
     for step in range(10_050):
         w.add_scalar("x", step / 10_050, step)
-default = EventAccumulator(big)
+default, budget = EventAccumulator(big), EventAccumulator(big, size_guidance={"scalars": 500})
 default.Reload()
+budget.Reload()
 print(len(default.Scalars("x")), "of the 10 050 events logged")
+print("with size_guidance={'scalars': 500}:", len(budget.Scalars("x")))
 
 # %% [markdown]
 # `EventAccumulator` keeps a budget of events per tag and samples the rest away: its
-# `size_guidance` (`help(EventAccumulator)` says how it works). The second: a run resumed from a
+# `size_guidance` sets it (`help(EventAccumulator)` says which values it takes). The second: a run resumed from a
 # checkpoint that logs to the same directory writes its steps again, so a step can appear
 # twice; the later value is the one that counts.
 

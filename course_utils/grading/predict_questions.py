@@ -539,9 +539,9 @@ _q("07_debugging.default_scalar_limit", "value",
    "n_logged = 10_050\n"
    "min(n_logged, event_accumulator.DEFAULT_SIZE_GUIDANCE[\"scalars\"])  # the cell after the question runs it",
    "10000: by default the accumulator keeps at most 10 000 scalar events per tag "
-   "(`DEFAULT_SIZE_GUIDANCE`; reservoir sampling drops the rest). `size_guidance={\"scalars\": 0}` "
-   "keeps every one.",
-   shows='print("default:", len(default.Scalars("x")), "  size_guidance={\'scalars\': 0}:", len(everything.Scalars("x")))')
+   "(`DEFAULT_SIZE_GUIDANCE`; reservoir sampling drops the rest). Its `size_guidance` argument sets "
+   "that budget.",
+   shows='print(len(default.Scalars("x")), "of the 10 050 events logged")')
 _q("07_debugging.chance_loss", "value",
    "What is `round(F.cross_entropy(torch.zeros(4, 10), torch.tensor([0, 3, 7, 9])).item(), 2)`: the loss of "
    "a 10-class model whose logits are all equal?",
