@@ -24,7 +24,7 @@ import traceback
 import types
 import warnings
 import zlib
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -612,40 +612,31 @@ def _forbidden_op(func: Any, ex: Exercise) -> str | None:
     return None
 
 
-_CODES: dict[tuple[str, tuple[str, ...]], tuple[dict[int, str], list[Any]]] = {}
-_WHERE: dict[tuple[str, tuple[str, ...]], dict[int, dict[tuple[str, str], str]]] = {}
+class _Codes(NamedTuple):
+    """The forbidden functions written in Python, as a profile hook looks them up on every call:
+    ``by_id`` ``{id(code object): name}`` (hashing a code object hashes its bytecode, so never on
+    the hook's path), ``by_place`` ``{first line: {(file, name): name}}`` (a copy of one,
+    ``types.FunctionType(f.__code__.replace(), ...)``, is another code object from the same
+    place), and ``kept``, the code objects, alive here so that their ids stay theirs."""
+
+    by_id: dict[int, str]
+    by_place: dict[int, dict[tuple[str, str], str]]
+    kept: list[Any]
 
 
-def _python_codes(ex: Exercise) -> dict[int, str]:
-    """``{id(code object): name}`` of the forbidden functions written in Python that no
-    ``TorchFunctionMode`` sees (``torch.nn.utils.clip_grad_norm_``), and of the ``__init__`` of the
-    forbidden classes (``nn.Linear``, ``DataLoader``: built however they are reached, as
-    ``nn.Linear(...)`` or ``torch.utils.data.DataLoader(...)``): a profile hook watches for them.
-    Keyed by identity (hashing a code object hashes its bytecode, on every call the hook sees);
-    the code objects are kept alive here, so their ids stay theirs."""
+_CODES: dict[tuple[str, tuple[str, ...]], _Codes] = {}
+
+
+def _python_codes(ex: Exercise) -> _Codes:
+    """The forbidden functions written in Python that no ``TorchFunctionMode`` sees
+    (``torch.nn.utils.clip_grad_norm_``), and the ``__init__`` of the forbidden classes
+    (``nn.Linear``, ``DataLoader``: built however they are reached, as ``nn.Linear(...)`` or
+    ``torch.utils.data.DataLoader(...)``): a profile hook watches for them. Worked out once per
+    exercise and rule."""
     key = (ex.id, tuple(ex.forbid))
-    if key not in _CODES:
-        _CODES[key] = _find_python_codes(ex)
-    return _CODES[key][0]
-
-
-def _code_places(ex: Exercise) -> dict[int, dict[tuple[str, str], str]]:
-    """``{first line: {(file, name): forbidden name}}`` of the same functions: a copy of one
-    (``types.FunctionType(f.__code__.replace(), ...)``) is another code object from the same
-    place, which identity misses."""
-    key = (ex.id, tuple(ex.forbid))
-    if key not in _WHERE:
-        _python_codes(ex)
-        places: dict[int, dict[tuple[str, str], str]] = {}
-        for code in _CODES[key][1]:
-            places.setdefault(code.co_firstlineno, {})[(code.co_filename, code.co_name)] = _CODES[key][0][id(code)]
-        _WHERE[key] = places
-    return _WHERE[key]
-
-
-def _find_python_codes(ex: Exercise) -> tuple[dict[int, str], list[Any]]:
-    out: dict[int, str] = {}
-    kept: list[Any] = []
+    if key in _CODES:
+        return _CODES[key]
+    found = _Codes({}, {}, [])
     for name in ex.forbid:
         obj = None if name.startswith(("re:", "aten.")) else _resolve(name)
         if inspect.isclass(obj):
@@ -654,9 +645,12 @@ def _find_python_codes(ex: Exercise) -> tuple[dict[int, str], list[Any]]:
             continue
         inner = inspect.unwrap(obj)  # decorators share one wrapper's code (torch's _no_grad): the function's own
         if inspect.isfunction(inner):
-            out[id(inner.__code__)] = name.rpartition(".")[2]
-            kept.append(inner.__code__)
-    return out, kept
+            code, short = inner.__code__, name.rpartition(".")[2]
+            found.by_id[id(code)] = short
+            found.by_place.setdefault(code.co_firstlineno, {})[(code.co_filename, code.co_name)] = short
+            found.kept.append(code)
+    _CODES[key] = found
+    return found
 
 
 # What a rule reports when the answer hid its calls from the watch: torch functions switched off (or
@@ -696,8 +690,8 @@ class _RuleWatch(torch.overrides.TorchFunctionMode):
         self.ex = ex
         self.names = _forbidden_names(ex)
         self.patterns = [re.compile(n[3:]) for n in ex.forbid if n.startswith("re:")]
-        self.codes = _python_codes(ex)
-        self.places = _code_places(ex)
+        codes = _python_codes(ex)
+        self.codes, self.places = codes.by_id, codes.by_place
         self.used: str | None = None
         self.depth = 0
         self._previous: Any = None
@@ -781,8 +775,8 @@ class _ScopedRuleWatch(_RuleWatch):
 
     def __init__(self, ex: Exercise, answer: Any):
         super().__init__(ex)
-        method = inspect.unwrap(getattr(answer, ex.forbid_within, None) or _no_method)
-        self.scope = getattr(method, "__code__", None)  # that method's code (not every function of its name)
+        method = _ruled_method(ex, answer)
+        self.scope = method.__code__ if method is not None else None  # that method's code, not its name's
         self._frames: list[tuple[Any, int]] = []  # the scope frames running now, each with the depth before it
 
     def _profile(self, frame: Any, event: str, arg: Any) -> None:
@@ -831,8 +825,12 @@ def outside_the_rule() -> Iterator[None]:
         sys.setprofile(previous)
 
 
-def _no_method() -> None:
-    """Stands for an answer without the method the rule covers (the check names that otherwise)."""
+def _ruled_method(ex: Exercise, answer: Any) -> Any:
+    """The answer's method that ``Exercise.forbid_within`` names, as a function (a staticmethod is
+    looked up on the class; decorators unwrapped), or ``None`` (the check names that otherwise)."""
+    method = getattr(answer, ex.forbid_within, None)
+    method = inspect.unwrap(method) if callable(method) else None
+    return method if inspect.isfunction(method) else None
 
 
 class _OperatorWatch(TorchDispatchMode):
@@ -904,9 +902,9 @@ def _static_forbidden(ex: Exercise, answer: Any) -> str | None:
     targets = {id(o): n for n in ex.forbid if not n.startswith("re:") and (o := _resolve(n)) is not None}
     funcs = [answer] if inspect.isfunction(answer) else [
         v for v in vars(answer).values() if inspect.isfunction(v)] if isinstance(answer, type) else []
-    if ex.forbid_within:  # the rule covers that method only (a staticmethod: looked up on the class)
-        within = inspect.unwrap(getattr(answer, ex.forbid_within, None) or (lambda: None))
-        funcs = [within] if inspect.isfunction(within) else []
+    if ex.forbid_within:  # the rule covers that method only
+        within = _ruled_method(ex, answer)
+        funcs = [within] if within is not None else []
     for f in funcs:
         codes = [f.__code__]
         while codes:
