@@ -15,6 +15,8 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 import torch
 
+from .heldout import HeldOutSpec
+
 AnswerKind = Literal["function", "class", "module", "any"]
 
 
@@ -196,6 +198,10 @@ class Exercise:
             the answer's code (a rule such as "no Python loops") is marked with
             :func:`reads_code_only`: the grader's judge runs it on the function compiled from the
             notebook's text instead (``instructor/static_answer.py``).
+        heldout: held-out data the instructor may bring (``grade --heldout DIR``, see
+            :mod:`.heldout`): how to read ``DIR/<name>/<class>/<image>`` and score against it.
+            The probe reads the images from ``heldout.given()`` (``None``: the course's split) and
+            ``finish_probe`` the labels and the bar; the labels never reach the sandbox.
         hints: increasingly specific hints.
         timeout: seconds the learner's code may run during one check, all cases together.
         solution: source shown by ``solution()``; defaults to the reference's source.
@@ -248,6 +254,7 @@ class Exercise:
     mistakes: Sequence[Mistake] = ()
     probes: Sequence[Callable[[Any, Rand], Any]] = ()
     finish_probe: Callable[[int, Any], None] | None = None
+    heldout: HeldOutSpec | None = None
     hints: Sequence[str] = ()
     timeout: float = 3.0
     solution: str | None = None

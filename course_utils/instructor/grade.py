@@ -36,7 +36,10 @@ Usage::
 ``--shard K/N`` grades shard K (0 to N-1) of N: a fixed share of the notebooks, by a hash of
 each one's path below the folder given (:mod:`.grade_shard`), so N machines given the same
 command split a class exactly; ``grade merge`` (:mod:`.grade_merge`) joins their gradebooks and
-writes the exports. ``--workers`` defaults to every CPU this process may use (a container's
+writes the exports. ``--heldout DIR`` scores the capstones' held-out accuracy on the
+instructor's own images instead of the course's public ones, which a submission could carry
+with their labels (:mod:`.grade_heldout`: ``DIR/DigitClassifier/<digit>/<image>``).
+``--workers`` defaults to every CPU this process may use (a container's
 quota counts), no more than the memory holds at ``--memory`` each (:mod:`.capacity`).
 
 PATH is a notebook or a folder (searched recursively for ``*.ipynb``; notebooks in hidden
@@ -132,6 +135,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="address space per sandboxed process (default 2GB)")
     ap.add_argument("--no-sandbox", action="store_true",
                     help="run learner code unconfined (trusted notebooks only; prints a warning)")
+    ap.add_argument("--heldout", metavar="DIR",
+                    help="score the capstones on your own held-out images: DIR/<exercise>/<class>/<image>, "
+                         "e.g. DIR/DigitClassifier/7/scan_01.png (labels never reach a submission)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no line per notebook while grading")
     return ap
 
@@ -171,6 +177,43 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], list[tuple[Path, 
     return roster, items, everyone
 
 
+def _can_run(args: argparse.Namespace) -> bool:
+    """Fill in ``--workers``; ``False`` after saying why the options or the machine cannot grade."""
+    if args.workers is None:
+        args.workers = capacity.default_workers(args.memory, sandbox.MAX_WORKERS)
+    if args.workers < 1 or args.timeout <= 0 or args.notebook_timeout <= 0:
+        print("--workers must be >= 1, --timeout and --notebook-timeout > 0", file=sys.stderr)
+        return False
+    if args.no_sandbox:
+        print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
+        return True
+    why = sandbox.works()
+    if why is not None:
+        print(f"cannot grade: no sandbox ({why}).\n\n{sandbox.INSTALL_HINT}", file=sys.stderr)
+        return False
+    return True
+
+
+def _heldout(folder: str, regrade: bool) -> dict[str, Any]:
+    """``--heldout``'s setup for the judges, after printing what it found; ``{}`` after saying
+    why the folder cannot be used (a usage error)."""
+    from course_utils.grading.heldout import HeldOutError
+
+    from . import grade_heldout
+
+    try:
+        setup, lines = grade_heldout.prepare(folder)
+    except HeldOutError as exc:
+        print(f"cannot use the held-out images: {shown(str(exc))}", file=sys.stderr)
+        return {}
+    for line in lines:
+        print(shown(line), flush=True)
+    if not regrade:
+        print("(notebooks already in the gradebook keep their grades: add --regrade to score them on these "
+              "images too)", flush=True)
+    return setup
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["merge"]:  # `grade merge A.sqlite B.sqlite --out class.sqlite` (./merge for a folder)
@@ -182,18 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     if found is None:
         return 2
     roster, items, everyone = found
-    if args.workers is None:
-        args.workers = capacity.default_workers(args.memory, sandbox.MAX_WORKERS)
-    if args.workers < 1 or args.timeout <= 0 or args.notebook_timeout <= 0:
-        print("--workers must be >= 1, --timeout and --notebook-timeout > 0", file=sys.stderr)
+    if not _can_run(args):
         return 2
-    if args.no_sandbox:
-        print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
-    else:
-        why = sandbox.works()
-        if why is not None:
-            print(f"cannot grade: no sandbox ({why}).\n\n{sandbox.INSTALL_HINT}", file=sys.stderr)
-            return 2
+    heldout_setup = _heldout(args.heldout, args.regrade) if args.heldout else None
+    if heldout_setup == {}:
+        return 2
     book_path = args.gradebook or (str(Path(args.csv or args.json).with_suffix(".sqlite"))
                                    if (args.csv or args.json) else "gradebook.sqlite")
     book = Gradebook(book_path)
@@ -212,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     start = time.perf_counter()
     grader = Grader(args.workers, args.timeout, args.notebook_timeout, limits, not args.no_sandbox, book,
-                    regrade=args.regrade, progress=progress, roster=everyone)
+                    regrade=args.regrade, progress=progress, roster=everyone, heldout=heldout_setup)
     received: list[int] = []
 
     def on_signal(signum: int, frame: Any) -> None:

@@ -48,7 +48,8 @@ class Grader:
     def __init__(self, workers: int = 2, timeout: float = DEFAULT_TIMEOUT,
                  notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT, limits: sandbox.Limits | None = None,
                  sandboxed: bool = True, gradebook: Gradebook | None = None, regrade: bool = False,
-                 progress: Any = None, max_output: int = MAX_OUTPUT, roster: Iterable[str] = ()):
+                 progress: Any = None, max_output: int = MAX_OUTPUT, roster: Iterable[str] = (),
+                 heldout: dict[str, Any] | None = None):
         self.workers = max(1, workers)
         self.timeout, self.notebook_timeout = timeout, notebook_timeout
         self.limits = limits or sandbox.Limits()
@@ -59,6 +60,7 @@ class Grader:
             threading.Thread(target=self.limits.address_space, daemon=True).start()
         self.gradebook, self.regrade, self.progress = gradebook, regrade, progress
         self.max_output = max_output
+        self.heldout = heldout  # the instructor's held-out images (grade_heldout.prepare), sent with each job
         from course_utils import threads as thread_policy  # one policy, with its measured reason
 
         self.threads = thread_policy.kernel_threads()  # per grading kernel (course_utils/threads.py)
@@ -254,7 +256,7 @@ class Grader:
 
     def _judge_job(self, lesson: str, uid: int | None, **extra: Any) -> dict[str, Any]:
         return {"lesson": lesson, "uid": uid, "course": str(self.course(lesson)), "limits": asdict(self.limits),
-                "no_sandbox": not self.sandboxed, **extra}
+                "no_sandbox": not self.sandboxed, "heldout": self.heldout, **extra}
 
     def _send_to_judge(self, frame: dict[str, Any]) -> None:
         """A frame the judge answers nothing to (``prepare``, ``discard``): best effort, as the
@@ -378,12 +380,14 @@ class Grader:
 
 def grade(paths: Iterable[str | os.PathLike[str]], workers: int = 2, timeout: float = DEFAULT_TIMEOUT,
           notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT, progress: Any = None, sandboxed: bool = True,
-          memory: int | None = None, gradebook: str | os.PathLike[str] | None = None) -> list[NotebookReport]:
-    """Grade notebooks (files or folders); returns one report per notebook, in input order."""
+          memory: int | None = None, gradebook: str | os.PathLike[str] | None = None,
+          heldout: dict[str, Any] | None = None) -> list[NotebookReport]:
+    """Grade notebooks (files or folders); returns one report per notebook, in input order.
+    ``heldout``: the instructor's held-out images (:func:`.grade_heldout.prepare`'s setup)."""
     items = find_notebooks(paths)
     limits = sandbox.Limits() if memory is None else sandbox.Limits(memory=memory)
     book = Gradebook(gradebook) if gradebook else None
-    grader = Grader(workers, timeout, notebook_timeout, limits, sandboxed, book, progress=progress)
+    grader = Grader(workers, timeout, notebook_timeout, limits, sandboxed, book, progress=progress, heldout=heldout)
     try:
         return grader.run(items)
     finally:

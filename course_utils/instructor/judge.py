@@ -177,7 +177,7 @@ def serve(lesson: str, warm: tuple[str, ...] = ()) -> int:
 
     import torch
 
-    from course_utils.grading import registry
+    from course_utils.grading import heldout, registry
     from course_utils.grading.runner import rule_broken, rule_watch
 
     exercises = {ex.id: ex for ex in registry.load_lesson(lesson)}
@@ -231,7 +231,11 @@ def serve(lesson: str, warm: tuple[str, ...] = ()) -> int:
             elif req["op"] == "probe":
                 from course_utils.grading.spec import Rand
 
-                ran = ex.probes[int(req["index"])](answers[ex.id], Rand(int(req["seed"])))
+                given = None
+                if req.get("supplied"):  # the instructor's held-out images, never their labels
+                    given = heldout.Given(torch.load(io.BytesIO(payload), weights_only=True), None, 0.0)
+                with heldout.giving(given):
+                    ran = ex.probes[int(req["index"])](answers[ex.id], Rand(int(req["seed"])))
                 reply["passed"] = True
                 if ran is not None:  # plain data for the judge's finish_probe
                     buf = io.BytesIO()
@@ -644,8 +648,19 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
                 return ex.probes[index](answer, rand)
             if getattr(ex.probes[index], "reads_code_only", False):
                 return _code_probe(ex, ex.probes[index], code, rand)
+            from course_utils.grading import heldout
+
+            given = heldout.given() if ex.heldout is not None else None
+            sent = b""
+            if given is not None:  # the instructor's images go to the probe; the labels stay here
+                import torch
+
+                buf = io.BytesIO()
+                torch.save(given.images, buf)
+                sent = buf.getvalue()
             try:
-                rep, data = executor.request({"op": "probe", "exercise": ex.id, "index": index, "seed": rand.seed})
+                rep, data = executor.request({"op": "probe", "exercise": ex.id, "index": index, "seed": rand.seed,
+                                              "supplied": given is not None}, sent)
             except ExecutorGone as exc:
                 _raiser(None)(RuntimeError(str(exc)))
             if "raised" in rep:
@@ -690,10 +705,13 @@ def _code_probe(ex: Any, probe: Any, code: list[str] | None, rand: Any) -> Any:
 
 def judge_submission(lesson: str, answers: dict[str, tuple[bytes | None, str | None]], start_executor: Any,
                      seed: int | None = None, code: list[str] | None = None,
-                     warm: set[str] | None = None) -> dict[str, dict[str, Any]]:
+                     warm: set[str] | None = None, heldout_setup: Any = None) -> dict[str, dict[str, Any]]:
     """Verdicts for the exported answers of one notebook (``{exercise id: verdict}``); ``warm``
-    gains the :data:`WARMABLE` modules its executor imported."""
-    from course_utils.grading import registry
+    gains the :data:`WARMABLE` modules its executor imported; ``heldout_setup``: the
+    instructor's held-out data (``grade --heldout``, :func:`.grade_heldout.prepare`)."""
+    from course_utils.grading import heldout, registry
+
+    from .grade_heldout import given_for
 
     executor = Executor(start_executor)
     verdicts: dict[str, dict[str, Any]] = {}
@@ -703,7 +721,8 @@ def judge_submission(lesson: str, answers: dict[str, tuple[bytes | None, str | N
                 continue
             payload, err = answers[ex.id]
             try:
-                verdicts[ex.id] = judge_one(ex, payload, err, executor, seed=seed, code=code)
+                with heldout.giving(given_for(ex, heldout_setup)):
+                    verdicts[ex.id] = judge_one(ex, payload, err, executor, seed=seed, code=code)
             except ExecutorGone as exc:
                 verdicts[ex.id] = {"status": "incorrect", "mistake": "exception", "message": _clean(exc)}
             except Exception as exc:  # noqa: BLE001 - a grading bug must not lose the batch
@@ -835,7 +854,8 @@ def worker() -> int:
         code = job.get("code")
         code = [c for c in code if isinstance(c, str)] if isinstance(code, list) else None
         verdicts = judge_submission(job["lesson"], answers, prepared.starter(job), code=code,
-                                    warm=prepared.warm.setdefault(str(job["lesson"]), set()))
+                                    warm=prepared.warm.setdefault(str(job["lesson"]), set()),
+                                    heldout_setup=job.get("heldout"))
         write_frame(out, {"op": "verdicts", "verdicts": verdicts, "seconds": time.perf_counter() - t0})
 
 

@@ -31,8 +31,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from course_utils.datasets import load_digits
+from course_utils.datasets import digit_from_image, load_digits
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import heldout
 from course_utils.grading.calls import GRAD_LEFT_OFF
 
 from ...answers.l12_capstone import DigitClassifier
@@ -96,12 +97,23 @@ def _interface_run(answer, case: Case):
     return True
 
 
-def _heldout_probe(answer, r: Rand) -> None:
+def _split() -> tuple[torch.Tensor, torch.Tensor]:
+    """The course's held-out order of the digits and the class renaming, from :data:`HELD_OUT_SEED`."""
     r = Rand(HELD_OUT_SEED)
+    order = torch.randperm(len(_digits()[1]), generator=r.torch)
+    return order, _derangement(10, r)
+
+
+def _heldout_probe(answer, r: Rand) -> None:
     X, y_true = _digits()
-    order = torch.randperm(len(y_true), generator=r.torch)
-    held, train = order[:N_HELD_OUT], order[N_HELD_OUT:]
-    y = _derangement(10, r)[y_true]  # the classes renamed
+    order, rename = _split()
+    y = rename[y_true]  # the classes renamed
+    given = heldout.given()
+    if given is None:  # the course's split
+        held, train = order[:N_HELD_OUT], order[N_HELD_OUT:]
+    else:  # the instructor's own images (grade --heldout): fit on every course digit, predict theirs
+        held, train = torch.arange(len(X), len(X) + len(given.images)), order
+        X = torch.cat([X, given.images.to(X.dtype)])
     clf = _new_classifier(answer)
     first_seen: dict[int, torch.Tensor] = {}  # each parameter's value when its module first ran in fit
 
@@ -133,25 +145,45 @@ def _heldout_probe(answer, r: Rand) -> None:
     return {"preds": preds, "seconds": float(seconds)}
 
 
+def _heldout_truth() -> torch.Tensor:
+    """The true (not renamed) classes of the held-out images: the course's split's, or the
+    instructor's labels, which only the judge holds."""
+    given = heldout.given()
+    if given is None:
+        return _digits()[1][_split()[0][:N_HELD_OUT]]
+    if given.labels is None:
+        raise RuntimeError("internal: held-out images without their labels")
+    return given.labels
+
+
+def _accuracy(ran: Any, truth: torch.Tensor) -> float:
+    preds = check_predictions(ran.get("preds") if isinstance(ran, dict) else None, len(truth))
+    return float((preds == _split()[1][truth]).double().mean())
+
+
 def _heldout_verdict(j: int, ran: Any) -> None:
     """The held-out accuracy of the predictions ``_heldout_probe`` returned, judged where the
     answer cannot reach (``Exercise.finish_probe``: in the instructor's grader the probe runs
     next to the answer, which can rewrite it; a stub whose ``fit`` did so was scored correct)."""
-    r = Rand(HELD_OUT_SEED)
-    _, y_true = _digits()
-    held = torch.randperm(len(y_true), generator=r.torch)[:N_HELD_OUT]
-    y = _derangement(10, r)[y_true]
     if not isinstance(ran, dict) or not isinstance(ran.get("seconds"), float):
         raise Incorrect("returned_none")  # (only a rewritten probe returns anything else)
-    preds, seconds = check_predictions(ran.get("preds"), N_HELD_OUT), ran["seconds"]
-    accuracy = float((preds == y[held]).double().mean())
-    if accuracy >= TARGET_ACCURACY:
+    truth = _heldout_truth()
+    accuracy, seconds, bar = _accuracy(ran, truth), ran["seconds"], heldout.bar(TARGET_ACCURACY)
+    if accuracy >= bar:
         return
-    if float((preds == y_true[held]).double().mean()) > 0.5:
+    if float((check_predictions(ran["preds"], len(truth)) == truth).double().mean()) > 0.5:
         raise Incorrect("ignored_given_data")
     if accuracy < 0.3:
         raise Incorrect("at_chance", accuracy=f"{accuracy:.1%}")
-    raise Incorrect("below_bar", accuracy=f"{accuracy:.1%}", seconds=f"{seconds:.1f}", budget=f"{TIME_BUDGET_S:g}")
+    raise Incorrect("below_bar", accuracy=f"{accuracy:.1%}", bar=f"{bar:.1%}", seconds=f"{seconds:.1f}",
+                    budget=f"{TIME_BUDGET_S:g}")
+
+
+HELD_OUT = heldout.HeldOutSpec(
+    read=lambda folder: heldout.read_class_folders(folder, [str(d) for d in range(10)], digit_from_image),
+    score=_accuracy, target=TARGET_ACCURACY,
+    layout="class folders 0 to 9 of images of one handwritten digit each (any size; dark ink on light paper "
+           "or the other way round), converted as the course's digits were (datasets.digit_from_image)")
 
 
 # --- wrong answers (in _digit_classifier_wrong.py: small overrides of fit or predict)
@@ -165,7 +197,7 @@ register(Exercise(
     title=f"A digit classifier with ≥ {TARGET_ACCURACY:.0%} held-out accuracy within {TIME_BUDGET_S:g} s of CPU time",
     reference=DigitClassifier, kind="any", run=_interface_run,
     edge_cases=[Case(kwargs=dict(n_train=40, n_query=10), label="fit on 40 images, then predict 10")],
-    probes=[_heldout_probe], finish_probe=_heldout_verdict,
+    probes=[_heldout_probe], finish_probe=_heldout_verdict, heldout=HELD_OUT,
     # "train a new network from scratch": building layers initialises their weights from torch's
     # global RNG (and a seeded fit calls torch.manual_seed), so a right answer draws from it
     uses_global_rng=True,
@@ -233,8 +265,8 @@ register(Exercise(
         Mistake("at_chance", "Held-out accuracy {accuracy} is close to chance (10 %): was the network trained? Check "
                 "that `fit` runs the training loop on `self.model` (not on a copy) and that `predict` uses that "
                 "same model.", _wrong.ShuffledLabels, match_output=False),
-        Mistake("below_bar", "Held-out accuracy {accuracy} is below "
-                f"{TARGET_ACCURACY:.0%} (fit took {{seconds}} s of the {{budget}} s CPU budget). Try a small CNN, "
+        Mistake("below_bar", "Held-out accuracy {accuracy} is below {bar} (fit took {seconds} s of the "
+                "{budget} s CPU budget). Try a small CNN, "
                 "Adam, more epochs, a learning-rate schedule.", _wrong.BelowBar, match_output=False),
         Mistake("timeout", f"Checking stopped after {4 * TIME_BUDGET_S + 40:g} s of wall-clock time: `fit` (or "
                 "`predict`) runs far longer than the CPU budget allows, or never ends. Train for a fixed number of "

@@ -1,0 +1,138 @@
+"""Held-out data the instructor keeps: a capstone's accuracy measured on images nobody else has.
+
+A capstone's own held-out images ship with the course (all 1,797 of lesson 12's digits), so a
+submission can carry them with their labels and "classify" by looking them up. The grader's
+``--heldout DIR`` replaces them with the instructor's: the judge reads
+``DIR/<exercise name>/<class>/<image file>``, sends the images, never the labels, to the sandbox
+with the probe's request, and scores the predictions that come back against the labels itself.
+
+An exercise opts in with ``Exercise.heldout`` (a :class:`HeldOutSpec`): its probe asks
+:func:`given` for the images (``None`` in a notebook and in a grading run without ``--heldout``:
+the course's own split, as before), and its ``finish_probe`` asks :func:`given` for the labels
+and :func:`bar` for the accuracy to reach. The bar on someone's own images is the exercise's
+target, or, where the reference itself scores lower on them (photographed handwriting is harder
+than the course's digits), the reference's accuracy less :attr:`HeldOutSpec.margin`: the grader
+measures the reference once, before grading, and prints both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+MAX_IMAGE_BYTES = 20 * 1024**2
+MAX_IMAGES = 20_000
+
+
+class HeldOutError(ValueError):
+    """The instructor's folder cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class HeldOutSpec:
+    """How an exercise takes held-out images from the instructor.
+
+    read: ``read(folder) -> (images, labels)``: the exercise's input format and int64 class
+        indices, from ``folder/<class>/<image>`` (:func:`read_class_folders` does the walking).
+    score: ``score(ran, labels) -> accuracy``: what the exercise's probe returned, judged
+        against the labels (used to measure the reference before grading).
+    target: the accuracy the exercise asks for on its own held-out split.
+    layout: what the folder holds, for the instructor's messages.
+    margin: how far below the reference's own accuracy the bar may sit on the instructor's
+        images, when the reference scores below ``target`` there.
+    probe: the index of the exercise's probe that reads the images.
+    """
+
+    read: Callable[[Path], tuple[torch.Tensor, torch.Tensor]]
+    score: Callable[[Any, torch.Tensor], float]
+    target: float
+    layout: str
+    margin: float = 0.02
+    probe: int = 0
+
+
+@dataclass(frozen=True)
+class Given:
+    """The held-out data of one grading run: images (sent to the sandbox), labels (judge only)."""
+
+    images: torch.Tensor
+    labels: torch.Tensor | None
+    bar: float
+
+
+_given: Given | None = None
+
+
+def given() -> Given | None:
+    """The instructor's held-out data while a probe or its verdict runs, else ``None``."""
+    return _given
+
+
+@contextlib.contextmanager
+def giving(data: Given | None) -> Iterator[None]:
+    """Make ``data`` what :func:`given` returns inside the block."""
+    global _given
+    old, _given = _given, data
+    try:
+        yield
+    finally:
+        _given = old
+
+
+def bar(target: float) -> float:
+    """The accuracy to reach: ``target`` on the course's split, the measured bar on the instructor's."""
+    return target if _given is None else _given.bar
+
+
+def calibrated_bar(spec: HeldOutSpec, reference_accuracy: float) -> float:
+    """The bar on the instructor's images: the target, or just under what the reference scores there."""
+    return min(spec.target, max(0.0, reference_accuracy - spec.margin))
+
+
+def read_class_folders(root: Path, classes: list[str],
+                       load: Callable[[Path], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``root/<class>/<image>`` as a stacked tensor of ``load(path)`` and int64 labels (the index
+    of each folder's name in ``classes``). Only regular files are read (never a link, a FIFO or a
+    device); anything else, an unknown class folder, an empty folder or an unreadable image is
+    a :class:`HeldOutError` naming it."""
+    if not root.is_dir() or root.is_symlink():
+        raise HeldOutError(f"{root} is not a folder")
+    images: list[torch.Tensor] = []
+    labels: list[int] = []
+    for sub in sorted(root.iterdir()):
+        if sub.name.startswith("."):
+            continue
+        if sub.is_symlink() or not sub.is_dir():
+            raise HeldOutError(f"{sub}: expected only class folders in {root} (named {', '.join(classes)})")
+        if sub.name not in classes:
+            raise HeldOutError(f"{sub}: {sub.name!r} is not a class of this exercise ({', '.join(classes)})")
+        for path in sorted(sub.iterdir()):
+            if path.name.startswith("."):
+                continue
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode):
+                raise HeldOutError(f"{path}: not a regular file (links, FIFOs and devices are never read)")
+            if path.suffix.lower() not in IMAGE_SUFFIXES:
+                raise HeldOutError(f"{path}: not an image file ({', '.join(IMAGE_SUFFIXES)})")
+            if info.st_size > MAX_IMAGE_BYTES:
+                raise HeldOutError(f"{path}: larger than {MAX_IMAGE_BYTES // 1024**2} MB")
+            if len(images) >= MAX_IMAGES:
+                raise HeldOutError(f"{root}: more than {MAX_IMAGES} images")
+            try:
+                images.append(load(path))
+            except HeldOutError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - PIL's errors vary by format
+                raise HeldOutError(f"{path}: cannot read it as an image ({type(exc).__name__}: {exc})") from None
+            labels.append(classes.index(sub.name))
+    if not images:
+        raise HeldOutError(f"{root}: no images (expected {root}/<class>/<image>, classes {', '.join(classes)})")
+    return torch.stack(images), torch.tensor(labels, dtype=torch.int64)

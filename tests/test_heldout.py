@@ -1,0 +1,224 @@
+"""``grade --heldout DIR``: the capstone's accuracy on images that never shipped with the course.
+
+The course's 1,797 digits are public, so a submission can carry them with their labels: a
+"classifier" that looks every image up, behind a weak network that keeps the other checks quiet,
+passed the course's own split (``test_lookup_forger_passes_the_public_split``: the hole). On the
+instructor's images the lookup finds nothing and the same answer fails; the reference and a
+plain right answer still pass; the labels never reach the answer; a folder that cannot be used
+is refused with a message naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import nbformat
+from PIL import Image
+
+from course_utils import build, grading
+from course_utils.datasets import digit_from_image, load_digits
+from course_utils.exercises.l12_capstone import digit_classifier as cap
+from course_utils.grading import heldout
+from course_utils.grading.heldout import HeldOutError
+from course_utils.instructor import grade, grade_heldout, sandbox
+
+EXERCISE = "12_capstone.DigitClassifier"
+
+
+def write_heldout(root: Path, n: int = 200, seed: int = 7) -> Path:
+    """Held-out digits the course never shipped: course digits drawn large, dark on light, and
+    turned a few degrees (no pixel of the result is one of the public 8x8 arrays)."""
+    X, y = load_digits(images=True)
+    rng = np.random.default_rng(seed)
+    for k, i in enumerate(rng.choice(len(y), n, replace=False)):
+        a = (255 - X[i, 0].numpy() * 255).astype(np.uint8)
+        im = Image.fromarray(a).resize((64, 64), Image.Resampling.BICUBIC)
+        im = im.rotate(float(rng.uniform(-8, 8)), fillcolor=255)
+        folder = root / "DigitClassifier" / str(int(y[i]))
+        folder.mkdir(parents=True, exist_ok=True)
+        im.save(folder / f"scan_{k:03d}.png")
+    return root
+
+
+@pytest.fixture
+def held(tmp_path) -> Path:
+    return write_heldout(tmp_path / "given")
+
+
+FORGER = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.datasets import load_digits
+
+
+class LookupNetwork(nn.Module):
+    # a weak network's logits, plus a large vote for the stored label of any public digit,
+    # switched on only while the parameters are the trained ones (random ones, as the
+    # not_a_network check sets, silence the lookup)
+    def __init__(self, inner, table):
+        super().__init__()
+        self.inner, self.table = inner, table
+        self.trained = [p.detach().clone() for p in inner.parameters()]
+
+    def forward(self, x):
+        logits = self.inner(x)
+        if all(torch.equal(p, q) for p, q in zip(self.inner.parameters(), self.trained)):
+            vote = torch.zeros_like(logits)
+            for row, img in enumerate(x):
+                label = self.table.get(img.numpy().tobytes())
+                if label is not None:
+                    vote[row, label] = 1000.0
+            logits = logits + vote
+        return logits
+
+
+class DigitClassifier:
+    # learns the check's renaming of the classes by looking the training images up, then answers
+    # every public image from the stored labels; its own network sees 60 images
+    def fit(self, X, y):
+        public, labels = load_digits(images=True)
+        true_label = {x.numpy().tobytes(): int(t) for x, t in zip(public, labels)}
+        renamed = {true_label[x.numpy().tobytes()]: int(t) for x, t in zip(X, y)}
+        torch.manual_seed(0)
+        inner = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
+        opt = torch.optim.Adam(inner.parameters(), lr=1e-2)
+        for _ in range(30):
+            opt.zero_grad()
+            F.cross_entropy(inner(X[:60]), y[:60]).backward()
+            opt.step()
+        table = {x.numpy().tobytes(): renamed.get(int(t), 0) for x, t in zip(public, labels)}
+        self.model = LookupNetwork(inner, table)
+        return self
+
+    def predict(self, X):
+        self.model.eval()
+        with torch.inference_mode():
+            return self.model(X).argmax(dim=1)
+"""
+_ns: dict = {}
+exec(compile(FORGER, "<forger>", "exec"), _ns)  # noqa: S102 - the forger, as a notebook would define it
+LookupForger = _ns["DigitClassifier"]
+
+
+def _given(held: Path) -> heldout.Given:
+    setup, _ = grade_heldout.prepare(held)
+    found = grade_heldout.given_for(grading.exercise(EXERCISE), setup)
+    assert found is not None
+    return found
+
+
+@pytest.mark.slow
+def test_lookup_forger_passes_the_public_split():
+    """The hole --heldout closes: on the course's own split the lookup scores."""
+    res = grading.check(EXERCISE, LookupForger, seed=3)
+    assert res.passed, res.text()
+
+
+@pytest.mark.slow
+def test_on_the_instructors_images_the_forger_fails_and_right_answers_pass(held):
+    given = _given(held)
+    assert given.labels is not None and len(given.labels) == 200
+    with heldout.giving(given):
+        forged = grading.check(EXERCISE, LookupForger, seed=3)
+        right = grading.check(EXERCISE, cap.DigitClassifier, seed=3)
+    assert not forged.passed and forged.mistake == "below_bar", forged.text()
+    assert f"below {given.bar:.1%}" in forged.text()
+    assert right.passed, right.text()
+
+
+class _Spy(cap.DigitClassifier):
+    predicted: list = []
+
+    def predict(self, X):
+        _Spy.predicted.append(X.clone())
+        return super().predict(X)
+
+
+@pytest.mark.slow
+def test_the_answer_predicts_the_instructors_images_and_never_sees_their_labels(held):
+    given = _given(held)
+    probe = grading.exercise(EXERCISE).probes[0]
+    _Spy.predicted = []
+    with heldout.giving(heldout.Given(given.images, None, 0.0)):  # what the sandbox is given
+        ran = probe(_Spy, grading.Rand(0))
+    assert any(torch.equal(X, given.images) for X in _Spy.predicted)
+    assert isinstance(ran, dict) and set(ran) == {"preds", "seconds"}  # predictions out, nothing else
+    with pytest.raises(RuntimeError, match="without their labels"):  # a verdict needs the judge's labels
+        with heldout.giving(heldout.Given(given.images, None, 0.0)):
+            grading.exercise(EXERCISE).finish_probe(0, ran)
+
+
+def test_digit_from_image_matches_the_course_format(tmp_path):
+    X, _ = load_digits(images=True)
+    a = (X[5, 0].numpy() * 255).astype(np.uint8)  # light ink on dark: the other way round also works
+    Image.fromarray(a).resize((40, 40), Image.Resampling.NEAREST).save(tmp_path / "five.png")
+    Image.fromarray(255 - a).resize((40, 40), Image.Resampling.NEAREST).save(tmp_path / "five_dark.png")
+    light, dark = digit_from_image(tmp_path / "five.png"), digit_from_image(tmp_path / "five_dark.png")
+    assert light.shape == (1, 8, 8) and light.dtype == torch.float32
+    assert torch.equal(light, dark)
+    assert 0 <= float(light.min()) and float(light.max()) <= 1
+    assert (light * 16 == (light * 16).round()).all()  # counts of ink pixels in 4x4 blocks
+    Image.new("L", (20, 20), 255).save(tmp_path / "blank.png")
+    with pytest.raises(ValueError, match="no ink"):
+        digit_from_image(tmp_path / "blank.png")
+
+
+def _copy(held: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "held"
+    shutil.copytree(held, root)
+    return root
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda r: (r / "DigitClassifier" / "11").mkdir(), "'11' is not a class"),
+    (lambda r: (r / "digitclassifier").mkdir(), "names no exercise"),
+    (lambda r: (r / "DigitClassifier" / "3" / "notes.txt").write_text("x"), "not an image file"),
+    (lambda r: (r / "DigitClassifier" / "3" / "bad.png").write_bytes(b"not a png"), "cannot read it as an image"),
+    (lambda r: os.symlink("/etc/passwd", r / "DigitClassifier" / "3" / "x.png"), "not a regular file"),
+    (lambda r: os.mkfifo(r / "DigitClassifier" / "3" / "pipe.png"), "not a regular file"),
+    (lambda r: shutil.rmtree(r / "DigitClassifier"), "no exercise folders"),
+])
+def test_a_folder_that_cannot_be_used_is_refused_with_its_reason(held, tmp_path, damage, message):
+    root = _copy(held, tmp_path)
+    damage(root)
+    with pytest.raises(HeldOutError, match=message):
+        grade_heldout.prepare(root)
+
+
+def test_the_bar_follows_the_reference_on_harder_images():
+    spec = grading.exercise(EXERCISE).heldout
+    assert spec is not None
+    assert heldout.calibrated_bar(spec, 0.995) == spec.target
+    assert heldout.calibrated_bar(spec, 0.90) == pytest.approx(0.88)
+    assert heldout.bar(0.97) == 0.97  # no held-out data given: the exercise's own target
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sandbox.works() is not None, reason=f"no bubblewrap sandbox here: {sandbox.works()}")
+def test_the_sandboxed_grader_scores_a_forger_on_the_instructors_images(held, tmp_path):
+    """End to end, as an instructor runs it: the same submission is correct without --heldout (the
+    hole) and below the bar with it; the reference's measured bar is what the learner reads."""
+    nb = nbformat.read(build.NOTEBOOKS / "12_capstone.ipynb", as_version=4)
+    [cell] = [c for c in nb.cells if c.cell_type == "code" and re.search(r"^class DigitClassifier\b", c.source, re.M)]
+    cell.source = FORGER
+    (tmp_path / "subs" / "mallory").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "subs" / "mallory" / "12_capstone.ipynb")
+    setup, _ = grade_heldout.prepare(held)
+
+    def verdict(**kw):
+        [rep] = grade.grade([tmp_path / "subs"], workers=1, timeout=120, **kw)
+        [row] = [r for r in rep.rows if r.exercise == EXERCISE]
+        return row
+
+    public, own = verdict(), verdict(heldout=setup)
+    assert public.status == "correct", public
+    assert (own.status, own.mistake) == ("incorrect", "below_bar"), own
+    assert f"below {setup[EXERCISE]['bar']:.1%}" in own.detail, own
