@@ -215,14 +215,32 @@ print([name for name, _ in multi.named_parameters()])
 print(tuple(multi(X, "digit").shape), tuple(multi(X, "parity").shape))
 
 # %% [markdown]
-# ### Exercise 2: an MLP to a spec
+# ### Exercise 2: rebuild a teammate's MLP from its checkpoint
 #
-# Write `MLP(in_features, hidden_sizes, num_classes)`: for each size in the list
-# `hidden_sizes`, a `Linear` layer followed by a ReLU; then a final `Linear` to `num_classes`
-# outputs. `forward(x)` takes `(N, in_features)` and returns `(N, num_classes)` **logits** (no
-# softmax: section 10 says why). The check builds your class for several specs, compares
-# layer shapes and the number of parameters, copies the same weights into yours and the
-# reference, and compares outputs.
+# A teammate trained a small classifier and left you its weights, `teammate_mlp.pt`, with a
+# note: *"built with `MLP(8, [32, 16], 4)`: 8 features in, a ReLU after each hidden layer, 4
+# classes out as logits"*. Their class is lost. This is what the file holds (the
+# `state_dict`: a name and a tensor for each saved value):
+
+# %%
+from course_utils.lesson_props.l03_checkpoint import teammate_checkpoint
+
+checkpoint = teammate_checkpoint()  # what torch.load("teammate_mlp.pt") gives
+for key, value in checkpoint.items():
+    print(f"{key:13} {tuple(value.shape)}")
+print("parameters:", sum(v.numel() for v in checkpoint.values()))
+
+# %% [markdown]
+# Write `MLP(in_features, hidden_sizes, num_classes)` so that
+# `MLP(8, [32, 16], 4).load_state_dict(checkpoint)` works: the same keys, the same shapes.
+# Other specs must come out the same way, and `forward(x)` takes `(N, in_features)` and
+# returns `(N, num_classes)` **logits** (no softmax: section 10 says why). The check builds
+# your class for several specs, compares its `state_dict` keys, shapes and parameter count
+# with what the teammate's class would save, loads the same weights into both and compares
+# outputs and gradients.
+#
+# Read the listing before you write: where does a name like `net.2.weight` come from? Why
+# does the numbering skip 1 and 3? Which argument gives each of the sizes?
 
 # %% tags=["answer:MLP"]
 class MLP(nn.Module):

@@ -13,7 +13,7 @@
 # the handwritten digits, then grades what you add on top of it, on data your notebook never
 # sees. Seven checked parts:
 #
-# 1. `split_loaders`: a stratified validation split and the loaders, with *your*
+# 1. `split_loaders`: an honest, reproducible validation split and its loaders, with *your*
 #    `stratified_split` (lesson 04).
 # 2. `fit_with_early_stopping`: *your* `train_one_epoch`, `evaluate`, `EarlyStopping` and
 #    `warmup_cosine` (lesson 05) as one training run.
@@ -74,14 +74,21 @@ mine
 #
 # ### Part 1: `split_loaders`
 #
-# Write `split_loaders(X, y, val_fraction, seed, split)` returning `(train_loader, val_loader)`:
+# Write `split_loaders(X, y, val_fraction, seed, split)` returning `(train_loader, val_loader)`.
+# `split(y, val_fraction, generator)` is lesson 04's `stratified_split` (yours is
+# `mine.stratified_split`): it returns `(train_indices, val_indices)`, every class in the same
+# proportion in both.
 #
-# - `split(y, val_fraction, generator)` is lesson 04's `stratified_split` (you get yours as
-#   `mine.stratified_split`): it returns `(train_indices, val_indices)` with every class in the
-#   same proportion in both parts.
-# - The training loader shuffles, the validation loader does not.
-# - The same `seed` gives the same split and the same order of training batches, every time
-#   (no global RNG: give each random step a `torch.Generator` seeded from `seed`).
+# The goal: a validation score you can trust as an estimate for images the model has never
+# seen, and a split and training run that come out the same each time you run them with the
+# same `seed` (another seed, another split). Answer these before you write:
+#
+# - What must the two parts never share, and what would the validation score measure if they
+#   did?
+# - Which loader should shuffle, and why should the other not? What would letting the
+#   validation loader drop its last partial batch do to the score?
+# - Which steps of your function are random, and how does `seed` reach each of them without
+#   touching the rest of the notebook's randomness?
 #
 # Batch sizes are yours to choose (64 for training is a good start).
 

@@ -29,7 +29,7 @@ from course_utils.lesson_props.l03_activations import (  # noqa: E402
 )
 from course_utils.exercises.l03_nn_module.freeze_backbone import Backboned, freeze_backbone  # noqa: E402
 from course_utils.exercises.l03_nn_module.init_weights import init_weights  # noqa: E402
-from course_utils.exercises.l03_nn_module.mlp import MLP, _copy_parameters_in_order  # noqa: E402
+from course_utils.exercises.l03_nn_module.mlp import MLP, _check_layout  # noqa: E402
 from course_utils.exercises.l03_nn_module.predict_proba import predict_proba  # noqa: E402
 from course_utils.exercises.l03_nn_module.rms_norm import RMSNorm  # noqa: E402
 from course_utils.exercises.l03_nn_module.running_mean import RunningMean  # noqa: E402
@@ -141,13 +141,27 @@ class MLPHalfRegistered(nn.Module):
         return self.out(x)
 
 
-def test_mlp_written_differently_passes():
-    assert check("MLP", MLPModuleList, n_random=20).passed
+def test_mlp_with_other_key_names_cannot_load_the_checkpoint():
+    # right values, but saved as layers.0.weight...: the teammate's file would not load
+    res = check("MLP", MLPModuleList)
+    assert res.mistake == "wrong_state_dict_keys" and "layers.0.weight" in res.message
 
 
-def test_mlp_partly_unregistered_names_the_count():
+def test_mlp_loads_the_teammates_checkpoint():
+    from course_utils.lesson_props.l03_checkpoint import TEAMMATE_SPEC, teammate_checkpoint
+    model = grading.reference(ML)(TEAMMATE_SPEC[0], list(TEAMMATE_SPEC[1]), TEAMMATE_SPEC[2])
+    model.load_state_dict(teammate_checkpoint())  # strict: same keys, same shapes
+    assert model(torch.randn(3, TEAMMATE_SPEC[0])).shape == (3, TEAMMATE_SPEC[2])
+
+
+def test_mlp_partly_unregistered_is_named():
+    # the first fixed case has no hidden layer, so nothing is missing but the key: `out.weight`
+    # is not the checkpoint's `net.0.weight`; with hidden layers the count names the plain list
     res = check("MLP", MLPHalfRegistered)
-    assert res.mistake == "wrong_parameter_count" and "plain list" in res.message
+    assert res.mistake == "wrong_state_dict_keys" and "out.weight" in res.message
+    with pytest.raises(Incorrect) as info:
+        _check_layout(MLPHalfRegistered(4, [7], 2), [4, 7, 2])
+    assert info.value.mistake == "wrong_parameter_count"
 
 
 def test_mlp_not_a_module():
@@ -156,15 +170,6 @@ def test_mlp_not_a_module():
             pass
 
     assert check("MLP", Plain).mistake == "not_a_module"
-
-
-def test_copy_parameters_in_order_reports_shapes():
-    with pytest.raises(Incorrect) as info:
-        _copy_parameters_in_order(list(nn.Linear(3, 4).parameters()), nn.Linear(4, 3))
-    assert info.value.mistake == "wrong_layers" and "(4, 3)" in str(info.value.facts)
-    src, dst = nn.Linear(3, 4), nn.Linear(3, 4)
-    _copy_parameters_in_order(list(src.parameters()), dst)
-    assert torch.equal(src.weight, dst.weight) and torch.equal(src.bias, dst.bias)
 
 
 # --------------------------------------------------------------------------- Tower, RMSNorm
@@ -491,7 +496,7 @@ def _out_first_forward(self, x):
 
 wrong(ML, "softmax output", "softmax_in_forward")(_mlp(_seq_build, lambda s, x: s.net(x).softmax(1)))
 wrong(ML, "ReLU after the output", "activation_on_output")(_mlp(lambda s, i, h, c: _seq_build(s, i, h, c, last_act=True), lambda s, x: s.net(x)))
-wrong(ML, "no activations", "missing_activation")(_mlp(lambda s, i, h, c: setattr(s, "net", nn.Sequential(
+wrong(ML, "no activations, Linears only in the Sequential", "relu_not_in_sequential")(_mlp(lambda s, i, h, c: setattr(s, "net", nn.Sequential(
     *[nn.Linear(a, b) for a, b in zip([i, *h], [*h, c])])), lambda s, x: s.net(x)))
 wrong(ML, "log_softmax output")(_mlp(_seq_build, lambda s, x: F.log_softmax(s.net(x), dim=1)))
 wrong(ML, "sigmoid instead of ReLU")(_mlp(lambda s, i, h, c: _seq_build(s, i, h, c, act=nn.Sigmoid), lambda s, x: s.net(x)))
@@ -504,12 +509,13 @@ wrong(ML, "needs a hidden layer")(_mlp(
 wrong(ML, "no biases", "wrong_parameter_count")(_mlp(lambda s, i, h, c: setattr(s, "net", nn.Sequential(
     *[m for a, b in zip([i, *h], h) for m in (nn.Linear(a, b, bias=False), nn.ReLU())],
     nn.Linear(([i, *h])[-1], c, bias=False))), lambda s, x: s.net(x)))
-valid(ML, "output layer registered first (redteam)")(_mlp(_out_first_build, _out_first_forward))
-valid(ML, "ModuleDict")(_mlp(
+wrong(ML, "output layer registered first, other names (redteam)", "wrong_state_dict_keys")(_mlp(
+    _out_first_build, _out_first_forward))
+wrong(ML, "ModuleDict", "wrong_state_dict_keys")(_mlp(
     lambda s, i, h, c: setattr(s, "layers", nn.ModuleDict(
         {f"fc{k}": nn.Linear(a, b) for k, (a, b) in enumerate(zip([i, *h], [*h, c]))})),
     lambda s, x: [x := (torch.relu(l(x)) if k < len(s.layers) - 1 else l(x)) for k, l in enumerate(s.layers.values())][-1]))
-valid(ML, "F.relu loop over a ModuleList")(_mlp(
+wrong(ML, "F.relu loop over a ModuleList", "wrong_state_dict_keys")(_mlp(
     lambda s, i, h, c: setattr(s, "fcs", nn.ModuleList(nn.Linear(a, b) for a, b in zip([i, *h], [*h, c]))),
     lambda s, x: s.fcs[-1](__import__("functools").reduce(lambda t, l: F.relu(l(t)), s.fcs[:-1], x))))
 
@@ -528,10 +534,50 @@ def _two_lists_forward(self, x):
     return x
 
 
-valid(ML, "own Parameters: a list of weights, a list of biases (red team s20)")(_mlp(_two_lists_build,
-                                                                                    _two_lists_forward))
-wrong(ML, "own Parameters in two lists, no ReLU (red team s20)", "missing_activation")(_mlp(
+wrong(ML, "own Parameters: a list of weights, a list of biases (red team s20)", "wrong_state_dict_keys")(_mlp(
+    _two_lists_build, _two_lists_forward))
+wrong(ML, "own Parameters in two lists, no ReLU (red team s20)", "wrong_state_dict_keys")(_mlp(
     _two_lists_build, lambda s, x: [x := x @ w.T + b for w, b in zip(s.weights, s.biases)][-1]))
+wrong(ML, "F.relu between the Linears of a Sequential", "relu_not_in_sequential")(_mlp(
+    lambda s, i, h, c: setattr(s, "net", nn.Sequential(*[nn.Linear(a, b) for a, b in zip([i, *h], [*h, c])])),
+    lambda s, x: s.net[-1](__import__("functools").reduce(lambda t, l: F.relu(l(t)), s.net[:-1], x))))
+wrong(ML, "hidden sizes reversed", "wrong_layers")(_mlp(lambda s, i, h, c: _seq_build(s, i, h[::-1], c),
+                                                        lambda s, x: s.net(x)))
+wrong(ML, "the teammate's sizes typed in", "hardcoded_spec")(_mlp(lambda s, i, h, c: _seq_build(s, 8, [32, 16], 4),
+                                                                  lambda s, x: s.net(x)))
+wrong(ML, "one Linear too many (hidden_sizes read as every width)", "wrong_parameter_count")(_mlp(
+    lambda s, i, h, c: _seq_build(s, i, [*h, c], c), lambda s, x: s.net(x)))
+
+
+def _add_module_build(self, i, h, c):  # an empty Sequential filled with add_module
+    self.net, sizes = nn.Sequential(), [i, *h, c]
+    for k, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        self.net.add_module(str(2 * k), nn.Linear(a, b))
+        if k < len(sizes) - 2:
+            self.net.add_module(str(2 * k + 1), nn.ReLU())
+
+
+def _identity_gaps_build(self, i, h, c):  # a ModuleList named net, Identity in the gaps, relu in forward
+    sizes = [i, *h, c]
+    mods = [m for a, b in zip(sizes, sizes[1:]) for m in (nn.Linear(a, b), nn.Identity())]
+    self.net = nn.ModuleList(mods[:-1])
+
+
+def _identity_gaps_forward(self, x):
+    linears = list(self.net)[::2]
+    for layer in linears[:-1]:
+        x = F.relu(layer(x))
+    return linears[-1](x)
+
+
+valid(ML, "Sequential filled with add_module")(_mlp(_add_module_build, lambda s, x: s.net(x)))
+valid(ML, "ModuleList named net, Identity at the odd positions, F.relu in forward")(_mlp(
+    _identity_gaps_build, _identity_gaps_forward))
+valid(ML, "Sequential from an OrderedDict of numbered names")(_mlp(
+    lambda s, i, h, c: setattr(s, "net", nn.Sequential(__import__("collections").OrderedDict(
+        (str(n), m) for n, m in enumerate(m for a, b in zip([i, *h], h) for m in (nn.Linear(a, b), nn.ReLU())))
+        | {str(2 * len(h)): nn.Linear(([i, *h])[-1], c)})),
+    lambda s, x: s.net(x)))
 cheat(ML, "the reference subclassed with a lying forward")(type("Cheat", (grading.reference(ML),), {
     "forward": lambda self, x: torch.zeros(len(x), self.net[-1].out_features)}))
 cheat(ML, "right parameters, output ignores the input")(_mlp(_seq_build, lambda s, x: s.net(torch.zeros_like(x))))
@@ -1073,13 +1119,12 @@ class _MLPHiddenNoGrad(nn.Module):
         for k in h:
             layers += [nn.Linear(w, k), nn.ReLU()]
             w = k
-        self.body = nn.Sequential(*layers)
-        self.head = nn.Linear(w, c)
+        self.net = nn.Sequential(*layers, nn.Linear(w, c))
 
     def forward(self, x):
         with torch.no_grad():
-            f = self.body(x)
-        return self.head(f)
+            f = self.net[:-1](x)
+        return self.net[-1](f)
 
 
 team.WRONG.append((ML, "mutates the caller's hidden_sizes (redteam)", _MLPMutatesList, "mutated_input"))
@@ -1263,8 +1308,8 @@ def test_mlp_log_softmax_and_dropout_are_rejected():
     rejected(M + "MLP", _MLPDropout)
 
 
-def test_mlp_module_list_passes():
-    accepted(M + "MLP", _MLPModuleList)
+def test_mlp_module_list_cannot_load_the_checkpoint():
+    assert check("MLP", _MLPModuleList).mistake == "wrong_state_dict_keys"
 
 
 class _TowerFrozenScale(Tower):

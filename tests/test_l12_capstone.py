@@ -752,7 +752,7 @@ def sl_draws_from_python_random(X, y, val_fraction, seed, split):  # red team
     return out
 
 
-@wrong(SL, "lost_items")
+@wrong(SL, "val_drop_last")
 def sl_val_drops_last(X, y, val_fraction, seed, split):
     tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
     return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=8, shuffle=True,
@@ -760,9 +760,32 @@ def sl_val_drops_last(X, y, val_fraction, seed, split):
             DataLoader(TensorDataset(X[va], y[va]), batch_size=4, drop_last=True))
 
 
-@wrong(SL, "not_stratified")
+@wrong(SL, "parts_swapped")
 def sl_returns_val_first(X, y, val_fraction, seed, split):
     return _sl_ref(X, y, val_fraction, seed, split)[::-1]
+
+
+@wrong(SL, "parts_swapped")
+def sl_split_read_the_wrong_way_round(X, y, val_fraction, seed, split):
+    va, tr = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=64, shuffle=True,
+                       generator=torch.Generator().manual_seed(seed)), DataLoader(TensorDataset(X[va], y[va])))
+
+
+@wrong(SL, "val_shuffled")
+def sl_val_shuffled_with_its_own_seed(X, y, val_fraction, seed, split):  # seeded, so reproducible, still wrong
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=64, shuffle=True,
+                       generator=torch.Generator().manual_seed(seed)),
+            DataLoader(TensorDataset(X[va], y[va]), batch_size=16, shuffle=True,
+                       generator=torch.Generator().manual_seed(seed + 1)))
+
+
+@wrong(SL, "leak")
+def sl_validation_from_all_items(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return (DataLoader(TensorDataset(X, y), batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(seed)),
+            DataLoader(TensorDataset(X[va], y[va])))
 
 
 @wrong(SL, "labels_mixed")

@@ -1,6 +1,7 @@
-"""Exercises of 03_nn_module: modules to a spec (Tower, MLP), a custom layer with its own
-parameter (RMSNorm), nn.Linear rebuilt from nn.Parameter, a buffer (RunningMean), freezing a
-sub-network, an init function for ``model.apply``, and predicting in eval mode without a graph.
+"""Exercises of 03_nn_module: a module to fix (Tower), one rebuilt from its checkpoint (MLP), a
+custom layer with its own parameter (RMSNorm), nn.Linear rebuilt from nn.Parameter, a buffer
+(RunningMean), freezing a sub-network, an init function for ``model.apply``, and predicting in
+eval mode without a graph.
 
 Class exercises (``kind="class"``) get a custom ``run``: it builds the learner's class from the
 case's constructor arguments (turning "cannot assign ... before Module.__init__() call" into a

@@ -1,9 +1,10 @@
-"""MLP: an nn.Module to a spec (Linear + ReLU per hidden size, logits out).
+"""MLP: rebuild a teammate's MLP from its checkpoint (state_dict keys and shapes), any spec.
 
-Subtle: learners register layers in other orders, containers and names (a ModuleList, a dict,
-the output layer first, `F.linear` on their own Parameters), so the check gives both models
-the same weights layer by layer in the order the forward *uses* them; it then compares outputs
-and the gradient every parameter gets (a forward partly under `no_grad` has right values).
+The notebook shows only the ``state_dict`` listing of ``MLP(8, [32, 16], 4)`` and its parameter
+count: the learner decides the layout (one ``nn.Sequential`` ``net`` whose ReLUs are modules at
+the odd positions, weights (out, in), what each argument gives). The run half compares the
+answer's keys and shapes with the layout the spec implies, loads the spec's values by key, and
+returns outputs and the gradient every parameter gets (a forward partly under ``no_grad``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import torch
 from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.lesson_props.l03_checkpoint import TEAMMATE_SPEC
 
 from ._kit import (
     LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_reference_grads, count,
@@ -38,13 +40,23 @@ EDGE_CASES = [
     Case((4, [7], 2), {"seed": 2024}, label="one hidden layer", show_inputs=True),
     Case((3, [3, 3], 3), {"seed": 77}, label="every size 3", show_inputs=True),
     Case((6, [8, 5, 4], 2), {"seed": 5}, label="three hidden layers", show_inputs=True),
+    Case((TEAMMATE_SPEC[0], list(TEAMMATE_SPEC[1]), TEAMMATE_SPEC[2]), {"seed": 2026}, label="the teammate's spec",
+         show_inputs=True),
 ]
 
 
 # --- run and probes
+def _layout(sizes: list[int]) -> dict[str, tuple[int, ...]]:
+    """The spec's ``state_dict``: the k-th Linear at ``net.{2k}`` (ReLUs at the odd positions)."""
+    keys: dict[str, tuple[int, ...]] = {}
+    for k, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        keys[f"net.{2 * k}.weight"] = (n_out, n_in)
+        keys[f"net.{2 * k}.bias"] = (n_out,)
+    return keys
+
+
 def _values(g: torch.Generator, sizes: list[int]) -> list[torch.Tensor]:
-    """The spec's parameters, Linear by Linear (weight (out, in), then bias (out,)), with values
-    drawn from ``g`` in that order: the reference's registration order (``fill_from``)."""
+    """The spec's parameters in ``_layout``'s order, drawn from ``g`` as ``fill_from`` fills the reference."""
     values = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:]):
         values.append(torch.randn((n_out, n_in), generator=g) * 0.5)
@@ -52,75 +64,33 @@ def _values(g: torch.Generator, sizes: list[int]) -> list[torch.Tensor]:
     return values
 
 
-def _copy_parameters_in_order(src: list[torch.Tensor], dst: nn.Module) -> list:
-    """Load the values ``src`` (the spec's parameters in the reference's registration order)
-    into ``dst`` in registration order (names may differ), after checking the shapes agree one by
-    one. A model that registers all its weights, then all its biases (two ParameterLists) is
-    paired kind by kind: weights with weights, biases with biases, each in registration order.
-    Returns ``(name, dst's parameter, index in src)``."""
-    dst_named = list(dst.named_parameters())
-    got = [tuple(p.shape) for _, p in dst_named]
-    want = [tuple(p.shape) for p in src]
-    if got == want:
-        pairs = [(name, i) for i, (name, _) in enumerate(dst_named)]
-    else:
-        pairs = [(n, i) for d in (2, 1) for n, i in zip([n for n, p in dst_named if p.dim() == d],
-                                                        [i for i, v in enumerate(src) if v.dim() == d])]
-        by_kind = all([x for x in got if len(x) == d] == [x for x in want if len(x) == d] for d in (2, 1))
-        if not (by_kind and len(pairs) == len(src) == len(dst_named)):
-            raise Incorrect("wrong_layers", what="parameter shapes", order="they were registered", got=got,
-                            want=want)
-    dst.load_state_dict({name: src[i].detach().clone() for name, i in pairs}, strict=False)
-    own = dict(dst.named_parameters())
-    return [(name, own[name], i) for name, i in pairs]
-
-
-def _linears_in_call_order(model: nn.Module, x: torch.Tensor) -> list[nn.Linear] | None:
-    """The model's Linear layers in the order its forward calls them (``None`` when a dry run
-    fails: the real forward will report that error)."""
-    called: list[nn.Linear] = []
-    hooks = [m.register_forward_pre_hook(lambda mod, args: called.append(mod) if mod not in called else None)
-             for m in model.modules() if isinstance(m, nn.Linear)]
-    try:
-        with torch.no_grad():
-            model(x)
-    except Exception:  # noqa: BLE001
-        return None
-    finally:
-        for h in hooks:
-            h.remove()
-    return called
-
-
-def _copy_linears_in_call_order(src: list[torch.Tensor], model: nn.Module, in_features: int) -> list:
-    """Give the learner's model the spec's weights (``src``: weight, bias, weight, ...), layer by
-    layer in the order the forward uses them: where the layers are registered (an output layer
-    created first, a ModuleList, a dict) does not matter, only the computation. Models without
-    nn.Linear submodules (F.linear on own Parameters) are matched in registration order.
-    Returns ``(name, the learner's parameter, index in src)``."""
-    called = _linears_in_call_order(model, torch.zeros(2, in_features))
-    n_linears = len(src) // 2
-    if called and len(called) == n_linears == sum(isinstance(m, nn.Linear) for m in model.modules()):
-        got = [tuple(m.weight.shape) for m in called]
-        want = [tuple(src[2 * k].shape) for k in range(n_linears)]
-        if got != want:
-            raise Incorrect("wrong_layers", what="Linear layers' weight shapes", order="your forward uses them",
-                            got=got, want=want)
-        pairs = []
-        with torch.no_grad():
-            for k, dst in enumerate(called):
-                dst.weight.copy_(src[2 * k])
-                pairs.append((f"layer {k + 1}'s weight", dst.weight, 2 * k))
-                if dst.bias is not None:
-                    dst.bias.copy_(src[2 * k + 1])
-                    pairs.append((f"layer {k + 1}'s bias", dst.bias, 2 * k + 1))
-        return pairs
-    return _copy_parameters_in_order(src, model)
+def _check_layout(model: nn.Module, sizes: list[int]) -> None:
+    """The answer's ``state_dict`` against the spec's layout: shapes under the right keys, then the
+    parameter count (a plain list, no biases, a buffer), then the keys themselves."""
+    want = _layout(sizes)
+    got = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    teammate = _layout([TEAMMATE_SPEC[0], *TEAMMATE_SPEC[1], TEAMMATE_SPEC[2]])
+    if got != want and got == teammate:
+        raise Incorrect("hardcoded_spec", spec=sizes)
+    n_got, n_ref = count(model), sum(a * b + b for a, b in zip(sizes, sizes[1:]))
+    if set(got) == set(want) and got != want:
+        keys = [k for k in want if got[k] != want[k]]
+        raise Incorrect("wrong_layers", got=[got[k] for k in keys], want=[want[k] for k in keys], keys=keys)
+    if n_got != n_ref:  # also a saved tensor that is a buffer, not a parameter: never trained
+        raise Incorrect("wrong_parameter_count", got=n_got, want=n_ref, in_features=sizes[0],
+                        hidden_sizes=sizes[1:-1], num_classes=sizes[-1])
+    if set(got) == set(want):
+        return
+    n_linears = len(sizes) - 1
+    if set(got) == {f"net.{k}.{p}" for k in range(n_linears) for p in ("weight", "bias")}:
+        raise Incorrect("relu_not_in_sequential", got=sorted({k.rsplit(".", 1)[0] for k in got}),
+                        want=sorted({k.rsplit(".", 1)[0] for k in want}))
+    raise Incorrect("wrong_state_dict_keys", got=[k for k in got if k not in want][:4],
+                    want=[k for k in want if k not in got][:4])
 
 
 def _run(answer: Any, case: Case) -> Any:
-    """The half that touches the answer (no reference here): its parameters, then its forward
-    with the spec's weights and the gradients they get."""
+    """The answer's half (no reference here): its layout, then its forward with the spec's weights."""
     in_features, hidden, num_classes = case.args
     g = gen(case.kwargs["seed"])
     src = _values(g, [in_features, *hidden, num_classes])
@@ -128,13 +98,14 @@ def _run(answer: Any, case: Case) -> Any:
     model = build(answer, in_features, hidden_arg, num_classes)
     if hidden_arg != list(hidden):
         raise Incorrect("mutated_input", now=hidden_arg, was=list(hidden))
-    n_got, n_ref = count(model), sum(v.numel() for v in src)
-    if n_got == 0:
+    if count(model) == 0:
         raise Incorrect("unregistered_parameters")
-    if n_got != n_ref:
-        raise Incorrect("wrong_parameter_count", got=n_got, want=n_ref, in_features=in_features,
-                        hidden_sizes=list(hidden), num_classes=num_classes)
-    pairs = _copy_linears_in_call_order(src, model, in_features)
+    sizes = [in_features, *hidden, num_classes]
+    _check_layout(model, sizes)
+    keys = list(_layout(sizes))  # in the order of src: weight, bias, weight, ...
+    model.load_state_dict({k: v.detach().clone() for k, v in zip(keys, src)})
+    own = dict(model.named_parameters())
+    pairs = [(k, own[k], i) for i, k in enumerate(keys) if k in own]
     x = torch.randn(batch_size(g), in_features, generator=g)
     out = model(x)
     return {"out": out, "grads": param_grads(out, [(name, p) for name, p, _ in pairs], g),
@@ -196,19 +167,38 @@ class _NoBias(MLP):
             layer.bias = None
 
 
-class _TransposedWeights(MLP):
-    """Its own (in, out) weights, `x @ w + b`, instead of nn.Linear's (out, in)."""
+class _ReversedHidden(MLP):
+    def __init__(self, in_features, hidden_sizes, num_classes):
+        super().__init__(in_features, hidden_sizes[::-1], num_classes)
 
+
+class _Hardcoded(MLP):  # the teammate's sizes typed in: right for their spec only
+    def __init__(self, in_features, hidden_sizes, num_classes):
+        super().__init__(TEAMMATE_SPEC[0], list(TEAMMATE_SPEC[1]), TEAMMATE_SPEC[2])
+
+
+def _relu_between(layers, x):
+    for layer in layers[:-1]:
+        x = torch.relu(layer(x))
+    return layers[-1](x)
+
+
+class _ModuleList(MLP):  # the Linears in a ModuleList `layers`, ReLUs in forward: right values, other keys
     def __init__(self, in_features, hidden_sizes, num_classes):
         super().__init__(in_features, hidden_sizes, num_classes)
-        linears = list(self._modules.pop("net"))[::2]
-        self.weights = nn.ParameterList(nn.Parameter(m.weight.detach().T.clone()) for m in linears)
-        self.biases = nn.ParameterList(m.bias for m in linears)
+        self.layers = nn.ModuleList(self._modules.pop("net")[::2])
 
     def forward(self, x):
-        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
-            x = x @ w + b if k == len(self.weights) - 1 else torch.relu(x @ w + b)
-        return x
+        return _relu_between(self.layers, x)
+
+
+class _ReluOutsideSequential(MLP):  # only the Linears in the Sequential, ReLUs in forward: indices close up
+    def __init__(self, in_features, hidden_sizes, num_classes):
+        super().__init__(in_features, hidden_sizes, num_classes)
+        self.net = nn.Sequential(*self.net[::2])
+
+    def forward(self, x):
+        return _relu_between(self.net, x)
 
 
 class _HiddenNoGrad(MLP):
@@ -237,7 +227,7 @@ class _ReluOnOutput(MLP):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="MLP", title="An MLP to a given spec (logits out)",
+    lesson=LESSON, name="MLP", title="An MLP rebuilt from its checkpoint's state_dict",
     reference=MLP, kind="class",
     cases=_cases,
     edge_cases=EDGE_CASES,
@@ -265,10 +255,25 @@ register(Exercise(
                 "A layer in a plain list is not counted; check the sizes too.",
                 _NoBias, match_output=False),
         Mistake("wrong_layers",
-                "Your module's {what}, in the order {order}, are {got}; the specification gives {want} "
-                "(a Linear weight is (out_features, in_features)). Check the sizes of your layers and create them "
-                "in the order the forward pass uses them.",
-                _TransposedWeights, match_output=False),
+                "Your `state_dict` has the checkpoint's keys, but {keys} have the shapes {got}, where this spec "
+                "gives {want}, so the teammate's weights would not load. A Linear's weight is "
+                "(out_features, in_features): check which argument gives each layer's sizes, and in which order.",
+                _ReversedHidden, match_output=False),
+        Mistake("hardcoded_spec",
+                "For the spec {spec} your model has the teammate's shapes: the sizes are typed in. Read them "
+                "from the arguments, so that every spec gets its own layers.",
+                _Hardcoded, match_output=False),
+        Mistake("relu_not_in_sequential",
+                "Your Linear layers are saved as {got}; the checkpoint names them {want}. The positions in between "
+                "belong to modules without parameters (they save nothing, but they take a number): the ReLUs "
+                "are modules inside the `nn.Sequential`, between the Linear layers.",
+                _ReluOutsideSequential, match_output=False),
+        Mistake("wrong_state_dict_keys",
+                "Your `state_dict` has keys the checkpoint does not (such as {got}) and lacks some it has (such as "
+                "{want}), so `load_state_dict` fails. A key is the attribute's name, then the position in the "
+                "container, then the parameter: keep the layers in one container assigned to the attribute the "
+                "keys start with.",
+                _ModuleList, match_output=False),
         Mistake("parameter_not_trained", PARAMETER_NOT_TRAINED, _HiddenNoGrad, match_output=False),
         Mistake("softmax_in_forward",
                 "Your forward returns probabilities (softmax). Return the raw scores (logits): "
@@ -285,11 +290,11 @@ register(Exercise(
                 _ReluOnOutput),
     ],
     hints=[
-        "The number of hidden layers comes from the spec, so build the layers in a loop and keep track of"
-        " the width going into each one.",
-        "Each hidden layer is a linear map followed by the activation; the last layer maps to the classes"
-        " with no activation after it (the loss applies softmax itself). A container that runs modules in"
-        " order saves writing the loop again in `forward`. Initialise the parent class before assigning "
-        "any layer.",
+        "What in your class decides the name `net.2.weight`: which attribute, which position, which "
+        "parameter? Try `list(model.state_dict())` on a small model of yours and compare.",
+        "A container numbers everything it holds, parameters or not; a `state_dict` lists only tensors. "
+        "Which part of an MLP has no parameters, and where must it sit for the Linears to land on 0, 2, 4?",
+        "Read each weight's shape as (out, in) and name the argument each size comes from; then let the "
+        "number of hidden layers follow from `hidden_sizes` (an empty list is a valid spec).",
     ],
 ))

@@ -1,14 +1,17 @@
-"""split_loaders: a stratified validation split (lesson 04's ``stratified_split``, passed in as
-``split``) and the two DataLoaders.
+"""split_loaders: a validation split whose score is honest and a run that repeats (lesson 04's
+``stratified_split`` passed in as ``split``), and the two DataLoaders.
 
-Graded by what the loaders deliver, not by comparing with the reference's exact split (another
-way of seeding is as right): every item arrives exactly once (train and validation disjoint,
-nothing lost, labels still with their items), the validation part has each class's share
-(the ``split`` was used), training batches are shuffled and validation ones are not, the same
-seed gives the same split and order, another seed another split, and a call leaves the global
-RNG (torch's and Python's ``random``) as it found it. A shuffled training loader may drop its
-last partial batch (``drop_last=True``): its items are counted over its sampler. The items are numbered
-(``X[i, 0] == i``) so that the grader can tell them apart.
+The notebook states the goal and asks the questions (what must the parts never share, which
+loader shuffles, where does the seed go); it dictates no call. Graded by what the loaders
+deliver, not by comparing with the reference's exact split (another way of seeding is as
+right): every item arrives exactly once (train and validation disjoint, nothing lost or
+dropped from validation, labels still with their items), the larger part trains, the
+validation part has each class's share (the ``split`` was used), training batches are
+shuffled and validation ones are not, the same seed gives the same split and order, another
+seed another split, and a call leaves the global RNG (torch's and Python's ``random``) as it
+found it. A shuffled training loader may drop its last partial batch (``drop_last=True``): its
+items are counted over its sampler. The items are numbered (``X[i, 0] == i``) so that the
+grader can tell them apart.
 """
 
 from __future__ import annotations
@@ -93,10 +96,14 @@ def _run(answer, case: Case):
     t_all = _sampled_ids(train) if getattr(train, "drop_last", False) else t_ids
     if set(t_all) & set(v_ids):
         raise Incorrect("leak", n=len(set(t_all) & set(v_ids)))
+    if getattr(val, "drop_last", False):  # a score over some of the validation items, whichever fit
+        raise Incorrect("val_drop_last", lost=len(val.dataset) - len(v_ids) if hasattr(val, "dataset") else 0)
     if sorted(t_all + v_ids) != list(range(n)):
         raise Incorrect("lost_items", got=len(t_all) + len(v_ids), n=n)
     if any(int(y[i]) != lab for i, lab in zip(t_ids + v_ids, t_labels + v_labels)):
         raise Incorrect("labels_mixed")
+    if len(v_ids) > len(t_all):
+        raise Incorrect("parts_swapped", train=len(t_all), val=len(v_ids))
     counts = torch.bincount(y, minlength=k)
     want = [round(int(c) * frac) for c in counts]
     got = torch.bincount(y[torch.tensor(v_ids, dtype=torch.long)], minlength=k).tolist()
@@ -148,13 +155,22 @@ def _reseeds(X, y, val_fraction, seed, split):
     return split_loaders(X, y, val_fraction, seed, split)
 
 
+def _val_drop_last(X, y, val_fraction, seed, split):
+    train, val = split_loaders(X, y, val_fraction, seed, split)
+    return train, torch.utils.data.DataLoader(val.dataset, batch_size=8, drop_last=True)
+
+
+def _swapped(X, y, val_fraction, seed, split):  # also `val_idx, train_idx = split(...)`
+    return split_loaders(X, y, val_fraction, seed, split)[::-1]
+
+
 def _fixed_seed(X, y, val_fraction, seed, split):
     return split_loaders(X, y, val_fraction, 0, split)
 
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="split_loaders", title="A stratified split and its DataLoaders",
+    lesson=LESSON, name="split_loaders", title="An honest, reproducible validation split and its loaders",
     reference=split_loaders, cases=_case, n_random=4, run=_run,
     edge_cases=[Case(kwargs=dict(n=100, k=3, seed=0, frac=0.2), label="100 items of 3 classes, 20 % validation"),
                 Case(kwargs=dict(n=37, k=5, seed=1, frac=0.3), label="37 items of 5 classes, 30 % validation")],
@@ -165,6 +181,13 @@ register(Exercise(
                 "yours gave an error ({got}).", lambda X, y, f, s, split: (X, y), match_output=False),
         Mistake("leak", "{n} items are in both the training and the validation loader: the validation "
                 "images must be ones the model never trains on.", _leaky, match_output=False),
+        Mistake("val_drop_last", "Your validation loader drops its last partial batch (`drop_last=True`; "
+                "{lost} items lost on this data): the score would leave out whichever items do not fill a "
+                "batch. Every validation item counts, once.", _val_drop_last, match_output=False),
+        Mistake("parts_swapped", "Your training loader has {train} items and the validation loader {val}: "
+                "the two are the wrong way round. `val_fraction` is the share held out for validation; `split` "
+                "returns `(train_indices, val_indices)` and you return `(train_loader, val_loader)`.", _swapped,
+                match_output=False),
         Mistake("lost_items", "Training and validation together hold {got} items, the dataset {n}: each item "
                 "goes to exactly one of them.", match_output=False),
         Mistake("labels_mixed", "Some items arrive with another item's label: index `X` and `y` with the same "
@@ -187,8 +210,11 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "The split gives index tensors; index X and y with them and wrap each part in a TensorDataset.",
-        "Seed a torch.Generator for the split, and a separate seeded one for the training loader's "
-        "generator argument; the validation loader is not shuffled.",
+        "What would the validation score measure if an item were in both parts? And which random steps "
+        "does your function take: each one is a place where `seed` has to arrive.",
+        "The model should meet the training items in a new order each epoch; the validation score should "
+        "not depend on any order, and should count every validation item.",
+        "Randomness drawn from the global generator moves the rest of the notebook's randomness and changes "
+        "with whatever ran before; a generator of its own per random step, seeded from `seed`, does neither.",
     ],
 ))
