@@ -7,6 +7,7 @@ tests shared by every exercise are in tests/test_exercises.py."""
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from course_utils import glyphs, grading
 from course_utils.answers import l16_capstone_files as ref
 from course_utils.exercises.l16_capstone_files import build_classifier as bc
 from course_utils.exercises.l16_capstone_files import export_model as em
-from course_utils.grading import Incorrect
+from course_utils.grading import Incorrect, heldout
+from course_utils.instructor import grade_heldout
 from course_utils.lesson_props import l14_transfer_learning as tl
 
 from grading_asserts import accepted, check, rejected  # noqa: E402,F401 (tests/ is on sys.path)
@@ -82,6 +84,27 @@ def test_reference_clears_the_bar_with_room(tmp_path, seed):
         preds = torch.export.load(tmp_path / "m.pt2").module()(X).argmax(1)
     assert names == list(bc.CHARS)
     assert (preds == y).float().mean().item() >= 0.8
+
+
+@pytest.mark.slow
+def test_on_the_instructors_images_the_verdict_uses_their_labels_and_bar(tmp_path):
+    """``grade --heldout``: the held-out fonts ship with the course; the instructor's images (here
+    the held-out fonts drawn with another seed) replace them in the probe, and the verdict scores
+    against their labels, which only the judge holds, at the bar measured on the reference."""
+    glyphs.make_image_folder(tmp_path / "given" / "build_classifier", chars=bc.CHARS, per_font=2,
+                             fonts=tl.HELD_OUT_FONTS, seed=4242)
+    setup, lines = grade_heldout.prepare(tmp_path / "given")
+    given = grade_heldout.given_for(grading.exercise(f"{LESSON}.build_classifier"), setup)
+    assert given is not None and len(given.images) == 2 * len(bc.CHARS) * len(tl.HELD_OUT_FONTS)
+    assert "84 in 7 classes" in lines[0]
+    with heldout.giving(given):
+        right = grading.check(f"{LESSON}.build_classifier", ref.build_classifier, seed=1)
+        wrong = grading.check(f"{LESSON}.build_classifier", functools.partial(bc._pipeline, normalise=False), seed=1)
+        with pytest.raises(RuntimeError, match="without their labels"):  # what the sandbox holds
+            with heldout.giving(heldout.Given(given.images, None, 0.0)):
+                bc._true_names()
+    assert right.passed, right.text()
+    assert wrong.mistake == "below_bar" and f"the bar is {given.bar:.0%}" in wrong.text(), wrong.text()
 
 
 def test_exported_reference_matches_eval_mode(tmp_path):

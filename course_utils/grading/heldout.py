@@ -97,39 +97,45 @@ def calibrated_bar(spec: HeldOutSpec, reference_accuracy: float) -> float:
     return min(spec.target, max(0.0, reference_accuracy - spec.margin))
 
 
+def _image_files(folder: Path) -> list[Path]:
+    """The image files of one class folder, each checked before it is opened."""
+    found = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith("."):
+            continue
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise HeldOutError(f"{path}: not a regular file (links, FIFOs and devices are never read)")
+        if path.suffix.lower() not in IMAGE_SUFFIXES:
+            raise HeldOutError(f"{path}: not an image file ({', '.join(IMAGE_SUFFIXES)})")
+        if info.st_size > MAX_IMAGE_BYTES:
+            raise HeldOutError(f"{path}: larger than {MAX_IMAGE_BYTES // 1024**2} MB")
+        found.append(path)
+    return found
+
+
 def read_class_folders(root: Path, classes: list[str],
                        load: Callable[[Path], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """``root/<class>/<image>`` as a stacked tensor of ``load(path)`` and int64 labels (the index
     of each folder's name in ``classes``). Only regular files are read (never a link, a FIFO or a
-    device); anything else, an unknown class folder, an empty folder or an unreadable image is
-    a :class:`HeldOutError` naming it."""
+    device), and files beside the class folders are left alone; an unknown class folder, an empty
+    folder or an unreadable image is a :class:`HeldOutError` naming it."""
     if not root.is_dir() or root.is_symlink():
         raise HeldOutError(f"{root} is not a folder")
     images: list[torch.Tensor] = []
     labels: list[int] = []
     for sub in sorted(root.iterdir()):
-        if sub.name.startswith("."):
+        if sub.name.startswith(".") or (sub.is_file() and not sub.is_symlink()):  # a README, a labels list
             continue
         if sub.is_symlink() or not sub.is_dir():
-            raise HeldOutError(f"{sub}: expected only class folders in {root} (named {', '.join(classes)})")
+            raise HeldOutError(f"{sub}: not a folder or a regular file (links, FIFOs and devices are never read)")
         if sub.name not in classes:
             raise HeldOutError(f"{sub}: {sub.name!r} is not a class of this exercise ({', '.join(classes)})")
-        for path in sorted(sub.iterdir()):
-            if path.name.startswith("."):
-                continue
-            info = os.lstat(path)
-            if not stat.S_ISREG(info.st_mode):
-                raise HeldOutError(f"{path}: not a regular file (links, FIFOs and devices are never read)")
-            if path.suffix.lower() not in IMAGE_SUFFIXES:
-                raise HeldOutError(f"{path}: not an image file ({', '.join(IMAGE_SUFFIXES)})")
-            if info.st_size > MAX_IMAGE_BYTES:
-                raise HeldOutError(f"{path}: larger than {MAX_IMAGE_BYTES // 1024**2} MB")
+        for path in _image_files(sub):
             if len(images) >= MAX_IMAGES:
                 raise HeldOutError(f"{root}: more than {MAX_IMAGES} images")
             try:
                 images.append(load(path))
-            except HeldOutError:
-                raise
             except Exception as exc:  # noqa: BLE001 - PIL's errors vary by format
                 raise HeldOutError(f"{path}: cannot read it as an image ({type(exc).__name__}: {exc})") from None
             labels.append(classes.index(sub.name))

@@ -67,7 +67,7 @@ def prepare(root: str | Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
         setup[ex.id] = {"folder": str(sub.resolve()), "bar": bar}
         why = "the exercise's target" if bar >= spec.target else \
             f"the target {spec.target:.0%} lowered to the reference's accuracy less {spec.margin:.0%}"
-        lines.append(f"Held-out images for {ex.id}: {len(labels)} in {int(labels.max()) + 1 if len(labels) else 0} "
+        lines.append(f"Held-out images for {ex.id}: {len(labels)} in {len(set(labels.tolist()))} "
                      f"classes from {sub}; the reference scores {reference:.1%} on them, the bar is {bar:.1%} ({why}).")
     if not setup:
         raise HeldOutError(f"--heldout {root}: no exercise folders in it (expected one of: {', '.join(sorted(takes))}, "
