@@ -182,8 +182,9 @@ register(Exercise(
         Mistake("leak", "{n} items are in both the training and the validation loader: the validation "
                 "images must be ones the model never trains on.", _leaky, match_output=False),
         Mistake("val_drop_last", "Your validation loader drops its last partial batch (`drop_last=True`; "
-                "{lost} items lost on this data): the score would leave out whichever items do not fill a "
-                "batch. Every validation item counts, once.", _val_drop_last, match_output=False),
+                "{lost} items lost on this data, up to a batch less one on other data): the score would leave "
+                "out whichever items do not fill a batch. Every validation item counts, once.",
+                _val_drop_last, match_output=False),
         Mistake("parts_swapped", "Your training loader has {train} items and the validation loader {val}: "
                 "the two are the wrong way round. `val_fraction` is the share held out for validation; `split` "
                 "returns `(train_indices, val_indices)` and you return `(train_loader, val_loader)`.", _swapped,
