@@ -222,3 +222,15 @@ def test_the_sandboxed_grader_scores_a_forger_on_the_instructors_images(held, tm
     assert public.status == "correct", public
     assert (own.status, own.mistake) == ("incorrect", "below_bar"), own
     assert f"below {setup[EXERCISE]['bar']:.1%}" in own.detail, own
+
+
+@pytest.mark.slow
+def test_images_the_reference_cannot_classify_are_refused(held):
+    """Labels shuffled between the folders: the reference scores near chance, and a bar just under
+    it would pass nearly anything, so the grader refuses the folder, saying why."""
+    for f in sorted((held / "DigitClassifier").iterdir()):  # every class renamed to the next one
+        f.rename(f.with_name(f.name + "_"))
+    for f in sorted((held / "DigitClassifier").iterdir()):
+        f.rename(f.with_name(str((int(f.name[:-1]) + 1) % 10)))
+    with pytest.raises(HeldOutError, match="scores only"):
+        grade_heldout.prepare(held)

@@ -49,6 +49,9 @@ class HeldOutSpec:
     margin: how far below the reference's own accuracy the bar may sit on the instructor's
         images, when the reference scores below ``target`` there.
     probe: the index of the exercise's probe that reads the images.
+    floor: the lowest accuracy of the reference that still makes a usable bar: below it the
+        images are not what the exercise classifies (wrong labels, several digits an image), and
+        the grader refuses them rather than pass every answer that beats a near-chance bar.
     """
 
     read: Callable[[Path], tuple[torch.Tensor, torch.Tensor]]
@@ -57,6 +60,7 @@ class HeldOutSpec:
     layout: str
     margin: float = 0.02
     probe: int = 0
+    floor: float = 0.5
 
 
 @dataclass(frozen=True)

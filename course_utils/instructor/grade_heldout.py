@@ -63,6 +63,10 @@ def prepare(root: str | Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
         finally:
             torch.set_num_threads(threads)
         reference = float(spec.score(ran, labels))
+        if reference < spec.floor:
+            raise HeldOutError(f"--heldout: the course's own {ex.name} scores only {reference:.0%} on the "
+                               f"{len(labels)} images in {sub}, too low for a bar that means anything: check "
+                               f"that each folder holds its class and each image one item ({spec.layout})")
         bar = heldout.calibrated_bar(spec, reference)
         setup[ex.id] = {"folder": str(sub.resolve()), "bar": bar}
         why = "the exercise's target" if bar >= spec.target else \
