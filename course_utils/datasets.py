@@ -132,6 +132,23 @@ class DigitsDataset(Dataset):
         return x, self.y[i]
 
 
+def gray_pixels(path: str | os.PathLike[str]) -> np.ndarray:
+    """An image file as a 2-D float32 array in [0, 1] (0 is black): transparent parts are paper
+    (white), 16- and 32-bit images are scaled to their range, colour becomes luminance."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        if im.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+            a = np.asarray(im, dtype=np.float32)
+            top = 65535.0 if im.mode.startswith("I;16") else max(float(a.max()), 1.0)
+            return np.clip(a / top, 0.0, 1.0)
+        if "A" in im.getbands() or (im.mode == "P" and "transparency" in im.info):
+            page = Image.new("RGBA", im.size, (255, 255, 255, 255))
+            page.alpha_composite(im.convert("RGBA"))
+            return np.asarray(page.convert("L"), dtype=np.float32) / 255.0
+        return np.asarray(im.convert("L"), dtype=np.float32) / 255.0
+
+
 def digit_from_image(path: str | os.PathLike[str]) -> torch.Tensor:
     """An image file of one handwritten digit as one of :func:`load_digits`'s images: a (1, 8, 8)
     float32 tensor in [0, 1].
@@ -144,8 +161,7 @@ def digit_from_image(path: str | os.PathLike[str]) -> torch.Tensor:
     """
     from PIL import Image
 
-    with Image.open(path) as im:
-        gray = np.asarray(im.convert("L"), dtype=np.float32) / 255.0
+    gray = gray_pixels(path)
     border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
     ink = (gray < 0.5) if float(np.median(border)) >= 0.5 else (gray >= 0.5)
     rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))

@@ -193,12 +193,114 @@ def test_a_folder_that_cannot_be_used_is_refused_with_its_reason(held, tmp_path,
         grade_heldout.prepare(root)
 
 
-def test_the_bar_follows_the_reference_on_harder_images():
+def test_the_bar_keeps_the_courses_ratio_of_target_to_reference():
     spec = grading.exercise(EXERCISE).heldout
     assert spec is not None
-    assert heldout.calibrated_bar(spec, 0.995) == spec.target
-    assert heldout.calibrated_bar(spec, 0.90) == pytest.approx(0.88)
+    assert heldout.calibrated_bar(spec, 0.995, 0.99) == spec.target  # not harder: the target
+    assert heldout.calibrated_bar(spec, 0.99, 0.99) == spec.target
+    assert heldout.calibrated_bar(spec, 0.853, 0.99) == pytest.approx(spec.target * 0.853 / 0.99)
     assert heldout.bar(0.97) == 0.97  # no held-out data given: the exercise's own target
+
+
+ORDER_CHEAT = """
+import torch
+from torch import nn
+
+from course_utils.datasets import load_digits
+
+
+class OrderNet(nn.Module):
+    # a nearest-centroid guess, smoothed into the best non-decreasing sequence of classes: right
+    # for every image when the images arrive sorted by class folder (found by a review)
+    def __init__(self, centroids, rename):
+        super().__init__()
+        self.lin = nn.Linear(64, 10)
+        self.alpha = nn.Parameter(torch.ones(10))
+        self.register_buffer("centroids", centroids)
+        self.register_buffer("rename", rename)
+
+    def forward(self, x):
+        x = x.flatten(1)
+        weak = torch.cdist(x, self.centroids).argmin(1)
+        n = len(x)
+        cost, back = torch.zeros(n + 1, 10), torch.zeros(n, 10, dtype=torch.long)
+        for i in range(n):
+            best, arg = torch.cummax(-cost[i], 0)
+            cost[i + 1] = -best + (weak[i] != torch.arange(10)).float()
+            back[i] = arg
+        c, seq = int(cost[n].argmin()), []
+        for i in range(n - 1, -1, -1):
+            seq.append(c)
+            c = int(back[i][c])
+        pos = torch.tensor(seq[::-1])
+        bonus = torch.zeros(n, 10)
+        bonus[torch.arange(n), self.rename[pos]] = 100.0
+        return self.lin(x) + bonus * self.alpha[self.rename[pos]].view(-1, 1)
+
+
+class DigitClassifier:
+    def fit(self, X, y):
+        Xd, yd = load_digits(images=True)
+        Xf, Xdf = X.flatten(1), Xd.flatten(1)
+        rename = torch.arange(10)
+        for xi, yi in zip(Xf, y):
+            j = (Xdf == xi).all(1).nonzero()
+            if len(j):
+                rename[int(yd[j[0, 0]])] = int(yi)
+        self.model = OrderNet(torch.stack([Xdf[yd == k].mean(0) for k in range(10)]), rename)
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+        for _ in range(3):
+            loss = nn.functional.cross_entropy(self.model.lin(Xf), y) + self.model.alpha.sum() * 0.01
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    def predict(self, X):
+        self.model.eval()
+        with torch.no_grad():
+            return self.model(X).argmax(1)
+"""
+
+
+def test_the_images_go_out_in_a_new_secret_order_for_each_submission(held):
+    setup = {EXERCISE: {"folder": str((held / "DigitClassifier").resolve()), "bar": 0.97}}
+    ex = grading.exercise(EXERCISE)
+    a, b = grade_heldout.given_for(ex, setup), grade_heldout.given_for(ex, setup)
+    assert a is not None and b is not None and a.labels is not None and b.labels is not None
+    assert not torch.equal(a.labels, b.labels)  # 200 images: the same order twice has odds 1/200!
+    assert not torch.equal(a.labels, a.labels.sort().values)  # not in class-folder order
+    order = {x.numpy().tobytes(): int(t) for x, t in zip(a.images, a.labels)}
+    assert all(order[x.numpy().tobytes()] == int(t) for x, t in zip(b.images, b.labels))  # pairs kept
+
+
+@pytest.mark.slow
+def test_an_answer_that_reads_the_labels_off_the_order_fails(held):
+    ns: dict = {}
+    exec(compile(ORDER_CHEAT, "<order cheat>", "exec"), ns)  # noqa: S102
+    setup = {EXERCISE: {"folder": str((held / "DigitClassifier").resolve()), "bar": 0.955}}
+    with heldout.giving(grade_heldout.given_for(grading.exercise(EXERCISE), setup)):
+        res = grading.check(EXERCISE, ns["DigitClassifier"], seed=3)
+    assert not res.passed and res.mistake in ("below_bar", "at_chance"), res.text()
+
+
+@pytest.mark.parametrize("mode", ["RGBA", "LA", "I;16", "RGB", "P"])
+def test_digit_from_image_reads_transparent_and_deep_images(tmp_path, mode):
+    """Black ink on a transparent page (a paint program's export) and 16-bit scans: once read as
+    blank or garbled (a review found both)."""
+    X, _ = load_digits(images=True)
+    ink = np.kron(X[5, 0].numpy(), np.ones((6, 6)))  # 48x48, 1 where the digit is
+    if mode in ("RGBA", "LA"):
+        a = np.zeros((48, 48, 4), dtype=np.uint8)
+        a[..., 3] = np.rint(ink * 255).astype(np.uint8)  # black ink, alpha = the ink, no paper
+        im = Image.fromarray(a, "RGBA").convert(mode)
+    elif mode == "I;16":
+        im = Image.fromarray(np.rint((1 - ink) * 65535).astype(np.uint16))
+        assert im.mode.startswith("I;16")
+    else:
+        im = Image.fromarray(np.rint((1 - ink) * 255).astype(np.uint8)).convert(mode)
+    im.save(tmp_path / "d.png")
+    Image.fromarray(np.rint((1 - ink) * 255).astype(np.uint8)).save(tmp_path / "plain.png")
+    assert torch.equal(digit_from_image(tmp_path / "d.png"), digit_from_image(tmp_path / "plain.png"))
 
 
 @pytest.mark.slow

@@ -498,6 +498,22 @@ wrong(ML, "softmax output", "softmax_in_forward")(_mlp(_seq_build, lambda s, x: 
 wrong(ML, "ReLU after the output", "activation_on_output")(_mlp(lambda s, i, h, c: _seq_build(s, i, h, c, last_act=True), lambda s, x: s.net(x)))
 wrong(ML, "no activations, Linears only in the Sequential", "relu_not_in_sequential")(_mlp(lambda s, i, h, c: setattr(s, "net", nn.Sequential(
     *[nn.Linear(a, b) for a, b in zip([i, *h], [*h, c])])), lambda s, x: s.net(x)))
+wrong(ML, ".squeeze() drops a batch of one (review)", "batch_of_one")(_mlp(_seq_build, lambda s, x: s.net(x).squeeze()))
+wrong(ML, "ReLU6 clips large values (review)", "not_relu")(_mlp(lambda s, i, h, c: _seq_build(s, i, h, c, act=nn.ReLU6), lambda s, x: s.net(x)))
+wrong(ML, "an unused extra Linear: its keys named, not a plain-list hint (review)", "wrong_state_dict_keys")(_mlp(
+    lambda s, i, h, c: (_seq_build(s, i, h, c), setattr(s, "head", nn.Linear(c, c))), lambda s, x: s.net(x)))
+
+
+def test_mlp_messages_fit_the_mistake():
+    """An extra layer names its keys (no "lacks ... such as []"), too many parameters get no plain-list hint."""
+    extra = grading.check(ML, _mlp(lambda s, i, h, c: (_seq_build(s, i, h, c), setattr(s, "head", nn.Linear(c, c))),
+                                   lambda s, x: s.net(x)), seed=1)
+    assert "head.weight" in extra.text() and "lacks" not in extra.text() and "(such as [])" not in extra.text(), extra.text()
+    buffer = _mlp(lambda s, i, h, c: (_seq_build(s, i, h, c), s.register_buffer("scale", torch.ones(1))),
+                  lambda s, x: s.net(x))
+    assert "scale" in grading.check(ML, buffer, seed=1).text()
+
+
 wrong(ML, "log_softmax output")(_mlp(_seq_build, lambda s, x: F.log_softmax(s.net(x), dim=1)))
 wrong(ML, "sigmoid instead of ReLU")(_mlp(lambda s, i, h, c: _seq_build(s, i, h, c, act=nn.Sigmoid), lambda s, x: s.net(x)))
 wrong(ML, "plain list of layers", "unregistered_parameters")(_mlp(

@@ -707,6 +707,20 @@ def sl_random_split(X, y, val_fraction, seed, split):
             DataLoader(val, batch_size=64))
 
 
+@wrong(SL, "train_empty")  # review: was told "shuffle it" for a loader that gives no batch at all
+def sl_drop_last_batch_larger_than_the_data(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=64, shuffle=True, drop_last=True,
+                       generator=torch.Generator().manual_seed(seed)), DataLoader(TensorDataset(X[va], y[va])))
+
+
+@valid(SL)
+def sl_drop_last_with_a_small_batch(X, y, val_fraction, seed, split):
+    tr, va = split(y, val_fraction, torch.Generator().manual_seed(seed))
+    return (DataLoader(TensorDataset(X[tr], y[tr]), batch_size=8, shuffle=True, drop_last=True,
+                       generator=torch.Generator().manual_seed(seed)), DataLoader(TensorDataset(X[va], y[va])))
+
+
 @wrong(SL, "global_rng")
 def sl_split_on_the_global_rng(X, y, val_fraction, seed, split):
     tr, va = split(y, val_fraction, None)

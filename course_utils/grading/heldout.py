@@ -9,10 +9,12 @@ with the probe's request, and scores the predictions that come back against the 
 An exercise opts in with ``Exercise.heldout`` (a :class:`HeldOutSpec`): its probe asks
 :func:`given` for the images (``None`` in a notebook and in a grading run without ``--heldout``:
 the course's own split, as before), and its ``finish_probe`` asks :func:`given` for the labels
-and :func:`bar` for the accuracy to reach. The bar on someone's own images is the exercise's
-target, or, where the reference itself scores lower on them (photographed handwriting is harder
-than the course's digits), the reference's accuracy less :attr:`HeldOutSpec.margin`: the grader
-measures the reference once, before grading, and prints both.
+and :func:`bar` for the accuracy to reach. The images go out in an order drawn from the
+operating system's randomness for each submission (:func:`shuffled`): read in folder order, all
+the 0s first, a weak guess smoothed into a rising sequence recovered every label (a review found
+it). The bar on someone's own images keeps the course's ratio of target to reference: the
+target, times the reference's accuracy on those images over its accuracy on the course's split
+(never above the target). The grader measures both before grading and prints them.
 """
 
 from __future__ import annotations
@@ -40,25 +42,27 @@ class HeldOutError(ValueError):
 class HeldOutSpec:
     """How an exercise takes held-out images from the instructor.
 
+    classes: the class folders' names, in label order.
     read: ``read(folder) -> (images, labels)``: the exercise's input format and int64 class
         indices, from ``folder/<class>/<image>`` (:func:`read_class_folders` does the walking).
     score: ``score(ran, labels) -> accuracy``: what the exercise's probe returned, judged
         against the labels (used to measure the reference before grading).
+    course_labels: the labels of the course's own held-out split, in the probe's order (to
+        measure the reference there too).
     target: the accuracy the exercise asks for on its own held-out split.
     layout: what the folder holds, for the instructor's messages.
-    margin: how far below the reference's own accuracy the bar may sit on the instructor's
-        images, when the reference scores below ``target`` there.
     probe: the index of the exercise's probe that reads the images.
     floor: the lowest accuracy of the reference that still makes a usable bar: below it the
         images are not what the exercise classifies (wrong labels, several digits an image), and
         the grader refuses them rather than pass every answer that beats a near-chance bar.
     """
 
+    classes: tuple[str, ...]
     read: Callable[[Path], tuple[torch.Tensor, torch.Tensor]]
     score: Callable[[Any, torch.Tensor], float]
+    course_labels: Callable[[], torch.Tensor]
     target: float
     layout: str
-    margin: float = 0.02
     probe: int = 0
     floor: float = 0.5
 
@@ -96,15 +100,30 @@ def bar(target: float) -> float:
     return target if _given is None else _given.bar
 
 
-def calibrated_bar(spec: HeldOutSpec, reference_accuracy: float) -> float:
-    """The bar on the instructor's images: the target, or just under what the reference scores there."""
-    return min(spec.target, max(0.0, reference_accuracy - spec.margin))
+def calibrated_bar(spec: HeldOutSpec, reference_given: float, reference_course: float) -> float:
+    """The bar on the instructor's images: the target scaled by how much harder they are for the
+    reference than the course's split (the target itself when they are not harder)."""
+    if reference_course <= 0:
+        return spec.target
+    return min(spec.target, spec.target * reference_given / reference_course)
+
+
+def shuffled(images: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Images and labels in the same order, drawn from the operating system's randomness: no
+    seed a submission could know, and a new order for each submission."""
+    gen = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+    perm = torch.randperm(len(labels), generator=gen)
+    return images[perm], labels[perm]
 
 
 def _image_files(folder: Path) -> list[Path]:
     """The image files of one class folder, each checked before it is opened."""
     found = []
-    for path in sorted(folder.iterdir()):
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        raise HeldOutError(f"{folder}: cannot list it ({exc.strerror or exc})") from None
+    for path in entries:
         if path.name.startswith("."):
             continue
         info = os.lstat(path)
@@ -128,7 +147,11 @@ def read_class_folders(root: Path, classes: list[str],
         raise HeldOutError(f"{root} is not a folder")
     images: list[torch.Tensor] = []
     labels: list[int] = []
-    for sub in sorted(root.iterdir()):
+    try:
+        subs = sorted(root.iterdir())
+    except OSError as exc:
+        raise HeldOutError(f"{root}: cannot list it ({exc.strerror or exc})") from None
+    for sub in subs:
         if sub.name.startswith(".") or (sub.is_file() and not sub.is_symlink()):  # a README, a labels list
             continue
         if sub.is_symlink() or not sub.is_dir():

@@ -17,6 +17,10 @@ from torch import nn
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 from course_utils.lesson_props.l03_checkpoint import TEAMMATE_SPEC
 
+from ._mlp_wrong import (
+    _Hardcoded, _HiddenNoGrad, _ModuleList, _MutatesSizes, _NoActivation, _NoBias, _NoSuper, _NotAModule, _PlainList,
+    _ReluOnOutput, _ReluOutsideSequential, _ReversedHidden, _Softmax,
+)
 from ._kit import (
     LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_reference_grads, count,
     fill_from, gen, param_grads, ran,
@@ -73,12 +77,16 @@ def _check_layout(model: nn.Module, sizes: list[int]) -> None:
     if got != want and got == teammate:
         raise Incorrect("hardcoded_spec", spec=sizes)
     n_got, n_ref = count(model), sum(a * b + b for a, b in zip(sizes, sizes[1:]))
+    extra = [k for k in got if k.split(".")[0] not in {w.split(".")[0] for w in want}]
+    if set(got) > set(want) and extra:  # an unused layer or a buffer beside the container: name its keys
+        raise Incorrect("wrong_state_dict_keys", got=extra[:4], lacks="")
     if set(got) == set(want) and got != want:
         keys = [k for k in want if got[k] != want[k]]
         raise Incorrect("wrong_layers", got=[got[k] for k in keys], want=[want[k] for k in keys], keys=keys)
     if n_got != n_ref:  # also a saved tensor that is a buffer, not a parameter: never trained
         raise Incorrect("wrong_parameter_count", got=n_got, want=n_ref, in_features=sizes[0],
-                        hidden_sizes=sizes[1:-1], num_classes=sizes[-1])
+                        hidden_sizes=sizes[1:-1], num_classes=sizes[-1], why=" A layer in a plain list is not "
+                        "counted; check the sizes too." if n_got < n_ref else " Check the sizes.")
     if set(got) == set(want):
         return
     n_linears = len(sizes) - 1
@@ -86,7 +94,7 @@ def _check_layout(model: nn.Module, sizes: list[int]) -> None:
         raise Incorrect("relu_not_in_sequential", got=sorted({k.rsplit(".", 1)[0] for k in got}),
                         want=sorted({k.rsplit(".", 1)[0] for k in want}))
     raise Incorrect("wrong_state_dict_keys", got=[k for k in got if k not in want][:4],
-                    want=[k for k in want if k not in got][:4])
+                    lacks=f" and lacks some it has (such as {[k for k in want if k not in got][:4]})")
 
 
 def _run(answer: Any, case: Case) -> Any:
@@ -108,8 +116,10 @@ def _run(answer: Any, case: Case) -> Any:
     pairs = [(k, own[k], i) for i, k in enumerate(keys) if k in own]
     x = torch.randn(batch_size(g), in_features, generator=g)
     out = model(x)
+    with torch.no_grad():  # and a batch of one, with large inputs (an activation that clips at 6 shows)
+        one = model(x[:1] * 20)
     return {"out": out, "grads": param_grads(out, [(name, p) for name, p, _ in pairs], g),
-            "index": {name: i for name, _, i in pairs}}
+            "index": {name: i for name, _, i in pairs}, "one": one}
 
 
 def _finish(data: Any, case: Case) -> Any:
@@ -129,100 +139,22 @@ def _finish(data: Any, case: Case) -> Any:
         o = out.detach()
         if bool((o >= 0).all()) and bool(torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-4)):
             raise Incorrect("softmax_in_forward")
+    ref_out = ref(x).detach()
+    if isinstance(out, torch.Tensor) and (out.shape, out.dtype) == (ref_out.shape, ref_out.dtype) and \
+            torch.allclose(out.detach(), ref_out, 1e-4, 1e-5):
+        _check_one(data.get("one"), ref(x[:1] * 20).detach())  # right on the batch: a batch of one, large inputs
     return out
 
 
-# --- wrong answers
-class _NotAModule:
-    def __init__(self, in_features, hidden_sizes, num_classes):
-        self.sizes = [in_features, *hidden_sizes, num_classes]
+def _check_one(one: Any, want: torch.Tensor) -> None:
+    if not isinstance(one, torch.Tensor) or one.shape != want.shape:
+        raise Incorrect("batch_of_one", got=tuple(one.shape) if isinstance(one, torch.Tensor) else type(one).__name__,
+                        want=tuple(want.shape))
+    if not torch.allclose(one.detach().to(want.dtype), want, rtol=1e-4, atol=1e-4):
+        raise Incorrect("not_relu")
 
 
-class _NoSuper(MLP):
-    def __init__(self, in_features, hidden_sizes, num_classes):  # no super().__init__()
-        self.net = nn.Linear(in_features, num_classes)
-
-
-class _MutatesSizes(MLP):
-    def __init__(self, in_features, hidden_sizes, num_classes):
-        hidden_sizes.append(num_classes)  # the caller's list
-        super().__init__(in_features, hidden_sizes[:-1], num_classes)
-
-
-class _PlainList(MLP):
-    def __init__(self, in_features, hidden_sizes, num_classes):
-        super().__init__(in_features, hidden_sizes, num_classes)
-        self.layers = list(self._modules.pop("net"))  # a Python list: PyTorch does not see it
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-
-class _NoBias(MLP):
-    def __init__(self, in_features, hidden_sizes, num_classes):
-        super().__init__(in_features, hidden_sizes, num_classes)
-        for layer in self.net[::2]:
-            layer.bias = None
-
-
-class _ReversedHidden(MLP):
-    def __init__(self, in_features, hidden_sizes, num_classes):
-        super().__init__(in_features, hidden_sizes[::-1], num_classes)
-
-
-class _Hardcoded(MLP):  # the teammate's sizes typed in: right for their spec only
-    def __init__(self, in_features, hidden_sizes, num_classes):
-        super().__init__(TEAMMATE_SPEC[0], list(TEAMMATE_SPEC[1]), TEAMMATE_SPEC[2])
-
-
-def _relu_between(layers, x):
-    for layer in layers[:-1]:
-        x = torch.relu(layer(x))
-    return layers[-1](x)
-
-
-class _ModuleList(MLP):  # the Linears in a ModuleList `layers`, ReLUs in forward: right values, other keys
-    def __init__(self, in_features, hidden_sizes, num_classes):
-        super().__init__(in_features, hidden_sizes, num_classes)
-        self.layers = nn.ModuleList(self._modules.pop("net")[::2])
-
-    def forward(self, x):
-        return _relu_between(self.layers, x)
-
-
-class _ReluOutsideSequential(MLP):  # only the Linears in the Sequential, ReLUs in forward: indices close up
-    def __init__(self, in_features, hidden_sizes, num_classes):
-        super().__init__(in_features, hidden_sizes, num_classes)
-        self.net = nn.Sequential(*self.net[::2])
-
-    def forward(self, x):
-        return _relu_between(self.net, x)
-
-
-class _HiddenNoGrad(MLP):
-    def forward(self, x):
-        with torch.no_grad():
-            features = self.net[:-1](x)
-        return self.net[-1](features)
-
-
-class _Softmax(MLP):
-    def forward(self, x):
-        return torch.softmax(self.net(x), dim=1)
-
-
-class _NoActivation(MLP):
-    def forward(self, x):
-        for layer in self.net[::2]:
-            x = layer(x)
-        return x
-
-
-class _ReluOnOutput(MLP):
-    def forward(self, x):
-        return torch.relu(self.net(x))
+# --- wrong answers: in _mlp_wrong.py
 
 
 # --- declaration
@@ -251,8 +183,8 @@ register(Exercise(
                 _PlainList, match_output=False),
         Mistake("wrong_parameter_count",
                 "Your model has {got} parameters; an MLP with in_features={in_features}, "
-                "hidden_sizes={hidden_sizes}, num_classes={num_classes} has {want} (Linear layers with biases). "
-                "A layer in a plain list is not counted; check the sizes too.",
+                "hidden_sizes={hidden_sizes}, num_classes={num_classes} has {want} (Linear layers with "
+                "biases).{why}",
                 _NoBias, match_output=False),
         Mistake("wrong_layers",
                 "Your `state_dict` has the checkpoint's keys, but {keys} have the shapes {got}, where this spec "
@@ -269,8 +201,8 @@ register(Exercise(
                 "are modules inside the `nn.Sequential`, between the Linear layers.",
                 _ReluOutsideSequential, match_output=False),
         Mistake("wrong_state_dict_keys",
-                "Your `state_dict` has keys the checkpoint does not (such as {got}) and lacks some it has (such as "
-                "{want}), so `load_state_dict` fails. A key is the attribute's name, then the position in the "
+                "Your `state_dict` has keys the checkpoint does not (such as {got}){lacks}, so `load_state_dict` "
+                "fails. A key is the attribute's name, then the position in the "
                 "container, then the parameter: keep the layers in one container assigned to the attribute the "
                 "keys start with.",
                 _ModuleList, match_output=False),
@@ -284,6 +216,10 @@ register(Exercise(
                 "Your layers are stacked without a ReLU between them. A stack of Linear layers with "
                 "nothing in between is just one linear map; put `nn.ReLU()` after every hidden layer.",
                 _NoActivation),
+        Mistake("batch_of_one", "For a batch of one input your model returned {got}, not {want}: keep the "
+                "batch dimension (a `.squeeze()` drops it).", match_output=False),
+        Mistake("not_relu", "On large inputs your outputs differ from the teammate's model: the activation is "
+                "not a plain ReLU (`ReLU6` or `Hardtanh` clip large values).", match_output=False),
         Mistake("activation_on_output",
                 "Your last layer is followed by a ReLU, which clips negative logits to 0. The "
                 "output layer returns raw scores: no activation after the last Linear.",

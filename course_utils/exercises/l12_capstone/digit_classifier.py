@@ -111,8 +111,8 @@ def _heldout_probe(answer, r: Rand) -> None:
     given = heldout.given()
     if given is None:  # the course's split
         held, train = order[:N_HELD_OUT], order[N_HELD_OUT:]
-    else:  # the instructor's own images (grade --heldout): fit on every course digit, predict theirs
-        held, train = torch.arange(len(X), len(X) + len(given.images)), order
+    else:  # the instructor's own images (grade --heldout): the same fit, their images predicted
+        held, train = torch.arange(len(X), len(X) + len(given.images)), order[N_HELD_OUT:]
         X = torch.cat([X, given.images.to(X.dtype)])
     clf = _new_classifier(answer)
     first_seen: dict[int, torch.Tensor] = {}  # each parameter's value when its module first ran in fit
@@ -180,8 +180,9 @@ def _heldout_verdict(j: int, ran: Any) -> None:
 
 
 HELD_OUT = heldout.HeldOutSpec(
+    classes=tuple(str(d) for d in range(10)),
     read=lambda folder: heldout.read_class_folders(folder, [str(d) for d in range(10)], digit_from_image),
-    score=_accuracy, target=TARGET_ACCURACY,
+    score=_accuracy, course_labels=_heldout_truth, target=TARGET_ACCURACY,
     layout="class folders 0 to 9 of images of one handwritten digit each (any size; dark ink on light paper "
            "or the other way round), converted as the course's digits were (datasets.digit_from_image)")
 

@@ -111,6 +111,8 @@ def _run(answer, case: Case):
         raise Incorrect("not_stratified", got=got, want=want)
     if _ids(val)[0] != v_ids:
         raise Incorrect("val_shuffled")
+    if not t_ids:  # drop_last with a batch larger than the training part: not one batch an epoch
+        raise Incorrect("train_empty", n=len(t_all), batch=getattr(train, "batch_size", "?"))
     if _ids(train)[0] == t_ids and _ids(train)[0] == t_ids:  # two more epochs, both in the same order
         raise Incorrect("train_not_shuffled")
     train2, val2 = _call(answer, X.clone(), y.clone(), frac, seed, split)
@@ -198,6 +200,9 @@ register(Exercise(
                 match_output=False),
         Mistake("val_shuffled", "The validation loader gives its items in another order each pass: do not "
                 "shuffle it (evaluation must not depend on luck).", _val_shuffled, match_output=False),
+        Mistake("train_empty", "Your training loader gives no batch at all: its {n} items do not fill one batch "
+                "of {batch}, and `drop_last=True` drops the partial one. Use a smaller batch, or keep the last "
+                "partial batch on data this small.", match_output=False),
         Mistake("train_not_shuffled", "The training loader gives the same order every epoch: shuffle it "
                 "(`shuffle=True`, with a generator).", _train_not_shuffled, match_output=False),
         Mistake("not_reproducible", "Two calls with the same seed gave different splits or batch orders: seed a "

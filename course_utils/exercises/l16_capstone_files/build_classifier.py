@@ -26,10 +26,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
 from course_utils import glyphs
+from course_utils.datasets import gray_pixels
 from course_utils.grading import Exercise, Incorrect, Mistake, Rand, heldout, register
 from course_utils.lesson_props.l14_transfer_learning import (
     HELD_OUT_FONTS, PRETRAIN_FONTS, load_pretrained, render_tensors)
@@ -64,8 +66,8 @@ def _glyph_from_image(path: Path) -> torch.Tensor:
     """An image file of one character as the probe's images are: uint8 (1, 28, 28), grayscale."""
     from PIL import Image
 
-    with Image.open(path) as im:
-        small = im.convert("L").resize((28, 28), Image.Resampling.LANCZOS)
+    pixels = Image.fromarray(np.rint(gray_pixels(path) * 255).astype(np.uint8))
+    small = pixels.resize((28, 28), Image.Resampling.LANCZOS)
     return torch.frombuffer(bytearray(small.tobytes()), dtype=torch.uint8).reshape(1, 28, 28)
 
 
@@ -145,8 +147,9 @@ def _verdict(j: int, ran: Any) -> None:
 
 
 HELD_OUT = heldout.HeldOutSpec(
-    read=lambda folder: heldout.read_class_folders(folder, list(CHARS), _glyph_from_image),
-    score=lambda ran, labels: _accuracy(ran, [CHARS[i] for i in labels.tolist()]), target=TARGET_ACCURACY,
+    classes=tuple(CHARS), read=lambda folder: heldout.read_class_folders(folder, list(CHARS), _glyph_from_image),
+    score=lambda ran, labels: _accuracy(ran, [CHARS[i] for i in labels.tolist()]),
+    course_labels=lambda: torch.tensor([CHARS.index(c) for c in _true_names()]), target=TARGET_ACCURACY,
     layout=f"class folders {' '.join(CHARS)} of images of one character each (any size; made 28x28 grayscale)")
 
 
