@@ -25,6 +25,14 @@ def model_state(model: nn.Module) -> tuple:
     return ([m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
 
 
+def initial_losses(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
+    """The first loss an answer may report, and the wrong ones with a name (summed, softmax first)."""
+    with torch.no_grad():
+        logits = model(X)
+        return {"mean": F.cross_entropy(logits, y).item(), "sum": F.cross_entropy(logits, y, reduction="sum").item(),
+                "softmax": F.cross_entropy(logits.softmax(-1), y).item()}
+
+
 class StepWatch:
     """A global step pre-hook: counts the optimizer steps on this model's parameters and compares the
     gradients a step uses with the mean cross-entropy's gradient now. Clipping (smaller, same

@@ -19,7 +19,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON, global_hooks, remove_leftover_hooks
-from ._overfit_watch import StepWatch, model_state
+from ._overfit_watch import StepWatch, initial_losses, model_state
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
 from ...answers.l07_debugging import overfit_one_batch
@@ -54,13 +54,6 @@ EDGE_CASES = [
 
 
 # --- run
-def _initial_losses(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
-    with torch.no_grad():
-        logits = model(X)
-        return {"mean": F.cross_entropy(logits, y).item(), "sum": F.cross_entropy(logits, y, reduction="sum").item(),
-                "softmax": F.cross_entropy(logits.softmax(-1), y).item()}
-
-
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
 
@@ -100,7 +93,7 @@ def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tenso
 
 def _run(answer: Any, case: Case) -> Any:
     model, X, y, steps = case.args
-    first = _initial_losses(model, X, y)
+    first = initial_losses(model, X, y)
     before = [p.detach().clone() for p in model.parameters()]
     losses, watch = _watched_call(answer, model, X, y, steps)
     if len(losses) != steps:
@@ -239,11 +232,12 @@ register(Exercise(
     lesson=LESSON, name="overfit_one_batch", title="Overfit one batch: train until the loss is about 0",
     reference=overfit_one_batch, cases=_cases, run=_run, edge_cases=EDGE_CASES, n_random=3, timeout=20.0,
     mistakes=[
-        Mistake("not_overfit", "After {steps} steps your last loss is {last}, not below 0.05. On a handful of "
-                "examples the loss should reach about 0: a learning rate too small for your optimizer (Adam with "
-                "`lr=1e-2` gets there), a missing `zero_grad()`, or a loss that is not the model's.",
+        Mistake("not_overfit", "After {steps} steps your last loss is {last}, not below 0.05. A handful of "
+                "examples can be memorised: the loss should reach about 0. Does your curve fall slowly, or stop "
+                "at a floor? Each tells you something different about the step you take.",
                 _lr_too_low, match_output=False),
-        Mistake("diverged", "Your last loss is {last}: training blew up. The learning rate is far too high.",
+        Mistake("diverged", "Your last loss is {last}: training blew up. How large is each update, compared "
+                "with the weights it changes?",
                 _lr_far_too_high, match_output=False),
         Mistake("first_loss_not_initial", "Your first loss is not the loss of the model you were given. Compute "
                 "each loss *before* its `optimizer.step()` and record that one (not a loss recomputed after the "
@@ -290,9 +284,11 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "It is lesson 05's training step, on the same batch every time. When in the step is the loss you "
-        "record computed?",
-        "Record a Python float per step, before the update. If the loss stalls, your learning rate is too small "
-        "for your optimizer: Adam-like optimizers memorise a few examples in a few hundred steps at about 1e-2.",
+        "Read the first attempt one line at a time: what does each line do to the optimizer's state and to the "
+        "gradients, from one step to the next? And when is the loss you record computed?",
+        "The printed curve stops at a floor, not slowly falling: something bounds the loss from below. Look at "
+        "what reaches `cross_entropy`, and at what each step starts from (the optimizer, the gradients).",
+        "The idea: one optimizer that lives across all the steps, gradients of this step's loss only, the model's "
+        "raw outputs into the loss, and one plain number recorded per step, before its update.",
     ],
 ))
