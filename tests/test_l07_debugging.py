@@ -857,6 +857,52 @@ def test_diagnose_wrong_label_says_what_was_returned_and_what_the_curves_show():
     assert res.mistake == "wrong_kind" and "You said '" in res.message and "validation" in res.message, res.message
 
 
+@wrong(OVERFIT, "stale_gradients")
+def overfit_sgd_closure_without_zero_grad(model, X, y, steps):
+    """Red team (issue 27a): step(closure) whose closure never zeroes the gradients passed."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.02)
+    losses = []
+    for _ in range(steps):
+        def closure():
+            loss = F.cross_entropy(model(X), y)
+            loss.backward()
+            return loss
+        losses.append(opt.step(closure).item())
+    return losses
+
+
+@valid(OVERFIT)
+def overfit_lbfgs_closure(model, X, y, steps):
+    """LBFGS calls the closure several times a step; zero_grad inside it is right."""
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=4, history_size=10)
+    losses = []
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(X), y)
+        loss.backward()
+        return loss
+    for _ in range(steps):
+        losses.append(opt.step(closure).item())
+    return losses
+
+
+@wrong(OVERFIT, "trained_in_eval_mode")
+def overfit_eval_forward_train_before_step(model, X, y, steps):
+    """Red team (issue 27b): forward and backward in eval mode, train() just before step(), passed."""
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        model.eval()
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad()
+        loss.backward()
+        model.train()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
 # The notebook's first attempt (solutions/07_debugging.py, not graded): the fixed loop with four bugs
 # planted. Each bug alone, planted into the fixed loop, is a mistake the grader names.
 OVERFIT_FIXED = """def overfit_one_batch(model, X, y, steps):

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules.module import register_module_forward_pre_hook
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
@@ -61,8 +62,10 @@ def _close(a: float, b: float) -> bool:
 def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor, steps: int) -> tuple:
     """Run the answer under the step watch; restore the model's modes, requires_grad and hooks."""
     seed = hash(tuple(X.flatten()[:4].tolist()))  # which steps get the gradient comparison
-    state, hooks, watch = model_state(model), global_hooks(), StepWatch(model, X, y, seed)
-    handles = register_optimizer_step_pre_hook(watch), register_optimizer_step_post_hook(watch.after_step)
+    watch = StepWatch(model, X, y, seed)
+    handles = (register_optimizer_step_pre_hook(watch), register_optimizer_step_post_hook(watch.after_step),
+               register_module_forward_pre_hook(watch.before_forward))
+    state, hooks = model_state(model), global_hooks()
     try:
         losses = answer(model, X, y, steps)
     finally:
@@ -76,8 +79,8 @@ def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tenso
     watch.forget()
     if left:
         raise Incorrect("hooks_left_behind", n=left)
-    if watch.eval_steps:
-        raise Incorrect("trained_in_eval_mode", n=watch.eval_steps)
+    if watch.eval_steps or watch.eval_forwards:
+        raise Incorrect("trained_in_eval_mode", n=watch.eval_steps or watch.eval_forwards)
     if changed:
         raise Incorrect("model_state_changed")
     if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(
