@@ -903,6 +903,13 @@ def overfit_eval_forward_train_before_step(model, X, y, steps):
     return losses
 
 
+@wrong(OVERFIT, "mutated_input")
+def overfit_overwrites_labels(model, X, y, steps):
+    """Red team (issue 27d): labels overwritten in place were named losses_not_real."""
+    y[:] = 0
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
+
+
 # The notebook's first attempt (solutions/07_debugging.py, not graded): the fixed loop with four bugs
 # planted. Each bug alone, planted into the fixed loop, is a mistake the grader names.
 OVERFIT_FIXED = """def overfit_one_batch(model, X, y, steps):

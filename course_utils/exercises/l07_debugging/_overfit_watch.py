@@ -5,6 +5,7 @@ model's mode (training?)."""
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -23,6 +24,11 @@ def _has_state(optimizer: Any, ids: set[int]) -> bool:
 def model_state(model: nn.Module) -> tuple:
     """The modes and ``requires_grad`` flags an answer must leave as it found them."""
     return ([m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
+
+
+def close(a: float, b: float) -> bool:
+    """Two losses equal up to float32 rounding."""
+    return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
 
 
 def initial_losses(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, float]:

@@ -20,7 +20,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON, global_hooks, remove_leftover_hooks
-from ._overfit_watch import StepWatch, initial_losses, model_state
+from ._overfit_watch import StepWatch, close, initial_losses, model_state
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
 from ...answers.l07_debugging import overfit_one_batch
@@ -55,10 +55,6 @@ EDGE_CASES = [
 
 
 # --- run
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
-
-
 def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor, steps: int) -> tuple:
     """Run the answer under the step watch; restore the model's modes, requires_grad and hooks."""
     seed = hash(tuple(X.flatten()[:4].tolist()))  # which steps get the gradient comparison
@@ -98,15 +94,18 @@ def _run(answer: Any, case: Case) -> Any:
     model, X, y, steps = case.args
     first = initial_losses(model, X, y)
     before = [p.detach().clone() for p in model.parameters()]
+    given = X.clone(), y.clone()
     losses, watch = _watched_call(answer, model, X, y, steps)
+    if not (torch.equal(X, given[0]) and torch.equal(y, given[1])):
+        raise Incorrect("mutated_input")
     if len(losses) != steps:
         raise Incorrect("wrong_length", got=len(losses), steps=steps)
     if all(torch.equal(p0, p.detach()) for p0, p in zip(before, model.parameters())):
         raise Incorrect("not_trained")
-    if not _close(losses[0], first["mean"]):
-        if _close(losses[0], first["sum"]) and len(y) > 1:
+    if not close(losses[0], first["mean"]):
+        if close(losses[0], first["sum"]) and len(y) > 1:
             raise Incorrect("sum_not_mean")
-        if _close(losses[0], first["softmax"]):
+        if close(losses[0], first["softmax"]):
             raise Incorrect("softmax_before_loss")
         raise Incorrect("first_loss_not_initial")
     if watch.stale is not None:
@@ -116,7 +115,7 @@ def _run(answer: Any, case: Case) -> Any:
     last = float(losses[-1])
     if not math.isfinite(last):
         raise Incorrect("diverged", last=last)
-    if len(watch.losses) == steps and not all(_close(a, b) for a, b in zip(losses, watch.losses)):
+    if len(watch.losses) == steps and not all(close(a, b) for a, b in zip(losses, watch.losses)):
         raise Incorrect("losses_not_real", now=f"{watch.losses[-1]:.3g}")  # not the loss each step began from
     if last >= TARGET:
         raise Incorrect("not_overfit", last=f"{last:.3g}", steps=steps)
@@ -282,6 +281,9 @@ register(Exercise(
         Mistake("not_trained", "The model's parameters did not change: call `optimizer.step()` after "
                 "`backward()`, with an optimizer built on *this* model's `parameters()`.", _no_step,
                 match_output=False),
+        Mistake("mutated_input", "Your function changed the batch it was given (`X` or the labels `y`) in place: "
+                "train on the caller's batch without rewriting it.", lambda model, X, y, steps: _train(
+                    model, X, y.fill_(0), steps), match_output=False),
         Mistake("losses_not_real", "Your list is not the losses your training computed: the model's real loss on "
                 "the batch was {now} (at the end, or as a step began). Record each step's own loss.", _faked,
                 match_output=False),
