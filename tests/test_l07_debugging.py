@@ -910,6 +910,13 @@ def overfit_overwrites_labels(model, X, y, steps):
     return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
 
 
+@wrong(OVERFIT, "not_plain_cross_entropy")
+def overfit_label_smoothing(model, X, y, steps):
+    """Red team (issue 27e): label smoothing was named first_loss_not_initial."""
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2),
+                 lambda out, t: F.cross_entropy(out, t, label_smoothing=0.1))
+
+
 # The notebook's first attempt (solutions/07_debugging.py, not graded): the fixed loop with four bugs
 # planted. Each bug alone, planted into the fixed loop, is a mistake the grader names.
 OVERFIT_FIXED = """def overfit_one_batch(model, X, y, steps):

@@ -26,6 +26,9 @@ def model_state(model: nn.Module) -> tuple:
     return ([m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
 
 
+SMOOTHING = (0.01, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)  # label_smoothing values an answer may use
+
+
 def close(a: float, b: float) -> bool:
     """Two losses equal up to float32 rounding."""
     return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
@@ -36,7 +39,19 @@ def initial_losses(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[s
     with torch.no_grad():
         logits = model(X)
         return {"mean": F.cross_entropy(logits, y).item(), "sum": F.cross_entropy(logits, y, reduction="sum").item(),
-                "softmax": F.cross_entropy(logits.softmax(-1), y).item()}
+                "softmax": F.cross_entropy(logits.softmax(-1), y).item(),
+                **{f"smoothed {e}": F.cross_entropy(logits, y, label_smoothing=e).item() for e in SMOOTHING}}
+
+
+def first_loss_mistake(first: float, initial: dict[str, float], n: int) -> str:
+    """The mistake a first loss other than the model's mean cross-entropy is."""
+    if close(first, initial["sum"]) and n > 1:
+        return "sum_not_mean"
+    if close(first, initial["softmax"]):
+        return "softmax_before_loss"
+    if any(close(first, initial[f"smoothed {e}"]) for e in SMOOTHING):
+        return "not_plain_cross_entropy"
+    return "first_loss_not_initial"
 
 
 class StepWatch:

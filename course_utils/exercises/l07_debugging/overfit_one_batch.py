@@ -20,7 +20,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON, global_hooks, remove_leftover_hooks
-from ._overfit_watch import StepWatch, close, initial_losses, model_state
+from ._overfit_watch import StepWatch, close, first_loss_mistake, initial_losses, model_state
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
 from ...answers.l07_debugging import overfit_one_batch
@@ -102,12 +102,8 @@ def _run(answer: Any, case: Case) -> Any:
         raise Incorrect("wrong_length", got=len(losses), steps=steps)
     if all(torch.equal(p0, p.detach()) for p0, p in zip(before, model.parameters())):
         raise Incorrect("not_trained")
-    if not close(losses[0], first["mean"]):
-        if close(losses[0], first["sum"]) and len(y) > 1:
-            raise Incorrect("sum_not_mean")
-        if close(losses[0], first["softmax"]):
-            raise Incorrect("softmax_before_loss")
-        raise Incorrect("first_loss_not_initial")
+    if not close(losses[0], first["mean"]):  # which wrong loss it is, if the check knows it
+        raise Incorrect(first_loss_mistake(losses[0], first, len(y)))
     if watch.stale is not None:
         raise Incorrect("stale_gradients", cos=f"{watch.stale[0]:.3f}", ratio=f"{watch.stale[1]:.2f}")
     if watch.recreated:
@@ -244,6 +240,9 @@ register(Exercise(
         Mistake("first_loss_not_initial", "Your first loss is not the loss of the model you were given. Compute "
                 "each loss *before* its `optimizer.step()` and record that one (not a loss recomputed after the "
                 "step).", _after_step, match_output=False),
+        Mistake("not_plain_cross_entropy", "Your loss is cross-entropy with label smoothing; the contract asks "
+                "for the plain mean cross-entropy.", lambda model, X, y, steps: _train(model, X, y, steps, loss_fn=(
+                    lambda out, t: F.cross_entropy(out, t, label_smoothing=0.1))), match_output=False),
         Mistake("sum_not_mean", "Your losses are summed over the batch (`reduction=\"sum\"`); use the mean "
                 "cross-entropy, `F.cross_entropy(logits, y)`.", _sum, match_output=False),
         Mistake("softmax_before_loss", "Your loss applies softmax before `cross_entropy`, which applies "
