@@ -245,12 +245,46 @@ print(f"plain: {plain:.2f} ms/step   anomaly mode: {anomalous:.2f} ms/step   ({a
 # %% [markdown]
 # ### Exercise 2: overfit one batch
 #
-# Write `overfit_one_batch(model, X, y, steps)`: train `model` (a classifier returning
-# logits; any model, dropout or batch norm included) **in place**, in training mode, on the
-# single batch `(X, y)` for exactly `steps` optimizer steps with the cross-entropy loss, and
-# return the list of the `steps` losses as Python floats, each computed *before* its step (so
-# the first is the loss of the model you were given). Choose the optimizer and learning rate
-# yourself: the check gives 150 to 200 steps and wants the last loss below 0.05.
+# A teammate wrote the sanity check for a new classifier. Their first attempt runs without an
+# error:
+
+# %%
+def overfit_one_batch_v1(model, X, y, steps):
+    losses = []
+    for _ in range(steps):
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        loss = F.cross_entropy(F.softmax(model(X), dim=1), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss)
+    return losses
+
+
+# %% [markdown]
+# On 8 random examples of 4 classes, a model of 32 hidden units should memorise them in a
+# couple of hundred steps. Theirs does not:
+
+# %%
+torch.manual_seed(0)
+X8, y8 = torch.randn(8, 6), torch.randint(0, 4, (8,))
+v1_model = nn.Sequential(nn.Linear(6, 32), nn.ReLU(), nn.Linear(32, 4))
+v1_losses = overfit_one_batch_v1(v1_model, X8, y8, steps=200)
+print("every 40th loss:", [round(loss.item(), 3) for loss in v1_losses[::40]], "  last:", v1_losses[-1])
+
+# %% [markdown]
+# Write `overfit_one_batch(model, X, y, steps)`, the sanity check without the first attempt's
+# bugs. The contract: train `model` (a classifier returning logits; any model, dropout or
+# batch norm included) **in place**, in training mode, on the single batch `(X, y)` for exactly
+# `steps` optimizer steps with the (mean) cross-entropy loss, and return the list of the
+# `steps` losses as Python floats, each computed *before* its step (so the first is the loss
+# of the model you were given). The check gives 150 to 200 steps and wants the last loss below
+# 0.05; the optimizer and learning rate are yours to choose.
+#
+# Read the first attempt line by line before you write. What does each line do to the
+# optimizer's state, and to the gradients, from one step to the next? What does the model
+# hand to `cross_entropy`, and what does `cross_entropy` expect? What is in the returned list,
+# and what does it keep alive? And what does the printed curve say: a loss that falls slowly,
+# or one that cannot go lower?
 
 # %% tags=["answer:overfit_one_batch"]
 def overfit_one_batch(model, X, y, steps):

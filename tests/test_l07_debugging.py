@@ -857,6 +857,120 @@ def test_diagnose_wrong_label_says_what_was_returned_and_what_the_curves_show():
     assert res.mistake == "wrong_kind" and "You said '" in res.message and "validation" in res.message, res.message
 
 
+@wrong(OVERFIT, "stale_gradients")
+def overfit_sgd_closure_without_zero_grad(model, X, y, steps):
+    """Red team (issue 27a): step(closure) whose closure never zeroes the gradients passed."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.02)
+    losses = []
+    for _ in range(steps):
+        def closure():
+            loss = F.cross_entropy(model(X), y)
+            loss.backward()
+            return loss
+        losses.append(opt.step(closure).item())
+    return losses
+
+
+@valid(OVERFIT)
+def overfit_lbfgs_closure(model, X, y, steps):
+    """LBFGS calls the closure several times a step; zero_grad inside it is right."""
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=4, history_size=10)
+    losses = []
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(X), y)
+        loss.backward()
+        return loss
+    for _ in range(steps):
+        losses.append(opt.step(closure).item())
+    return losses
+
+
+@wrong(OVERFIT, "trained_in_eval_mode")
+def overfit_eval_forward_train_before_step(model, X, y, steps):
+    """Red team (issue 27b): forward and backward in eval mode, train() just before step(), passed."""
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        model.eval()
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad()
+        loss.backward()
+        model.train()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong(OVERFIT, "mutated_input")
+def overfit_overwrites_labels(model, X, y, steps):
+    """Red team (issue 27d): labels overwritten in place were named losses_not_real."""
+    y[:] = 0
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2))
+
+
+@wrong(OVERFIT, "not_plain_cross_entropy")
+def overfit_label_smoothing(model, X, y, steps):
+    """Red team (issue 27e): label smoothing was named first_loss_not_initial."""
+    return _loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2),
+                 lambda out, t: F.cross_entropy(out, t, label_smoothing=0.1))
+
+
+# The notebook's first attempt (solutions/07_debugging.py, not graded): the fixed loop with four bugs
+# planted. Each bug alone, planted into the fixed loop, is a mistake the grader names.
+OVERFIT_FIXED = """def overfit_one_batch(model, X, y, steps):
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(X), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+"""
+OVERFIT_BUGS = {  # mistake -> (the fixed loop's text, the first attempt's)
+    "optimizer_recreated": ("    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)\n    losses = []\n"
+                            "    for _ in range(steps):\n",
+                            "    losses = []\n    for _ in range(steps):\n"
+                            "        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)\n"),
+    "softmax_before_loss": ("F.cross_entropy(model(X), y)", "F.cross_entropy(F.softmax(model(X), dim=1), y)"),
+    "stale_gradients": ("        optimizer.zero_grad()\n", ""),
+    "tensor_losses": ("losses.append(loss.item())", "losses.append(loss)"),
+}
+
+
+def _plant(bugs):
+    src = OVERFIT_FIXED
+    for bug in bugs:
+        old, new = OVERFIT_BUGS[bug]
+        assert src.count(old) == 1, bug
+        src = src.replace(old, new)
+    return src
+
+
+def test_overfit_first_attempt_is_the_fixed_loop_with_the_planted_bugs():
+    with open(os.path.join(os.path.dirname(__file__), "..", "solutions", "07_debugging.py")) as f:
+        notebook = f.read()
+    v1 = _plant(OVERFIT_BUGS).replace("def overfit_one_batch(", "def overfit_one_batch_v1(")
+    assert "\n# %%\n" + v1 + "\n\n# %% [markdown]" in notebook
+
+
+@pytest.mark.parametrize("bug", sorted(OVERFIT_BUGS))
+def test_overfit_each_bug_of_the_first_attempt_alone_is_named(bug):
+    scope = {"torch": torch, "F": F}
+    exec(_plant([bug]), scope)
+    res = grading.check(OVERFIT, scope["overfit_one_batch"], seed=3)
+    assert not res.passed and res.mistake == bug, res.text()
+
+
+def test_overfit_the_fixed_loop_passes():
+    scope = {"torch": torch, "F": F}
+    exec(OVERFIT_FIXED, scope)
+    assert grading.check(OVERFIT, scope["overfit_one_batch"], seed=3).passed
+
+
 @cheat(DIAG)
 def diag_always_healthy(train, val):
     return "healthy"

@@ -5,6 +5,7 @@ model's mode (training?)."""
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -25,6 +26,34 @@ def model_state(model: nn.Module) -> tuple:
     return ([m.training for m in model.modules()], [p.requires_grad for p in model.parameters()])
 
 
+SMOOTHING = (0.01, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)  # label_smoothing values an answer may use
+
+
+def close(a: float, b: float) -> bool:
+    """Two losses equal up to float32 rounding."""
+    return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
+
+
+def initial_losses(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
+    """The first loss an answer may report, and the wrong ones with a name (summed, softmax first)."""
+    with torch.no_grad():
+        logits = model(X)
+        return {"mean": F.cross_entropy(logits, y).item(), "sum": F.cross_entropy(logits, y, reduction="sum").item(),
+                "softmax": F.cross_entropy(logits.softmax(-1), y).item(),
+                **{f"smoothed {e}": F.cross_entropy(logits, y, label_smoothing=e).item() for e in SMOOTHING}}
+
+
+def first_loss_mistake(first: float, initial: dict[str, float], n: int) -> str:
+    """The mistake a first loss other than the model's mean cross-entropy is."""
+    if close(first, initial["sum"]) and n > 1:
+        return "sum_not_mean"
+    if close(first, initial["softmax"]):
+        return "softmax_before_loss"
+    if any(close(first, initial[f"smoothed {e}"]) for e in SMOOTHING):
+        return "not_plain_cross_entropy"
+    return "first_loss_not_initial"
+
+
 class StepWatch:
     """A global step pre-hook: counts the optimizer steps on this model's parameters and compares the
     gradients a step uses with the mean cross-entropy's gradient now. Clipping (smaller, same
@@ -38,16 +67,18 @@ class StepWatch:
         self.steps = 0
         self.stale: tuple[float, float] | None = None  # (cosine, norm ratio) of the first bad step
         self.eval_steps = 0
+        self.eval_forwards = 0  # forwards with grad enabled in eval mode (trained on, then train() before step?)
+        self._inside = False  # the watch's own forwards
         self.recreated = 0
         self.losses: list[float] = []  # the model's loss on the batch as each step began
         self._last: Any = None  # the optimizer of the last step (held only while the answer runs)
         self._had_state = False  # whether it kept state after its last step
         self._sample = random.Random(seed)  # which steps get the gradient comparison: not guessable
 
-    def __call__(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+    def __call__(self, optimizer: Any, args: Any, kwargs: Any) -> tuple | None:
         params = [p for g in optimizer.param_groups for p in g["params"] if id(p) in self.ids]
         if not params:
-            return
+            return None
         self.steps += 1
         with torch.no_grad():
             self.losses.append(F.cross_entropy(self.model(self.X), self.y).item())
@@ -58,15 +89,37 @@ class StepWatch:
                 or (optimizer is self._last and self._had_state)):  # or its state cleared (state.clear(), __init__)
             self.recreated += 1
         self._last = optimizer
+        # the first steps and one in five at random (keeps the check fast)
+        if self.stale is not None or (self.steps > 5 and self._sample.random() > 0.2):
+            return None
         # torch passes step's own arguments, the optimizer first: step(closure) or step(closure=...)
         rest = [a for a in args if a is not optimizer]
         closure = (kwargs or {}).get("closure", rest[0] if rest else None)
-        # the first steps and one in five at random (keeps the check fast); step(closure) computes its own
-        if closure is not None or self.stale is not None or any(p.grad is None for p in params) or (
-                self.steps > 5 and self._sample.random() > 0.2):
+        if closure is None:
+            self._compare(params)
+            return None
+        calls = []
+
+        def watched_closure() -> Any:  # the gradients its first call leaves are what the step uses
+            out = closure()
+            if not calls:
+                calls.append(1)
+                self._compare(params)
+            return out
+        if "closure" in (kwargs or {}):
+            return args, {**kwargs, "closure": watched_closure}
+        return tuple(watched_closure if a is closure else a for a in args), kwargs
+
+    def _compare(self, params: list) -> None:
+        """Whether the gradients now are the mean cross-entropy's gradient at the parameters now."""
+        if any(p.grad is None for p in params):
             return
-        with torch.enable_grad():
-            fresh = torch.autograd.grad(F.cross_entropy(self.model(self.X), self.y), params, allow_unused=True)
+        self._inside = True
+        try:
+            with torch.enable_grad():
+                fresh = torch.autograd.grad(F.cross_entropy(self.model(self.X), self.y), params, allow_unused=True)
+        finally:
+            self._inside = False
         got = torch.cat([p.grad.detach().flatten().double() for p in params])
         want = torch.cat([(torch.zeros_like(p) if g is None else g).flatten().double() for p, g in zip(params, fresh)])
         gn, wn = float(got.norm()), float(want.norm())
@@ -75,6 +128,13 @@ class StepWatch:
         cos = float(got @ want) / max(gn * wn, 1e-30)
         if cos < 0.99 or gn > 1.01 * wn:
             self.stale = (cos, gn / wn)
+
+    def before_forward(self, module: nn.Module, args: Any) -> None:
+        """A global module forward pre-hook: counts the model's forwards that build a graph (a loss to
+        train on) while the model or one of its layers is in eval mode."""
+        if module is self.model and not self._inside and torch.is_grad_enabled() and any(
+                not m.training for m in self.model.modules()):
+            self.eval_forwards += 1
 
     def after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """The step post-hook: whether the optimizer now keeps state for the model."""

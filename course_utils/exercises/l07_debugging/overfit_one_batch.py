@@ -14,12 +14,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules.module import register_module_forward_pre_hook
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON, global_hooks, remove_leftover_hooks
-from ._overfit_watch import StepWatch, model_state
+from ._overfit_watch import StepWatch, close, first_loss_mistake, initial_losses, model_state
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
 from ...answers.l07_debugging import overfit_one_batch
@@ -54,22 +55,13 @@ EDGE_CASES = [
 
 
 # --- run
-def _initial_losses(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
-    with torch.no_grad():
-        logits = model(X)
-        return {"mean": F.cross_entropy(logits, y).item(), "sum": F.cross_entropy(logits, y, reduction="sum").item(),
-                "softmax": F.cross_entropy(logits.softmax(-1), y).item()}
-
-
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
-
-
 def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor, steps: int) -> tuple:
     """Run the answer under the step watch; restore the model's modes, requires_grad and hooks."""
     seed = hash(tuple(X.flatten()[:4].tolist()))  # which steps get the gradient comparison
-    state, hooks, watch = model_state(model), global_hooks(), StepWatch(model, X, y, seed)
-    handles = register_optimizer_step_pre_hook(watch), register_optimizer_step_post_hook(watch.after_step)
+    watch = StepWatch(model, X, y, seed)
+    handles = (register_optimizer_step_pre_hook(watch), register_optimizer_step_post_hook(watch.after_step),
+               register_module_forward_pre_hook(watch.before_forward))
+    state, hooks = model_state(model), global_hooks()
     try:
         losses = answer(model, X, y, steps)
     finally:
@@ -83,8 +75,8 @@ def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tenso
     watch.forget()
     if left:
         raise Incorrect("hooks_left_behind", n=left)
-    if watch.eval_steps:
-        raise Incorrect("trained_in_eval_mode", n=watch.eval_steps)
+    if watch.eval_steps or watch.eval_forwards:
+        raise Incorrect("trained_in_eval_mode", n=watch.eval_steps or watch.eval_forwards)
     if changed:
         raise Incorrect("model_state_changed")
     if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(
@@ -100,19 +92,18 @@ def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tenso
 
 def _run(answer: Any, case: Case) -> Any:
     model, X, y, steps = case.args
-    first = _initial_losses(model, X, y)
+    first = initial_losses(model, X, y)
     before = [p.detach().clone() for p in model.parameters()]
+    given = X.clone(), y.clone()
     losses, watch = _watched_call(answer, model, X, y, steps)
+    if not (torch.equal(X, given[0]) and torch.equal(y, given[1])):
+        raise Incorrect("mutated_input")
     if len(losses) != steps:
         raise Incorrect("wrong_length", got=len(losses), steps=steps)
     if all(torch.equal(p0, p.detach()) for p0, p in zip(before, model.parameters())):
         raise Incorrect("not_trained")
-    if not _close(losses[0], first["mean"]):
-        if _close(losses[0], first["sum"]) and len(y) > 1:
-            raise Incorrect("sum_not_mean")
-        if _close(losses[0], first["softmax"]):
-            raise Incorrect("softmax_before_loss")
-        raise Incorrect("first_loss_not_initial")
+    if not close(losses[0], first["mean"]):  # which wrong loss it is, if the check knows it
+        raise Incorrect(first_loss_mistake(losses[0], first, len(y)))
     if watch.stale is not None:
         raise Incorrect("stale_gradients", cos=f"{watch.stale[0]:.3f}", ratio=f"{watch.stale[1]:.2f}")
     if watch.recreated:
@@ -120,7 +111,7 @@ def _run(answer: Any, case: Case) -> Any:
     last = float(losses[-1])
     if not math.isfinite(last):
         raise Incorrect("diverged", last=last)
-    if len(watch.losses) == steps and not all(_close(a, b) for a, b in zip(losses, watch.losses)):
+    if len(watch.losses) == steps and not all(close(a, b) for a, b in zip(losses, watch.losses)):
         raise Incorrect("losses_not_real", now=f"{watch.losses[-1]:.3g}")  # not the loss each step began from
     if last >= TARGET:
         raise Incorrect("not_overfit", last=f"{last:.3g}", steps=steps)
@@ -239,15 +230,19 @@ register(Exercise(
     lesson=LESSON, name="overfit_one_batch", title="Overfit one batch: train until the loss is about 0",
     reference=overfit_one_batch, cases=_cases, run=_run, edge_cases=EDGE_CASES, n_random=3, timeout=20.0,
     mistakes=[
-        Mistake("not_overfit", "After {steps} steps your last loss is {last}, not below 0.05. On a handful of "
-                "examples the loss should reach about 0: a learning rate too small for your optimizer (Adam with "
-                "`lr=1e-2` gets there), a missing `zero_grad()`, or a loss that is not the model's.",
+        Mistake("not_overfit", "After {steps} steps your last loss is {last}, not below 0.05. A handful of "
+                "examples can be memorised: the loss should reach about 0. Does your curve fall slowly, or stop "
+                "at a floor? Each tells you something different about the step you take.",
                 _lr_too_low, match_output=False),
-        Mistake("diverged", "Your last loss is {last}: training blew up. The learning rate is far too high.",
+        Mistake("diverged", "Your last loss is {last}: training blew up. How large is each update, compared "
+                "with the weights it changes?",
                 _lr_far_too_high, match_output=False),
         Mistake("first_loss_not_initial", "Your first loss is not the loss of the model you were given. Compute "
                 "each loss *before* its `optimizer.step()` and record that one (not a loss recomputed after the "
                 "step).", _after_step, match_output=False),
+        Mistake("not_plain_cross_entropy", "Your loss is cross-entropy with label smoothing; the contract asks "
+                "for the plain mean cross-entropy.", lambda model, X, y, steps: _train(model, X, y, steps, loss_fn=(
+                    lambda out, t: F.cross_entropy(out, t, label_smoothing=0.1))), match_output=False),
         Mistake("sum_not_mean", "Your losses are summed over the batch (`reduction=\"sum\"`); use the mean "
                 "cross-entropy, `F.cross_entropy(logits, y)`.", _sum, match_output=False),
         Mistake("softmax_before_loss", "Your loss applies softmax before `cross_entropy`, which applies "
@@ -285,14 +280,19 @@ register(Exercise(
         Mistake("not_trained", "The model's parameters did not change: call `optimizer.step()` after "
                 "`backward()`, with an optimizer built on *this* model's `parameters()`.", _no_step,
                 match_output=False),
+        Mistake("mutated_input", "Your function changed the batch it was given (`X` or the labels `y`) in place: "
+                "train on the caller's batch without rewriting it.", lambda model, X, y, steps: _train(
+                    model, X, y.fill_(0), steps), match_output=False),
         Mistake("losses_not_real", "Your list is not the losses your training computed: the model's real loss on "
                 "the batch was {now} (at the end, or as a step began). Record each step's own loss.", _faked,
                 match_output=False),
     ],
     hints=[
-        "It is lesson 05's training step, on the same batch every time. When in the step is the loss you "
-        "record computed?",
-        "Record a Python float per step, before the update. If the loss stalls, your learning rate is too small "
-        "for your optimizer: Adam-like optimizers memorise a few examples in a few hundred steps at about 1e-2.",
+        "Read the first attempt one line at a time: what does each line do to the optimizer's state and to the "
+        "gradients, from one step to the next? And when is the loss you record computed?",
+        "The printed curve stops at a floor, not slowly falling: something bounds the loss from below. Look at "
+        "what reaches `cross_entropy`, and at what each step starts from (the optimizer, the gradients).",
+        "The idea: one optimizer that lives across all the steps, gradients of this step's loss only, the model's "
+        "raw outputs into the loss, and one plain number recorded per step, before its update.",
     ],
 ))
