@@ -245,11 +245,12 @@ register(Exercise(
                     lambda out, t: F.cross_entropy(out, t, label_smoothing=0.1))), match_output=False),
         Mistake("sum_not_mean", "Your losses are summed over the batch (`reduction=\"sum\"`); use the mean "
                 "cross-entropy, `F.cross_entropy(logits, y)`.", _sum, match_output=False),
-        Mistake("softmax_before_loss", "Your loss applies softmax before `cross_entropy`, which applies "
-                "log-softmax itself: the model gets the wrong gradients. Pass the logits.", _softmax,
+        Mistake("softmax_before_loss", "Your loss sees probabilities: softmax ran before `cross_entropy`, "
+                "which applies log-softmax itself, so the gradients are wrong and the loss has a floor. What should "
+                "`cross_entropy` receive?", _softmax,
                 match_output=False),
-        Mistake("tensor_losses", "Your list holds tensors. Append `loss.item()`: a Python float, and the graph of "
-                "each step is freed instead of kept alive by the list.", _tensors, match_output=False),
+        Mistake("tensor_losses", "Your list holds tensors, each keeping its step's graph alive. The task asks "
+                "for Python floats: which tensor method gives one?", _tensors, match_output=False),
         Mistake("not_a_list", "Return a list of Python floats, one per step; you returned a {got}.",
                 lambda model, X, y, steps: None, match_output=False),
         Mistake("not_floats", "Return a list of Python floats; your list holds `{got}` values. Append "
@@ -259,15 +260,15 @@ register(Exercise(
                 "`optimizer.step()` per recorded loss, and no training after the last one.", _two_steps_each,
                 match_output=False),
         Mistake("stale_gradients", "The gradients your optimizer stepped with are not the gradient of this "
-                "step's loss (direction agreement {cos}, size {ratio}x): gradients add up across "
-                "`backward()` calls, so call `optimizer.zero_grad()` every step.", lambda model, X, y, steps: _train(
+                "step's loss (direction agreement {cos}, size {ratio}x): `backward()` adds to what "
+                "`.grad` already holds. What clears it, and when in the step?", lambda model, X, y, steps: _train(
                     model, X, y, steps, lambda ps: torch.optim.SGD(ps, lr=0.02), zero=False), match_output=False),
         Mistake("model_state_changed", "Leave the model as you found it, apart from its trained weights: your "
                 "code changed its train/eval mode or its parameters' `requires_grad`.", _left_in_eval,
                 match_output=False),
         Mistake("optimizer_recreated", "Your optimizer's state (Adam's running averages, SGD's momentum) was "
                 "thrown away {n} time(s) while training: an optimizer built inside the loop, or its state "
-                "cleared, starts from nothing every step. Build it once, before the loop, and keep it.",
+                "cleared, starts from nothing every step. Where must it be built for its state to last?",
                 _adam_each_step, match_output=False),
         Mistake("trained_in_eval_mode", "{n} of your optimizer steps ran with the model (or one of its layers) in "
                 "eval mode. Train in training mode (`model.train()`): dropout and batch norm behave differently "
