@@ -418,6 +418,38 @@ def overfit_clipped_gradients(model, X, y, steps):
     return out
 
 
+@wrong(OVERFIT, "updated_outside_step")  # review: an extra update after each step passed
+def overfit_extra_update_after_step(model, X, y, steps):
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    out = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= 1e-3 * p.grad
+        out.append(loss.item())
+    return out
+
+
+@wrong(OVERFIT, "updated_outside_step")
+def overfit_extra_update_after_the_last_step_only(model, X, y, steps):
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    out = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= 1e-3 * p.grad
+    return out
+
+
 @valid(OVERFIT)
 def overfit_manual_update_zero_after(model, X, y, steps):
     """No torch optimizer at all, grads cleared after the update."""

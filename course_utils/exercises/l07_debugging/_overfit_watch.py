@@ -12,6 +12,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules.module import register_module_forward_pre_hook
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+from course_utils.grading import Incorrect
+
+from ._kit import global_hooks, remove_leftover_hooks
 
 
 def _has_state(optimizer: Any, ids: set[int]) -> bool:
@@ -74,11 +80,14 @@ class StepWatch:
         self._last: Any = None  # the optimizer of the last step (held only while the answer runs)
         self._had_state = False  # whether it kept state after its last step
         self._sample = random.Random(seed)  # which steps get the gradient comparison: not guessable
+        self._after: list[torch.Tensor] | None = None  # the parameters as the last step left them
+        self.extra_updates = 0  # times they changed between a step's end and the next step (or the return)
 
     def __call__(self, optimizer: Any, args: Any, kwargs: Any) -> tuple | None:
         params = [p for g in optimizer.param_groups for p in g["params"] if id(p) in self.ids]
         if not params:
             return None
+        self.check_unchanged()
         self.steps += 1
         with torch.no_grad():
             self.losses.append(F.cross_entropy(self.model(self.X), self.y).item())
@@ -137,10 +146,55 @@ class StepWatch:
             self.eval_forwards += 1
 
     def after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        """The step post-hook: whether the optimizer now keeps state for the model."""
+        """The step post-hook: whether the optimizer now keeps state for the model, and the
+        parameters as the step left them."""
         if optimizer is self._last:
             self._had_state = _has_state(optimizer, self.ids)
+            self._after = [p.detach().clone() for p in self.model.parameters()]
+
+    def check_unchanged(self) -> None:
+        """Count a change of the parameters since the last step ended (an update by hand)."""
+        if self._after is not None and not all(  # (NaN equal to NaN: a run that blew up changed nothing)
+                bool(((a == p) | (a.isnan() & p.isnan())).all()) for a, p in zip(self._after, self.model.parameters())):
+            self.extra_updates += 1
+        self._after = None
 
     def forget(self) -> None:
         """Drop the reference to the learner's last optimizer once the answer has returned."""
         self._last = None
+
+
+def watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor, steps: int) -> tuple:
+    """Run the answer under the step watch; restore the model's modes, requires_grad and hooks."""
+    seed = hash(tuple(X.flatten()[:4].tolist()))  # which steps get the gradient comparison
+    watch = StepWatch(model, X, y, seed)
+    handles = (register_optimizer_step_pre_hook(watch), register_optimizer_step_post_hook(watch.after_step),
+               register_module_forward_pre_hook(watch.before_forward))
+    state, hooks = model_state(model), global_hooks()
+    try:
+        losses = answer(model, X, y, steps)
+    finally:
+        for handle in handles:
+            handle.remove()
+        left, changed = remove_leftover_hooks(model, hooks), model_state(model) != state
+        for m, t in zip(model.modules(), state[0]):
+            m.training = t
+        for p, r in zip(model.parameters(), state[1]):
+            p.requires_grad_(r)
+    watch.forget()
+    watch.check_unchanged()  # an update after the last step
+    if left:
+        raise Incorrect("hooks_left_behind", n=left)
+    if watch.eval_steps or watch.eval_forwards:
+        raise Incorrect("trained_in_eval_mode", n=watch.eval_steps or watch.eval_forwards)
+    if changed:
+        raise Incorrect("model_state_changed")
+    if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(
+            isinstance(v, torch.Tensor) for v in losses)):
+        raise Incorrect("tensor_losses")
+    if not isinstance(losses, (list, tuple)):
+        raise Incorrect("not_a_list", got=type(losses).__name__)
+    odd = [type(v) for v in losses if not isinstance(v, (int, float)) or isinstance(v, bool)]
+    if odd:
+        raise Incorrect("not_floats", got=f"{odd[0].__module__}.{odd[0].__qualname__}".removeprefix("builtins."))
+    return losses, watch

@@ -14,13 +14,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.modules.module import register_module_forward_pre_hook
-from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON, global_hooks, remove_leftover_hooks
-from ._overfit_watch import StepWatch, close, first_loss_mistake, initial_losses, model_state
+from ._kit import LESSON
+from ._overfit_watch import close, first_loss_mistake, initial_losses, watched_call
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
 from ...answers.l07_debugging import overfit_one_batch
@@ -55,47 +53,12 @@ EDGE_CASES = [
 
 
 # --- run
-def _watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor, steps: int) -> tuple:
-    """Run the answer under the step watch; restore the model's modes, requires_grad and hooks."""
-    seed = hash(tuple(X.flatten()[:4].tolist()))  # which steps get the gradient comparison
-    watch = StepWatch(model, X, y, seed)
-    handles = (register_optimizer_step_pre_hook(watch), register_optimizer_step_post_hook(watch.after_step),
-               register_module_forward_pre_hook(watch.before_forward))
-    state, hooks = model_state(model), global_hooks()
-    try:
-        losses = answer(model, X, y, steps)
-    finally:
-        for handle in handles:
-            handle.remove()
-        left, changed = remove_leftover_hooks(model, hooks), model_state(model) != state
-        for m, t in zip(model.modules(), state[0]):
-            m.training = t
-        for p, r in zip(model.parameters(), state[1]):
-            p.requires_grad_(r)
-    watch.forget()
-    if left:
-        raise Incorrect("hooks_left_behind", n=left)
-    if watch.eval_steps or watch.eval_forwards:
-        raise Incorrect("trained_in_eval_mode", n=watch.eval_steps or watch.eval_forwards)
-    if changed:
-        raise Incorrect("model_state_changed")
-    if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(
-            isinstance(v, torch.Tensor) for v in losses)):
-        raise Incorrect("tensor_losses")
-    if not isinstance(losses, (list, tuple)):
-        raise Incorrect("not_a_list", got=type(losses).__name__)
-    odd = [type(v) for v in losses if not isinstance(v, (int, float)) or isinstance(v, bool)]
-    if odd:
-        raise Incorrect("not_floats", got=f"{odd[0].__module__}.{odd[0].__qualname__}".removeprefix("builtins."))
-    return losses, watch
-
-
 def _run(answer: Any, case: Case) -> Any:
     model, X, y, steps = case.args
     first = initial_losses(model, X, y)
     before = [p.detach().clone() for p in model.parameters()]
     given = X.clone(), y.clone()
-    losses, watch = _watched_call(answer, model, X, y, steps)
+    losses, watch = watched_call(answer, model, X, y, steps)
     if not (torch.equal(X, given[0]) and torch.equal(y, given[1])):
         raise Incorrect("mutated_input")
     if len(losses) != steps:
@@ -108,6 +71,8 @@ def _run(answer: Any, case: Case) -> Any:
         raise Incorrect("stale_gradients", cos=f"{watch.stale[0]:.3f}", ratio=f"{watch.stale[1]:.2f}")
     if watch.recreated:
         raise Incorrect("optimizer_recreated", n=watch.recreated)
+    if watch.extra_updates:
+        raise Incorrect("updated_outside_step", n=watch.extra_updates)
     last = float(losses[-1])
     if not math.isfinite(last):
         raise Incorrect("diverged", last=last)
@@ -270,6 +235,9 @@ register(Exercise(
                 "thrown away {n} time(s) while training: an optimizer built inside the loop, or its state "
                 "cleared, starts from nothing every step. Where must it be built for its state to last?",
                 _adam_each_step, match_output=False),
+        Mistake("updated_outside_step", "Your parameters changed {n} time(s) between optimizer steps: an update "
+                "outside `step()` changes what the optimizer computed. Which line moves the weights besides it?",
+                match_output=False),
         Mistake("trained_in_eval_mode", "{n} of your optimizer steps ran with the model (or one of its layers) in "
                 "eval mode. Train in training mode (`model.train()`): dropout and batch norm behave differently "
                 "in eval mode, and this function must work for any model.", _trains_in_eval, match_output=False),
