@@ -436,14 +436,7 @@ def overfit_extra_update_after_step(model, X, y, steps):
 
 @wrong(OVERFIT, "updated_outside_step")
 def overfit_extra_update_after_the_last_step_only(model, X, y, steps):
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    out = []
-    for _ in range(steps):
-        loss = F.cross_entropy(model(X), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        out.append(loss.item())
+    out = grading.reference(OVERFIT)(model, X, y, steps)
     with torch.no_grad():
         for p in model.parameters():
             p -= 1e-3 * p.grad
