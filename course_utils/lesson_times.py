@@ -81,7 +81,7 @@ LESSONS: dict[str, Lesson] = {
         "dfdx": 7, "jacobian": 9, "huber": 7, "hvp": 9, "finite_difference_grad": 9,
         "MySiLU": 10, "gradient_descent": 9}),
     "03_nn_module": Lesson("nn.Module", 7.9, reading=17.8, examples=20.2, predictions=4, exercises={
-        "Tower": 7, "MLP": 7, "RMSNorm": 10, "Linear": 10, "RunningMean": 10, "freeze_backbone": 9,
+        "Tower": 7, "MLP": 9, "RMSNorm": 10, "Linear": 10, "RunningMean": 10, "freeze_backbone": 9,
         "init_weights": 9, "predict_proba": 5}),
     "04_data": Lesson("data", 6.9, reading=20.7, examples=17.2, predictions=4, exercises={
         "WindowDataset": 8, "stratified_split": 9, "balanced_sampler": 9, "pad_collate": 8,
@@ -93,7 +93,7 @@ LESSONS: dict[str, Lesson] = {
         "stable_log_softmax": 7, "cross_entropy_by_hand": 9, "pos_weight_for": 7, "param_groups_no_decay": 8,
         "SGDMomentum": 10}),
     "07_debugging": Lesson("debugging and observability", 11.3, reading=23.8, examples=13.5, predictions=4, exercises={
-        "first_nonfinite": 8, "overfit_one_batch": 7, "grad_norms": 7, "read_scalars": 7, "diagnose": 9}),
+        "first_nonfinite": 8, "overfit_one_batch": 10, "grad_norms": 7, "read_scalars": 7, "diagnose": 9}),
     "08_convolutions": Lesson("convolutions", 6.9, reading=19.8, examples=16.5, predictions=4, exercises={
         "conv_output_size": 5, "conv2d_by_hand": 9, "conv_param_count": 6, "max_pool_by_hand": 8,
         "receptive_field": 8, "SmallVGG": 9}),

@@ -25,7 +25,7 @@
 # 6. know what `train()` / `eval()` change, and what `no_grad` does not;
 # 7. choose between the functional and the module API, and feed logits to the loss.
 #
-# **Time: about 110 minutes** on your own, the eight checked exercises included (about 67 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
+# **Time: about 110 minutes** on your own, the eight checked exercises included (about 69 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt

@@ -24,7 +24,7 @@
 #    offline, without a server;
 # 6. read loss curves: a learning rate too high or too low, overfitting, a data bug, dead ReLUs.
 #
-# **Time: about 80 minutes** on your own, the five checked exercises included (about 38 of those minutes). *Run All* alone takes about 11 s on a 2-core CPU.
+# **Time: about 80 minutes** on your own, the five checked exercises included (about 41 of those minutes). *Run All* alone takes about 11 s on a 2-core CPU.
 
 # %%
 import math
