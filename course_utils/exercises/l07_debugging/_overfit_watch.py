@@ -186,7 +186,8 @@ def watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor
     if left:
         raise Incorrect("hooks_left_behind", n=left)
     if watch.eval_steps or watch.eval_forwards:
-        raise Incorrect("trained_in_eval_mode", n=watch.eval_steps or watch.eval_forwards)
+        raise Incorrect("trained_in_eval_mode", what=f"{watch.eval_steps} of your optimizer steps" if watch.eval_steps
+                        else f"{watch.eval_forwards} forward pass(es) you trained on")
     if changed:
         raise Incorrect("model_state_changed")
     if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(

@@ -238,8 +238,8 @@ register(Exercise(
         Mistake("updated_outside_step", "Your parameters changed {n} time(s) between optimizer steps: an update "
                 "outside `step()` changes what the optimizer computed. Which line moves the weights besides it?",
                 match_output=False),
-        Mistake("trained_in_eval_mode", "{n} of your optimizer steps ran with the model (or one of its layers) in "
-                "eval mode. Train in training mode (`model.train()`): dropout and batch norm behave differently "
+        Mistake("trained_in_eval_mode", "{what} ran with the model (or one of its layers) in eval mode. Train "
+                "in training mode (`model.train()`): dropout and batch norm behave differently "
                 "in eval mode, and this function must work for any model.", _trains_in_eval, match_output=False),
         Mistake("hooks_left_behind", "Your code left {n} hook(s) on the model (or torch's global hooks); "
                 "they run on every later forward. Remove each with its handle's `.remove()`.", _hook_left,
