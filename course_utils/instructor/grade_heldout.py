@@ -1,13 +1,14 @@
 """``grade --heldout DIR``: the capstones scored on the instructor's own images.
 
 ``DIR`` holds one folder per exercise that accepts held-out data (``Exercise.heldout``), named
-as the exercise (``DIR/DigitClassifier/3/scan_017.png``). Before grading, :func:`prepare`
-(in the grader's own process, never in a sandbox) reads every image, refuses anything that is
-not a regular image file with a message naming it, runs the course's reference on the images
-and sets each exercise's bar: its target, or just under the reference's own accuracy where the
-images are harder than the course's. Each judge then reads the images again
-(:func:`given_for`, once per judge process) and hands them, without their labels, to the
-exercise's probe in the sandbox (:mod:`course_utils.grading.heldout`).
+as the exercise (``DIR/DigitClassifier/3/scan_017.png``). Before grading, :func:`prepare` (in
+the grader's own process, never in a sandbox) reads every image, refuses anything that is not a
+regular image file with a message naming it, runs the course's reference on the images and on
+the course's own split, and sets each exercise's bar: its target, scaled down by how much harder
+the images are for the reference (:func:`course_utils.grading.heldout.calibrated_bar`). Each
+judge then reads the images again (:func:`given_for`, once per judge process, in a new order for
+each submission) and hands them, without their labels, to the exercise's probe in the sandbox
+(:mod:`course_utils.grading.heldout`).
 """
 
 from __future__ import annotations

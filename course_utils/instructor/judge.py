@@ -608,13 +608,7 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         if plan is None:
             raise RuntimeError("internal: a case without its plan")
         supplied = getattr(case, "supplied", None)
-        sent = b""
-        if supplied is not None:
-            import torch
-
-            buf = io.BytesIO()
-            torch.save(supplied, buf)
-            sent = buf.getvalue()
+        sent = b"" if supplied is None else _saved(supplied)
         try:
             rep, data = executor.request({"op": "call", "exercise": ex.id, "plan": plan,
                                           "grad": bool(ex.compare.grad), "supplied": supplied is not None}, sent)
@@ -651,13 +645,7 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
             from course_utils.grading import heldout
 
             given = heldout.given() if ex.heldout is not None else None
-            sent = b""
-            if given is not None:  # the instructor's images go to the probe; the labels stay here
-                import torch
-
-                buf = io.BytesIO()
-                torch.save(given.images, buf)
-                sent = buf.getvalue()
+            sent = b"" if given is None else _saved(given.images)  # the images go; the labels stay here
             try:
                 rep, data = executor.request({"op": "probe", "exercise": ex.id, "index": index, "seed": rand.seed,
                                               "supplied": given is not None}, sent)
@@ -684,6 +672,15 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         cases=cases, run=run, probes=[remote_probe(j) for j in range(len(ex.probes))], timeout=timeout)
     result = run_check(judged, standin, seed=seed)
     return {"status": result.status, "mistake": result.mistake or "", "message": result.message}
+
+
+def _saved(obj: Any) -> bytes:
+    """Plain data from the judge (a case's supplied input, held-out images) as ``torch.save`` bytes."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
 
 
 def _code_probe(ex: Any, probe: Any, code: list[str] | None, rand: Any) -> Any:

@@ -179,9 +179,9 @@ def _heldout_verdict(j: int, ran: Any) -> None:
                     budget=f"{TIME_BUDGET_S:g}")
 
 
+_CLASSES = [str(d) for d in range(10)]
 HELD_OUT = heldout.HeldOutSpec(
-    classes=tuple(str(d) for d in range(10)),
-    read=lambda folder: heldout.read_class_folders(folder, [str(d) for d in range(10)], digit_from_image),
+    classes=tuple(_CLASSES), read=lambda folder: heldout.read_class_folders(folder, _CLASSES, digit_from_image),
     score=_accuracy, course_labels=_heldout_truth, target=TARGET_ACCURACY,
     layout="class folders 0 to 9 of images of one handwritten digit each (any size; dark ink on light paper "
            "or the other way round), converted as the course's digits were (datasets.digit_from_image)")
