@@ -6,7 +6,9 @@ declared ``Mistake.message`` with the facts filled in. These tests keep it that 
 * every declared mistake's example is rejected under its id with its declared message, so the
   instructor guide (generated from the declarations) quotes what learners see;
 * no ``Incorrect(...)`` in the exercise files carries its own text, and every id raised is
-  declared by an exercise of the same lesson.
+  declared by an exercise of the same lesson;
+* what an answer gives back is checked by a declared ``Expect`` (one sentence for every
+  exercise), never by a hand-written ``isinstance`` test that raises its own ``not_a_...`` id.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import ast
 from pathlib import Path
 
 import pytest
+import torch
 
 import course_utils.exercises  # noqa: F401 - registers every exercise
 from course_utils.grading import registry
@@ -47,7 +50,8 @@ def _declared_ids(lesson: str) -> set[str]:
         if _lesson_key(path) != lesson:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Mistake" and node.args
+            # a Mistake, or an Expect (grading/expect.py), whose ``.mistake()`` declares its id
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("Mistake", "Expect") and node.args
                     and isinstance(node.args[0], ast.Constant)):
                 ids.add(node.args[0].value)
     return ids
@@ -109,3 +113,46 @@ def test_shows_declared_knows_conversions_and_specs():
     assert shows_declared("For {device!r} your function {what}.", "For 'tpu' your function raised KeyError.")
     assert shows_declared("loss {loss:.3f}", "loss 0.123")
     assert not shows_declared("For {device!r} your function {what}.", "For tpu it raised.")
+
+
+# ids named ``not_a_...`` that test a value, not a type: a file that cannot be loaded, a string
+# outside the allowed set, a generator replaced by something else, predictions that ignore the
+# network's parameters
+NOT_TYPE_CHECKS = {"not_a_program", "not_a_kind", "not_a_name", "not_a_generator", "not_a_network"}
+
+
+@pytest.mark.parametrize("path", _files(), ids=lambda p: str(p.relative_to(EXERCISES)))
+def test_return_types_are_declared_not_hand_raised(path):
+    for call in _incorrect_calls(path):
+        first = call.args[0] if call.args else None
+        if isinstance(first, ast.Constant) and str(first.value).startswith(("not_a_", "not_an_")):
+            assert first.value in NOT_TYPE_CHECKS or path.name == "onnx_parity.py", (
+                f"{path.name}:{call.lineno}: Incorrect({first.value!r}) by hand; declare "
+                "`Expect(...)` (course_utils/grading/expect.py) and call its `.check(value)`")
+
+
+def test_expect_says_one_sentence_and_survives_hostile_values():
+    from course_utils.grading import Expect, Incorrect, describe, pair_of
+
+    pair = Expect("not_a_pair", "a pair `(mean, std)`", pair_of(), advice="What does your last line give back?")
+    assert pair.check((1, 2)) == (1, 2) and pair.check([1, 2]) == [1, 2]
+    with pytest.raises(Incorrect) as caught:
+        pair.check([1, 2, 3])
+    assert (caught.value.mistake, caught.value.facts) == ("not_a_pair", {"got": "a `list` of 3 items"})
+    from course_utils.grading.spec import fill
+    assert fill(pair.message, caught.value.facts) == (
+        "Your function returned a `list` of 3 items, not a pair `(mean, std)`. What does your last line give back?")
+    assert pair.mistake(None).id == "not_a_pair" and not pair.mistake(None).match_output
+
+    class Hostile(list):
+        def __len__(self):
+            raise RuntimeError("no")
+
+    assert describe(Hostile()) == "a `Hostile`"
+    assert describe(None) == "`None`" and describe(3) == "an `int`"
+    assert describe(torch.zeros(2, 3)) == "a `Tensor` of shape (2, 3)"
+    named = Expect("not_a_module", "an `nn.Module`", torch.nn.Module, said="Your class builds",
+                   advice="`class {name}(nn.Module)`")
+    with pytest.raises(Incorrect) as caught:
+        named.check(object(), name="Tower")
+    assert fill(named.message, caught.value.facts).endswith("`class Tower(nn.Module)`")

@@ -20,6 +20,7 @@ from typing import Any
 from . import registry
 from .calls import answer_grad_mode
 from .compare import compare
+from .expect import Expect, describe, pair_of
 from .feedback import Result
 from .notebook import exercises_for
 from .notebook import predictions_for as predictions_for
@@ -28,8 +29,9 @@ from .runner import run_check
 from .spec import Case, Compare, Exercise, Incorrect, Mistake, Rand, reads_code_only
 
 __all__ = [
-    "Case", "Compare", "Exercise", "Incorrect", "Mistake", "Rand", "Result", "answer_grad_mode",
-    "check", "compare", "exercise", "exercises", "exercises_for", "reads_code_only", "reference", "register",
+    "Case", "Compare", "Exercise", "Expect", "Incorrect", "Mistake", "Rand", "Result", "answer_grad_mode",
+    "check", "compare", "describe", "exercise", "exercises", "exercises_for", "pair_of", "reads_code_only",
+    "reference", "register",
 ]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, answer_grad_mode, register
 from course_utils.grading.runner import outside_the_rule
 
 from ...answers.l02_autograd import MySiLU
@@ -51,6 +51,11 @@ _BY_AUTOGRAD = ("torch.autograd.grad", "torch.autograd.backward", "Tensor.backwa
                 "torch.autograd.functional.jacobian")
 
 
+_FUNCTION = Expect("not_a_function", "a subclass of `torch.autograd.Function`",
+                   lambda a: isinstance(a, type) and issubclass(a, torch.autograd.Function), said="You passed",
+                   advice="`MySiLU` needs `forward` and a hand-written `backward`, both staticmethods.")
+
+
 def _forward(answer: Any, x: torch.Tensor, upstream: torch.Tensor) -> tuple[Any, torch.Tensor | None]:
     """``answer.apply(x)`` and the gradient it sends back for ``upstream`` (None: not reached)."""
     before = x.detach().clone()
@@ -78,8 +83,7 @@ def _forward(answer: Any, x: torch.Tensor, upstream: torch.Tensor) -> tuple[Any,
 def _run(answer: Any, case: Case) -> Any:
     (x,) = case.args
     upstream = case.kwargs["upstream"]
-    if not (isinstance(answer, type) and issubclass(answer, torch.autograd.Function)):
-        raise Incorrect("not_a_function")
+    _FUNCTION.check(answer)
     before = x.detach().clone()
     y, gx = _forward(answer, x, upstream)
     if gx is None:
@@ -215,10 +219,7 @@ register(Exercise(
                 "Check it by hand against `torch.autograd.gradcheck(MySiLU.apply, (x,))` with a "
                 "float64 `x` that requires grad.",
                 _SignError, match_output=False),
-        Mistake("not_a_function",
-                "`MySiLU` must be a subclass of `torch.autograd.Function` with a hand-written `backward`: "
-                "`class MySiLU(torch.autograd.Function):` with `forward` and `backward` staticmethods.",
-                _ModuleNotFunction, match_output=False),
+        _FUNCTION.mistake(_ModuleNotFunction),
         Mistake("backward_returned_none",
                 "Your backward returned None, so no gradient reaches x. Return "
                 "`grad_output * (derivative of x·sigmoid(x))`.",

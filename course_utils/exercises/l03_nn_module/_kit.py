@@ -1,7 +1,7 @@
 """Helpers shared by the class exercises of 03_nn_module (MLP, Tower, RMSNorm, RunningMean).
 
-Every exercise that uses :func:`build` declares ``missing_super_init`` and ``not_a_module``
-(with the messages below); every one that uses :func:`check_reference_grads` declares ``parameter_not_trained``.
+Every exercise that uses :func:`build` declares ``missing_super_init`` (with the message below) and
+``BUILDS_MODULE.mistake(...)``; every one that uses :func:`check_reference_grads` declares ``parameter_not_trained``.
 
 Linear, MLP and Tower are checked in two halves (``Exercise.run`` and ``Exercise.finish``): the
 first builds and runs the learner's module with no reference in reach and returns plain data
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from course_utils.grading import Incorrect
+from course_utils.grading import Expect, Incorrect
 
 LESSON = "03_nn_module"
 
@@ -25,7 +25,8 @@ MISSING_SUPER_INIT = (
     "Creating your module raised \"cannot assign ... before Module.__init__() call\". "
     "`nn.Module.__init__` sets up the registries for parameters, buffers and submodules: call "
     "`super().__init__()` as the first line of your `__init__`, before assigning any layer or parameter.")
-NOT_A_MODULE = "Your class builds a {got}, not an `nn.Module`. Subclass it: `class {name}(nn.Module):`."
+BUILDS_MODULE = Expect("not_a_module", "an `nn.Module`", nn.Module, said="Your class builds",
+                       advice="Subclass it: `class {name}(nn.Module):`.")
 PARAMETER_NOT_TRAINED = (
     "Your outputs are right, but the gradient reaching `{name}` is {how}: part of your forward runs "
     "outside autograd (`torch.no_grad()`, `.detach()`, `.data`), so training would never update it. "
@@ -49,9 +50,7 @@ def build(answer: Any, *args: Any) -> nn.Module:
         if "before Module.__init__() call" in str(exc):
             raise Incorrect("missing_super_init") from None
         raise
-    if not isinstance(module, nn.Module):
-        raise Incorrect("not_a_module", got=type(module).__name__, name=getattr(answer, "__name__", "Name"))
-    return module
+    return BUILDS_MODULE.check(module, name=getattr(answer, "__name__", "Name"))
 
 
 def count(module: nn.Module) -> int:

@@ -22,7 +22,7 @@ from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, answe
 
 from ._linear_checks import (PROBE_IN, PROBE_OUT, check_init as _check_init, check_parameters as _check_parameters,
                              distribution_verdict)
-from ._kit import (LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, build, check_reference_grads,
+from ._kit import (LESSON, MISSING_SUPER_INIT, BUILDS_MODULE, PARAMETER_NOT_TRAINED, build, check_reference_grads,
                    gen, param_grads, ran)
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
@@ -234,7 +234,7 @@ register(Exercise(
     rule_text="Do not use `nn.Linear` or `F.linear` inside it",
     mistakes=[
         Mistake("missing_super_init", MISSING_SUPER_INIT, _NoSuper, match_output=False),
-        Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
+        BUILDS_MODULE.mistake(_NotAModule),
         Mistake("unregistered", "Your layer's `state_dict()` lacks a weight or a bias: a plain tensor attribute "
                 "is not registered, so it is never trained, saved or moved with `.to()`.", _TensorWeight,
                 match_output=False),

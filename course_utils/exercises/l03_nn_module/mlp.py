@@ -22,7 +22,7 @@ from ._mlp_wrong import (
     _ReluOnOutput, _ReluOutsideSequential, _ReversedHidden, _Softmax,
 )
 from ._kit import (
-    LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_reference_grads, count,
+    LESSON, MISSING_SUPER_INIT, BUILDS_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_reference_grads, count,
     fill_from, gen, param_grads, ran,
 )
 
@@ -168,7 +168,7 @@ register(Exercise(
     compare=Compare(rtol=1e-5, atol=1e-6),
     mistakes=[
         Mistake("missing_super_init", MISSING_SUPER_INIT, _NoSuper, match_output=False),
-        Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
+        BUILDS_MODULE.mistake(_NotAModule),
         # match_output stays True: `mutated_input` is also the runner's generic id, whose own words
         # must not be replaced by this template
         Mistake("mutated_input",

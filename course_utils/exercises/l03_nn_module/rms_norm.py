@@ -16,7 +16,7 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
-from ._kit import LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, build, gen
+from ._kit import LESSON, MISSING_SUPER_INIT, BUILDS_MODULE, build, gen
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
 from ...answers.l03_nn_module import RMSNorm
@@ -284,7 +284,7 @@ register(Exercise(
         Mistake("wrong_init", "The scale should start as all ones, so a fresh RMSNorm only normalises.",
                 _ZeroWeight, match_output=False),
         Mistake("missing_super_init", MISSING_SUPER_INIT, _NoSuper, match_output=False),
-        Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
+        BUILDS_MODULE.mistake(_NotAModule),
     ],
     hints=[
         "Take the symptoms one at a time. Padding changed the real tokens: which numbers does each "

@@ -18,7 +18,7 @@ from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
 
-from ._kit import LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, build, gen
+from ._kit import LESSON, MISSING_SUPER_INIT, BUILDS_MODULE, build, gen
 
 # --- reference: the solution notebook's answer (generated from solutions/03_nn_module.py)
 from ...answers.l03_nn_module import RunningMean
@@ -277,7 +277,7 @@ register(Exercise(
                 "nothing to average.",
                 _OnesInit, match_output=False),
         Mistake("missing_super_init", MISSING_SUPER_INIT, _NoSuper, match_output=False),
-        Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
+        BUILDS_MODULE.mistake(_NotAModule),
     ],
     hints=[
         "Take the symptoms one at a time. The reloaded layer's statistic is zeros: which of its attributes "

@@ -15,7 +15,7 @@ from torch import nn
 from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import (
-    LESSON, MISSING_SUPER_INIT, NOT_A_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_reference_grads, count,
+    LESSON, MISSING_SUPER_INIT, BUILDS_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_reference_grads, count,
     gen, param_grads, ran,
 )
 
@@ -212,7 +212,7 @@ register(Exercise(
                 "`torch.relu` (a `ModuleList` is iterated like a list).",
                 _SequentialNoRelu),
         Mistake("missing_super_init", MISSING_SUPER_INIT, _NoSuper, match_output=False),
-        Mistake("not_a_module", NOT_A_MODULE, _NotAModule, match_output=False),
+        BUILDS_MODULE.mistake(_NotAModule),
         Mistake("shared_layer",
                 "Your blocks are one and the same layer: `[nn.Linear(width, width)] * depth` repeats one object, "
                 "so the model has a single block's weights used `depth` times. Build a new layer per block: "

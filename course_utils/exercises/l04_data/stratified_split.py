@@ -16,7 +16,7 @@ import random
 import numpy as np
 import torch
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, pair_of, register
 
 from ._kit import LESSON
 
@@ -95,6 +95,9 @@ def _counts_problem(y, tr, te, frac) -> None:
         raise Incorrect("not_stratified")
 
 
+_PAIR = Expect("not_a_pair", "a pair `(train_idx, test_idx)` of index tensors", pair_of())
+
+
 def _run(answer, case: Case):
     (y, frac), seed = case.args, case.kwargs["seed"]
     touched_global: list[bool] = []
@@ -107,8 +110,7 @@ def _run(answer, case: Case):
             raise Incorrect("mutated_input")
         if watch_global and _global_rng_states() != before:
             touched_global.append(True)
-        if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            raise Incorrect("not_a_pair")
+        _PAIR.check(out)
         return _index_tensor(out[0], "train_idx"), _index_tensor(out[1], "test_idx")
 
     tr, te = call(seed, watch_global=True)
@@ -207,8 +209,7 @@ register(Exercise(
         Mistake("mutated_input", "Your function changed the labels `y` it was given (an indexed assignment or "
                 "an in-place op): the caller's labels must stay as they were.", _split_marks_y,
                 match_output=False),
-        Mistake("not_a_pair", "Return a pair `(train_idx, test_idx)` of index tensors.",
-                lambda y, f, g: torch.cat(stratified_split(y, f, g)), match_output=False),
+        _PAIR.mistake(lambda y, f, g: torch.cat(stratified_split(y, f, g))),
         Mistake("indices_not_tensor", "`{name}` should be a tensor of indices, not {got}.",
                 lambda y, f, g: tuple(t.tolist() for t in stratified_split(y, f, g)), match_output=False),
         Mistake("indices_are_mask", "`{name}` is a boolean mask; return the indices (`mask.nonzero().flatten()`).",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch.utils.data import Dataset
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON
 from ._kit import WRONG_TYPE, construct
@@ -54,14 +54,17 @@ def _length(ds, series, window: int, horizon: int) -> int:
     return n
 
 
+_DATASET = Expect("not_a_dataset", "a `torch.utils.data.Dataset`", Dataset, said="Calling your class gave",
+                  advice="Keep the base class `WindowDataset(Dataset)`, and compute items in `__getitem__`.")
+
+
 def _run(answer, case: Case):
     series, window, horizon = case.args
     # horizon 1 is the default: build those cases without it, so a wrong default is caught too
     ds = construct(answer, series, window) if horizon == 1 else construct(answer, series, window, horizon)
     if horizon == 1 and getattr(ds, "horizon", 1) != 1:
         raise Incorrect("wrong_default_horizon")
-    if not isinstance(ds, Dataset):
-        raise Incorrect("not_a_dataset", got=type(ds).__name__)
+    _DATASET.check(ds)
     if not (hasattr(ds, "__len__") and hasattr(ds, "__getitem__")):
         raise Incorrect("no_len", got=type(ds).__name__)
     xs, ys = [], []
@@ -180,9 +183,7 @@ register(Exercise(
                 "after the window): keep the default `horizon=1` in `__init__`.", _HorizonDefaultTwo,
                 match_output=False),
         Mistake("wrong_type", WRONG_TYPE, _AN_INSTANCE, match_output=False),
-        Mistake("not_a_dataset", "Complete the class `WindowDataset(Dataset)`: calling your answer gave a "
-                "{got}, not a `torch.utils.data.Dataset` (keep the base class, and compute items in "
-                "`__getitem__`).", _window_list, match_output=False),
+        _DATASET.mistake(_window_list),
         Mistake("no_len", "Calling your class did not give an object with `__len__` and `__getitem__` (got "
                 "{got}). Subclass `Dataset` and define both.", _NoLen, match_output=False),
         Mistake("item_not_pair", "`dataset[{i}]` should be a pair `(x, y)`, not {got}.", _ItemIsTensor,

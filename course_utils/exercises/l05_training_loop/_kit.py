@@ -8,7 +8,7 @@ record ``module.training`` and ``torch.is_grad_enabled()`` at every call, and th
 divides into equal batches, so a mean of batch means differs from the mean over samples.
 
 Ids raised here, to be declared by each exercise that uses the helper: ``number_problem`` raises
-``returned_none``, ``returned_tensor`` and ``not_a_number`` (fact ``what``; messages below).
+``returned_none``, ``returned_tensor`` (fact ``what``; messages below) and ``RETURNS_NUMBER``'s ``not_a_number``.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Incorrect, Rand
+from course_utils.grading import Case, Expect, Incorrect, Rand
 
 LESSON = "05_training_loop"
 
 RETURNED_NONE = "Your function returned None; return {what}. Did you forget a `return`?"
 RETURNED_TENSOR = ("Return {what} as a Python float: `.item()` turns a one-element tensor into one (and lets "
                    "the graph behind it be freed).")
-NOT_A_NUMBER = "Return {what} as a Python float, not {got}."
 SOFTMAX_BEFORE_LOSS = (
     "You applied softmax to the logits before the loss: `nn.CrossEntropyLoss` (the `loss_fn` here) applies "
     "log-softmax itself, so it must get the raw logits `model(X)`. With probabilities the loss is wrong and "
@@ -42,13 +41,16 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+RETURNS_NUMBER = Expect("not_a_number", "a Python float (`.item()` of a one-element tensor)", _is_number,
+                        said="For {what} your function returned")
+
+
 def number_problem(value, what: str) -> None:
     if value is None:
         raise Incorrect("returned_none", what=what)
     if isinstance(value, torch.Tensor):
         raise Incorrect("returned_tensor", what=what)
-    if not _is_number(value):
-        raise Incorrect("not_a_number", what=what, got=type(value).__name__)
+    RETURNS_NUMBER.check(value, what=what)
 
 
 def loop_case(r: Rand) -> Case:

@@ -20,7 +20,7 @@ from ...answers.l05_training_loop import evaluate
 
 from ._kit import LESSON
 from ._kit import (
-    NOT_A_NUMBER, RETURNED_NONE, RETURNED_TENSOR, SOFTMAX_BEFORE_LOSS, _model_for, loop_case, number_problem,
+    RETURNS_NUMBER, RETURNED_NONE, RETURNED_TENSOR, SOFTMAX_BEFORE_LOSS, _model_for, loop_case, number_problem,
     record_modes,
 )
 
@@ -124,7 +124,7 @@ register(Exercise(
         # for an output of the wrong kind (compared with the reference's) stay as they are
         Mistake("returned_none", RETURNED_NONE, _eval_returns(lambda loss, acc: (None, acc))),
         Mistake("returned_tensor", RETURNED_TENSOR, _eval_returns(lambda loss, acc: (torch.tensor(loss), acc))),
-        Mistake("not_a_number", NOT_A_NUMBER, _eval_returns(lambda loss, acc: (loss, str(acc)))),
+        RETURNS_NUMBER.mistake(_eval_returns(lambda loss, acc: (loss, str(acc)))),
         Mistake("wrong_type", "Return the pair as a tuple, `(mean_loss, accuracy)` (`return loss, acc`), not a "
                 "list.", _eval_returns(lambda loss, acc: [loss, acc])),
     ],

@@ -27,7 +27,7 @@ from ...answers.l05_training_loop import evaluate, train_one_epoch
 
 from ._kit import LESSON
 from ._kit import (
-    NOT_A_NUMBER, RETURNED_NONE, RETURNED_TENSOR, SOFTMAX_BEFORE_LOSS, _close, _flat, _model_for, count_steps,
+    RETURNS_NUMBER, RETURNED_NONE, RETURNED_TENSOR, SOFTMAX_BEFORE_LOSS, _close, _flat, _model_for, count_steps,
     loop_case, number_problem, record_modes,
 )
 
@@ -273,7 +273,7 @@ register(Exercise(
                 "samples.", _train_returns(lambda loss: 2 * loss), match_output=False),
         Mistake("returned_none", RETURNED_NONE, _train_returns(lambda loss: None), match_output=False),
         Mistake("returned_tensor", RETURNED_TENSOR, _train_returns(torch.tensor), match_output=False),
-        Mistake("not_a_number", NOT_A_NUMBER, _train_returns(lambda loss: [loss]), match_output=False),
+        RETURNS_NUMBER.mistake(_train_returns(lambda loss: [loss])),
     ],
     hints=[
         "Run the colleague's loop in your head right after an evaluation, with old gradients still in .grad: "

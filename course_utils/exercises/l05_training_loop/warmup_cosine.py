@@ -16,7 +16,7 @@ import math
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON
 
@@ -42,13 +42,16 @@ EDGE_CASES = [
 
 
 # --- run and probes
+_SCHEDULER = Expect("not_a_scheduler", "a scheduler object (an `LRScheduler`, such as `LambdaLR`)",
+                    torch.optim.lr_scheduler.LRScheduler)
+
+
 def _run(answer, case: Case):
     warmup, total, lr = (case.kwargs[k] for k in ("warmup_steps", "total_steps", "lr"))
     param = nn.Parameter(torch.zeros(2))
     optimizer = torch.optim.SGD([param], lr=lr)
     scheduler = answer(optimizer, warmup, total)
-    if not isinstance(scheduler, torch.optim.lr_scheduler.LRScheduler):
-        raise Incorrect("not_a_scheduler", got=type(scheduler).__name__)
+    _SCHEDULER.check(scheduler)
     if scheduler.optimizer is not optimizer:
         raise Incorrect("other_optimizer")
     lrs = []
@@ -97,9 +100,7 @@ register(Exercise(
                 _wc_ignores_warmup),
         Mistake("cosine_not_shifted", "A plain cosine goes negative; shift and scale it so the decay "
                 "goes from 1 down to 0 as progress goes from 0 to 1.", _wc_not_shifted),
-        Mistake("not_a_scheduler", "Return a scheduler object (`torch.optim.lr_scheduler.LambdaLR(optimizer, "
-                "factor)`), not {got}.", lambda optimizer, warmup_steps, total_steps: [1.0] * total_steps,
-                match_output=False),
+        _SCHEDULER.mistake(lambda optimizer, warmup_steps, total_steps: [1.0] * total_steps),
         Mistake("other_optimizer", "Build the scheduler on the `optimizer` you are given.", _wc_own_optimizer,
                 match_output=False),
     ],

@@ -14,9 +14,9 @@ import warnings
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, describe, register
 
-from ._kit import LESSON, a_type
+from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
 from ...answers.l06_losses_optimizers import param_groups_no_decay
@@ -113,7 +113,7 @@ def _read_groups(groups, model: nn.Module) -> dict[int, tuple[float, bool]]:
     """id(parameter) -> (the weight decay AdamW gives it, whether its group said so)."""
     if not isinstance(groups, (list, tuple)) or not groups or not all(
             isinstance(g, dict) and "params" in g for g in groups):
-        raise Incorrect("not_groups", got=a_type(groups))
+        raise Incorrect("not_groups", got=describe(groups))
     if any(isinstance(g["params"], (set, frozenset)) for g in groups):  # torch.optim refuses them (TypeError)
         raise Incorrect("params_in_a_set")
     groups = [dict(g, params=[g["params"]] if isinstance(g["params"], torch.Tensor) else list(g["params"]))
@@ -138,10 +138,13 @@ def _read_groups(groups, model: nn.Module) -> dict[int, tuple[float, bool]]:
     return seen
 
 
+_FUNCTION = Expect("not_a_function", "your function `param_groups_no_decay` itself (not what it returned)",
+                   callable, said="You passed")
+
+
 def _run(answer, case: Case):
     model, wd = case.args
-    if not callable(answer):
-        raise Incorrect("not_a_function", got=a_type(answer))
+    _FUNCTION.check(answer)
     seen = _read_groups(answer(model, wd), model)
     names = {id(p): n for n, p in model.named_parameters()}
     if any(i not in names for i in seen):
@@ -220,8 +223,7 @@ register(Exercise(
         Mistake("params_in_a_set", "A group's \"params\" is a set: `torch.optim.AdamW(groups)` refuses it "
                 "(TypeError: a set's order changes between runs, so a saved optimizer state would load into the "
                 "wrong tensors). Collect the parameters in lists.", _in_sets, match_output=False),
-        Mistake("not_a_function", "Pass your function `param_groups_no_decay` itself (not what it returned); "
-                "you passed {got}.", match_output=False),
+        _FUNCTION.mistake(),
         Mistake("not_groups", "Return a list of dicts, each with a \"params\" list (and its \"weight_decay\"); "
                 "you returned {got}.", lambda model, wd: list(model.parameters()), match_output=False),
         Mistake("not_the_models", "Your groups hold tensors that are not the model's parameters (copies?): the "

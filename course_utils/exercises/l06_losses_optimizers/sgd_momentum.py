@@ -16,9 +16,9 @@ import inspect
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON, a_type
+from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/06_losses_optimizers.py)
 from ...answers.l06_losses_optimizers import SGDMomentum
@@ -77,13 +77,18 @@ def _groups(params, split, override):
     return [{"params": params}]
 
 
+_CLASS = Expect("not_a_class", "your class `SGDMomentum` itself (not an instance of it)",
+                lambda a: callable(a) and not isinstance(a, torch.optim.Optimizer), said="You passed")
+_OPTIMIZER = Expect("not_an_optimizer", "a `torch.optim.Optimizer`", torch.optim.Optimizer,
+                    said="Calling your class gave",
+                    advice="What does `SGDMomentum` inherit from? (schedulers and `state_dict` need the base class)")
+
+
 def _make(answer, params, k, settings):
     opt = answer(_groups(params, k["split"], k["override"]), **settings)
     if isinstance(opt, torch.optim.SGD):
         raise Incorrect("used_torch_sgd")
-    if not isinstance(opt, torch.optim.Optimizer):
-        raise Incorrect("not_an_optimizer", got=a_type(opt))
-    return opt
+    return _OPTIMIZER.check(opt)
 
 
 def _set_grads(params, grads, in_place):
@@ -125,8 +130,7 @@ def _check_grads_kept(opt, params, grads):
 
 def _run(answer, case: Case):
     k = case.kwargs
-    if not callable(answer) or isinstance(answer, torch.optim.Optimizer):
-        raise Incorrect("not_a_class", got=a_type(answer))
+    _CLASS.check(answer)
     params = [nn.Parameter(x.clone()) for x in k["init"]]
     settings = dict(lr=k["lr"]) if k.get("defaults") else dict(lr=k["lr"], momentum=k["momentum"],
                                                                weight_decay=k["weight_decay"])
@@ -281,10 +285,8 @@ register(Exercise(
         Mistake("used_torch_sgd", "The task is to write the update yourself: without `torch.optim.SGD` or its "
                 "functional form `torch.optim.sgd.sgd`.",
                 type("WrapsSGD", (torch.optim.SGD,), {}), match_output=False),
-        Mistake("not_a_class", "Pass your class `SGDMomentum` itself (not an instance of it); you passed "
-                "{got}.", match_output=False),
-        Mistake("not_an_optimizer", "Calling your class gave {got}: make `SGDMomentum` a subclass of "
-                "`torch.optim.Optimizer` (schedulers and `state_dict` need it).", match_output=False),
+        _CLASS.mistake(),
+        _OPTIMIZER.mistake(),
     ],
     hints=[
         "`__init__` only has to hand the settings to the base class, as its `defaults`: it builds "

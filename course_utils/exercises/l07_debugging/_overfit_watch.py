@@ -15,10 +15,13 @@ from torch import nn
 from torch.nn.modules.module import register_module_forward_pre_hook
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-from course_utils.grading import Incorrect
+from course_utils.grading import Expect, Incorrect
 
 from ._kit import global_hooks, remove_leftover_hooks
 
+
+
+RETURNS_LIST = Expect("not_a_list", "a list of Python floats, one per step", (list, tuple))
 
 def _has_state(optimizer: Any, ids: set[int]) -> bool:
     """Whether ``optimizer`` keeps per-parameter state for the model (Adam's moments, SGD's momentum
@@ -193,8 +196,7 @@ def watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor
     if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(
             isinstance(v, torch.Tensor) for v in losses)):
         raise Incorrect("tensor_losses")
-    if not isinstance(losses, (list, tuple)):
-        raise Incorrect("not_a_list", got=type(losses).__name__)
+    RETURNS_LIST.check(losses)
     odd = [type(v) for v in losses if not isinstance(v, (int, float)) or isinstance(v, bool)]
     if odd:
         raise Incorrect("not_floats", got=f"{odd[0].__module__}.{odd[0].__qualname__}".removeprefix("builtins."))

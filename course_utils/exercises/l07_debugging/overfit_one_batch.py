@@ -18,7 +18,7 @@ from torch import nn
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON
-from ._overfit_watch import close, first_loss_mistake, initial_losses, watched_call
+from ._overfit_watch import RETURNS_LIST, close, first_loss_mistake, initial_losses, watched_call
 
 # --- reference: the solution notebook's answer (generated from solutions/07_debugging.py)
 from ...answers.l07_debugging import overfit_one_batch
@@ -216,8 +216,7 @@ register(Exercise(
                 match_output=False),
         Mistake("tensor_losses", "Your list holds tensors, each keeping its step's graph alive. The task asks "
                 "for Python floats: which tensor method gives one?", _tensors, match_output=False),
-        Mistake("not_a_list", "Return a list of Python floats, one per step; you returned a {got}.",
-                lambda model, X, y, steps: None, match_output=False),
+        RETURNS_LIST.mistake(lambda model, X, y, steps: None),
         Mistake("not_floats", "Return a list of Python floats; your list holds `{got}` values. Append "
                 "`loss.item()`, which gives a Python float.", lambda model, X, y, steps: [
                     v.detach().numpy() for v in _train(model, X, y, steps, record="tensor")], match_output=False),

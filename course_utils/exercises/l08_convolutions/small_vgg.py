@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON
 
@@ -50,6 +50,10 @@ EDGE_CASES = [
 
 
 # --- run and probes
+_MODULE = Expect("not_a_module", "an `nn.Module`", nn.Module, said="Your class builds",
+                 advice="What does `SmallVGG` inherit from?")
+
+
 def _build(answer: Any, args: tuple) -> nn.Module:
     try:
         model = answer(*args)
@@ -57,9 +61,7 @@ def _build(answer: Any, args: tuple) -> nn.Module:
         if "before Module.__init__() call" in str(exc):
             raise Incorrect("missing_super_init") from None
         raise
-    if not isinstance(model, nn.Module):
-        raise Incorrect("not_a_module", got=type(model).__name__)
-    return model
+    return _MODULE.check(model)
 
 
 KINDS = (nn.Conv2d, nn.BatchNorm2d, nn.Linear)
@@ -238,8 +240,7 @@ register(Exercise(
                 "normalise the convolution's output, then apply the ReLU.", _ReluBeforeBN),
         Mistake("pool_before_batchnorm", "Pool last in each block: Conv2d -> BatchNorm2d -> ReLU -> "
                 "MaxPool2d.", _PoolBeforeBN),
-        Mistake("not_a_module", "Your class builds a {got}, not an `nn.Module`. Subclass it: "
-                "`class SmallVGG(nn.Module):`.", _NotAModule, match_output=False),
+        _MODULE.mistake(_NotAModule),
         Mistake("unregistered_layers", "PyTorch does not see some of your layers (a plain Python list?): their "
                 "parameters are missing from `parameters()`. Use `nn.Sequential` or `nn.ModuleList`.",
                 _PlainLists, match_output=False),

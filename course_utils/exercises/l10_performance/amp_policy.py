@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, pair_of, register
 
 from ._kit import LESSON
 
@@ -30,13 +30,16 @@ def _cases(r: Rand) -> Case:
 
 
 # --- run and probes
+_PAIR = Expect("not_a_pair", "a pair `(dtype, use_scaler)`", pair_of())
+_DTYPE = Expect("not_a_dtype", "a `torch.dtype` such as `torch.bfloat16`", torch.dtype,
+                said="The first item of your pair is")
+
+
 def _run(answer, case: Case):
     got = answer(*case.args)
-    if not isinstance(got, (tuple, list)) or len(got) != 2:  # a list of two reads the same
-        raise Incorrect("not_a_pair", got=type(got).__name__)
+    _PAIR.check(got)  # a list of two reads the same
     dtype, scaler = got
-    if not isinstance(dtype, torch.dtype):
-        raise Incorrect("not_a_dtype", got=repr(dtype))
+    _DTYPE.check(dtype)
     return dtype, bool(scaler)
 
 
@@ -128,10 +131,8 @@ register(Exercise(
         Mistake("unknown_device", "For device type {device!r} your function {what}; a device this "
                 "policy knows nothing about should raise a `ValueError`: guessing there is not this function's job.",
                 lambda d, f: _policy(d, f, unknown_ok=True), match_output=False),
-        Mistake("not_a_pair", "Return a pair `(dtype, use_scaler)`, not a {got}.",
-                lambda d, f: amp_policy(d, f)[0], match_output=False),
-        Mistake("not_a_dtype", "The first item must be a `torch.dtype` such as `torch.bfloat16`, not {got}.",
-                lambda d, f: (str(amp_policy(d, f)[0]), amp_policy(d, f)[1]), match_output=False),
+        _PAIR.mistake(lambda d, f: amp_policy(d, f)[0]),
+        _DTYPE.mistake(lambda d, f: (str(amp_policy(d, f)[0]), amp_policy(d, f)[1])),
     ],
     hints=[
         "Which failure is worse: slower steps, or gradients that silently become zero? Let that decide first. "

@@ -13,7 +13,7 @@ import copy
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON
 from ._kit import mlp
@@ -39,6 +39,9 @@ def _fixed_case() -> Case:
 
 
 # --- run and probes
+_LIST = Expect("not_a_list", "a list with one gradient tensor per parameter", list)
+
+
 def _run(answer, case: Case):
     model, loss_fn, X, y, world_size = case.args
     before = [p.detach().clone() for p in model.parameters()]
@@ -65,8 +68,7 @@ def _run(answer, case: Case):
     finally:
         for handle in handles:
             handle.remove()
-    if not isinstance(grads, list):
-        raise Incorrect("not_a_list", got=type(grads).__name__)
+    _LIST.check(grads)
     if any(isinstance(g, torch.Tensor) and (g.requires_grad or g.grad_fn is not None) for g in grads):
         raise Incorrect("graph_kept")
     shard = len(X) // world_size
@@ -151,8 +153,7 @@ register(Exercise(
                 "the gradients of its own shard's loss on its own copy of the model, and the *gradients* are "
                 "averaged (the all-reduce). Call `torch.autograd.grad` once per shard, on that shard's replica.",
                 _averaged_losses, match_output=False),
-        Mistake("not_a_list", "Return a list with one gradient tensor per parameter, not a {got}.",
-                lambda *args: tuple(data_parallel_grads(*args)), match_output=False),
+        _LIST.mistake(lambda *args: tuple(data_parallel_grads(*args))),
         Mistake("graph_kept", "Your gradients carry an autograd graph (`create_graph=True`, or arithmetic on "
                 "tensors that require grad): they keep every rank's graph alive. DDP averages plain gradient "
                 "values: use `torch.autograd.grad(...)` without `create_graph`, or `.detach()` the result.",

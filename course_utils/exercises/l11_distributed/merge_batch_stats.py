@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, pair_of, register
 
 from ._kit import LESSON
 
@@ -40,11 +40,13 @@ _FIXED = [Case(_stats([torch.tensor([[0.0], [2.0]]), torch.tensor([[10.0]])]),
 
 
 # --- run and probes
+_PAIR = Expect("not_a_pair", "a pair `(mean, variance)`", pair_of())
+
+
 def _run(answer, case: Case):
     counts, means, variances = case.args
     got = answer(list(counts), means.clone(), variances.clone())
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise Incorrect("not_a_pair", got=type(got).__name__)
+    _PAIR.check(got)
     mean, var = got
     for t in (mean, var):
         if not isinstance(t, torch.Tensor) or t.shape != means.shape[1:]:
@@ -103,8 +105,7 @@ register(Exercise(
         Mistake("second_moment_mixup", "Your variance mixes per-rank and per-sample averages of the squared means. "
                 "Write the global mean of x² from each rank's count, mean and variance, then subtract the global "
                 "mean squared.", _naive_second_moment),
-        Mistake("not_a_pair", "Return a pair `(mean, variance)`, not a {got}.",
-                lambda c, m, v: torch.stack(merge_batch_stats(c, m, v)), match_output=False),
+        _PAIR.mistake(lambda c, m, v: torch.stack(merge_batch_stats(c, m, v))),
         Mistake("wrong_shape_stats", "Each statistic must have one value per channel, shape {want}, not {got}.",
                 lambda c, m, v: tuple(t.unsqueeze(0) for t in merge_batch_stats(c, m, v)), match_output=False),
     ],

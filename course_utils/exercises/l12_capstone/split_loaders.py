@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, pair_of, register
 
 from ...answers.l12_capstone import split_loaders
 from ._kit import LESSON, pieces
@@ -83,13 +83,15 @@ def _call(answer, *args):
     return out
 
 
+_PAIR = Expect("not_a_pair", "a pair `(train_loader, val_loader)`", pair_of())
+
+
 def _run(answer, case: Case):
     n, k, seed, frac = (case.kwargs[key] for key in ("n", "k", "seed", "frac"))
     X, y = _dataset(n, k, seed)
     split = pieces().stratified_split
     out = _call(answer, X.clone(), y.clone(), frac, seed, split)
-    if not isinstance(out, tuple) or len(out) != 2:
-        raise Incorrect("not_a_pair", got=type(out).__name__)
+    _PAIR.check(out)
     train, val = out
     t_ids, t_labels = _ids(train)
     v_ids, v_labels = _ids(val)
@@ -177,8 +179,7 @@ register(Exercise(
     edge_cases=[Case(kwargs=dict(n=100, k=3, seed=0, frac=0.2), label="100 items of 3 classes, 20 % validation"),
                 Case(kwargs=dict(n=37, k=5, seed=1, frac=0.3), label="37 items of 5 classes, 30 % validation")],
     mistakes=[
-        Mistake("not_a_pair", "Return a pair `(train_loader, val_loader)`, not {got}.", lambda *a: None,
-                match_output=False),
+        _PAIR.mistake(lambda *a: None),
         Mistake("not_loaders", "Each of the two must be a DataLoader giving `(X, y)` batches; iterating over "
                 "yours gave an error ({got}).", lambda X, y, f, s, split: (X, y), match_output=False),
         Mistake("leak", "{n} items are in both the training and the validation loader: the validation "

@@ -17,7 +17,7 @@ import numbers
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Mistake, Rand, register
 
 from ...answers.l12_capstone import train_and_score
 from ._kit import LESSON, blobs, flat, loader, mlp
@@ -31,6 +31,10 @@ def _case(r: Rand) -> Case:
     return Case(kwargs=dict(seed=r.integer(0, 10_000), epochs=r.integer(1, 3)))
 
 
+_FLOAT = Expect("not_a_float", "the accuracy as a Python float",
+                lambda acc: isinstance(acc, numbers.Real) and not isinstance(acc, bool))
+
+
 def _run(answer, case: Case):
     seed, epochs = case.kwargs["seed"], case.kwargs["epochs"]
     X, y = blobs(seed, 90, noise=1.0)
@@ -39,8 +43,7 @@ def _run(answer, case: Case):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     torch.manual_seed(seed)
     acc = answer(model, train, val, nn.CrossEntropyLoss(), optimizer, epochs)
-    if isinstance(acc, bool) or not isinstance(acc, numbers.Real):
-        raise Incorrect("not_a_float", got=type(acc).__name__)
+    _FLOAT.check(acc)
     return torch.tensor([float(acc)], dtype=torch.float64), flat(model)
 
 
@@ -94,8 +97,7 @@ register(Exercise(
     edge_cases=[Case(kwargs=dict(seed=0, epochs=2), label="2 epochs"),
                 Case(kwargs=dict(seed=5, epochs=3), label="3 epochs")],
     mistakes=[
-        Mistake("not_a_float", "Return the accuracy as a Python float, not {got}.", lambda *a: None,
-                match_output=False),
+        _FLOAT.mistake(lambda *a: None),
         *[Mistake("bugs_" + "_and_".join(c), _message(c), _with_bugs(*c)) for c in _COMBINATIONS],
         Mistake("percent", "Return the accuracy as a fraction between 0 and 1, not a percentage.", _percent),
     ],

@@ -13,7 +13,7 @@ import math
 import torch
 
 from course_utils.glyphs import FONTS
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, pair_of, register
 
 from ._kit import LESSON
 
@@ -38,6 +38,9 @@ EDGE_CASES = [
 
 
 # --- run and probes
+_PAIR = Expect("not_a_pair", "a pair `(train_idx, test_idx)`", pair_of())
+
+
 def _indices(t, name: str) -> torch.Tensor:
     if not isinstance(t, torch.Tensor) or t.dtype != torch.int64 or t.dim() != 1:
         raise Incorrect("not_indices", name=name)
@@ -49,8 +52,7 @@ def _call(answer, fonts, n, seed):
     out = answer(given, n, torch.Generator().manual_seed(seed))
     if given != list(fonts):
         raise Incorrect("mutated_fonts")
-    if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise Incorrect("not_a_pair")
+    _PAIR.check(out)
     return _indices(out[0], "train_idx"), _indices(out[1], "test_idx")
 
 
@@ -160,7 +162,7 @@ register(Exercise(
         Mistake("mutated_fonts", "Your function reordered or changed the caller's `fonts` list (`fonts.sort()`?): "
                 "the indices you return then point into a list the caller no longer has as it was. Sort a copy, "
                 "`sorted(set(fonts))`.", _sorts_the_list, match_output=False),
-        Mistake("not_a_pair", "Return a pair `(train_idx, test_idx)`.", None, match_output=False),
+        _PAIR.mistake(),
         Mistake("not_indices", "`{name}` should be a 1-D int64 tensor of item positions "
                 "(`mask.nonzero().flatten()`).", None, match_output=False),
         Mistake("out_of_range", "Your indices must lie in 0 .. {last} (positions in `fonts`).", None,

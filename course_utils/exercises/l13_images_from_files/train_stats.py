@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch.utils.data import Dataset
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, pair_of, register
 
 from ._kit import LESSON
 
@@ -58,15 +58,17 @@ def _close(a: torch.Tensor, b: torch.Tensor, tol: float = 1e-4) -> bool:
 
 
 # --- run and probes
+_PAIR = Expect("not_a_pair", "a pair `(mean, std)` of float tensors",
+               lambda out: pair_of(torch.Tensor)(out) and all(t.is_floating_point() for t in out))
+
+
 def _run(answer, case: Case):
     X, train_idx = case.args
     data, idx = X.clone(), train_idx.clone()
     out = answer(Images(data), idx)
     if not (torch.equal(data, X) and torch.equal(idx, train_idx)):
         raise Incorrect("mutated_input")
-    if not (isinstance(out, (tuple, list)) and len(out) == 2
-            and all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in out)):
-        raise Incorrect("not_a_pair")
+    _PAIR.check(out)
     mean, std = out
     c = X.shape[1]
     if mean.shape != (c,) or std.shape != (c,):
@@ -159,7 +161,7 @@ register(Exercise(
                 match_output=False),
         Mistake("wrong_std", "Your std is not the std of all training pixels per channel.", None,
                 match_output=False),
-        Mistake("not_a_pair", "Return a pair `(mean, std)` of float tensors.", None, match_output=False),
+        _PAIR.mistake(),
     ],
     hints=[
         "Loop over `DataLoader(Subset(dataset, train_idx.tolist()), batch_size=64)`; per channel, add up the "

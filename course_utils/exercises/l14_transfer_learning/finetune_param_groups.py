@@ -14,9 +14,9 @@ import warnings
 
 import torch
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, describe, register
 
-from ._kit import LESSON, a_type, glyph_resnet, head_ids
+from ._kit import LESSON, glyph_resnet, head_ids
 
 # --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
 from ...answers.l14_transfer_learning import finetune_param_groups
@@ -41,7 +41,7 @@ EDGE_CASES = [
 def _read(groups, model) -> dict[int, tuple[float, bool]]:
     if not isinstance(groups, (list, tuple)) or not groups or not all(
             isinstance(g, dict) and "params" in g for g in groups):
-        raise Incorrect("not_groups", got=a_type(groups))
+        raise Incorrect("not_groups", got=describe(groups))
     groups = [dict(g, params=[g["params"]] if isinstance(g["params"], torch.Tensor) else list(g["params"]))
               for g in groups]
     said = ["lr" in g for g in groups]

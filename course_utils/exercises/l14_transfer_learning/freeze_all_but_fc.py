@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, register
 
 from ._kit import LESSON, glyph_resnet, head_ids
 
@@ -41,11 +41,13 @@ def _buffers(model: torch.nn.Module) -> list[torch.Tensor]:
     return [b.detach().clone() for n, b in model.named_buffers() if not n.endswith("num_batches_tracked")]
 
 
+_LIST = Expect("not_a_list", "a list of the parameters the optimizer should get", (list, tuple))
+
+
 def _check_returned(model: torch.nn.Module, out: Any) -> list[str]:
     if out is not None and not isinstance(out, (list, tuple)) and hasattr(out, "__next__"):
         raise Incorrect("returned_generator")
-    if not isinstance(out, (list, tuple)):
-        raise Incorrect("not_a_list", got="None" if out is None else type(out).__name__)
+    _LIST.check(out)
     names = {id(p): n for n, p in model.named_parameters()}
     if any(id(p) not in names for p in out):
         raise Incorrect("returned_copies")
@@ -169,8 +171,7 @@ register(Exercise(
                 _copies, match_output=False),
         Mistake("returned_not_head", "Return exactly the head's parameters, `model.fc`'s: they are what still "
                 "trains.", lambda m: (freeze_all_but_fc(m), [])[1], match_output=False),
-        Mistake("not_a_list", "Return a list of the parameters the optimizer should get; you returned {got}.",
-                match_output=False),
+        _LIST.mistake(),
     ],
     hints=[
         "Two things can change a backbone during training: the optimizer (parameters) and the forward pass "

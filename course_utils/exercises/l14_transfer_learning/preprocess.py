@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON, a_type
+from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
 from ...answers.l14_transfer_learning import preprocess
@@ -45,6 +45,9 @@ EDGE_CASES = [
 
 
 # --- run
+_TENSOR = Expect("not_a_tensor", "the images as one float tensor", torch.Tensor)
+
+
 def _run(answer, case: Case):
     images, recipe = case.args
     before, recipe_before = images.clone(), dict(recipe)
@@ -54,8 +57,7 @@ def _run(answer, case: Case):
         raise Incorrect("mutated_input")
     if recipe != recipe_before:
         raise Incorrect("mutated_recipe")
-    if not isinstance(out, torch.Tensor):
-        raise Incorrect("not_a_tensor", got=a_type(out))
+    _TENSOR.check(out)
     if not out.is_floating_point():
         raise Incorrect("not_float", got=str(out.dtype))
     return out
@@ -117,7 +119,7 @@ register(Exercise(
         Mistake("mutated_recipe", "Your function changed the recipe dictionary it was given (`pop`, `del` or an "
                 "assignment): the caller's recipe loses its statistics for the next batch. Read it with "
                 "`recipe['mean']`.", _popped, match_output=False),
-        Mistake("not_a_tensor", "Return the images as one float tensor; you returned {got}.", match_output=False),
+        _TENSOR.mistake(),
         Mistake("not_float", "Your result has dtype {got}: the model takes floats (`images.float()`).",
                 match_output=False),
     ],

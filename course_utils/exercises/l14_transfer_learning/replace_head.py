@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON, check_is_module, glyph_resnet
+from ._kit import LESSON, glyph_resnet
 
 # --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
 from ...answers.l14_transfer_learning import replace_head
@@ -48,6 +48,9 @@ EDGE_CASES = [
 
 
 # --- run
+_MODULE = Expect("not_a_module", "the model (an `nn.Module`)", nn.Module)
+
+
 def _run(answer: Any, case: Case) -> Any:
     model, k = case.args
     old_fc = model.fc
@@ -58,7 +61,7 @@ def _run(answer: Any, case: Case) -> Any:
     got = answer(model, k)
     if got is None:
         raise Incorrect("returned_none")
-    got = check_is_module(got)
+    got = _MODULE.check(got)
     fc = getattr(got, "fc", None)
     if fc is old_fc:
         raise Incorrect("set_attribute" if fc.out_features != old_out else "not_replaced")
@@ -173,7 +176,7 @@ register(Exercise(
                 lambda model, num_classes: model, match_output=False),
         Mistake("no_fc", "Your model's `fc` is {got}: make it the new head, a layer from `in_features` to the new "
                 "number of classes.", match_output=False),
-        Mistake("not_a_module", "Return the model (an `nn.Module`); you returned {got}.", match_output=False),
+        _MODULE.mistake(),
     ],
     hints=[
         "The backbone's features keep their size; only the number of classes changes. Where can you read the "

@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON, check_is_module
+from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
 from ...answers.l14_transfer_learning import ResidualBlock
@@ -93,10 +93,14 @@ def _check_keys(got: dict[str, tuple[int, ...]], spec: dict[str, tuple[int, ...]
                     shapes={k: got[k] for k in wrong} or "none")
 
 
+_MODULE = Expect("not_a_module", "an `nn.Module`", nn.Module, said="Your class builds",
+                 advice="What does `ResidualBlock` inherit from?")
+
+
 def _run(answer: Any, case: Case) -> Any:
     in_c, out_c, stride = case.args
     gen = torch.Generator().manual_seed(case.kwargs["seed"])
-    block = check_is_module(answer(in_c, out_c, stride))
+    block = _MODULE.check(answer(in_c, out_c, stride))
     spec = _spec(in_c, out_c, stride)
     _check_keys({k: tuple(v.shape) for k, v in block.state_dict().items()}, spec, case.args)
     block.load_state_dict(_weights(spec, gen))
@@ -201,8 +205,7 @@ register(Exercise(
         Mistake("wrong_layers", "Your block's state_dict does not have the spec's layers: missing {missing}, "
                 "unexpected {unexpected}, wrong shapes {shapes}. Use the names conv1, bn1, conv2, bn2 and "
                 "downsample (a Sequential of the 1x1 conv and the BatchNorm).", match_output=False),
-        Mistake("not_a_module", "Your class builds {got}, not an `nn.Module`: `class ResidualBlock(nn.Module):`.",
-                match_output=False),
+        _MODULE.mistake(),
     ],
     hints=[
         "Write the residual path first: conv1 (with the stride), bn1, ReLU, conv2, bn2. Then decide what must "

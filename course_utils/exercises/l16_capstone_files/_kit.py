@@ -6,7 +6,6 @@ import atexit
 import functools
 import shutil
 import tempfile
-from typing import Any
 
 import torch
 from torch import nn
@@ -15,9 +14,6 @@ from course_utils.grading import Rand
 
 LESSON = "16_capstone_files"
 
-
-def a_type(x: Any) -> str:
-    return "None" if x is None else f"a {type(x).__name__}"
 
 
 @functools.cache

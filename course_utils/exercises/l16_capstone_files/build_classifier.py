@@ -32,11 +32,11 @@ from torch import nn
 
 from course_utils import glyphs
 from course_utils.datasets import gray_pixels
-from course_utils.grading import Exercise, Incorrect, Mistake, Rand, heldout, register
+from course_utils.grading import Exercise, Incorrect, Mistake, Rand, describe, heldout, register
 from course_utils.lesson_props.l14_transfer_learning import (
     HELD_OUT_FONTS, PRETRAIN_FONTS, load_pretrained, render_tensors)
 
-from ._kit import LESSON, a_type, private_folder
+from ._kit import LESSON, private_folder
 
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
 from ...answers import l16_capstone_files as _ref
@@ -106,7 +106,7 @@ def _probe(answer, r: Rand) -> dict[str, Any]:
         if names is None:
             raise Incorrect("returned_none")
         if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
-            raise Incorrect("names_type", got=a_type(names))
+            raise Incorrect("names_type", got=describe(names))
         if sorted(names) != sorted(CHARS):
             raise Incorrect("wrong_class_names", got=", ".join(map(str, names))[:80])
         if not path.exists():
@@ -122,7 +122,7 @@ def _probe(answer, r: Rand) -> dict[str, Any]:
         half = len(X) // 2
         parts = torch.cat([_run_program(run, X[:1]), _run_program(run, X[1:half]), _run_program(run, X[half:])])
         if not isinstance(out, torch.Tensor) or out.shape != (len(X), len(names)):
-            raise Incorrect("not_logits", got=a_type(out) if not isinstance(out, torch.Tensor)
+            raise Incorrect("not_logits", got=describe(out) if not isinstance(out, torch.Tensor)
                             else f"shape {tuple(out.shape)}")
         consistent = bool(torch.allclose(out, parts, rtol=1e-3, atol=1e-4))
         return {"predicted": [names[i] for i in out.argmax(1).tolist()], "consistent": consistent}

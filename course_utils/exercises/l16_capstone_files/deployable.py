@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON, a_type, small_classifier, uint8_images
+from ._kit import LESSON, small_classifier, uint8_images
 
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
 from ...answers.l16_capstone_files import Deployable
@@ -32,13 +32,16 @@ EDGE_CASES = [Case((7, 3, 0.2113, 0.2987), {"images": uint8_images(Rand(3), 1, 8
 
 
 # --- run
+_MODULE = Expect("not_a_module", "an `nn.Module`", nn.Module, said="`Deployable(model, mean, std)` gave")
+_TENSOR = Expect("not_a_tensor", "a tensor of logits", torch.Tensor, said="`forward` returned")
+
+
 def _run(answer, case: Case):
     seed, k, mean, std = case.args
     images = case.kwargs["images"]
     model = small_classifier(Rand(seed), k).eval()
     wrapped = answer(model, mean, std)
-    if not isinstance(wrapped, nn.Module):
-        raise Incorrect("not_a_module", got=a_type(wrapped))
+    _MODULE.check(wrapped)
     if getattr(wrapped, "model", None) is not model:
         raise Incorrect("no_model_attribute")
     given = images.clone()
@@ -46,8 +49,7 @@ def _run(answer, case: Case):
         out = wrapped(given)
     if not torch.equal(given, images):
         raise Incorrect("mutated_input")
-    if not isinstance(out, torch.Tensor):
-        raise Incorrect("not_a_tensor", got=a_type(out))
+    _TENSOR.check(out)
     if out.shape != (len(images), k) or not out.is_floating_point():
         raise Incorrect("not_logits", got=f"shape {tuple(out.shape)}, dtype {out.dtype}")
     if torch.allclose(out.sum(1), torch.ones(len(images)), atol=1e-4) and bool((out >= 0).all()):
@@ -116,9 +118,8 @@ register(Exercise(
                 "returned {got}.", _Classes, match_output=False),
         Mistake("no_model_attribute", "Keep the model you were given as `self.model` (the same object, not a "
                 "copy: training may continue on it).", _Copy, match_output=False),
-        Mistake("not_a_module", "`Deployable(model, mean, std)` should build an `nn.Module`; it gave {got}.",
-                match_output=False),
-        Mistake("not_a_tensor", "`forward` should return a tensor; it returned {got}.", match_output=False),
+        _MODULE.mistake(),
+        _TENSOR.mistake(),
         Mistake("mutated_input", "`forward` changed the images it was given in place.", match_output=False),
     ],
     hints=[

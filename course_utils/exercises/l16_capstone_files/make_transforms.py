@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, describe, pair_of, register
 
-from ._kit import LESSON, a_type
+from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
 from ...answers.l16_capstone_files import make_transforms
@@ -45,7 +45,7 @@ def _apply(transform, images, seed: int, name: str) -> list[torch.Tensor]:
     for img in images:
         out = transform(img.clone())
         if not isinstance(out, torch.Tensor) or out.shape != img.shape:
-            raise Incorrect("wrong_output", which=name, got=a_type(out) if not isinstance(out, torch.Tensor)
+            raise Incorrect("wrong_output", which=name, got=describe(out) if not isinstance(out, torch.Tensor)
                             else f"shape {tuple(out.shape)}")
         if out.dtype != torch.float32:
             raise Incorrect("wrong_output", which=name, got=f"dtype {out.dtype}")
@@ -66,12 +66,15 @@ def _keeps_the_label(train, size: int, seed: int) -> bool:
     return True
 
 
+_PAIR = Expect("not_a_pair", "a pair of transforms, `(train_transform, eval_transform)`",
+               lambda pair: pair_of()(pair) and all(callable(t) for t in pair))
+
+
 def _run(answer, case: Case):
     mean, std = case.args
     images, seed = case.kwargs["images"], case.kwargs["seed"]
     pair = answer(mean, std)
-    if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(callable(t) for t in pair):
-        raise Incorrect("not_a_pair", got=a_type(pair))
+    _PAIR.check(pair)
     train, evaluate = pair
     with torch.random.fork_rng(devices=[]):
         # several runs: a step applied with p=0.5 (RandomPerspective's default) is seen in one of them
@@ -176,8 +179,7 @@ register(Exercise(
                 "without `scale=True` keeps them, and the statistics are of pixels in [0, 1].", _eval_unscaled),
         Mistake("eval_own_statistics", "Your evaluation pipeline standardises each image with its own mean and "
                 "std: use the `mean` and `std` you were given (the pretraining statistics).", _eval_own_stats),
-        Mistake("not_a_pair", "Return a pair of transforms, `(train_transform, eval_transform)`; you returned "
-                "{got}.", match_output=False),
+        _PAIR.mistake(),
         Mistake("wrong_output", "Your {which} should turn a uint8 image (1, H, W) into a float32 image of the "
                 "same shape; it gave {got}.", match_output=False),
     ],

@@ -14,9 +14,9 @@ from __future__ import annotations
 import copy
 import numbers
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON, a_type
+from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
 from ...answers.l16_capstone_files import pick_checkpoint
@@ -55,6 +55,10 @@ PROBE = [{"epoch": e, "train_loss": t, "val_loss": v, "val_accuracy": a} for e, 
 
 
 # --- run
+_EPOCH = Expect("not_an_epoch", "the epoch number (an `int`)",
+                lambda got: isinstance(got, numbers.Integral) and not isinstance(got, bool))
+
+
 def _run(answer, case: Case):
     (histories,) = case.args
     picked = [_pick(answer, history) for history in histories]
@@ -78,9 +82,7 @@ def _pick(answer, history: list[dict]) -> int:
         got = got.item()
     if isinstance(got, dict):
         raise Incorrect("returned_entry")
-    if not isinstance(got, numbers.Integral) or isinstance(got, bool):
-        raise Incorrect("not_an_epoch", got=a_type(got))
-    return int(got)
+    return int(_EPOCH.check(got))
 
 
 # --- wrong answers
@@ -140,7 +142,7 @@ register(Exercise(
                 _entry, match_output=False),
         Mistake("mutated_input", "Your function reordered or changed the history it was given: the training loop "
                 "keeps it. Use `max` (or sort a copy).", _sorts, match_output=False),
-        Mistake("not_an_epoch", "Return the epoch number (an int); you returned {got}.", match_output=False),
+        _EPOCH.mistake(),
     ],
     hints=[
         "`max(history, key=...)` with a key that ranks accuracy first, then the loss (lower is better).",

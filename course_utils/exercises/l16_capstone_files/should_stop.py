@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numbers
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, register
 
-from ._kit import LESSON, a_type
+from ._kit import LESSON
 
 # --- reference: the solution notebook's answer (generated from solutions/16_capstone_files.py)
 from ...answers.l16_capstone_files import should_stop
@@ -50,12 +50,13 @@ def _decision(answer, losses: list, patience: int) -> bool:
         raise Incorrect("mutated_input")
     if hasattr(got, "item") and getattr(got, "numel", lambda: 1)() == 1:
         got = got.item()
-    if not isinstance(got, (bool, numbers.Integral)) or got not in (0, 1):
-        raise Incorrect("not_bool", got=a_type(got))
-    return bool(got)
+    return bool(_BOOL.check(got))
 
 
 # --- run
+_BOOL = Expect("not_bool", "`True` or `False`", lambda got: isinstance(got, (bool, numbers.Integral)) and got in (0, 1))
+
+
 def _run(answer, case: Case):
     losses, patience = case.args
     decisions = [_decision(answer, losses[:t], patience) for t in range(len(losses) + 1)]
@@ -122,7 +123,7 @@ register(Exercise(
                 "a new best (strictly lower), so it should not reset the patience.", _ties_improve),
         Mistake("mutated_input", "Your function changed the list of losses it was given (e.g. `sort()`): the "
                 "training loop keeps appending to it. Work on a copy, or use `min`.", _sorts, match_output=False),
-        Mistake("not_bool", "Return True or False; you returned {got}.", match_output=False),
+        _BOOL.mistake(),
     ],
     hints=[
         "Split the list in two: the last `patience` losses, and everything before them.",
