@@ -514,7 +514,7 @@ def test_mlp_messages_fit_the_mistake():
     assert "scale" in grading.check(ML, buffer, seed=1).text()
 
 
-wrong(ML, "log_softmax output")(_mlp(_seq_build, lambda s, x: F.log_softmax(s.net(x), dim=1)))
+wrong(ML, "log_softmax output", "log_softmax_in_forward")(_mlp(_seq_build, lambda s, x: F.log_softmax(s.net(x), dim=1)))
 wrong(ML, "sigmoid instead of ReLU")(_mlp(lambda s, i, h, c: _seq_build(s, i, h, c, act=nn.Sigmoid), lambda s, x: s.net(x)))
 wrong(ML, "plain list of layers", "unregistered_parameters")(_mlp(
     lambda s, i, h, c: setattr(s, "layers", [nn.Linear(a, b) for a, b in zip([i, *h], [*h, c])]),

@@ -89,6 +89,11 @@ class _Softmax(MLP):
         return torch.softmax(self.net(x), dim=1)
 
 
+class _LogSoftmax(MLP):
+    def forward(self, x):
+        return torch.log_softmax(self.net(x), dim=1)
+
+
 class _NoActivation(MLP):
     def forward(self, x):
         for layer in self.net[::2]:

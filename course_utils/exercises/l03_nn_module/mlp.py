@@ -19,10 +19,10 @@ from course_utils.lesson_props.l03_checkpoint import TEAMMATE_SPEC
 
 from ._mlp_wrong import (
     _Hardcoded, _HiddenNoGrad, _ModuleList, _MutatesSizes, _NoActivation, _NoBias, _NoSuper, _NotAModule, _PlainList,
-    _ReluOnOutput, _ReluOutsideSequential, _ReversedHidden, _Softmax,
+    _LogSoftmax, _ReluOnOutput, _ReluOutsideSequential, _ReversedHidden, _Softmax,
 )
 from ._kit import (
-    LESSON, MISSING_SUPER_INIT, BUILDS_MODULE, PARAMETER_NOT_TRAINED, batch_size, build, check_reference_grads, count,
+    BUILDS_MODULE, LESSON, MISSING_SUPER_INIT, PARAMETER_NOT_TRAINED, batch_size, build, check_reference_grads, count,
     fill_from, gen, param_grads, ran,
 )
 
@@ -139,6 +139,8 @@ def _finish(data: Any, case: Case) -> Any:
         o = out.detach()
         if bool((o >= 0).all()) and bool(torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-4)):
             raise Incorrect("softmax_in_forward")
+        if bool((o <= 0).all()) and bool(torch.allclose(o.logsumexp(1), torch.zeros(len(o)), atol=1e-4)):
+            raise Incorrect("log_softmax_in_forward")
     ref_out = ref(x).detach()
     if isinstance(out, torch.Tensor) and (out.shape, out.dtype) == (ref_out.shape, ref_out.dtype) and \
             torch.allclose(out.detach(), ref_out, 1e-4, 1e-5):
@@ -212,6 +214,10 @@ register(Exercise(
                 "`nn.CrossEntropyLoss` applies log-softmax itself, and softmax before it squashes the gradients "
                 "and slows learning. Apply softmax only when you need probabilities.",
                 _Softmax, match_output=False),
+        Mistake("log_softmax_in_forward",
+                "Your forward returns log-probabilities (each row's `logsumexp` is 0). Which loss is this model "
+                "trained with, and what does it do to its input first? The checkpoint's model returns raw scores.",
+                _LogSoftmax, match_output=False),
         Mistake("missing_activation",
                 "Your layers are stacked without a ReLU between them. A stack of Linear layers with "
                 "nothing in between is just one linear map; put `nn.ReLU()` after every hidden layer.",
