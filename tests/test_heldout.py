@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -324,6 +325,20 @@ def test_the_sandboxed_grader_scores_a_forger_on_the_instructors_images(held, tm
     assert public.status == "correct", public
     assert (own.status, own.mistake) == ("incorrect", "below_bar"), own
     assert f"below {setup[EXERCISE]['bar']:.1%}" in own.detail, own
+
+
+def test_a_folder_every_sandbox_can_read_is_refused(held, tmp_path, monkeypatch):
+    """The system folders and the Python environment are bound into every submission's sandbox:
+    held-out images there would show their labels (the folder names) to the code being graded."""
+    from course_utils.instructor import sandbox
+
+    assert sandbox.readable_inside("/usr/share") == "/usr"
+    assert sandbox.readable_inside(sys.prefix + "/lib") == os.path.realpath(sys.prefix)
+    assert sandbox.readable_inside(tmp_path) is None  # /tmp is the sandbox's own, empty
+    root = _copy(held, tmp_path)
+    monkeypatch.setattr(sandbox, "_python_dirs", lambda: [str(tmp_path)])
+    with pytest.raises(HeldOutError, match="every submission's sandbox can read"):
+        grade_heldout.prepare(root)
 
 
 @pytest.mark.slow

@@ -20,6 +20,8 @@ from typing import Any
 from course_utils.grading import heldout
 from course_utils.grading.heldout import HeldOutError
 
+from .sandbox import readable_inside
+
 
 def _exercises() -> dict[str, Any]:
     from course_utils.grading import registry
@@ -72,6 +74,11 @@ def prepare(root: str | Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     root = Path(root)
     if not root.is_dir():
         raise HeldOutError(f"--heldout {root}: not a folder")
+    seen_by = readable_inside(root)
+    if seen_by is not None:
+        raise HeldOutError(f"--heldout {root}: it is inside {seen_by}, which every submission's sandbox can read "
+                           "(a submission could read the labels from the folder names): move it elsewhere, "
+                           "for example into your home folder")
     takes = _exercises()
     setup: dict[str, dict[str, Any]] = {}
     lines: list[str] = []

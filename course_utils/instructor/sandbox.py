@@ -384,6 +384,18 @@ def _system_binds() -> list[str]:
     return args
 
 
+def readable_inside(path: str | Path) -> str | None:
+    """The folder bound into every sandbox (read-only) that holds ``path``, or ``None``: a file
+    there is readable by every submission (the system folders, the Python environment's)."""
+    real = os.path.realpath(path)
+    system = [p for p in ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+              if os.path.isdir(p)]
+    for folder in sorted({os.path.realpath(d) for d in system + _python_dirs()}, key=len):
+        if real == folder or real.startswith(folder.rstrip("/") + "/"):
+            return folder
+    return None
+
+
 def _python_dirs() -> list[str]:
     dirs = {sys.prefix, sys.base_prefix, sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
             str(Path(os.path.realpath(sys.executable)).parent.parent)}
