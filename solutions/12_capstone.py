@@ -484,12 +484,6 @@ def onnx_parity(onnx_path, model, X):
 ex.onnx_parity.check(onnx_parity)
 
 # %% [markdown]
-# What counted: rounding grows with the size of the outputs (here at most 3e-7 of the largest
-# one), a bug moves them by a visible fraction (here 2 % or more), so any threshold from 1e-5 to
-# 1e-3 of the largest output decides every case. `torch.testing.assert_close`'s float32 defaults
-# (`rtol=1.3e-6`, `atol=1e-5`) are made for outputs near 1: on the model near 10 000 they call
-# rounding a bug, on outputs near zero.
-#
 # The resumed CNN, exported with *your* `export_with_dynamic_batch` from a batch of 2, then
 # checked on the 287 validation images. The exporter is chatty: its lines that torchvision is not
 # installed and its `FutureWarning` about `LeafSpec` are harmless (lesson 09 says why):
