@@ -1147,60 +1147,132 @@ def _op_outputs(onnx_path, model, X):
         return torch.from_numpy(out), model(X)
 
 
+def _op_fixed(threshold):
+    def answer(onnx_path, model, X):
+        a, b = _op_outputs(onnx_path, model, X)
+        diff = (a - b).abs().max().item()
+        return diff, diff < threshold
+    return answer
+
+
 @wrong(OP, "forgot_eval")
 def op_train_mode(onnx_path, model, X):
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(onnx_path))
-    out = session.run(None, {session.get_inputs()[0].name: X.numpy()})[0]
-    return float((torch.from_numpy(out) - model(X).detach()).abs().max())
+    out = torch.from_numpy(session.run(None, {session.get_inputs()[0].name: X.numpy()})[0])
+    diff = (out - model(X).detach()).abs().max().item()
+    return diff, diff <= 1e-3 * out.abs().max().item()
 
 
 @wrong(OP, "mean_not_max")
 def op_mean(onnx_path, model, X):
     a, b = _op_outputs(onnx_path, model, X)
-    return (a - b).abs().mean().item()
+    diff = (a - b).abs().mean().item()
+    return diff, diff <= 1e-4 * b.abs().max().item()
 
 
 @wrong(OP)
-def op_relative(onnx_path, model, X):
+def op_elementwise_relative(onnx_path, model, X):
     a, b = _op_outputs(onnx_path, model, X)
-    return ((a - b).abs() / b.abs().clamp(min=1e-6)).max().item()
+    rel = ((a - b).abs() / b.abs().clamp(min=1e-6)).max().item()
+    return rel, rel < 1e-3
 
 
 @wrong(OP, "not_a_float")
 def op_tensor(onnx_path, model, X):
     a, b = _op_outputs(onnx_path, model, X)
-    return (a - b).abs().max()
+    return (a - b).abs().max(), True
+
+
+@wrong(OP, "not_a_bool")
+def op_tensor_verdict(onnx_path, model, X):
+    a, b = _op_outputs(onnx_path, model, X)
+    return (a - b).abs().max().item(), torch.allclose(a, b, rtol=1e-3, atol=1e-5) & torch.tensor(True)
+
+
+@wrong(OP, "not_a_pair")
+def op_difference_only(onnx_path, model, X):  # the exercise before it asked for a verdict
+    a, b = _op_outputs(onnx_path, model, X)
+    return (a - b).abs().max().item()
 
 
 @wrong(OP)
 def op_signed(onnx_path, model, X):
     a, b = _op_outputs(onnx_path, model, X)
-    return (a - b).max().item()
+    diff = (a - b).max().item()
+    return diff, diff <= 1e-4 * b.abs().max().item()
+
+
+@wrong(OP, "exact_equality")
+def op_array_equal(onnx_path, model, X):
+    a, b = _op_outputs(onnx_path, model, X)
+    return (a - b).abs().max().item(), bool(torch.equal(a, b))
+
+
+@wrong(OP, "fixed_tolerance_too_tight")
+def op_fixed_1e_4(onnx_path, model, X):
+    return _op_fixed(1e-4)(onnx_path, model, X)
+
+
+@wrong(OP, "fixed_tolerance_too_loose")
+def op_fixed_1e_3(onnx_path, model, X):
+    return _op_fixed(1e-3)(onnx_path, model, X)
+
+
+@wrong(OP)  # also misses the bug on outputs near 1: told what differs, on which case
+def op_fixed_1e_1(onnx_path, model, X):
+    return _op_fixed(0.1)(onnx_path, model, X)
+
+
+@wrong(OP)
+def op_assert_close_defaults(onnx_path, model, X):  # made for outputs near 1: rounding near 1e4 is a "bug"
+    a, b = _op_outputs(onnx_path, model, X)
+    try:
+        torch.testing.assert_close(a, b)
+    except AssertionError:
+        return (a - b).abs().max().item(), False
+    return (a - b).abs().max().item(), True
+
+
+@wrong(OP)
+def op_relative_to_the_input(onnx_path, model, X):  # a scale, but not the outputs'
+    a, b = _op_outputs(onnx_path, model, X)
+    diff = (a - b).abs().max().item()
+    return diff, diff <= 1e-4 * X.abs().max().item()
 
 
 @valid(OP)
 def op_torch_side(onnx_path, model, X):
     a, b = _op_outputs(onnx_path, model, X)
-    return (a - b).abs().max().item()
+    diff = (a - b).abs().max().item()
+    return diff, diff <= 1e-3 * b.abs().max().item()
 
 
 @valid(OP)
-def op_numpy_float32(onnx_path, model, X):
+def op_numpy_float32(onnx_path, model, X):  # NumPy's float32 and bool_, a threshold of 1e-5 of the outputs
     import onnxruntime as ort
 
     session = ort.InferenceSession(onnx_path)
     model = model.eval()
     out = session.run([session.get_outputs()[0].name], {session.get_inputs()[0].name: X.detach().cpu().numpy()})[0]
     with torch.inference_mode():
-        return np.max(np.abs(out - model(X).numpy()))
+        diff = np.max(np.abs(out - model(X).numpy()))
+    return diff, diff < 1e-5 * np.abs(out).max()
 
 
 @valid(OP)
-def op_in_two_halves(onnx_path, model, X):
+def op_tutorial_allclose(onnx_path, model, X):  # the tolerances of PyTorch's ONNX tutorial, per element
+    a, b = _op_outputs(onnx_path, model, X)
+    return (a - b).abs().max().item(), bool(np.allclose(a.numpy(), b.numpy(), rtol=1e-3, atol=1e-5))
+
+
+@valid(OP)
+def op_in_two_halves_against_rms(onnx_path, model, X):
     h = len(X) // 2
-    return max(op_torch_side(onnx_path, model, X[:h]), op_torch_side(onnx_path, model, X[h:]))
+    (a1, b1), (a2, b2) = _op_outputs(onnx_path, model, X[:h]), _op_outputs(onnx_path, model, X[h:])
+    diff = max((a1 - b1).abs().max().item(), (a2 - b2).abs().max().item())
+    return diff, diff <= 3e-4 * torch.cat([b1, b2]).pow(2).mean().sqrt().item()
 
 
 def _op_fed_as(name):
@@ -1210,7 +1282,8 @@ def _op_fed_as(name):
         o = ort.InferenceSession(str(onnx_path)).run(None, {name: X.numpy()})[0]
         model.eval()
         with torch.no_grad():
-            return float(np.abs(o - model(X).numpy()).max())
+            diff = float(np.abs(o - model(X).numpy()).max())
+        return diff, diff <= 1e-4 * float(np.abs(o).max())
     return answer
 
 
@@ -1222,12 +1295,18 @@ def test_onnx_parity_a_hard_coded_input_name_is_named(name):
 
 @cheat(OP)
 def op_always_zero(onnx_path, model, X):
-    return 0.0
+    return 0.0, True
 
 
 @cheat(OP)
-def op_float_noise(onnx_path, model, X):
-    return 1e-7
+def op_always_parity(onnx_path, model, X):
+    a, b = _op_outputs(onnx_path, model, X)
+    return (a - b).abs().max().item(), True
+
+
+@cheat(OP)
+def op_threshold_tuned_on_the_parity_cases(onnx_path, model, X):  # over every rounding seen, under no bug near 1
+    return _op_fixed(5e-3)(onnx_path, model, X)
 
 
 def _ts(model, train_loader, val_loader, loss_fn, optimizer, epochs, zero_after_backward=False, train_in_eval=False,
@@ -1479,19 +1558,70 @@ def test_a_capstone_graded_alone_in_the_sandbox_uses_the_course_pieces(tmp_path)
                                      "resume_training", "onnx_parity", "train_and_score", "DigitClassifier")}
 
 
-def test_the_graders_onnx_file_is_its_model_with_a_dynamic_batch():
+@pytest.mark.parametrize("scale", [1e-2, 1.0, 1e4])
+def test_the_graders_onnx_file_is_its_model_with_a_dynamic_batch(scale):
     import onnxruntime as ort
 
     from course_utils.exercises.l12_capstone import onnx_parity as op
 
     name = op._input_name(123)
-    session = ort.InferenceSession(op._onnx_file(name), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(op._onnx_file(name, scale), providers=["CPUExecutionProvider"])
     assert session.get_inputs()[0].shape == ["batch", 6] and session.get_inputs()[0].name == name
-    model = op._model()
+    model = op._model(scale)
     for n in (1, 2, 7, 33):
         X = torch.randn(n, 6)
         with torch.no_grad():
-            np.testing.assert_allclose(session.run(None, {name: X.numpy()})[0], model(X).numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(session.run(None, {name: X.numpy()})[0], model(X).numpy(), rtol=1e-5,
+                                       atol=1e-6 * scale)
+
+
+def _op_spy_outputs(case):
+    """The ONNX and PyTorch outputs (eval mode) of one onnx_parity case, and the reference's pair."""
+    from course_utils.exercises.l12_capstone import onnx_parity as op
+
+    seen = {}
+
+    def spy(onnx_path, model, X):
+        seen["a"], seen["b"] = (t.numpy() for t in _op_outputs(onnx_path, model, X))
+        seen["ref"] = grading.reference(OP)(onnx_path, model, X)
+        return seen["ref"]
+
+    op._run(spy, copy.deepcopy(case))
+    return seen["a"], seen["b"], seen["ref"]
+
+
+@pytest.mark.slow  # 200 cases, two onnxruntime sessions each: about 25 s
+def test_onnx_parity_rounding_and_bugs_are_far_apart_on_200_seeds():
+    """The measured margins the decision rests on: rounding stays under 1e-6 of the largest output
+    (measured 3e-7), a bug over 1e-2 of it (measured 1.9e-2), on every kind of case; the
+    reference's verdict, and those of thresholds from 1e-5 to 1e-3 of it and of the ONNX
+    tutorial's np.allclose(rtol=1e-3, atol=1e-5), are parity exactly when there is no bug."""
+    ex = grading.exercise(OP)
+    kinds = set()
+    for seed in range(200):
+        case = ex.cases(Rand(seed))
+        a, b, (diff, same) = _op_spy_outputs(case)
+        no_bug = case.kwargs["bug"] is None
+        kinds.add((case.kwargs["scale"], case.kwargs["bug"]))
+        relative = diff / np.abs(b).max()
+        assert (relative < 1e-6) if no_bug else (relative > 1e-2), (seed, case.kwargs, relative)
+        assert same is no_bug and diff > 0, (seed, case.kwargs, diff)  # never 0: exact_equality always fails
+        for r in (1e-5, 1e-3):
+            assert bool(diff <= r * np.abs(b).max()) is no_bug, (seed, r)
+        assert bool(np.allclose(a, b, rtol=1e-3, atol=1e-5)) is no_bug, (seed, case.kwargs)
+    assert len(kinds) == 12  # every scale with and without each bug
+
+
+def test_onnx_parity_every_fixed_threshold_fails_a_fixed_case():
+    """No absolute threshold decides the fixed cases: the largest rounding on outputs near 10 000 is
+    above the bug on outputs near 0.01."""
+    ex = grading.exercise(OP)
+    rows = [(_op_spy_outputs(c)[2][0], c.kwargs["bug"] is None) for c in ex.edge_cases]
+    largest_rounding = max(d for d, no_bug in rows if no_bug)
+    smallest_bug = min(d for d, no_bug in rows if not no_bug)
+    assert smallest_bug < largest_rounding / 2, rows
+    for t in np.logspace(-8, 1, 91):
+        assert any((d < t) is not no_bug for d, no_bug in rows), t
 
 
 # =========================================================================== decisions, not transcription (issue 26)
@@ -1501,7 +1631,7 @@ def _spec_prose(answer_tag: str, heading: str) -> str:
     return "\n".join(line for line in spec.splitlines() if line.startswith("# "))
 
 
-@pytest.mark.parametrize("name", ["resume_training", "fit_with_early_stopping"])
+@pytest.mark.parametrize("name", ["resume_training", "fit_with_early_stopping", "onnx_parity"])
 def test_hints_hold_no_code(name):
     import re
 
@@ -1553,3 +1683,12 @@ def test_resume_training_first_attempt_is_the_notebooks_and_each_bug_is_named():
                     pieces.save_checkpoint(path, model, optimizer, scheduler, done, gen)
 
         rejected(RT, attempt, mistake)
+
+
+def test_onnx_parity_spec_asks_for_the_decision_without_the_rule():
+    prose = _spec_prose("onnx_parity", "### Part 5")
+    assert "rounding" in prose and "7 significant digits" in prose and "near 10 000" in prose
+    for rule in ("relative", "rtol", "atol", "allclose", "assert_close", "max(", ".max", "1e-4", "1e-5", "1e-3",
+                 "eval()", "get_inputs"):
+        assert rule not in prose, rule
+    assert grading.exercise(OP).hints[0].rstrip().endswith("?")  # the first hint is a question

@@ -1,16 +1,29 @@
-"""onnx_parity: run an ONNX file in onnxruntime and the PyTorch model on the same batch, and
-return the largest absolute difference.
+"""onnx_parity: run an ONNX file in onnxruntime and the PyTorch model on the same batch, return
+the largest absolute difference and decide whether it is float rounding (parity) or a bug.
 
-How it is graded: the grader writes one small model (Linear, BatchNorm1d, Dropout) as an ONNX
-file (once per process and input name: each case names the file's input differently, a name
-nobody would guess, so a hard-coded ``"x"`` or ``"input"`` fails as ``hardcoded_input_name``),
-with a dynamic batch, into one private temporary folder per user (built node by node with
-``onnx.helper``; tests/test_l12_capstone.py holds it equal to the model). The cases hand over
-that file with the same model in *training* mode (a right answer runs it as in production,
-``eval()``, so dropout is off and BatchNorm uses its running statistics: the difference is tiny),
-or with a model whose weights were changed after the export (the difference is real and must
-be reported, not 0), on batches of other sizes than the export's. Returned values are compared
-with the reference's to a relative 1e-3.
+The decision: float32 rounding is relative to the outputs' size (about 1e-7 of them; ONNX
+Runtime sums in its own order), a bug moves them by a visible fraction. The cases make every
+fixed absolute threshold wrong: a model whose outputs are near 1e4 (rounding differences of
+2e-4 to 2e-3, parity) and one whose outputs are near 0.01 with a bug (differences of 1e-4 to
+1e-3, no parity), next to outputs near 1. Measured over 200 seeds per kind: rounding is at most
+3e-7 of max |output|, a bug at least 1.9e-2 of it, so a threshold from 1e-5 to 1e-3 of the
+largest output (or ``np.allclose`` with ``rtol=1e-3, atol=1e-5``) decides every case alike;
+``torch.testing.assert_close``'s float32 defaults (``rtol=1.3e-6, atol=1e-5``) call rounding a
+bug on near-zero outputs of the 1e4 model (a third of such cases), as any threshold made for
+outputs near 1 does.
+
+How it is graded: the grader writes one small model (Linear, BatchNorm1d, Dropout, Linear,
+whose last layer is scaled by the case's ``scale``) as an ONNX file (once per process, input
+name and scale: each case names the file's input differently, a name nobody would guess, so a
+hard-coded ``"x"`` or ``"input"`` fails as ``hardcoded_input_name``), with a dynamic batch, into
+one private temporary folder per user (built node by node with ``onnx.helper``;
+tests/test_l12_capstone.py holds it equal to the model). The cases hand over that file with the
+same model in *training* mode (a right answer runs it as in production, ``eval()``, so dropout
+is off and BatchNorm uses its running statistics), and half of them with a bug made after the
+export (weights changed, one output's bias moved, BatchNorm's running statistics updated by a
+training-mode pass), on batches of other sizes than the export's. The difference is compared
+with the reference's in units of the case's scale (relative 1e-3, absolute 1e-6: rounding noise
+is 3e-7), the verdict exactly.
 """
 
 from __future__ import annotations
@@ -38,13 +51,28 @@ from ._kit import LESSON
 
 
 # --- cases
-def _model() -> nn.Module:
+SCALES = (1e-2, 1.0, 1e4)  # the outputs' size: rounding and a bug overlap in absolute terms
+EDGE_SEED = 14  # its 1e4 case rounds by 9.8e-4 (2.4e-4 at least) and fails assert_close's defaults
+BUGS = ("weights", "bias", "stats")  # made after the export; each moves outputs by 2-17 % of max |output|
+
+
+def _model(scale: float = 1.0, bug: str | None = None, seed: int = 0) -> nn.Module:
     with torch.random.fork_rng(devices=[]):  # the same model every time, the global RNG left alone
         torch.manual_seed(0)
         model = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 4))
         with torch.no_grad():  # running statistics that differ from a batch's own
             model[1].running_mean.uniform_(-1, 1)
             model[1].running_var.uniform_(0.5, 2)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        if bug == "weights":
+            model[4].weight.add_(0.01 * torch.randn(4, 16, generator=g))
+        elif bug == "bias":
+            model[4].bias[seed % 4] += 0.02
+        elif bug == "stats":  # a stray training-mode forward pass updates the running statistics
+            model.train()(torch.randn(16, 6, generator=g) + 0.5)
+        model[4].weight.mul_(scale)
+        model[4].bias.mul_(scale)
     return model.eval()
 
 
@@ -57,7 +85,7 @@ def _input_name(seed: int) -> str:
 @functools.cache
 def _folder() -> str:
     """The folder for the grader's ONNX files: one per user, private, reused by every process
-    (at most 97 small files, each written once under a name that includes its content's hash).
+    (at most 97 x 3 small files, each written once under a name that includes its content's hash).
     A folder per process removed at exit stayed behind whenever a process was killed first (a
     check that ran out of time, a sandbox torn down): 236 of them after a day of test runs."""
     uid = os.getuid() if hasattr(os, "getuid") else -1
@@ -75,14 +103,14 @@ def _folder() -> str:
 
 
 @functools.cache
-def _onnx_file(input_name: str = "x") -> str:
-    """:func:`_model` (in eval mode) as an ONNX file with a dynamic batch, written with
+def _onnx_file(input_name: str = "x", scale: float = 1.0) -> str:
+    """:func:`_model` at ``scale`` (in eval mode) as an ONNX file with a dynamic batch, written with
     ``onnx.helper`` node by node: what ``torch.onnx.export`` writes for it, without loading the
     exporter (seconds, and hundreds of MB of address space in a sandbox with a 2 GB limit)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    m = _model()
+    m = _model(scale)
     weights = {"w1": m[0].weight, "b1": m[0].bias, "gamma": m[1].weight, "beta": m[1].bias,
                "mean": m[1].running_mean, "var": m[1].running_var, "w2": m[4].weight, "b2": m[4].bias}
     nodes = [
@@ -108,90 +136,124 @@ def _onnx_file(input_name: str = "x") -> str:
 
 
 def _case(r: Rand) -> Case:
-    return Case(kwargs=dict(batch=r.integer(2, 9), seed=r.integer(0, 10_000), changed=r.choice([False, True])))
+    return Case(kwargs=dict(batch=r.integer(2, 9), seed=r.integer(0, 10_000), scale=r.choice(list(SCALES)),
+                            bug=r.choice([None, None, None, *BUGS])))
+
+
+def _what(x) -> str:
+    return "a tensor" if isinstance(x, torch.Tensor) else type(x).__name__
 
 
 def _run(answer, case: Case):
     kw = case.kwargs
-    model = _model().train()
-    if kw["changed"]:  # weights changed after the export: every output moves by its own amount
-        with torch.no_grad():
-            model[-1].weight.add_(0.5 * torch.randn(4, 16, generator=torch.Generator().manual_seed(kw["seed"])))
-    X = torch.randn(kw["batch"], 6, generator=torch.Generator().manual_seed(kw["seed"]))
+    model = _model(kw["scale"], kw["bug"], kw["seed"]).train()
+    X = torch.randn(kw["batch"], 6, generator=torch.Generator().manual_seed(kw["seed"] + 1))
     torch.manual_seed(kw["seed"])  # a forgotten eval() draws dropout masks: the same ones every run
     name = _input_name(kw["seed"])
     try:
-        out = answer(_onnx_file(name), model, X)
+        out = answer(_onnx_file(name, kw["scale"]), model, X)
     except Exception as e:  # onnxruntime's words for an input fed under another name
         if name in str(e) and ("missing" in str(e) or "Invalid input name" in str(e)):
             raise Incorrect("hardcoded_input_name") from None
         raise
-    if isinstance(out, torch.Tensor) and out.numel() == 1:
-        raise Incorrect("not_a_float", got="a tensor")
-    if isinstance(out, bool) or not isinstance(out, numbers.Real):
-        raise Incorrect("not_a_float", got=type(out).__name__)
-    return torch.tensor([float(out)], dtype=torch.float64)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise Incorrect("not_a_pair", got=_what(out))
+    diff, same = out
+    if isinstance(diff, bool) or not isinstance(diff, numbers.Real):
+        raise Incorrect("not_a_float", got=_what(diff))
+    if not isinstance(same, (bool, np.bool_)):
+        raise Incorrect("not_a_bool", got=_what(same))
+    # the difference in units of the outputs' size: rounding noise (3e-7) stays under the atol
+    return torch.tensor([float(diff) / kw["scale"]], dtype=torch.float64), bool(same)
 
 
-# --- wrong answers
-def _outputs(onnx_path, model, X, eval_mode=True):
+# --- wrong answers (each with the reference's verdict on what it compared, but the decisions)
+def _outputs(onnx_path, model, X, eval_mode=True, input_name=None):
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    onnx_out = session.run(None, {session.get_inputs()[0].name: X.numpy()})[0]
+    onnx_out = session.run(None, {input_name or session.get_inputs()[0].name: X.numpy()})[0]
     if eval_mode:
         model.eval()
     with torch.no_grad():
         return onnx_out, model(X).numpy()
 
 
+def _judged(diff, torch_out, threshold=None):
+    """The pair an answer returns: ``threshold`` a fixed one, else the reference's rule."""
+    if threshold is None:
+        threshold = 1e-4 * float(np.abs(torch_out).max())
+    return float(diff), bool(diff <= threshold)
+
+
+def _fixed(threshold):
+    def answer(onnx_path, model, X):
+        a, b = _outputs(onnx_path, model, X)
+        return _judged(np.abs(a - b).max(), b, threshold)
+    return answer
+
+
 def _forgot_eval(onnx_path, model, X):
     a, b = _outputs(onnx_path, model, X, eval_mode=False)
-    return float(np.abs(a - b).max())
+    return _judged(np.abs(a - b).max(), b)
 
 
 def _model_with_itself(onnx_path, model, X):
     model.eval()
     with torch.no_grad():
-        return float((model(X) - model(X)).abs().max())
+        return _judged((model(X) - model(X)).abs().max(), model(X).numpy())
 
 
 def _predictions(onnx_path, model, X):
     a, b = _outputs(onnx_path, model, X)
-    return float((a.argmax(1) != b.argmax(1)).mean())
+    return _judged((a.argmax(1) != b.argmax(1)).mean(), b, 0.0)
 
 
 def _mean(onnx_path, model, X):
     a, b = _outputs(onnx_path, model, X)
-    return float(np.abs(a - b).mean())
+    return _judged(np.abs(a - b).mean(), b)
 
 
 def _hardcoded_name(onnx_path, model, X):
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    a = session.run(None, {"x": X.numpy()})[0]
-    model.eval()
-    with torch.no_grad():
-        return float(np.abs(a - model(X).numpy()).max())
+    a, b = _outputs(onnx_path, model, X, input_name="x")
+    return _judged(np.abs(a - b).max(), b)
 
 
 def _first_item(onnx_path, model, X):
     a, b = _outputs(onnx_path, model, X[:1].repeat(2, 1))
-    return float(np.abs(a - b).max())
+    return _judged(np.abs(a - b).max(), b)
 
 
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="onnx_parity", title="Parity of the ONNX export with onnxruntime",
-    reference=onnx_parity, cases=_case, n_random=4, run=_run, timeout=30.0, uses_global_rng=True,
+    reference=onnx_parity, cases=_case, n_random=3, run=_run, timeout=30.0, uses_global_rng=True,
     compare=Compare(rtol=1e-3, atol=1e-6),
     preload=("onnxruntime", "onnx"),
-    edge_cases=[Case(kwargs=dict(batch=5, seed=0, changed=False), label="the exported model, 5 inputs"),
-                Case(kwargs=dict(batch=3, seed=1, changed=True), label="a model changed after the export, 3 inputs")],
+    edge_cases=[
+        Case(kwargs=dict(batch=5, seed=0, scale=1.0, bug=None), label="the exported model, outputs near 1"),
+        Case(kwargs=dict(batch=6, seed=EDGE_SEED, scale=1e4, bug=None), label="the exported model, outputs near 1e4"),
+        Case(kwargs=dict(batch=4, seed=5, scale=1.0, bug="weights"),  # 2 of its 4 predictions change
+             label="outputs near 1, weights changed after the export"),
+        Case(kwargs=dict(batch=3, seed=1, scale=1e-2, bug="bias"),
+             label="outputs near 0.01, a bias moved after the export"),
+    ],
     mistakes=[
+        Mistake("not_a_pair", "Return a pair, the largest difference and your verdict, not {got}.",
+                lambda p, m, X: 0.0, match_output=False),
         Mistake("not_a_float", "Return the largest difference as a Python float (`float(...)`), not {got}.",
-                lambda p, m, X: torch.zeros(1), match_output=False),
+                lambda p, m, X: (torch.zeros(1), True), match_output=False),
+        Mistake("not_a_bool", "Return the verdict as a Python bool, `True` for parity, not {got}.",
+                lambda p, m, X: (0.0, torch.tensor(True)), match_output=False),
+        Mistake("exact_equality", "Your verdict asks for a difference of exactly 0. Two programs that compute in "
+                "float32, each in its own order, rarely agree to the last bit: what size of difference can "
+                "that rounding make?", _fixed(0.0)),
+        Mistake("fixed_tolerance_too_tight", "Your verdict called float rounding a bug on a model whose outputs "
+                "are near 10 000. With about 7 significant digits, how large is the rounding of a number that "
+                "size, and is your threshold the same for outputs near 1?", _fixed(1e-5)),
+        Mistake("fixed_tolerance_too_loose", "Your verdict found parity where the model was changed after "
+                "the export, on a model whose outputs are near 0.01. What fraction of those outputs is a difference "
+                "your threshold lets through, and could rounding make it?", _fixed(1e-2)),
         Mistake("forgot_eval", "The PyTorch side ran in training mode (dropout on, BatchNorm on the batch's own "
                 "statistics): the exported model runs as in `eval()` mode, so compare with `model.eval()`.",
                 _forgot_eval),
@@ -208,8 +270,11 @@ register(Exercise(
         Mistake("first_item_only", "Run both on the whole batch `X`: the export has a dynamic batch.", _first_item),
     ],
     hints=[
-        "The ONNX side: an onnxruntime InferenceSession on the CPU provider; run it with a dict from the "
-        "model's input name to a NumPy array (read about get_inputs and run).",
-        "The PyTorch side as in production: evaluation mode and no gradients.",
+        "On outputs near 10 000, how large is a change in float32's seventh significant digit? And on outputs "
+        "near 0.01? Can one fixed threshold tell rounding from a bug on both?",
+        "Rounding grows with the size of the outputs: judge the difference against the size of the outputs "
+        "themselves, with a margin far above rounding and far below what a bug moves.",
+        "The exported model computes as in evaluation mode: which mode is the model you were handed in? And "
+        "which name does the file give its input?",
     ],
 ))
