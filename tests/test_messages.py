@@ -126,7 +126,7 @@ def test_return_types_are_declared_not_hand_raised(path):
     for call in _incorrect_calls(path):
         first = call.args[0] if call.args else None
         if isinstance(first, ast.Constant) and str(first.value).startswith(("not_a_", "not_an_")):
-            assert first.value in NOT_TYPE_CHECKS or path.name == "onnx_parity.py", (
+            assert first.value in NOT_TYPE_CHECKS, (
                 f"{path.name}:{call.lineno}: Incorrect({first.value!r}) by hand; declare "
                 "`Expect(...)` (course_utils/grading/expect.py) and call its `.check(value)`")
 

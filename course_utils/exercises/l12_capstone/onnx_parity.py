@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, pair_of, register
 
 from ...answers.l12_capstone import onnx_parity
 from ._kit import LESSON
@@ -140,8 +140,10 @@ def _case(r: Rand) -> Case:
                             bug=r.choice([None, None, None, *BUGS])))
 
 
-def _what(x) -> str:
-    return "a tensor" if isinstance(x, torch.Tensor) else type(x).__name__
+_PAIR = Expect("not_a_pair", "a pair, the largest difference and your verdict", pair_of())
+_FLOAT = Expect("not_a_float", "a Python float (`float(...)`)", lambda d: isinstance(d, numbers.Real)
+                and not isinstance(d, bool), said="The largest difference you returned is")
+_BOOL = Expect("not_a_bool", "a Python bool, `True` for parity", (bool, np.bool_), said="The verdict you returned is")
 
 
 def _run(answer, case: Case):
@@ -156,13 +158,9 @@ def _run(answer, case: Case):
         if name in str(e) and ("missing" in str(e) or "Invalid input name" in str(e)):
             raise Incorrect("hardcoded_input_name") from None
         raise
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise Incorrect("not_a_pair", got=_what(out))
-    diff, same = out
-    if isinstance(diff, bool) or not isinstance(diff, numbers.Real):
-        raise Incorrect("not_a_float", got=_what(diff))
-    if not isinstance(same, (bool, np.bool_)):
-        raise Incorrect("not_a_bool", got=_what(same))
+    diff, same = _PAIR.check(out)
+    _FLOAT.check(diff)
+    _BOOL.check(same)
     # the difference in units of the outputs' size: rounding noise (3e-7) stays under the atol
     return torch.tensor([float(diff) / kw["scale"]], dtype=torch.float64), bool(same)
 
@@ -239,12 +237,9 @@ register(Exercise(
              label="outputs near 0.01, a bias moved after the export"),
     ],
     mistakes=[
-        Mistake("not_a_pair", "Return a pair, the largest difference and your verdict, not {got}.",
-                lambda p, m, X: 0.0, match_output=False),
-        Mistake("not_a_float", "Return the largest difference as a Python float (`float(...)`), not {got}.",
-                lambda p, m, X: (torch.zeros(1), True), match_output=False),
-        Mistake("not_a_bool", "Return the verdict as a Python bool, `True` for parity, not {got}.",
-                lambda p, m, X: (0.0, torch.tensor(True)), match_output=False),
+        _PAIR.mistake(lambda p, m, X: 0.0),
+        _FLOAT.mistake(lambda p, m, X: (torch.zeros(1), True)),
+        _BOOL.mistake(lambda p, m, X: (0.0, torch.tensor(True))),
         Mistake("exact_equality", "Your verdict asks for a difference of exactly 0. Two programs that compute in "
                 "float32, each in its own order, rarely agree to the last bit: what size of difference can "
                 "that rounding make?", _fixed(0.0)),
