@@ -556,32 +556,47 @@ for dtype in (torch.float32, torch.float64):
 # %% [markdown]
 # So gradient checks are done in **float64**.
 #
-# ### Exercise 5: a finite-difference gradient checker
+# ### Exercise 5: catch a teammate's wrong backward
 #
-# Write `finite_difference_grad(fn, x, eps)`: `fn` maps a float64 tensor `x` (1-D or 2-D) to a
-# scalar tensor. Return the central-difference estimate of the gradient, same shape and dtype
-# as `x`, nudging **one element at a time**. Do not modify `x`.
+# A teammate wrote losses with hand-written backwards (each hides a custom
+# `torch.autograd.Function`, section 12's tool), and some of those backwards are wrong. Write
+# `gradient_is_wrong(fn, x)`: `fn` maps a tensor shaped like `x` (1-D or 2-D, float32, possibly
+# non-contiguous) to a scalar loss, in whatever floating dtype it is given. Return `True` when
+# the gradient autograd computes for `fn` at `x` is not the loss's true slope, `False` when it
+# is. The loss's values are your only witness, and the decisions are yours: the dtype you
+# compute in, how far you nudge, and how far apart counts as "wrong". The check's losses have
+# gradients from 1e-8 to 1e6, some curve fast, and one bug moves the gradient by as little as
+# 1e-4 of its size. Leave `x` as it was (values and `requires_grad`), and don't call
+# `torch.autograd.gradcheck`: you are building what it does.
 
-# %% tags=["answer:finite_difference_grad"]
-def finite_difference_grad(fn, x, eps):
+# %% tags=["answer:gradient_is_wrong"]
+def gradient_is_wrong(fn, x):
     ### BEGIN SOLUTION
-    # torch.zeros(x.shape), not zeros_like(x): zeros_like copies a transposed x's strides, and
-    # .view(-1) of a non-contiguous tensor raises
-    grad = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
-    for i in range(x.numel()):
-        step = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
-        step.view(-1)[i] = eps
-        grad.view(-1)[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
-    return grad
+    # float64: float32 keeps ~7 digits, and a difference of two nearly equal losses loses about
+    # half of them, which hides a 1e-4 bug; in float64 a central difference is good to ~1e-10
+    x = x.detach().to(torch.float64)
+    with torch.enable_grad():
+        leaf = x.clone().requires_grad_()
+        by_autograd = torch.autograd.grad(fn(leaf), leaf)[0].reshape(-1)
+    eps = 1e-6  # truncation (~eps²) and rounding (~1e-16 / eps) both far below the bugs
+    flat = x.reshape(-1)  # reshape, not view: x may be non-contiguous
+    numeric = torch.empty_like(flat)
+    for i in range(flat.numel()):
+        step = torch.zeros_like(flat)
+        step[i] = eps
+        numeric[i] = (fn((flat + step).reshape(x.shape)) - fn((flat - step).reshape(x.shape))) / (2 * eps)
+    # relative to the gradient's size: a gradient of 1e6 and one of 1e-8 get the same verdicts
+    return bool((by_autograd - numeric).norm() > 1e-6 * numeric.norm())
     ### END SOLUTION
 
 
-# %% tags=["check:finite_difference_grad"]
-ex.finite_difference_grad.check(finite_difference_grad)
+# %% tags=["check:gradient_is_wrong"]
+ex.gradient_is_wrong.check(gradient_is_wrong)
 
 # %% [markdown]
-# PyTorch ships the thorough version: `torch.autograd.gradcheck` compares autograd's whole
-# Jacobian with finite differences. It passes in float64 and fails in float32 (with a warning
+# PyTorch ships the thorough version of what you just built: `torch.autograd.gradcheck`
+# compares autograd's whole Jacobian with central differences, with a tolerance that mixes a
+# relative and an absolute part. It passes in float64 and fails in float32 (with a warning
 # saying why):
 
 # %%

@@ -38,15 +38,22 @@ def hvp(loss_fn, w, v):
     return Hv
 
 
-def finite_difference_grad(fn, x, eps):
-    # torch.zeros(x.shape), not zeros_like(x): zeros_like copies a transposed x's strides, and
-    # .view(-1) of a non-contiguous tensor raises
-    grad = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
-    for i in range(x.numel()):
-        step = torch.zeros(x.shape, dtype=x.dtype, device=x.device)
-        step.view(-1)[i] = eps
-        grad.view(-1)[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
-    return grad
+def gradient_is_wrong(fn, x):
+    # float64: float32 keeps ~7 digits, and a difference of two nearly equal losses loses about
+    # half of them, which hides a 1e-4 bug; in float64 a central difference is good to ~1e-10
+    x = x.detach().to(torch.float64)
+    with torch.enable_grad():
+        leaf = x.clone().requires_grad_()
+        by_autograd = torch.autograd.grad(fn(leaf), leaf)[0].reshape(-1)
+    eps = 1e-6  # truncation (~eps²) and rounding (~1e-16 / eps) both far below the bugs
+    flat = x.reshape(-1)  # reshape, not view: x may be non-contiguous
+    numeric = torch.empty_like(flat)
+    for i in range(flat.numel()):
+        step = torch.zeros_like(flat)
+        step[i] = eps
+        numeric[i] = (fn((flat + step).reshape(x.shape)) - fn((flat - step).reshape(x.shape))) / (2 * eps)
+    # relative to the gradient's size: a gradient of 1e6 and one of 1e-8 get the same verdicts
+    return bool((by_autograd - numeric).norm() > 1e-6 * numeric.norm())
 
 
 class MySiLU(torch.autograd.Function):

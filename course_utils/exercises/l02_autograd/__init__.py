@@ -17,7 +17,7 @@ from . import (  # noqa: E402, F401
     jacobian,
     huber,
     hvp,
-    finite_difference_grad,
+    gradient_is_wrong,
     my_silu,
     gradient_descent,
 )
