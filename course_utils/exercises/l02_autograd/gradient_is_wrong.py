@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
 
 from ...answers.l02_autograd import gradient_is_wrong
 from ._kit import LESSON
@@ -158,6 +158,9 @@ def _evidence(x: torch.Tensor, fed: list[torch.Tensor]) -> dict[str, Any]:
             "nudged": int(moved.any(0).sum()), "numel": x.numel()}
 
 
+_VERDICT = Expect("not_a_verdict", "`True` or `False`", bool)
+
+
 def _run(answer: Any, case: Case) -> dict[str, Any]:
     (losses,) = case.args
     verdicts, evidence = {}, {}
@@ -169,8 +172,7 @@ def _run(answer: Any, case: Case) -> dict[str, Any]:
             raise Incorrect("mutated_input")
         if isinstance(out, torch.Tensor) and out.numel() == 1 and out.dtype == torch.bool:
             out = bool(out)
-        if not isinstance(out, bool):
-            raise Incorrect("not_a_verdict", got=type(out).__name__)
+        _VERDICT.check(out)
         verdicts[loss.op], evidence[loss.op] = out, _evidence(before, fed)
     return {"verdicts": verdicts, "evidence": evidence}
 
@@ -273,8 +275,7 @@ register(Exercise(
                 "Your function left the caller's `x` changed (its values, dtype or `requires_grad`). "
                 "Which operations give you a tensor of your own to nudge and to differentiate?",
                 _checker(in_place=True), match_output=False),
-        Mistake("not_a_verdict", "Your `gradient_is_wrong` returned a {got}; it should return True or False.",
-                lambda fn, x: None, match_output=False),
+        _VERDICT.mistake(lambda fn, x: None),
         Mistake("used_gradcheck",
                 "Your function called `{op}`: this exercise builds the check it runs. Compare autograd's "
                 "gradient with your own difference quotients.",
