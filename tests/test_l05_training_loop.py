@@ -1542,8 +1542,8 @@ def train_sums_loss_tensors(model, loader, loss_fn, optimizer):
     return (total / n).item()
 
 
-@wrong(EV, "wrong_type")
-def eval_returns_list(model, loader, loss_fn):
+@valid(EV)
+def eval_returns_list(model, loader, loss_fn):  # `loss, acc = evaluate(...)` reads a list of two the same
     model.eval()
     tl, c, n = 0.0, 0, 0
     with torch.no_grad():

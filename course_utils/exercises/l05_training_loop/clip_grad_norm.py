@@ -51,7 +51,8 @@ EDGE_CASES = [
     _edge(5.0, "gradients much larger than max_norm"),
     _edge(1.3, "total norm 1.3, a little above max_norm 1"),
     # `sum([])` is the int 0, which `torch.sqrt` refuses: the norm is 0.0, nothing is scaled
-    Case(([torch.randn(3, 2).requires_grad_(), torch.randn(4).requires_grad_()], 1.0),
+    Case(([torch.randn(3, 2, generator=torch.Generator().manual_seed(7)).requires_grad_(),  # not the learner's RNG
+           torch.randn(4, generator=torch.Generator().manual_seed(8)).requires_grad_()], 1.0),
          label="no parameter has a gradient yet (before the first backward): the norm is 0.0"),
 ]
 

@@ -54,7 +54,7 @@ def _run(answer, case: Case):
     if not grad_left_on:
         raise Incorrect("grad_left_off")
     if isinstance(out, list) and len(out) == 2:
-        raise Incorrect("wrong_type")
+        out = tuple(out)  # a list of the two reads the same: `loss, acc = evaluate(...)`
     if isinstance(out, tuple) and len(out) == 2:
         for value, what in zip(out, ("the mean loss", "the accuracy")):
             number_problem(value, what)
@@ -120,13 +120,11 @@ register(Exercise(
                 lambda model, loader, loss_fn: _eval_with(model, loader, loss_fn, loss=nn.functional.cross_entropy)),
         Mistake("softmax_before_loss", SOFTMAX_BEFORE_LOSS,
                 lambda model, loader, loss_fn: _eval_with(model, loader, loss_fn, softmax=True)),
-        # the three below and `wrong_type` keep match_output True: the runner's own generic messages
+        # the three below keep match_output True: the runner's own generic messages
         # for an output of the wrong kind (compared with the reference's) stay as they are
         Mistake("returned_none", RETURNED_NONE, _eval_returns(lambda loss, acc: (None, acc))),
         Mistake("returned_tensor", RETURNED_TENSOR, _eval_returns(lambda loss, acc: (torch.tensor(loss), acc))),
         RETURNS_NUMBER.mistake(_eval_returns(lambda loss, acc: (loss, str(acc)))),
-        Mistake("wrong_type", "Return the pair as a tuple, `(mean_loss, accuracy)` (`return loss, acc`), not a "
-                "list.", _eval_returns(lambda loss, acc: [loss, acc])),
     ],
     hints=[
         "Scored twice, the same model on the same images gave two results: which of its layers draws random "
