@@ -201,10 +201,14 @@ register(Exercise(
                 "`ds.class_to_idx` the dict from each name to its index.", None, match_output=False),
     ],
     hints=[
-        "In `__init__`, read the CSV's rows with `csv.DictReader` and keep `(file, label)` pairs; sort the "
-        "distinct labels to number them.",
-        "In `__getitem__`, open `Path(self.root) / file` as one grey channel (`Image.open(...).convert(\"L\")`; "
-        "torchvision 0.29 deprecates its own `torchvision.io.decode_image`), make it float32 in [0, 1] with "
-        "a channel dimension, apply the transform.",
+        "What must `__init__` keep so that `__getitem__` can find the i-th image later, and what must it not do yet? "
+        "And relative to which folder are the CSV's paths written?",
+        "`__init__` keeps only the CSV's rows (each file with its label) and numbers the labels in sorted order of "
+        "their names, as `ImageFolder` does; `__getitem__` opens the row's file under `root`, as one grey channel, "
+        "turns its bytes into floats in [0, 1] with a channel dimension in front, and applies the transform last, "
+        "when there is one.",
+        "Look up `csv.DictReader`, `pathlib.Path`, PIL's `Image.convert` (the grey mode is \"L\") and "
+        "`torch.from_numpy` or `v2.functional.pil_to_tensor`; torchvision 0.29 deprecates its own "
+        "`torchvision.io.decode_image`.",
     ],
 ))

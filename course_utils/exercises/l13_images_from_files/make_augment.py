@@ -150,9 +150,12 @@ register(Exercise(
         Mistake("not_tensor", "Your transform returned {got}, not a tensor.", None, match_output=False),
     ],
     hints=[
-        "Which changes would a person still read as the same letter? A little shift, tilt, size change, blur; "
-        "not a mirror image, not upside down.",
-        "`v2.RandomAffine(degrees=10, translate=(0.1, 0.1), scale=(0.9, 1.1))` is one answer; "
-        "`v2.RandomRotation(15)` or `v2.RandomPerspective(0.2)` are others.",
+        "Which changes would a person still read as the same letter, and which turn some letters into no letter at "
+        "all?",
+        "Small geometric changes keep a letter: a little shift, tilt or change of size, a slight blur. Mirror images "
+        "and large turns do not (a mirrored J is no letter). The transform must draw new parameters on every call, "
+        "keep the shape and dtype, return a new tensor and leave the values in [0, 1]: normalising comes after it.",
+        "Look up `v2.RandomAffine`, `v2.RandomRotation` or `v2.RandomPerspective`, and keep their ranges small: a few "
+        "degrees, a few percent of the image's size.",
     ],
 ))

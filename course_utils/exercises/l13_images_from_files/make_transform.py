@@ -130,8 +130,13 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "Four steps: one grey channel, a tensor, floats in [0, 1], normalised. Which step needs which input?",
-        "`v2.Compose([v2.Grayscale(1), v2.ToImage(), v2.ToDtype(torch.float32, scale=True), "
-        "v2.Normalize(mean, std)])`.",
+        "What does `ImageFolder` hand the transform (what type, how many channels, which dtype), and what does each "
+        "step of the pipeline need as its input?",
+        "Work back from what the network wants: the normalisation needs floats on the scale the statistics were "
+        "measured on, [0, 1]; scaling bytes to floats needs a tensor; and the image must first be brought back to the "
+        "one grey channel the statistics describe. Normalise with the `mean` and `std` you are given, never with "
+        "constants.",
+        "Look up `v2.Compose`, `v2.Grayscale`, `v2.ToImage`, `v2.ToDtype` (what its `scale` flag does) and "
+        "`v2.Normalize`.",
     ],
 ))

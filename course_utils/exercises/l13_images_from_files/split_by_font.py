@@ -169,9 +169,13 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "Work with the font *names*: list the distinct ones in a fixed order, pick `n_test_fonts` of them "
-        "with the generator.",
-        "`names = sorted(set(fonts))`, `torch.randperm(len(names), generator=generator)`; then a boolean mask "
-        "over the items, `f in held_out`, and `mask.nonzero().flatten()` for each side.",
+        "What must the generator choose among, if every item of a font has to land on the same side? And how can the "
+        "choice depend on the seed only, not on the order in which the items come?",
+        "Draw fonts, not items: list the distinct font names in a fixed order (sorted into a new list: the caller's "
+        "list stays as it was), let the generator shuffle them and hold out the first `n_test_fonts`. Each item then "
+        "goes to test if its font is held out, to train otherwise, and each side's positions become a 1-D int64 "
+        "tensor.",
+        "Look up `sorted`, `set`, `torch.randperm` (it takes a `generator`) and `torch.Tensor.nonzero`, which turns a "
+        "boolean mask into positions.",
     ],
 ))

@@ -164,9 +164,13 @@ register(Exercise(
         _PAIR.mistake(),
     ],
     hints=[
-        "Loop over `DataLoader(Subset(dataset, train_idx.tolist()), batch_size=64)`; per channel, add up the "
-        "pixels, their squares and their count.",
-        "At the end `mean = total / count` and `std = sqrt(total_sq / count - mean**2)` (accumulate in float64). "
-        "A std per batch, averaged, misses how the batches differ.",
+        "Which images may the mean be computed from, if the test set must stay unseen? And is the std of all the "
+        "pixels the average of the stds of the batches?",
+        "Statistics come from the training items only, over all their pixels at once, one value per channel. The "
+        "variance is the mean of the squares minus the square of the mean, so per batch you only add up, per channel, "
+        "the pixels, their squares and how many there were; the mean and the std are taken once, at the end, from "
+        "those totals (in float64, so that the sums keep their digits).",
+        "Look up `torch.utils.data.Subset` and `torch.utils.data.DataLoader`; a tensor's `sum` reduces several dims "
+        "at once, and `torch.Tensor.double` gives float64.",
     ],
 ))

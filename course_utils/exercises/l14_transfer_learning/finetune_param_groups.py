@@ -143,8 +143,12 @@ register(Exercise(
                 lambda model, h, b: list(model.parameters()), match_output=False),
     ],
     hints=[
-        "Two lists: the head's parameters, and every other parameter of the model (compare by identity, "
-        "`id(p)`, or by name prefix `fc.`).",
-        "`[{\"params\": backbone, \"lr\": backbone_lr}, {\"params\": head, \"lr\": head_lr}]`.",
+        "How can you tell the head's parameters from all the others, so that each parameter lands in exactly one "
+        "group, BatchNorm's included? And what must a group say besides its parameters?",
+        "Two groups: the head's parameters with `head_lr`, and every other parameter of the model with `backbone_lr`, "
+        "each group stating its own rate. Tell them apart by the tensors themselves (their identity) or by the name "
+        "prefix of the head, not by a filter that only catches some kinds of layer.",
+        "Look up per-parameter options in `torch.optim.Optimizer`'s documentation, `nn.Module.named_parameters` and "
+        "Python's `id`.",
     ],
 ))

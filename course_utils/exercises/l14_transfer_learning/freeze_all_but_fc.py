@@ -174,9 +174,12 @@ register(Exercise(
         _LIST.mistake(),
     ],
     hints=[
-        "Two things can change a backbone during training: the optimizer (parameters) and the forward pass "
-        "itself (BatchNorm's running statistics). Stop both, for every child of the model except `fc`.",
-        "`model.named_children()` lists conv1, bn1, layer1..3, avgpool and fc: `requires_grad_(False)` and "
-        "`.eval()` on each child but fc; return `list(model.fc.parameters())`.",
+        "The optimizer is one thing that changes a backbone during training. What else changes a BatchNorm layer "
+        "during a forward pass in training mode, whatever its parameters' `requires_grad` says?",
+        "Stop both for every part of the model except the head: the parameters stop requiring grad, and the modules "
+        "go to eval mode, while the head stays in training mode. Then hand the optimizer only what still trains, as a "
+        "list (a generator is used up after one pass).",
+        "Look up `nn.Module.named_children`, `nn.Module.requires_grad_`, `nn.Module.eval` and `nn.Module.parameters`; "
+        "the stem (`conv1`, `bn1`) is a child too.",
     ],
 ))

@@ -92,7 +92,9 @@ register(Exercise(
                 _height_only),
     ],
     hints=[
-        "Which dims of `(N, C, H, W)` are the positions? Those are the ones to average away.",
-        "`x.mean(dim=(2, 3))`: one call, any size.",
+        "Which dims of `(N, C, H, W)` are the positions, the ones to average away?",
+        "One mean per channel of each image, over every position: reduce both spatial dims in one go, whatever their "
+        "sizes, and keep neither as a dim of size 1.",
+        "Look up `torch.Tensor.mean`: its `dim` accepts a tuple of dims.",
     ],
 ))

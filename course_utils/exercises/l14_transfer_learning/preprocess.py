@@ -124,7 +124,11 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "Which statistics did the backbone see during pretraining? The recipe records them.",
-        "Scale to [0, 1] (`/ 255`), then `(x - recipe['mean']) / recipe['std']`.",
+        "Which statistics were the backbone's inputs standardised with during pretraining, and on what scale of pixel "
+        "values were they measured?",
+        "Use the recipe's mean and std, not the new images' own and not ImageNet's: bring the bytes to floats in [0, "
+        "1] first, then subtract the mean and divide by the std. Return a new tensor, and leave the images and the "
+        "recipe as they were.",
+        "Look up `torch.Tensor.float`; read the recipe's `mean` and `std` by their keys, without `pop` or `del`.",
     ],
 ))

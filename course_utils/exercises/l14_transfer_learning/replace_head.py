@@ -179,8 +179,12 @@ register(Exercise(
         _MODULE.mistake(),
     ],
     hints=[
-        "The backbone's features keep their size; only the number of classes changes. Where can you read the "
-        "feature size?",
-        "`model.fc = nn.Linear(model.fc.in_features, num_classes)`: a new layer is trainable by default.",
+        "What does the old head tell you about the features that come into it, and what must be different about the "
+        "new one?",
+        "A new layer takes the old head's place (not after it, and not the old one with an attribute changed): as "
+        "many inputs as the old head had, `num_classes` outputs. A freshly made layer already requires grad; the "
+        "backbone's flags and the model's mode stay as they were.",
+        "Look up `nn.Linear` and its attribute `in_features`; assigning a module to an attribute of a model registers "
+        "it in the model.",
     ],
 ))

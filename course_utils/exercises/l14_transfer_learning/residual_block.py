@@ -208,10 +208,13 @@ register(Exercise(
         _MODULE.mistake(),
     ],
     hints=[
-        "Write the residual path first: conv1 (with the stride), bn1, ReLU, conv2, bn2. Then decide what must "
-        "happen to `x` before it can be added to that.",
-        "`x` can be added as it is only if stride is 1 and the channels do not change; otherwise "
-        "`nn.Sequential(nn.Conv2d(in, out, 1, stride=stride, bias=False), nn.BatchNorm2d(out))`.",
-        "The last ReLU goes after the addition.",
+        "When can `x` be added to the residual path's output as it is, and what must happen to it when it cannot? And "
+        "where does each ReLU sit relative to that addition?",
+        "`x` can be added unchanged only when the block keeps both the spatial size (stride 1) and the channel count; "
+        "otherwise a projection brings it to the new shape, and it is normalised like the path it joins. BatchNorm "
+        "stays on the residual path, before the sum; the stride belongs to the first convolution; the last ReLU "
+        "rectifies the sum, not the path before it.",
+        "Look up `nn.Identity` (a shortcut that passes `x` through) and `nn.Sequential` (a projection of two layers); "
+        "every convolution followed by BatchNorm needs no `bias`.",
     ],
 ))

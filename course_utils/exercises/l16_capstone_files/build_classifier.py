@@ -231,9 +231,14 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "Reuse the notebook: `load_folder`, a new `fc` on `pretrained` for `len(classes)` classes, "
-        "then `Deployable` and `export_model`.",
-        "With about 24 images per class, training only the head on the frozen backbone's features "
-        "(`model.features(...)`, computed once) takes a second and reaches about 83 %.",
+        "Which parts of exercises 1 to 5 and of lesson 14 does this task need, and which of lesson 14's three ways "
+        "suits a few dozen images per class on a CPU with a time limit?",
+        "Read the folder's classes in `ImageFolder`'s sorted order, replace the head for that many classes, "
+        "preprocess with the recipe's statistics, and train cheaply: with this few images, training only the new head "
+        "on the frozen backbone's features (computed once) is fast and reaches the bar. Then wrap the model with its "
+        "preprocessing, export it in eval mode with a dynamic batch, and return the class names in the order of the "
+        "outputs.",
+        "Reuse the notebook's `load_folder`, your `Deployable` and `export_model`; look up the backbone's `features` "
+        "method and `torch.no_grad`.",
     ],
 ))

@@ -123,7 +123,12 @@ register(Exercise(
         Mistake("mutated_input", "`forward` changed the images it was given in place.", match_output=False),
     ],
     hints=[
-        "The training pipeline's last two steps: `ToDtype(torch.float32, scale=True)` and `Normalize`.",
-        "`self.model((images.float() / 255 - self.mean) / self.std)`.",
+        "What did the training pipeline do to the pixels before the model saw them, and in what order? And what "
+        "happens to `uint8` values when you subtract from them?",
+        "`forward` repeats the training preprocessing on the raw batch: cast to floats first (uint8 arithmetic wraps "
+        "around), scale to [0, 1], standardise with the `mean` and `std` given at construction (never the batch's "
+        "own), then return the model's logits as they are, with no softmax.",
+        "Look up `torch.Tensor.float` and `nn.Module`'s `__init__`; keep `model` as `self.model`, the same object, "
+        "and `mean` and `std` as plain numbers.",
     ],
 ))

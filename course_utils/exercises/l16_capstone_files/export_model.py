@@ -173,8 +173,12 @@ register(Exercise(
                 lambda d, path: _variant(d, path, save=False), match_output=False),
     ],
     hints=[
-        "Four decisions: the mode, the example's dtype and batch size, which dimension is dynamic.",
-        "`deployable.eval()`; `torch.export.export(deployable, (torch.zeros(2, 1, 28, 28, dtype=torch.uint8),), "
-        "dynamic_shapes=({0: torch.export.Dim('batch')},))`; then `torch.export.save`.",
+        "Four decisions: which mode to export in, what the example input looks like (its dtype, how many images), and "
+        "which of its dimensions may change from one call to the next. What does a user of the file send?",
+        "Export in eval mode, with an example like the raw pixels users send (uint8, 1x28x28 images, at least two of "
+        "them: a size of 1 is taken as a constant), and declare the batch dimension, and only that one, dynamic. Save "
+        "the exported program itself, so that loading it needs no class of ours.",
+        "Look up `torch.export.export` (its `dynamic_shapes` argument), `torch.export.Dim`, `torch.export.save` and "
+        "`nn.Module.eval`.",
     ],
 ))

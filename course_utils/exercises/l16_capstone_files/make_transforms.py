@@ -184,8 +184,13 @@ register(Exercise(
                 "same shape; it gave {got}.", match_output=False),
     ],
     hints=[
-        "Which of the two sees new images every epoch, and which must give the same answer every time?",
-        "Both end with `v2.ToDtype(torch.float32, scale=True)` and `v2.Normalize([mean], [std])`; the training "
-        "one starts with `v2.RandomAffine(degrees=10, translate=(0.1, 0.1), scale=(0.9, 1.1))`.",
+        "Which of the two pipelines sees new images every epoch, and which must give the same answer every time it "
+        "sees an image?",
+        "Both pipelines end the same way: floats scaled to [0, 1], then standardised with the `mean` and `std` you "
+        "are given. Only the training one first changes the image at random, with geometric changes small enough to "
+        "keep a digit that digit (a little shift, turn or scaling; no flips); the evaluation one never draws "
+        "anything.",
+        "Look up `v2.Compose`, `v2.RandomAffine` (its `degrees`, `translate` and `scale`), `v2.ToDtype` (its `scale` "
+        "flag) and `v2.Normalize`; a list of steps can be shared by both pipelines.",
     ],
 ))

@@ -145,7 +145,12 @@ register(Exercise(
         _EPOCH.mistake(),
     ],
     hints=[
-        "`max(history, key=...)` with a key that ranks accuracy first, then the loss (lower is better).",
-        "`key=lambda h: (h['val_accuracy'], -h['val_loss'])`, then take the winner's `'epoch'`.",
+        "Which numbers in the history say how the weights do on images they never trained on? And when two epochs tie "
+        "on accuracy, which of them would you rather ship?",
+        "Rank the epochs by validation accuracy first; only between epochs of the same accuracy, prefer the lower "
+        "validation loss. The training loss plays no part, and the answer is the winning entry's `\"epoch\"` number, "
+        "not its position in the list.",
+        "Look up `max` with a `key` function, and how Python compares tuples (first element first, the next only on a "
+        "tie).",
     ],
 ))

@@ -126,8 +126,12 @@ register(Exercise(
         _BOOL.mistake(),
     ],
     hints=[
-        "Split the list in two: the last `patience` losses, and everything before them.",
-        "Stop when the best of the last `patience` is not strictly lower than the best before them; "
-        "never stop while the list has `patience` or fewer entries.",
+        "Which losses belong to the last `patience` epochs, and which earlier losses must they beat? And what if "
+        "there are not yet enough epochs to tell?",
+        "Compare the best of the last `patience` losses with the best of everything before them: stop when the recent "
+        "best is not strictly lower (an equal loss is no new best). While the list holds `patience` losses or fewer, "
+        "there is nothing to compare with, so keep training.",
+        "Look up `min` and slicing from the end of a list; neither changes the list the training loop keeps appending "
+        "to.",
     ],
 ))
