@@ -143,8 +143,17 @@ def _run(answer, case: Case):
     if extra_forwards > 0:  # this MLP does not show it, a model with BatchNorm or Dropout would
         raise Incorrect("second_forward", n=extra_forwards)
     number_problem(out, "the mean training loss")
+    return {"out": float(out), "params": params, "start": start, "steps": steps, "backwards": backwards}
+
+
+def _finish(ran: dict, case: Case) -> bool:
+    """The judge's half: the reference's epoch on the same case, and the wrong loops that name a
+    mistake (each a reference with a switch: never in the sandbox that runs the answer)."""
+    if ran is True:  # the reference's own run, in a notebook
+        return True
+    out, params, start = ran["out"], ran["params"], ran["start"]
     exp_out, exp_params = _train_trial(train_one_epoch, case)[:2]
-    _update_problem(case, params, start, exp_params, steps, backwards)
+    _update_problem(case, params, start, exp_params, int(ran["steps"]), int(ran["backwards"]))
     if not math.isclose(out, exp_out, rel_tol=1e-5, abs_tol=1e-7):
         if math.isclose(out, _train_trial(_train_batch_mean, case)[0], rel_tol=1e-5, abs_tol=1e-7):
             raise Incorrect("batch_mean_average")
@@ -212,7 +221,7 @@ def _train_returns(convert):
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="train_one_epoch", title="Repair a training epoch with three silent bugs",
-    reference=train_one_epoch, run=_run, cases=loop_case, n_random=5, timeout=10,
+    reference=train_one_epoch, run=_run, finish=_finish, cases=loop_case, n_random=5, timeout=10,
     mistakes=[
         Mistake("forgot_zero_grad", "Gradients accumulate: without `optimizer.zero_grad()` every `backward()` "
                 "adds to the gradients of all earlier batches (and to whatever was there before the epoch), so "
