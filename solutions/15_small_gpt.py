@@ -203,18 +203,21 @@ print(f"uniform guess {math.log(vocab_size):.2f} nats, bigram on validation {big
 # In self-attention every position scores every other (a `(T, T)` matrix of scores), and a
 # softmax over each row turns the scores into weights. During training all `T` positions are
 # predicted at once, so position `t` must not see positions after `t`: they hold the very
-# characters it is asked to predict. An **additive mask** does it: add `0` to the scores that
-# are allowed and `-inf` to the rest; `exp(-inf) = 0` removes them from the softmax.
+# characters it is asked to predict. An **additive mask** does it: a `(T, T)` tensor added to the
+# scores before the softmax, which leaves an allowed score as it is and leaves a blocked key a
+# weight of exactly zero.
 #
 # ### Exercise 2: the causal mask
 #
 # Write `causal_mask(T)`: a float32 tensor of shape `(T, T)` to **add** to the scores, whose row
-# `i` (the query at position `i`) lets it attend to key position `j` exactly when it should.
-# Decide which triangle is blocked, what happens on the diagonal, and which values go where.
+# `i` (the query at position `i`) lets it attend to key position `j` exactly when it should:
+# added to any scores, the softmax of each row gives the blocked keys a weight of exactly 0 and
+# the allowed ones the weights they would have among themselves. Decide which triangle is
+# blocked, what happens on the diagonal, and which values go where.
 
 # %% tags=["answer:causal_mask"]
 def causal_mask(T):
-    """(T, T) float mask to add to attention scores: 0 where a query may look, -inf elsewhere."""
+    """The (T, T) float32 mask to add to attention scores (row: query position, column: key)."""
     ### BEGIN SOLUTION
     allowed = torch.ones(T, T, dtype=torch.bool).tril()  # key j <= query i
     return torch.zeros(T, T).masked_fill(~allowed, float("-inf"))
@@ -250,7 +253,8 @@ print(torch.softmax(torch.full((4,), float("-inf")), dim=-1))
 # ## 6. Causal self-attention
 #
 # Each position emits a query `q`, a key `k` and a value `v`. The output at position `i` is a
-# mix of the values, weighted by `softmax(q_i . k_j / sqrt(d))` over the positions `j` it may see.
+# mix of the values, weighted by a softmax of the dot products `q_i . k_j` over the positions `j`
+# it may see, rescaled first so that their spread does not grow with the size `d` of a query.
 #
 # ### Exercise 3: causal attention by hand
 #
@@ -327,7 +331,7 @@ print(CausalSelfAttention(16, 2)(x_in).shape)
 
 # %% tags=["answer:pre_norm_block"]
 def pre_norm_block(x, attn, mlp, ln1, ln2):
-    """x + attn(ln1(x)), then that plus mlp(ln2(that))."""
+    """The block's output, (B, T, C), for an input x of shape (B, T, C)."""
     ### BEGIN SOLUTION
     x = x + attn(ln1(x))
     return x + mlp(ln2(x))
@@ -366,7 +370,7 @@ class Block(nn.Module):
 
 # %% tags=["answer:tie_weights"]
 def tie_weights(model):
-    """Make model.head use model.tok_emb's weight (one Parameter, shared)."""
+    """Ties model.head to model.tok_emb, in place; returns None."""
     ### BEGIN SOLUTION
     model.head.weight = model.tok_emb.weight
     ### END SOLUTION
@@ -467,9 +471,11 @@ print(f"{num_steps} steps in {time.perf_counter() - start:.1f} s")
 #
 # To generate, feed the model its own output: take the logits at the **last** position, turn them
 # into probabilities, draw one token, append it, repeat. Two knobs shape the draw. The
-# **temperature** divides the logits: below 1 it sharpens the distribution (towards the most likely
-# token), above 1 it flattens it. **Top-k** keeps only the `k` highest logits and gives the rest
-# probability zero, so a rare, silly token can never be drawn.
+# **temperature** `T` is the one of physics: a state of energy `E` has a probability proportional
+# to `exp(-E / T)`, and a logit plays the part of `-E`. At `T = 1` the draw follows the model's own
+# probabilities; below 1 it leans towards the most likely token, above 1 towards uniform. **Top-k**
+# lets only the `k` most likely tokens of a row be drawn, in the proportions they have among
+# themselves, so a rare, silly token can never come out.
 #
 # ### Exercise 6: sample the next token
 #

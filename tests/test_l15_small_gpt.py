@@ -700,3 +700,47 @@ def test_oracle_sample_next_frequencies_are_the_softmax():
     expected = torch.tensor([4.0, 2.0, 0.0]).softmax(-1).double()
     torch.testing.assert_close(freq[:3], expected, atol=0.01, rtol=0)
     assert freq[3] == 0
+
+
+# ########################################################################### decisions, not transcription
+def _visible_answer_cells() -> dict[str, str]:
+    """What a learner sees of each answer cell: the solution's cell without the marked answer."""
+    import re
+
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    cells = {}
+    for m in re.finditer(r'# %% tags=\["answer:(\w+)"\]\n(.*?)(?=\n# %%)', src, re.S):
+        visible = re.sub(r"### BEGIN SOLUTION.*?### END SOLUTION", "", m.group(2), flags=re.S)
+        cells[m.group(1)] = visible[visible.index('"""'):]  # the docstring and what follows the answer
+    return cells
+
+
+def test_hints_climb_from_a_question_and_hold_no_code():
+    """The first hint asks; none shows code (a backticked call with arguments, an index, an assignment)."""
+    import re
+
+    code = re.compile(r"`[^`]*(\([^)`]|\[|=| for )[^`]*`|torch\.\w+|\w\(")
+    for exercise_id in grading.exercises():
+        if exercise_id.startswith(LESSON + "."):
+            hints = grading.exercise(exercise_id).hints
+            assert len(hints) >= 2 and "?" in hints[0], exercise_id
+            for hint in hints:
+                assert not code.search(hint), (exercise_id, hint)
+
+
+def test_visible_docstrings_state_the_contract_not_the_method():
+    cells = _visible_answer_cells()
+    assert set(cells) == {e.split(".")[1] for e in grading.exercises() if e.startswith(LESSON + ".")}
+    giveaways = {"causal_mask": ("-inf", "0 where"), "pre_norm_block": ("attn(", "ln1(", "mlp("),
+                 "tie_weights": ("weight =", "use"), "sample_next": ("divid", "-inf", "softmax"),
+                 "causal_attention": ("sqrt", "softmax(")}
+    for name, words in giveaways.items():
+        for word in words:
+            assert word not in cells[name], (name, word)
+
+
+def test_the_mask_prose_gives_the_contract_not_the_values():
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    spec = src[src.index("## 5. Looking only backwards"):src.index('tags=["answer:causal_mask"]')]
+    for recipe in ("`-inf`", "`0`", "exp(-inf)", "tril", "masked_fill"):
+        assert recipe not in spec, recipe

@@ -100,7 +100,7 @@ def _mlp_first(x, attn, mlp, ln1, ln2):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="pre_norm_block", title="A pre-norm Transformer block: x + attn(ln1(x)), then + mlp(ln2(.))",
+    lesson=LESSON, name="pre_norm_block", title="A pre-norm Transformer block",
     reference=pre_norm_block, cases=_cases, edge_cases=EDGE_CASES,
     compare=Compare(rtol=1e-5, atol=1e-5),  # LayerNorm and tanh in another order of operations
     mistakes=[

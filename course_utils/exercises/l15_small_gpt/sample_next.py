@@ -221,9 +221,10 @@ register(Exercise(
                 "last dimension.)", _not_squeezed, match_output=False),
     ],
     hints=[
-        "Three steps before the draw: what does dividing logits by 0.5 do to the gaps between them, and so to the "
-        "softmax? Which logits must end up unable to win, and what value guarantees that?",
-        "`torch.topk` gives each row's k largest values, the last of them being the threshold; everything below it "
-        "becomes -inf. Then the softmax, and `torch.multinomial` with the generator, one sample per row.",
+        "Three steps before the draw: what does a temperature of 0.5 do to the gaps between two logits, and so to "
+        "the softmax? Which logits must end up unable to win, and what value makes that certain?",
+        "The k-th largest logit of a row is the threshold: a logit below it must get a probability of exactly zero, "
+        "which a score of zero does not give. The softmax then runs once, and the draw takes its randomness from "
+        "the generator, one token per row.",
     ],
 ))
