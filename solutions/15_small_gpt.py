@@ -28,7 +28,7 @@
 # 6. tie the output head to the embedding, and count what that saves;
 # 7. train a small GPT and sample from it with a temperature and top-k.
 #
-# **Time: about 80 minutes** on your own, the six checked exercises included (about 42 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the six checked exercises included (about 43 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
 
 # %%
 import math
@@ -316,18 +316,48 @@ print(CausalSelfAttention(16, 2)(x_in).shape)
 # ## 7. The pre-norm Transformer block
 #
 # A block is two sublayers: attention (positions exchange information) and an MLP (each
-# position on its own). Each has its own `LayerNorm` and a **residual** connection. The original
-# Transformer (2017) normalised after adding the residual ("post-norm"); GPT-2 and nearly every
-# model since normalise the *input* of each sublayer ("pre-norm"), which keeps a clean path from
-# the first layer to the last and trains without warm-up tricks.
+# position on its own). Each has its own `LayerNorm` and a **residual** connection: the
+# sublayer's result is added to a stream that runs through the whole stack. A teammate wrote the
+# block as the original Transformer (2017) did, normalising after the residual is added
+# ("post-norm"):
+
+# %%
+def post_norm_block(x, attn, mlp, ln1, ln2):  # the teammate's block
+    x = ln1(x + attn(x))
+    return ln2(x + mlp(x))
+
+
+# %% [markdown]
+# A residual stream should let what earlier layers wrote reach the last layer. Test it where the
+# answer is obvious: a block whose two sublayers contribute nothing (a layer that has learned
+# nothing yet, or one a model could skip) should hand its input on as it came.
+
+# %%
+def silent(t):  # a sublayer that contributes nothing
+    return torch.zeros_like(t)
+
+
+stream = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(0)) * 3 + 1
+ln1, ln2 = nn.LayerNorm(16), nn.LayerNorm(16)
+out = post_norm_block(stream, silent, silent, ln1, ln2)
+print("post-norm, sublayers silent: stream unchanged?", torch.allclose(out, stream),
+      f"  largest change {(out - stream).abs().max():.2f}, stream's std {stream.std():.2f} -> {out.std():.2f}")
+
+# %% [markdown]
+# Every post-norm block rescales the whole stream, so a gradient on its way from the loss to the
+# first layer passes through two norms per block. GPT-2 and nearly every model since normalise
+# elsewhere ("pre-norm"), which keeps a clean path from the first layer to the last and trains
+# without warm-up tricks.
 #
 # ### Exercise 4: the pre-norm block
 #
-# Write `pre_norm_block(x, attn, mlp, ln1, ln2)`: `x` is `(B, T, C)`; `attn` and `mlp` are the
-# two sublayers, `ln1` and `ln2` their `LayerNorm`s (all callables from `(B, T, C)` to
-# `(B, T, C)`). Return the block's output: attention first, then the MLP, pre-norm, each with a
-# residual connection. Decide what is normalised, what is added to what, and which norm goes with
-# which sublayer.
+# Write `pre_norm_block(x, attn, mlp, ln1, ln2)`, the teammate's block converted to pre-norm:
+# `x` is `(B, T, C)`; `attn` and `mlp` are the two sublayers, `ln1` and `ln2` their
+# `LayerNorm`s (all callables from `(B, T, C)` to `(B, T, C)`), the same four parts with the same
+# roles: attention first, then the MLP on the stream as attention left it, `ln1` attention's norm
+# and `ln2` the MLP's. Each norm now works on what its sublayer reads, and a block whose
+# sublayers contribute nothing returns `x` unchanged (one of the check's cases). Decide where
+# each norm goes and what is added to what.
 
 # %% tags=["answer:pre_norm_block"]
 def pre_norm_block(x, attn, mlp, ln1, ln2):
@@ -340,6 +370,13 @@ def pre_norm_block(x, attn, mlp, ln1, ln2):
 
 # %% tags=["check:pre_norm_block"]
 ex.pre_norm_block.check(pre_norm_block)
+
+# %% [markdown]
+# The course's pre-norm block on the same test: the stream comes through untouched.
+
+# %%
+out = reference("15_small_gpt.pre_norm_block")(stream, silent, silent, ln1, ln2)
+print("pre-norm, sublayers silent: stream unchanged?", torch.equal(out, stream))
 
 # %%
 class Block(nn.Module):
