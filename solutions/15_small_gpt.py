@@ -514,12 +514,39 @@ print(f"{num_steps} steps in {time.perf_counter() - start:.1f} s")
 # lets only the `k` most likely tokens of a row be drawn, in the proportions they have among
 # themselves, so a rare, silly token can never come out.
 #
-# ### Exercise 6: sample the next token
+# A teammate wrote the sampler:
+
+# %%
+def first_sample_next(logits, temperature, top_k, generator):  # the teammate's sampler
+    logits = logits * temperature
+    if top_k is not None:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, 0.0)
+    probs = torch.softmax(logits, dim=-1)
+    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
+
+
+# %% [markdown]
+# Measure it on one row of logits, drawn 10,000 times: how often each token comes out, first at
+# two temperatures, then with `top_k=2`.
+
+# %%
+row = torch.tensor([[3.0, 2.0, -1.0, -2.0, -3.0]]).repeat(10_000, 1)
+for temperature, top_k in ((0.5, None), (2.0, None), (1.0, 2)):
+    draws = first_sample_next(row, temperature, top_k, torch.Generator().manual_seed(0))
+    print(f"temperature {temperature}, top_k {top_k}: counts per token", torch.bincount(draws, minlength=5).tolist())
+
+# %% [markdown]
+# At temperature 0.5 the most likely token comes out *less* often than at 2, and with `top_k=2`
+# the three tokens outside the top two are still drawn.
 #
-# Write `sample_next(logits, temperature, top_k, generator)`: `logits` is `(B, V)`; return a
-# `(B,)` `long` tensor, one token id per row, drawn from the distribution the temperature and
-# top-k give (`top_k=None`: all tokens). Draw with `generator` (a `torch.Generator`) so the same
-# seed gives the same text, and leave the global random state alone.
+# ### Exercise 6: repair the sampler
+#
+# Write `sample_next(logits, temperature, top_k, generator)`, the teammate's sampler without its
+# two problems: `logits` is `(B, V)`; return a `(B,)` `long` tensor, one token id per row, drawn
+# from the distribution the temperature and top-k give (`top_k=None`: all tokens). Draw with
+# `generator` (a `torch.Generator`) so the same seed gives the same text, and leave the global
+# random state alone. For each symptom, decide what the teammate's code gets wrong.
 
 # %% tags=["answer:sample_next"]
 def sample_next(logits, temperature, top_k, generator):

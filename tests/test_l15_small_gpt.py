@@ -776,3 +776,25 @@ def test_the_teammate_s_block_in_the_notebook_is_named_post_norm():
     x = silent[0].args[0]
     assert torch.equal(REF.pre_norm_block(*silent[0].args), x)
     assert not torch.allclose(scope["post_norm_block"](*silent[0].args), x)
+
+
+def test_the_teammate_s_sampler_in_the_notebook_is_named_by_its_bugs():
+    import re
+
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    m = re.search(r"\ndef first_sample_next\(.*?\n\n\n", src, re.S)
+    assert m is not None
+    scope: dict = {"torch": torch}
+    exec(m.group(0), scope)
+    teammate = scope["first_sample_next"]
+    rejected(SN, teammate)  # both bugs at once: named by neither (each mistake is matched on its own)
+
+    def temperature_fixed(logits, temperature, top_k, generator):
+        return teammate(logits / temperature ** 2, temperature, top_k, generator)  # * T after / T**2: / T
+
+    rejected(SN, temperature_fixed, "outside_top_k")
+
+    def top_k_fixed(logits, temperature, top_k, generator):
+        return REF.sample_next(logits * temperature ** 2, temperature, top_k, generator)  # the top k are the same
+
+    rejected(SN, top_k_fixed, "temperature_multiplies")
