@@ -28,7 +28,7 @@
 # 6. tie the output head to the embedding, and count what that saves;
 # 7. train a small GPT and sample from it with a temperature and top-k.
 #
-# **Time: about 80 minutes** on your own, the six checked exercises included (about 42 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the six checked exercises included (about 43 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
 
 # %%
 import math
@@ -203,18 +203,21 @@ print(f"uniform guess {math.log(vocab_size):.2f} nats, bigram on validation {big
 # In self-attention every position scores every other (a `(T, T)` matrix of scores), and a
 # softmax over each row turns the scores into weights. During training all `T` positions are
 # predicted at once, so position `t` must not see positions after `t`: they hold the very
-# characters it is asked to predict. An **additive mask** does it: add `0` to the scores that
-# are allowed and `-inf` to the rest; `exp(-inf) = 0` removes them from the softmax.
+# characters it is asked to predict. An **additive mask** does it: a `(T, T)` tensor added to the
+# scores before the softmax, which leaves an allowed score as it is and leaves a blocked key a
+# weight of exactly zero.
 #
 # ### Exercise 2: the causal mask
 #
 # Write `causal_mask(T)`: a float32 tensor of shape `(T, T)` to **add** to the scores, whose row
-# `i` (the query at position `i`) lets it attend to key position `j` exactly when it should.
-# Decide which triangle is blocked, what happens on the diagonal, and which values go where.
+# `i` (the query at position `i`) lets it attend to key position `j` exactly when it should:
+# added to any scores, the softmax of each row gives the blocked keys a weight of exactly 0 and
+# the allowed ones the weights they would have among themselves. Decide which triangle is
+# blocked, what happens on the diagonal, and which values go where.
 
 # %% tags=["answer:causal_mask"]
 def causal_mask(T):
-    """(T, T) float mask to add to attention scores: 0 where a query may look, -inf elsewhere."""
+    """The (T, T) float32 mask to add to attention scores (row: query position, column: key)."""
     ### BEGIN SOLUTION
     allowed = torch.ones(T, T, dtype=torch.bool).tril()  # key j <= query i
     return torch.zeros(T, T).masked_fill(~allowed, float("-inf"))
@@ -250,7 +253,8 @@ print(torch.softmax(torch.full((4,), float("-inf")), dim=-1))
 # ## 6. Causal self-attention
 #
 # Each position emits a query `q`, a key `k` and a value `v`. The output at position `i` is a
-# mix of the values, weighted by `softmax(q_i . k_j / sqrt(d))` over the positions `j` it may see.
+# mix of the values, weighted by a softmax of the dot products `q_i . k_j` over the positions `j`
+# it may see, rescaled first so that their spread does not grow with the size `d` of a query.
 #
 # ### Exercise 3: causal attention by hand
 #
@@ -312,22 +316,52 @@ print(CausalSelfAttention(16, 2)(x_in).shape)
 # ## 7. The pre-norm Transformer block
 #
 # A block is two sublayers: attention (positions exchange information) and an MLP (each
-# position on its own). Each has its own `LayerNorm` and a **residual** connection. The original
-# Transformer (2017) normalised after adding the residual ("post-norm"); GPT-2 and nearly every
-# model since normalise the *input* of each sublayer ("pre-norm"), which keeps a clean path from
-# the first layer to the last and trains without warm-up tricks.
+# position on its own). Each has its own `LayerNorm` and a **residual** connection: the
+# sublayer's result is added to a stream that runs through the whole stack. A teammate wrote the
+# block as the original Transformer (2017) did, normalising after the residual is added
+# ("post-norm"):
+
+# %%
+def post_norm_block(x, attn, mlp, ln1, ln2):  # the teammate's block
+    x = ln1(x + attn(x))
+    return ln2(x + mlp(x))
+
+
+# %% [markdown]
+# A residual stream should let what earlier layers wrote reach the last layer. Test it where the
+# answer is obvious: a block whose two sublayers contribute nothing (a layer that has learned
+# nothing yet, or one a model could skip) should hand its input on as it came.
+
+# %%
+def silent(t):  # a sublayer that contributes nothing
+    return torch.zeros_like(t)
+
+
+stream = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(0)) * 3 + 1
+ln1, ln2 = nn.LayerNorm(16), nn.LayerNorm(16)
+out = post_norm_block(stream, silent, silent, ln1, ln2)
+print("post-norm, sublayers silent: stream unchanged?", torch.allclose(out, stream),
+      f"  largest change {(out - stream).abs().max():.2f}, stream's std {stream.std():.2f} -> {out.std():.2f}")
+
+# %% [markdown]
+# Every post-norm block rescales the whole stream, so a gradient on its way from the loss to the
+# first layer passes through two norms per block. GPT-2 and nearly every model since normalise
+# elsewhere ("pre-norm"), which keeps a clean path from the first layer to the last and trains
+# without warm-up tricks.
 #
 # ### Exercise 4: the pre-norm block
 #
-# Write `pre_norm_block(x, attn, mlp, ln1, ln2)`: `x` is `(B, T, C)`; `attn` and `mlp` are the
-# two sublayers, `ln1` and `ln2` their `LayerNorm`s (all callables from `(B, T, C)` to
-# `(B, T, C)`). Return the block's output: attention first, then the MLP, pre-norm, each with a
-# residual connection. Decide what is normalised, what is added to what, and which norm goes with
-# which sublayer.
+# Write `pre_norm_block(x, attn, mlp, ln1, ln2)`, the teammate's block converted to pre-norm:
+# `x` is `(B, T, C)`; `attn` and `mlp` are the two sublayers, `ln1` and `ln2` their
+# `LayerNorm`s (all callables from `(B, T, C)` to `(B, T, C)`), the same four parts with the same
+# roles: attention first, then the MLP on the stream as attention left it, `ln1` attention's norm
+# and `ln2` the MLP's. Each norm now works on what its sublayer reads, and a block whose
+# sublayers contribute nothing returns `x` unchanged (one of the check's cases). Decide where
+# each norm goes and what is added to what.
 
 # %% tags=["answer:pre_norm_block"]
 def pre_norm_block(x, attn, mlp, ln1, ln2):
-    """x + attn(ln1(x)), then that plus mlp(ln2(that))."""
+    """The block's output, (B, T, C), for an input x of shape (B, T, C)."""
     ### BEGIN SOLUTION
     x = x + attn(ln1(x))
     return x + mlp(ln2(x))
@@ -336,6 +370,13 @@ def pre_norm_block(x, attn, mlp, ln1, ln2):
 
 # %% tags=["check:pre_norm_block"]
 ex.pre_norm_block.check(pre_norm_block)
+
+# %% [markdown]
+# The course's pre-norm block on the same test: the stream comes through untouched.
+
+# %%
+out = reference("15_small_gpt.pre_norm_block")(stream, silent, silent, ln1, ln2)
+print("pre-norm, sublayers silent: stream unchanged?", torch.equal(out, stream))
 
 # %%
 class Block(nn.Module):
@@ -366,7 +407,7 @@ class Block(nn.Module):
 
 # %% tags=["answer:tie_weights"]
 def tie_weights(model):
-    """Make model.head use model.tok_emb's weight (one Parameter, shared)."""
+    """Ties model.head to model.tok_emb, in place; returns None."""
     ### BEGIN SOLUTION
     model.head.weight = model.tok_emb.weight
     ### END SOLUTION
@@ -467,16 +508,45 @@ print(f"{num_steps} steps in {time.perf_counter() - start:.1f} s")
 #
 # To generate, feed the model its own output: take the logits at the **last** position, turn them
 # into probabilities, draw one token, append it, repeat. Two knobs shape the draw. The
-# **temperature** divides the logits: below 1 it sharpens the distribution (towards the most likely
-# token), above 1 it flattens it. **Top-k** keeps only the `k` highest logits and gives the rest
-# probability zero, so a rare, silly token can never be drawn.
+# **temperature** `T` is the one of physics: a state of energy `E` has a probability proportional
+# to `exp(-E / T)`, and a logit plays the part of `-E`. At `T = 1` the draw follows the model's own
+# probabilities; below 1 it leans towards the most likely token, above 1 towards uniform. **Top-k**
+# lets only the `k` most likely tokens of a row be drawn, in the proportions they have among
+# themselves, so a rare, silly token can never come out.
 #
-# ### Exercise 6: sample the next token
+# A teammate wrote the sampler:
+
+# %%
+def first_sample_next(logits, temperature, top_k, generator):  # the teammate's sampler
+    logits = logits * temperature
+    if top_k is not None:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, 0.0)
+    probs = torch.softmax(logits, dim=-1)
+    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
+
+
+# %% [markdown]
+# Measure it on one row of logits, drawn 10,000 times: how often each token comes out, first at
+# two temperatures, then with `top_k=2`.
+
+# %%
+row = torch.tensor([[3.0, 2.0, -1.0, -2.0, -3.0]]).repeat(10_000, 1)
+for temperature, top_k in ((0.5, None), (2.0, None), (1.0, 2)):
+    draws = first_sample_next(row, temperature, top_k, torch.Generator().manual_seed(0))
+    print(f"temperature {temperature}, top_k {top_k}: counts per token", torch.bincount(draws, minlength=5).tolist())
+
+# %% [markdown]
+# At temperature 0.5 the most likely token comes out *less* often than at 2, and with `top_k=2`
+# the three tokens outside the top two are still drawn.
 #
-# Write `sample_next(logits, temperature, top_k, generator)`: `logits` is `(B, V)`; return a
-# `(B,)` `long` tensor, one token id per row, drawn from the distribution the temperature and
-# top-k give (`top_k=None`: all tokens). Draw with `generator` (a `torch.Generator`) so the same
-# seed gives the same text, and leave the global random state alone.
+# ### Exercise 6: repair the sampler
+#
+# Write `sample_next(logits, temperature, top_k, generator)`, the teammate's sampler without its
+# two problems: `logits` is `(B, V)`; return a `(B,)` `long` tensor, one token id per row, drawn
+# from the distribution the temperature and top-k give (`top_k=None`: all tokens). Draw with
+# `generator` (a `torch.Generator`) so the same seed gives the same text, and leave the global
+# random state alone. For each symptom, decide what the teammate's code gets wrong.
 
 # %% tags=["answer:sample_next"]
 def sample_next(logits, temperature, top_k, generator):

@@ -381,6 +381,18 @@ def pb_post(x, attn, mlp, ln1, ln2):
     return ln2(h + mlp(h))
 
 
+@wrong(PB, "norm_after_residual")
+def pb_half_converted(x, attn, mlp, ln1, ln2):
+    h = x + attn(ln1(x))
+    return ln2(h + mlp(h))
+
+
+@wrong(PB, "attn_norm_after_residual")
+def pb_other_half(x, attn, mlp, ln1, ln2):
+    h = ln1(attn(x) + x)
+    return h + mlp(ln2(h))
+
+
 @wrong(PB, "missing_residual")
 def pb_no_residual(x, attn, mlp, ln1, ln2):
     return mlp(ln2(attn(ln1(x))))
@@ -700,3 +712,89 @@ def test_oracle_sample_next_frequencies_are_the_softmax():
     expected = torch.tensor([4.0, 2.0, 0.0]).softmax(-1).double()
     torch.testing.assert_close(freq[:3], expected, atol=0.01, rtol=0)
     assert freq[3] == 0
+
+
+# ########################################################################### decisions, not transcription
+def _visible_answer_cells() -> dict[str, str]:
+    """What a learner sees of each answer cell: the solution's cell without the marked answer."""
+    import re
+
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    cells = {}
+    for m in re.finditer(r'# %% tags=\["answer:(\w+)"\]\n(.*?)(?=\n# %%)', src, re.S):
+        visible = re.sub(r"### BEGIN SOLUTION.*?### END SOLUTION", "", m.group(2), flags=re.S)
+        cells[m.group(1)] = visible[visible.index('"""'):]  # the docstring and what follows the answer
+    return cells
+
+
+def test_hints_climb_from_a_question_and_hold_no_code():
+    """The first hint asks; none shows code (a backticked call with arguments, an index, an assignment)."""
+    import re
+
+    in_backticks = re.compile(r"\([^)]|\[|=|\bfor\b")
+    for exercise_id in grading.exercises():
+        if exercise_id.startswith(LESSON + "."):
+            hints = grading.exercise(exercise_id).hints
+            assert len(hints) >= 2 and "?" in hints[0], exercise_id
+            for hint in hints:
+                assert not re.search(r"torch\.\w+|\w\(", hint), (exercise_id, hint)
+                for span in re.findall(r"`([^`]*)`", hint):
+                    assert not in_backticks.search(span), (exercise_id, span)
+
+
+def test_visible_docstrings_state_the_contract_not_the_method():
+    cells = _visible_answer_cells()
+    assert set(cells) == {e.split(".")[1] for e in grading.exercises() if e.startswith(LESSON + ".")}
+    giveaways = {"causal_mask": ("-inf", "0 where"), "pre_norm_block": ("attn(", "ln1(", "mlp("),
+                 "tie_weights": ("weight =", "use"), "sample_next": ("divid", "-inf", "softmax"),
+                 "causal_attention": ("sqrt", "softmax(")}
+    for name, words in giveaways.items():
+        for word in words:
+            assert word not in cells[name], (name, word)
+
+
+def test_the_mask_prose_gives_the_contract_not_the_values():
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    spec = src[src.index("## 5. Looking only backwards"):src.index('tags=["answer:causal_mask"]')]
+    for recipe in ("`-inf`", "`0`", "exp(-inf)", "tril", "masked_fill"):
+        assert recipe not in spec, recipe
+
+
+def test_the_teammate_s_block_in_the_notebook_is_named_post_norm():
+    """The notebook shows a post-norm block to convert; returned unchanged, it is `post_norm`, and the
+    check holds a case with silent sublayers (the notebook's test) that only pre-norm passes."""
+    import re
+
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    m = re.search(r"\ndef post_norm_block\(.*?\n\n\n", src, re.S)
+    assert m is not None
+    scope: dict = {}
+    exec(m.group(0), scope)
+    rejected(PB, scope["post_norm_block"], "post_norm")
+    silent = [c for c in grading.exercise(PB).edge_cases if "silent" in c.label]
+    assert len(silent) == 1
+    x = silent[0].args[0]
+    assert torch.equal(REF.pre_norm_block(*silent[0].args), x)
+    assert not torch.allclose(scope["post_norm_block"](*silent[0].args), x)
+
+
+def test_the_teammate_s_sampler_in_the_notebook_is_named_by_its_bugs():
+    import re
+
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    m = re.search(r"\ndef first_sample_next\(.*?\n\n\n", src, re.S)
+    assert m is not None
+    scope: dict = {"torch": torch}
+    exec(m.group(0), scope)
+    teammate = scope["first_sample_next"]
+    rejected(SN, teammate)  # both bugs at once: named by neither (each mistake is matched on its own)
+
+    def temperature_fixed(logits, temperature, top_k, generator):
+        return teammate(logits / temperature ** 2, temperature, top_k, generator)  # * T after / T**2: / T
+
+    rejected(SN, temperature_fixed, "outside_top_k")
+
+    def top_k_fixed(logits, temperature, top_k, generator):
+        return REF.sample_next(logits * temperature ** 2, temperature, top_k, generator)  # the top k are the same
+
+    rejected(SN, top_k_fixed, "temperature_multiplies")

@@ -17,7 +17,7 @@ def next_token_batch(data, starts, block_size):
 
 
 def causal_mask(T):
-    """(T, T) float mask to add to attention scores: 0 where a query may look, -inf elsewhere."""
+    """The (T, T) float32 mask to add to attention scores (row: query position, column: key)."""
     allowed = torch.ones(T, T, dtype=torch.bool).tril()  # key j <= query i
     return torch.zeros(T, T).masked_fill(~allowed, float("-inf"))
 
@@ -32,13 +32,13 @@ def causal_attention(q, k, v):
 
 
 def pre_norm_block(x, attn, mlp, ln1, ln2):
-    """x + attn(ln1(x)), then that plus mlp(ln2(that))."""
+    """The block's output, (B, T, C), for an input x of shape (B, T, C)."""
     x = x + attn(ln1(x))
     return x + mlp(ln2(x))
 
 
 def tie_weights(model):
-    """Make model.head use model.tok_emb's weight (one Parameter, shared)."""
+    """Ties model.head to model.tok_emb, in place; returns None."""
     model.head.weight = model.tok_emb.weight
 
 

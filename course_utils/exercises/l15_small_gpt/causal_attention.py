@@ -113,7 +113,7 @@ def _scaled_after_softmax(q, k, v):
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="causal_attention",
-    title="Causal self-attention by hand: softmax(q k^T / sqrt(d) + causal mask) @ v",
+    title="Causal scaled dot-product attention by hand",
     reference=causal_attention, cases=_cases, edge_cases=EDGE_CASES,
     forbid=("torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
             "torch.nn.functional.multi_head_attention_forward",
@@ -145,9 +145,11 @@ register(Exercise(
                 _scaled_after_softmax),
     ],
     hints=[
-        "Follow the shapes: the scores need one number per (query, key) pair, (..., T, T), so the keys' feature "
-        "dimension must meet the queries' in a matrix product. Which two dimensions of `k` trade places?",
-        "Scale the scores, add your causal mask (or fill the future with -inf), softmax over the keys, then mix "
-        "the values with those weights. Compare with the fused built-in outside your function.",
+        "Follow the shapes: the scores need one number per query and key, a T by T grid for each sequence, so the "
+        "keys' features must meet the queries' in a matrix product. Which two dimensions of the keys trade places?",
+        "The dot product of two vectors of d random features has a spread that grows like the square root of d; "
+        "the scale undoes that. Scale and mask both act on the scores, before the softmax turns each query's row "
+        "into weights that sum to one, and those weights mix the values. Compare with the fused built-in outside "
+        "your function.",
     ],
 ))

@@ -79,7 +79,7 @@ def _finite(T):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="causal_mask", title="The causal mask: 0 where a query may look, -inf elsewhere",
+    lesson=LESSON, name="causal_mask", title="The causal mask to add to attention scores",
     reference=causal_mask, cases=_cases, edge_cases=EDGE_CASES, run=_run,
     mistakes=[
         Mistake("future_visible", "Your mask blocks the *past* (below the diagonal) and lets each position see the "
@@ -104,7 +104,7 @@ register(Exercise(
     hints=[
         "Draw the (T, T) grid for T = 3 with the query positions down the side and the key positions along the top. "
         "Which cells hold a key that comes after its query?",
-        "`torch.tril` (or `triu` with a diagonal offset) picks a triangle; `masked_fill` or `torch.where` put -inf "
-        "in the cells to block and 0 in the rest. Check row 0: it must keep one key.",
+        "Each cell holds a number that is *added* to a score. Which number leaves a score exactly as it was, and "
+        "which one makes its exponential, and so its softmax weight, exactly zero? Row 0 must keep one key.",
     ],
 ))

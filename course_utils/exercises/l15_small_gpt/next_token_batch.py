@@ -98,8 +98,8 @@ register(Exercise(
     hints=[
         "Write a short sequence on paper, say the ids of `hello`, with `block_size` 3 and a start at 0: what does "
         "the model read, and what should it say after reading one, two, three characters?",
-        "Both tensors are windows of `block_size` ids; they start at different places. Advanced indexing with a "
-        "`(B, block_size)` tensor of positions (each start plus `torch.arange(block_size)`) gathers all windows "
-        "at once.",
+        "Both tensors are windows of the same length cut from the data, and they start at different places: "
+        "where does the target window start, compared with the input window? One tensor of positions (each start "
+        "plus the offsets along a window) indexes every window of the batch at once, with no loop.",
     ],
 ))

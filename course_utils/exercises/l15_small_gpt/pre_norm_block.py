@@ -1,11 +1,14 @@
-"""pre_norm_block: one pre-norm Transformer block, ``x + attn(ln1(x))`` then ``h + mlp(ln2(h))``.
+"""pre_norm_block: a teammate's post-norm Transformer block (``ln1(x + attn(x))``, then
+``ln2(h + mlp(h))``) converted to pre-norm, ``x + attn(ln1(x))`` then ``h + mlp(ln2(h))``.
 
 Subtle: pre-norm normalises each sublayer's *input* and adds the sublayer's output to the
 un-normalised stream (post-norm normalises the sum; adding to the normalised input loses the
 clean residual path); each sublayer has its own norm (``ln1`` before attention, ``ln2`` before
 the MLP); attention comes first, and the MLP reads the stream *after* attention's residual (not
 the block's input: that is a parallel block). The norms have random weights and biases and the
-sublayers are random nonlinear maps, so every variant gives other values.
+sublayers are random nonlinear maps, so every variant gives other values; one fixed case has
+silent sublayers (they output zeros), where the pre-norm block is the identity and post-norm is
+not, as the notebook shows. Half-converted blocks (one sublayer still post-norm) have their names.
 """
 
 from __future__ import annotations
@@ -45,10 +48,11 @@ def _norm(r: Rand, C: int) -> nn.LayerNorm:
     return ln
 
 
-def _make(r: Rand, B: int, T: int, C: int, label: str = "") -> Case:
+def _make(r: Rand, B: int, T: int, C: int, label: str = "", silent: bool = False) -> Case:
     x = r.randn(B, T, C) * 2 + 1
-    attn = _Sublayer(r.randn(C, C) / C ** 0.5, r.randn(C) * 0.3)
-    mlp = _Sublayer(r.randn(C, C) / C ** 0.5, r.randn(C) * 0.3)
+    scale = 0.0 if silent else 1.0  # silent: tanh(0) = 0, a sublayer that contributes nothing
+    attn = _Sublayer(r.randn(C, C) / C ** 0.5 * scale, r.randn(C) * 0.3 * scale)
+    mlp = _Sublayer(r.randn(C, C) / C ** 0.5 * scale, r.randn(C) * 0.3 * scale)
     return Case((x, attn, mlp, _norm(r, C), _norm(r, C)), label=label)
 
 
@@ -59,6 +63,7 @@ def _cases(r: Rand) -> Case:
 EDGE_CASES = [
     _make(Rand(1), 2, 4, 6, "a batch of 2 sequences of 4 positions, 6 features"),
     _make(Rand(2), 1, 1, 3, "one position, 3 features"),
+    _make(Rand(3), 2, 3, 5, "silent sublayers (both output zeros): the block must return x", silent=True),
 ]
 
 
@@ -66,6 +71,16 @@ EDGE_CASES = [
 def _post_norm(x, attn, mlp, ln1, ln2):
     x = ln1(x + attn(x))
     return ln2(x + mlp(x))
+
+
+def _mlp_post_norm(x, attn, mlp, ln1, ln2):
+    x = x + attn(ln1(x))
+    return ln2(x + mlp(x))
+
+
+def _attn_post_norm(x, attn, mlp, ln1, ln2):
+    x = ln1(x + attn(x))
+    return x + mlp(ln2(x))
 
 
 def _no_residual(x, attn, mlp, ln1, ln2):
@@ -100,13 +115,19 @@ def _mlp_first(x, attn, mlp, ln1, ln2):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="pre_norm_block", title="A pre-norm Transformer block: x + attn(ln1(x)), then + mlp(ln2(.))",
+    lesson=LESSON, name="pre_norm_block", title="A pre-norm Transformer block",
     reference=pre_norm_block, cases=_cases, edge_cases=EDGE_CASES,
     compare=Compare(rtol=1e-5, atol=1e-5),  # LayerNorm and tanh in another order of operations
     mistakes=[
-        Mistake("post_norm", "You normalised after adding the residual (`ln(x + sublayer(x))`): that is the "
-                "post-norm block of the 2017 Transformer. Pre-norm normalises the sublayer's *input* and adds its "
-                "output to the stream as it is.", _post_norm),
+        Mistake("post_norm", "Your block is still the teammate's post-norm block, each norm applied to the sum "
+                "after the residual. With both sublayers silent, would it return `x`? Which value should each norm "
+                "see instead, and what is added to the stream?", _post_norm),
+        Mistake("norm_after_residual", "Your attention is pre-norm but your MLP's norm still comes after its "
+                "residual sum, as in the teammate's block. With the MLP silent, is its sublayer's output added to "
+                "the stream as it was, or is the stream normalised?", _mlp_post_norm),
+        Mistake("attn_norm_after_residual", "Your MLP is pre-norm but attention's norm still comes after its "
+                "residual sum, as in the teammate's block. With attention silent, does the stream reach the MLP "
+                "as it came in?", _attn_post_norm),
         Mistake("missing_residual", "Your block has no residual connection: the output is only the sublayers' "
                 "output. Each sublayer's result is *added* to its input stream.", _no_residual),
         Mistake("residual_of_normed", "Your residual adds the sublayer's output to the *normalised* input; the "
@@ -121,9 +142,10 @@ register(Exercise(
         Mistake("mlp_first", "Your block runs the MLP first; attention comes first, then the MLP.", _mlp_first),
     ],
     hints=[
+        "Run the notebook's test in your head: with both sublayers silent, which operations of the teammate's "
+        "block still change `x`? What would have to move for the block to return `x` as it came?",
         "Think of `x` as a stream that runs through the block untouched; each sublayer reads a normalised copy of "
-        "it and writes its result back into the stream. What is normalised, and what is added to what?",
-        "Two steps, attention then the MLP; in each, the norm of that sublayer goes on the sublayer's input and the "
-        "residual adds the sublayer's output to the stream as it was before the norm.",
+        "it and writes its result back into the stream, so the norms sit on the sublayers' side, never on the "
+        "stream itself.",
     ],
 ))

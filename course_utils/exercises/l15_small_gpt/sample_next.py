@@ -1,5 +1,7 @@
 """sample_next: one token id per row of logits (B, V), drawn at a temperature among the top k,
-with a given torch.Generator.
+with a given torch.Generator: the repair of a teammate's sampler that multiplies the logits by the
+temperature (``temperature_multiplies``) and sets the logits outside the top k to 0 instead of
+-inf (``outside_top_k``), both shown with their measured counts in the notebook.
 
 Checked by distribution, not by draws, so any right way of drawing passes (multinomial on the
 masked softmax, on top-k probabilities gathered back after a sort, probabilities zeroed outside
@@ -193,8 +195,9 @@ register(Exercise(
     compare=Compare(rtol=0.0, atol=0.06, dtype=False),  # frequencies of 4,000 draws a row (see the docstring)
     n_random=6,
     mistakes=[
-        Mistake("temperature_multiplies", "You multiplied the logits by the temperature; it *divides* them, so a "
-                "temperature below 1 sharpens the distribution and above 1 flattens it.", _temperature_multiplies),
+        Mistake("temperature_multiplies", "Your draws get flatter as the temperature goes *down*, as the "
+                "teammate's did: with the logits multiplied by the temperature, what does 0.5 do to the gaps between "
+                "them? In `exp(-E / T)`, which way does `T` act on the logit?", _temperature_multiplies),
         Mistake("ignored_temperature", "Your draws follow the distribution at temperature 1: the temperature "
                 "divides the logits before the softmax.", _no_temperature),
         Mistake("kept_k_plus_one", "Some of your draws are the ({k}+1)-th most likely token: you kept k + 1 tokens "
@@ -203,9 +206,10 @@ register(Exercise(
         Mistake("kept_k_minus_one", "Your draws never pick the k-th most likely token: you kept k - 1 tokens per "
                 "row (with top_k = 1 none is left and the softmax gives NaN). The k-th largest logit is the last one "
                 "kept: block the logits strictly below it (`<`, not `<=`).", _k_minus_one),
-        Mistake("outside_top_k", "Some of your draws are outside the {k} most likely tokens. Top-k must leave every "
-                "other token with probability exactly 0: a logit of -inf before the softmax (a logit of 0 is an "
-                "ordinary score), or a probability of 0 after it.", _top_k_zeroed, match_output=False),
+        Mistake("outside_top_k", "Some of your draws are outside the {k} most likely tokens, as in the teammate's "
+                "counts. Is a logit of 0 an impossible token, or an ordinary score? Which logit (or which "
+                "probability) does the softmax turn into a weight of exactly 0?", _top_k_zeroed,
+                match_output=False),
         Mistake("greedy", "You returned the most likely token (argmax) every time: that is greedy decoding, not "
                 "sampling. Draw from the probabilities.", _argmax),
         Mistake("softmax_twice", "You drew from the softmax of probabilities (a second softmax), which flattens "
@@ -221,9 +225,10 @@ register(Exercise(
                 "last dimension.)", _not_squeezed, match_output=False),
     ],
     hints=[
-        "Three steps before the draw: what does dividing logits by 0.5 do to the gaps between them, and so to the "
-        "softmax? Which logits must end up unable to win, and what value guarantees that?",
-        "`torch.topk` gives each row's k largest values, the last of them being the threshold; everything below it "
-        "becomes -inf. Then the softmax, and `torch.multinomial` with the generator, one sample per row.",
+        "Look at the teammate's counts: at temperature 0.5, should the most likely token come out more or less "
+        "often than at 2? And which value, put in place of a logit, makes its token unable to come out at all?",
+        "The k-th largest logit of a row is the threshold: a logit below it must get a probability of exactly zero, "
+        "which a score of zero does not give. The softmax then runs once, and the draw takes its randomness from "
+        "the generator, one token per row.",
     ],
 ))

@@ -121,9 +121,10 @@ register(Exercise(
                 "Parameter.", _untouched, match_output=False),
     ],
     hints=[
-        "Compare `model.head.weight.shape` with `model.tok_emb.weight.shape`: does the head need a transpose? And "
-        "what does `is` say about two names for one object?",
+        "Compare the shapes of the head's weight and the embedding's: does the head need a transpose? And for two "
+        "modules to train the same numbers, is it enough that their weights hold equal values?",
         "A module's Parameter attribute can be re-assigned to another module's Parameter; afterwards both modules "
-        "hold the same object, `parameters()` lists it once, and gradients from both uses add up in its `.grad`.",
+        "hold the same object, the model lists it once among its parameters, and gradients from both uses add up "
+        "in its `.grad`.",
     ],
 ))
