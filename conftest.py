@@ -89,6 +89,7 @@ FILE_SCOPES = (
     "tests/test_jupyterhub.py",
     "tests/test_packaging.py",
     "tests/test_scheduling.py",
+    "tests/test_staged_course.py",
     "tests/test_website.py",
 )
 SHARED_SCOPES = ("module", "package", "session")

@@ -97,7 +97,41 @@ def closure_thief(exercise_id: str) -> str:
 
 
 # (student, exercise id, answer cell code); rows of one student are cells of one notebook
+def course_variant(dotted: str, call: str = ""):
+    """A wrong answer of the course's own that is the reference with a switch (``_loop()``,
+    ``_variant``), imported from the staged course and handed in: the review of 2026-11-29 forged
+    32 exercises so. The staged course has none of them (``instructor/judge_side.py``)."""
+    module, _, attr = dotted.rpartition(".")
+
+    def make(exercise_id: str) -> str:
+        return f"from {module} import {attr} as _course\n{exercise_id.split('.')[1]} = _course{call}\n"
+    return make
+
+
+def prop_wrapper(module: str, params: str):
+    """A function of the learner's own around the lesson prop that re-exports the course's answer
+    (lesson 05's demos train with ``lab.train_one_epoch``): in the graded lesson's own course the
+    prop calls the notebook's function, never the course's."""
+    def make(exercise_id: str) -> str:
+        name = exercise_id.split(".")[1]
+        return (f"def {name}({params}):\n    from {module} import {name} as course\n"
+                f"    return course({params})\n")
+    return make
+
+
 FORGERIES = [
+    ("l02_variant", "02_autograd.gradient_descent",
+     course_variant("course_utils.exercises.l02_autograd.gradient_descent._loop", "()")),
+    ("l05_prop", "05_training_loop.train_one_epoch",
+     prop_wrapper("course_utils.lesson_props.l05_training_lab", "model, loader, loss_fn, optimizer")),
+    ("l05_prop", "05_training_loop.evaluate", prop_wrapper("course_utils.lesson_props.l05_training_lab",
+                                                           "model, loader, loss_fn")),
+    ("l05_variant", "05_training_loop.accumulated_step",
+     course_variant("course_utils.exercises.l05_training_loop.accumulated_step._acc_with")),
+    ("l09_variant", "09_persistence.load_matching",
+     course_variant("course_utils.exercises.l09_persistence.load_matching._variant")),
+    ("l12_variant", "12_capstone.confusion_matrix",
+     course_variant("course_utils.exercises.l12_capstone.confusion_matrix._counts")),
     ("l00_course_file", "00_start_here.celsius_to_fahrenheit", forged_function),
     ("l00_closure", "00_start_here.celsius_to_fahrenheit", closure_thief),
     ("l01_course_file", "01_tensors.normalize_rows", forged_function),

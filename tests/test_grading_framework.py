@@ -1163,3 +1163,21 @@ def test_a_setting_left_changed_on_any_argument_object_is_caught():
         return opt.param_groups[0]["lr"]
 
     assert run_check(lr_ex, sets_lr).mistake == "mutated_input"
+
+
+def test_importing_every_exercise_leaves_the_learners_rng_alone():
+    """A fixed case built at import time with the global RNG (``torch.randn(3)``) moved a fresh
+    kernel's RNG at the first ``check`` of a lesson: a learner's seeded run then changed."""
+    import subprocess
+    import sys
+
+    code = ("import random, numpy, torch\n"
+            "state = (torch.get_rng_state(), random.getstate(), numpy.random.get_state()[1].copy())\n"
+            "import course_utils.exercises\n"
+            "from course_utils.grading import registry\n"
+            "assert len(registry.all_exercises()) > 50\n"
+            "assert torch.equal(torch.get_rng_state(), state[0]), 'torch'\n"
+            "assert random.getstate() == state[1], 'random'\n"
+            "assert (numpy.random.get_state()[1] == state[2]).all(), 'numpy'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

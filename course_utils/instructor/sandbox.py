@@ -39,6 +39,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+
+from .judge_side import cut_judge_side
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "course_utils"
@@ -211,9 +214,10 @@ class _CutReferences(ast.NodeTransformer):
     ``solution=`` keyword by ``None``: the staged lesson modules keep their names, cases, runs
     and probes, but contain no reference solution."""
 
-    def __init__(self, names: set[str], module: str = ""):
+    def __init__(self, names: set[str], module: str = "", delegate: AbstractSet[str] = frozenset()):
         self.names = names
         self.module = module
+        self.delegate = delegate
         self.solution_names: set[str] = set()
         self.current = ""
 
@@ -225,9 +229,23 @@ class _CutReferences(ast.NodeTransformer):
         node.body = self._raise()
         return node
 
+    def _delegating(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt:
+        """The notebook's own function of that name, called in the course's place (the lesson's
+        demos train with it); where the notebook has none (the executor), the cut's error."""
+        where = f" ({self.module}.{node.name})" if self.module else ""
+        return ast.parse(
+            f"def {node.name}(*args, **kwargs):\n"
+            "    from course_utils.grading import _notebook_namespace\n"
+            f"    own = _notebook_namespace().get({node.name!r})\n"
+            f"    if own is None or own is globals().get({node.name!r}):\n"
+            f"        raise RuntimeError({HIDDEN_MESSAGE + where!r})\n"
+            "    return own(*args, **kwargs)\n").body[0]
+
     def visit_Module(self, node: ast.Module) -> ast.AST:
         for i, stmt in enumerate(node.body):
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in self.names:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name in self.delegate:
+                node.body[i] = self._delegating(stmt)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in self.names:
                 self.current = stmt.name
                 node.body[i] = self._cut_function(stmt)
             elif isinstance(stmt, ast.ClassDef) and stmt.name in self.names:
@@ -258,9 +276,9 @@ class _CutReferences(ast.NodeTransformer):
         return node
 
 
-def cut_references(source: str, names: set[str], module: str = "") -> str:
+def cut_references(source: str, names: set[str], module: str = "", delegate: AbstractSet[str] = frozenset()) -> str:
     tree = ast.parse(source)
-    cutter = _CutReferences(names, module)
+    cutter = _CutReferences(names, module, delegate)
     tree = cutter.visit(tree)
     # second pass for solution constants assigned before the Exercise that names them
     tree = cutter.visit(tree)
@@ -337,10 +355,14 @@ def cut_generated_references(staged_package: Path, lesson: str | None = None) ->
         text = path.read_text(encoding="utf-8")
         names = {n.name for n in ast.parse(text).body
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        names -= _spared(by_prop, path.stem, lesson)
+        spared = _spared(by_prop, path.stem, lesson)
+        # the graded lesson's own answers that its demos use are never the course's: each calls
+        # the notebook's own function of that name (a wrapper around the course's would score it)
+        own = set(spared) if lesson is not None and path.stem == f"l{lesson}" else set()
+        names -= spared - own
         if names:
             module = f"course_utils.answers.{path.stem}"
-            path.write_text(cut_references(text, names, module), encoding="utf-8")
+            path.write_text(cut_references(text, names, module, own), encoding="utf-8")
 
 
 def stage_course(dest: Path, lesson: str | None = None) -> Path:
@@ -360,6 +382,7 @@ def stage_course(dest: Path, lesson: str | None = None) -> Path:
         module = "course_utils." + ".".join(rel.with_suffix("").parts)
         staged.write_text(cut_references(Path(file).read_text(encoding="utf-8"), names, module), encoding="utf-8")
     cut_generated_references(target, lesson)
+    cut_judge_side(target)  # the wrong answers, many a reference with a switch, and the judge's halves
     # the mark of a staged course: a demo cell's `reference(...)` gets the notebook's own answer
     (target / "_staged.py").write_text('"""This copy of the course has its references cut out (course_utils.instructor.'
                                        'sandbox.stage_course)."""\n', encoding="utf-8")

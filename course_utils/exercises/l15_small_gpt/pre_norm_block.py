@@ -31,10 +31,9 @@ class _Sublayer(nn.Module):
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor):
         super().__init__()
-        self.inner = nn.Linear(weight.shape[1], weight.shape[0])
-        with torch.no_grad():
-            self.inner.weight.copy_(weight)
-            self.inner.bias.copy_(bias)
+        self.inner = nn.Linear(weight.shape[1], weight.shape[0], device="meta")  # no draw from the global RNG
+        self.inner.weight = nn.Parameter(weight.clone())
+        self.inner.bias = nn.Parameter(bias.clone())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.inner(x)) * 2

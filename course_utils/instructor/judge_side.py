@@ -1,0 +1,139 @@
+"""Cut what only the judge needs out of the staged exercise code a sandbox sees.
+
+The executor runs an answer with ``Exercise.run``, the cases and the probes. It never needs a
+mistake's example (the wrong answers the tests and the judge's mistake naming call), nor
+``finish``, ``finish_probe`` or ``supply`` (the judge's halves, next to the reference). Those
+are the dangerous parts: many wrong answers are the reference with a switch (``_variant(**bug)``,
+``_loop(...)``) and with their default arguments *are* the reference, so a submission that
+imports one scores ``correct`` without computing anything (the hostile review of 2026-11-29
+forged 32 exercises that way). In the staged copy:
+
+1. every ``Mistake(id, message, example)`` keeps its id and message, its example becomes ``None``;
+   every ``EXPECT.mistake(example)`` loses its example;
+2. ``finish=``, ``finish_probe=`` and ``supply=`` of every ``Exercise(...)`` become ``None``;
+3. then every private top-level definition (``_name``: function, class or assignment) that no
+   remaining code of the staged package names is removed, and so are the imports of names
+   that are gone, until nothing changes: the wrong answers' modules (``_*_wrong.py``) end up
+   holding only what a ``run`` or a probe uses.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+JUDGE_ONLY = ("finish", "finish_probe", "supply")
+
+
+class _StripExamples(ast.NodeTransformer):
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name == "Mistake":
+            if len(node.args) >= 3:
+                node.args[2] = ast.Constant(None)
+            for kw in node.keywords:
+                if kw.arg == "example":
+                    kw.value = ast.Constant(None)
+        elif name == "mistake" and isinstance(func, ast.Attribute) and node.args and not (
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            node.args = []  # Expect.mistake(example); Exercise.mistake("id") looks a mistake up
+        elif name == "Exercise":
+            for kw in node.keywords:
+                if kw.arg in JUDGE_ONLY:
+                    kw.value = ast.Constant(None)
+        return node
+
+
+def _defined(stmt: ast.stmt) -> list[str]:
+    """The private names a top-level statement defines (nothing for other statements)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        names = [stmt.name]
+    elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+        names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+        names = [stmt.target.id]
+    else:
+        return []
+    return names if all(n.startswith("_") and not n.startswith("__") for n in names) else []
+
+
+def _reads(tree: ast.Module) -> set[str]:
+    """The names a module's code reads (imports aside), and single-word strings
+    (``getattr(module, "_name")``)."""
+    used: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+                used.add(node.id)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                used.add(node.value)
+    return used
+
+
+def _attributes(trees: dict[Path, ast.Module]) -> set[str]:
+    """Private names read as an attribute anywhere (``module._name``): kept wherever defined."""
+    return {node.attr for tree in trees.values() for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_")}
+
+
+def _source(path: Path, stmt: ast.ImportFrom, package: Path) -> Path | None:
+    """The staged file a ``from ... import`` inside the course reads from, if it is one."""
+    if stmt.level > 0:
+        base = path.parent
+        for _ in range(stmt.level - 1):
+            base = base.parent
+    elif (stmt.module or "").startswith("course_utils."):
+        base = package.parent
+    else:
+        return None
+    parts = [p for p in (stmt.module or "").split(".") if p]
+    target = base.joinpath(*parts)
+    return target.with_suffix(".py") if target.with_suffix(".py").exists() else target / "__init__.py"
+
+
+def _shake(trees: dict[Path, ast.Module], package: Path, cut: set[Path]) -> bool:
+    """One round of removing unused private definitions and the imports of names no longer
+    read, in the files ``cut`` (what the rest of the package reads counts too); whether
+    anything went."""
+    reads = {path: _reads(tree) for path, tree in trees.items()}
+    attributes = _attributes(trees)
+    needed = {path: set(r) | attributes for path, r in reads.items()}
+    changed = False
+    for path, tree in trees.items():
+        for stmt in tree.body:
+            if not isinstance(stmt, ast.ImportFrom):
+                continue
+            source = _source(path, stmt, package)
+            kept = [a for a in stmt.names if path not in cut or not a.name.startswith("_")
+                    or (a.asname or a.name) in reads[path]]
+            if len(kept) != len(stmt.names):
+                changed = True
+                stmt.names = kept
+            if source is not None and source in needed:
+                needed[source].update(a.name for a in kept)
+    for path, tree in trees.items():
+        if path not in cut:
+            continue
+        body = [stmt for stmt in tree.body
+                if not (isinstance(stmt, ast.ImportFrom) and not stmt.names)
+                and not ((names := _defined(stmt)) and not any(n in needed[path] for n in names))]
+        changed = changed or len(body) != len(tree.body)
+        tree.body = body or [ast.Pass()]
+    return changed
+
+
+def cut_judge_side(package: Path) -> None:
+    """Rewrite the staged package's ``exercises/`` in place (see the module's docstring); what
+    the rest of the package imports from there stays."""
+    cut = set((package / "exercises").rglob("*.py"))
+    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in sorted(package.rglob("*.py"))}
+    for p in cut:
+        trees[p] = _StripExamples().visit(trees[p])
+    while _shake(trees, package, cut):
+        pass
+    for path in sorted(cut):
+        path.write_text(ast.unparse(ast.fix_missing_locations(trees[path])) + "\n", encoding="utf-8")

@@ -1,0 +1,89 @@
+"""What a sandbox sees of the course: no reference, and no wrong answer that is one with a switch.
+
+The hostile review of 2026-11-29 handed in the course's own wrong answers, imported from the
+staged course (``_loop()``, ``_variant``, ``_split_with``...): many are the reference with one
+knob, and with their default arguments *are* the reference, so 32 exercises scored ``correct``
+without computing anything. The judge names mistakes with them; the sandbox never needs them
+(``course_utils/instructor/judge_side.py``). The batch that grades such forgeries end to end is
+``tests/test_forgery.py``; this file reads the staged code.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from course_utils.instructor import sandbox
+
+# (module, name): the forgers of the review that a sandbox could import
+FORGERS = [
+    ("l02_autograd.gradient_descent", "_loop"), ("l04_data.balanced_sampler", "_sampler_with"),
+    ("l04_data.stratified_split", "_split_with"), ("l05_training_loop.accumulated_step", "_acc_with"),
+    ("l05_training_loop.evaluate", "_eval_with"), ("l05_training_loop.train_one_epoch", "_epoch"),
+    ("l06_losses_optimizers.cross_entropy_by_hand", "_variant"), ("l06_losses_optimizers.pos_weight_for", "_ratio"),
+    ("l07_debugging.diagnose", "_rules"), ("l07_debugging.overfit_one_batch", "_train"),
+    ("l08_convolutions.conv2d_by_hand", "_conv_variant"), ("l08_convolutions.max_pool_by_hand", "_pool_variant"),
+    ("l08_convolutions.receptive_field", "_rf_wrong"), ("l09_persistence.export_with_dynamic_batch", "_variant"),
+    ("l09_persistence.load_matching", "_variant"), ("l09_persistence.load_state_dict_cpu", "_loaded_renamed"),
+    ("l09_persistence.save_checkpoint", "_saved_with"), ("l10_performance.amp_policy", "_policy"),
+    ("l10_performance.amp_train_step", "_variant"), ("l10_performance.median_time", "_variant"),
+    ("l10_performance._checkpointed_forward_wrong", "_variant"), ("l11_distributed.accumulate_grads", "_variant"),
+    ("l11_distributed.shard_indices", "_variant"), ("l12_capstone.confusion_matrix", "_counts"),
+    ("l12_capstone.fit_with_early_stopping", "_loop"), ("l12_capstone.resume_training", "_loop"),
+    ("l12_capstone.train_and_score", "_with_bugs"), ("l14_transfer_learning.global_avg_pool", "_flatten"),
+    ("l16_capstone_files.export_model", "_variant"),
+]
+# still in the sandbox, because the answer's half of the check uses them; each is a known gap
+KNOWN = [("l10_performance.to_device", "_variant"), ("l16_capstone_files.export_model", "Wrapped")]
+
+
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory) -> Path:
+    return sandbox.stage_course(tmp_path_factory.mktemp("staged"), "05_training_loop") / "course_utils"
+
+
+def _top_level(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+@pytest.mark.parametrize("module, name", FORGERS + KNOWN)
+def test_the_reviews_forgers_are_not_in_the_staged_course(staged, module, name):
+    path = staged.joinpath("exercises", *module.split(".")).with_suffix(".py")
+    assert path.exists(), path
+    if (module, name) in KNOWN:
+        assert name in _top_level(path), "a known gap closed: move it to FORGERS"
+    else:
+        assert name not in _top_level(path)
+        assert name in _top_level(sandbox.PACKAGE.joinpath("exercises", *module.split(".")).with_suffix(".py"))
+
+
+def test_no_mistake_keeps_its_example_and_no_judge_half_is_staged(staged):
+    for path in sorted((staged / "exercises").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", getattr(node.func, "attr", ""))
+            if name == "Mistake":
+                example = node.args[2] if len(node.args) >= 3 else next(
+                    (k.value for k in node.keywords if k.arg == "example"), ast.Constant(None))
+                assert isinstance(example, ast.Constant) and example.value is None, f"{path.name}:{node.lineno}"
+            elif name == "Exercise":
+                for k in node.keywords:
+                    if k.arg in ("finish", "finish_probe", "supply"):
+                        assert isinstance(k.value, ast.Constant) and k.value.value is None, f"{path.name}:{k.arg}"
+
+
+def test_the_graded_lessons_own_shared_answers_call_the_notebooks(staged):
+    """Lesson 05's demos train with ``lab.train_one_epoch``, the course's answer; staged for lesson
+    05, it calls the notebook's own ``train_one_epoch`` (and raises where there is none)."""
+    text = (staged / "answers" / "l05_training_loop.py").read_text(encoding="utf-8")
+    assert "_notebook_namespace().get('train_one_epoch')" in text
+    assert "optimizer.zero_grad" not in text and "loss.backward" not in text
