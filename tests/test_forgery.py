@@ -110,8 +110,8 @@ def course_variant(dotted: str, call: str = ""):
 
 def prop_wrapper(module: str, params: str):
     """A function of the learner's own around the lesson prop that re-exports the course's answer
-    (lesson 05's demos train with ``lab.train_one_epoch``): in the graded lesson's own course the
-    prop calls the notebook's function, never the course's."""
+    (lesson 05's demos train with ``lab.train_one_epoch``): the notebook's course keeps it for the
+    demos, the executor's (where the answer runs) has it cut."""
     def make(exercise_id: str) -> str:
         name = exercise_id.split(".")[1]
         return (f"def {name}({params}):\n    from {module} import {name} as course\n"

@@ -548,7 +548,8 @@ def test_a_lessons_own_shared_answers_are_cut_where_it_is_graded(tmp_path, lesso
     course staged for them keeps those whole. A submission of the answer's OWN lesson could wrap
     that copy in a function of its own and hand it in (the judge only spots the course's object
     itself): in the course staged for that lesson, the answer is cut like every other, unless the
-    lesson's own props train with it (lesson 05's demos with train_one_epoch, kept, a known gap)."""
+    lesson's own props train with it (lesson 05's demos with train_one_epoch): kept there, and cut in
+    the executor's copy, where the answer runs (tests/test_staged_course.py)."""
     def body(course: Path) -> str:
         import ast
         text = (course / "course_utils" / "answers" / f"{stem}.py").read_text()

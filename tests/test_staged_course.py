@@ -41,7 +41,7 @@ KNOWN = [("l10_performance.to_device", "_variant"), ("l16_capstone_files.export_
 
 @pytest.fixture(scope="module")
 def staged(tmp_path_factory) -> Path:
-    return sandbox.stage_course(tmp_path_factory.mktemp("staged"), "05_training_loop") / "course_utils"
+    return sandbox.stage_course(tmp_path_factory.mktemp("staged"), "05_training_loop", executor=True) / "course_utils"
 
 
 def _top_level(path: Path) -> set[str]:
@@ -81,9 +81,15 @@ def test_no_mistake_keeps_its_example_and_no_judge_half_is_staged(staged):
                         assert isinstance(k.value, ast.Constant) and k.value.value is None, f"{path.name}:{k.arg}"
 
 
-def test_the_graded_lessons_own_shared_answers_call_the_notebooks(staged):
-    """Lesson 05's demos train with ``lab.train_one_epoch``, the course's answer; staged for lesson
-    05, it calls the notebook's own ``train_one_epoch`` (and raises where there is none)."""
-    text = (staged / "answers" / "l05_training_loop.py").read_text(encoding="utf-8")
-    assert "_notebook_namespace().get('train_one_epoch')" in text
-    assert "optimizer.zero_grad" not in text and "loss.backward" not in text
+def test_the_executor_has_none_of_the_lessons_own_answers(tmp_path):
+    """Lesson 05's demos train with ``lab.train_one_epoch``, the course's answer, so the course its
+    notebook runs in keeps it; the executor, where answers run and no demo does, has it cut: a
+    learner's function that only calls it scores nothing."""
+    def body(course: Path) -> str:
+        text = (course / "course_utils" / "answers" / "l05_training_loop.py").read_text(encoding="utf-8")
+        node = next(n for n in ast.parse(text).body if getattr(n, "name", None) == "train_one_epoch")
+        return ast.unparse(node.body[0])
+
+    assert not body(sandbox.stage_course(tmp_path / "notebook", "05_training_loop")).startswith("raise RuntimeError(")
+    assert body(sandbox.stage_course(tmp_path / "executor", "05_training_loop", executor=True)).startswith(
+        "raise RuntimeError(")

@@ -79,13 +79,16 @@ class Grader:
         self._expected: dict[str, dict[str, str]] = {}
         self.graded = 0
 
-    def course(self, lesson: str) -> Path:
+    def course(self, lesson: str, executor: bool = False) -> Path:
         """The staged course for ``lesson`` (made once per lesson and run): every reference cut,
-        and of the answers later lessons share, the lesson's own too."""
+        and of the answers later lessons share, the lesson's own too (for the ``executor``, which
+        runs answers and no demo, even those the lesson's demos use)."""
+        key = f"{lesson}/executor" if executor else lesson
         with self._courses_lock:
-            if lesson not in self._courses:
-                self._courses[lesson] = sandbox.stage_course(self.tmp / f"course-{lesson}", lesson)
-            return self._courses[lesson]
+            if key not in self._courses:
+                self._courses[key] = sandbox.stage_course(
+                    self.tmp / f"{'executor' if executor else 'course'}-{lesson}", lesson, executor)
+            return self._courses[key]
 
     # ------------------------------------------------------------------ processes
 
@@ -255,8 +258,8 @@ class Grader:
         exercise_rows(report, lesson, checked, verdicts, error, mistake)
 
     def _judge_job(self, lesson: str, uid: int | None, **extra: Any) -> dict[str, Any]:
-        return {"lesson": lesson, "uid": uid, "course": str(self.course(lesson)), "limits": asdict(self.limits),
-                "no_sandbox": not self.sandboxed, "heldout": self.heldout, **extra}
+        return {"lesson": lesson, "uid": uid, "course": str(self.course(lesson, executor=True)),
+                "limits": asdict(self.limits), "no_sandbox": not self.sandboxed, "heldout": self.heldout, **extra}
 
     def _send_to_judge(self, frame: dict[str, Any]) -> None:
         """A frame the judge answers nothing to (``prepare``, ``discard``): best effort, as the

@@ -39,7 +39,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Sequence
-from collections.abc import Set as AbstractSet
 
 from .judge_side import cut_judge_side
 
@@ -214,10 +213,9 @@ class _CutReferences(ast.NodeTransformer):
     ``solution=`` keyword by ``None``: the staged lesson modules keep their names, cases, runs
     and probes, but contain no reference solution."""
 
-    def __init__(self, names: set[str], module: str = "", delegate: AbstractSet[str] = frozenset()):
+    def __init__(self, names: set[str], module: str = ""):
         self.names = names
         self.module = module
-        self.delegate = delegate
         self.solution_names: set[str] = set()
         self.current = ""
 
@@ -229,23 +227,9 @@ class _CutReferences(ast.NodeTransformer):
         node.body = self._raise()
         return node
 
-    def _delegating(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt:
-        """The notebook's own function of that name, called in the course's place (the lesson's
-        demos train with it); where the notebook has none (the executor), the cut's error."""
-        where = f" ({self.module}.{node.name})" if self.module else ""
-        return ast.parse(
-            f"def {node.name}(*args, **kwargs):\n"
-            "    from course_utils.grading import _notebook_namespace\n"
-            f"    own = _notebook_namespace().get({node.name!r})\n"
-            f"    if own is None or own is globals().get({node.name!r}):\n"
-            f"        raise RuntimeError({HIDDEN_MESSAGE + where!r})\n"
-            "    return own(*args, **kwargs)\n").body[0]
-
     def visit_Module(self, node: ast.Module) -> ast.AST:
         for i, stmt in enumerate(node.body):
-            if isinstance(stmt, ast.FunctionDef) and stmt.name in self.delegate:
-                node.body[i] = self._delegating(stmt)
-            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in self.names:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in self.names:
                 self.current = stmt.name
                 node.body[i] = self._cut_function(stmt)
             elif isinstance(stmt, ast.ClassDef) and stmt.name in self.names:
@@ -276,9 +260,9 @@ class _CutReferences(ast.NodeTransformer):
         return node
 
 
-def cut_references(source: str, names: set[str], module: str = "", delegate: AbstractSet[str] = frozenset()) -> str:
+def cut_references(source: str, names: set[str], module: str = "") -> str:
     tree = ast.parse(source)
-    cutter = _CutReferences(names, module, delegate)
+    cutter = _CutReferences(names, module)
     tree = cutter.visit(tree)
     # second pass for solution constants assigned before the Exercise that names them
     tree = cutter.visit(tree)
@@ -345,31 +329,31 @@ def _spared(by_prop: dict[str, dict[str, set[str]]], stem: str, lesson: str | No
     return spared
 
 
-def cut_generated_references(staged_package: Path, lesson: str | None = None) -> None:
+def cut_generated_references(staged_package: Path, lesson: str | None = None, executor: bool = False) -> None:
     """Cut every definition out of the staged ``answers/`` modules (the answers
     build extracts from the solution notebooks, course_utils/references.py), whether or not an
     exercise takes its reference from there yet: a submission must not import a solution.
-    Shared answers (:func:`shared_answers`) stay, except the graded ``lesson``'s own."""
+    Shared answers (:func:`shared_answers`) stay, except the graded ``lesson``'s own; for the
+    ``executor``, which runs answers and no demo, all of the lesson's own are cut (a learner's
+    function that calls ``lab.train_one_epoch`` would otherwise score the course's)."""
     by_prop = shared_answers_by_prop(staged_package)  # read once: 0.1 s a call
     for path in sorted((staged_package / "answers").glob("*.py")):
         text = path.read_text(encoding="utf-8")
         names = {n.name for n in ast.parse(text).body
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        spared = _spared(by_prop, path.stem, lesson)
-        # the graded lesson's own answers that its demos use are never the course's: each calls
-        # the notebook's own function of that name (a wrapper around the course's would score it)
-        own = set(spared) if lesson is not None and path.stem == f"l{lesson}" else set()
-        names -= spared - own
+        if not (executor and lesson is not None and path.stem == f"l{lesson}"):
+            names -= _spared(by_prop, path.stem, lesson)
         if names:
             module = f"course_utils.answers.{path.stem}"
-            path.write_text(cut_references(text, names, module, own), encoding="utf-8")
+            path.write_text(cut_references(text, names, module), encoding="utf-8")
 
 
-def stage_course(dest: Path, lesson: str | None = None) -> Path:
+def stage_course(dest: Path, lesson: str | None = None, executor: bool = False) -> Path:
     """Copy ``course_utils`` to ``dest/course_utils`` with every reference solution cut out
     (see :class:`_CutReferences`); returns ``dest``. Readable by any user, writable by none.
     ``lesson``: the course a submission of that lesson runs against, where its own exercises'
-    answers are cut even when a lesson prop shares them with later lessons."""
+    answers are cut even when a lesson prop shares them with later lessons; ``executor``: the copy
+    the judge's executor runs answers in, where even those the lesson's own demos use are cut."""
     target = dest / "course_utils"
     shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
     cuts = reference_names()
@@ -381,7 +365,7 @@ def stage_course(dest: Path, lesson: str | None = None) -> Path:
         staged = target / rel
         module = "course_utils." + ".".join(rel.with_suffix("").parts)
         staged.write_text(cut_references(Path(file).read_text(encoding="utf-8"), names, module), encoding="utf-8")
-    cut_generated_references(target, lesson)
+    cut_generated_references(target, lesson, executor)
     cut_judge_side(target)  # the wrong answers, many a reference with a switch, and the judge's halves
     # the mark of a staged course: a demo cell's `reference(...)` gets the notebook's own answer
     (target / "_staged.py").write_text('"""This copy of the course has its references cut out (course_utils.instructor.'
