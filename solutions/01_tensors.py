@@ -303,8 +303,26 @@ print(t - row_max)                            # each row minus its own maximum
 # %% [markdown]
 # ### Exercise 3: normalise rows
 #
-# Write `normalize_rows(x)` for a 2-D tensor of positive numbers: divide each row by its sum,
-# so that every row of the result sums to 1. Return a new tensor; leave `x` unchanged.
+# A colleague needs every row of a 2-D tensor of positive numbers divided by its sum, so that
+# each row sums to 1. Their version runs on the square matrix they tried it on; here it is on
+# a 2×2 matrix and then on a 2×3 one:
+
+# %%
+def colleagues_normalize_rows(x):
+    return x / x.sum(dim=1)
+
+
+square = torch.tensor([[1.0, 3.0], [2.0, 6.0]])
+print(colleagues_normalize_rows(square))
+print("row sums:", colleagues_normalize_rows(square).sum(dim=1))
+
+# %% tags=["raises-exception"]
+colleagues_normalize_rows(torch.tensor([[1.0, 1.0, 2.0], [3.0, 1.0, 0.0]]))
+
+# %% [markdown]
+# Work out what each entry of the square matrix was divided by, and why the 2×3 matrix is
+# refused, then write a `normalize_rows(x)` that keeps the contract for any number of rows and
+# columns: every row of the result sums to 1. Return a new tensor; leave `x` unchanged.
 
 # %% tags=["answer:normalize_rows"]
 def normalize_rows(x):
