@@ -24,7 +24,7 @@ class IndexedExercise(NamedTuple):
 
 
 EXERCISES: tuple[IndexedExercise, ...] = (
-    IndexedExercise('00_start_here.celsius_to_fahrenheit', '00_start_here', 'celsius_to_fahrenheit', 'Convert a tensor of temperatures from Celsius to Fahrenheit', ('inverted_ratio', 'offset_first', 'forgot_offset', 'reversed_conversion', 'mutated_input', 'requires_grad'), 1.0, 3.0, ''),
+    IndexedExercise('00_start_here.celsius_to_fahrenheit', '00_start_here', 'celsius_to_fahrenheit', 'Convert a tensor of temperatures from Celsius to Fahrenheit', ('integer_division', 'floor_division', 'inverted_ratio', 'offset_first', 'forgot_offset', 'reversed_conversion', 'mutated_input', 'requires_grad'), 1.0, 3.0, ''),
     IndexedExercise('01_tensors.image_to_tensor', '01_tensors', 'image_to_tensor', 'Turn a uint8 NumPy image (H, W) into a float32 tensor (1, H, W) in [0, 1]', ('divided_by_max', 'numpy_float64', 'not_scaled', 'no_channel_dim', 'integer_division', 'mutated_input', 'requires_grad'), 1.0, 3.0, ''),
     IndexedExercise('01_tensors.batch_flatten', '01_tensors', 'batch_flatten', 'Flatten every sample of a batch (N, C, H, W) into a row: (N, C*H*W)', ('reshape_minus_one_empty', 'view_non_contiguous', 'flatten_all', 'wrong_order', 'kept_channels'), 1.0, 3.0, ''),
     IndexedExercise('01_tensors.normalize_rows', '01_tensors', 'normalize_rows', 'Divide each row by its sum so that every row sums to 1', ('epsilon_in_denominator', 'divided_by_max', 'l2_norm', 'wrong_dim', 'missing_keepdim', 'total_sum', 'softmax', 'mutated_input'), 1.0, 3.0, ''),

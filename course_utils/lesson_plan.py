@@ -76,7 +76,8 @@ SUMMARY: dict[str, str] = {
 }
 
 LIVE_CODE: dict[str, str] = {
-    "00_start_here": "run the warm-up's check before answering (✏️ not attempted), answer it wrong on purpose "
+    "00_start_here": "run the warm-up's check before answering (✏️ not attempted), then on the colleague's "
+    "version ({mistake:celsius_to_fahrenheit.integer_division}), answer it wrong on purpose "
     "(multiply by 5/9: {mistake:celsius_to_fahrenheit.inverted_ratio}), then right; open "
     "`from course_utils.dashboard import dashboard; dashboard()` so everyone knows where their progress is.",
     "01_tensors": "the dtype of `torch.tensor([1, 2]) / 2`; `view` failing after `t()` and `reshape` working; "
