@@ -509,25 +509,43 @@ print(X.transpose(-2, -1).shape)                  # swap the last two dimensions
 
 # %%
 grid = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-print(grid.masked_fill(torch.tensor([False, True, False]), float("-inf")))
+print(grid.masked_fill(torch.tensor([False, True, False]), 0.0))
 
 # %% [markdown]
 # ### Exercise 8: attention, by hand
 #
 # Attention, the heart of a Transformer, is a few lines of what this lesson covered. Queries
 # `q` of shape `(..., Lq, d)` look at keys `k` `(..., Lk, d)` and mix values `v` `(..., Lk, dv)`:
-#
-# 1. a **score** for every (query, key) pair, their dot product divided by $\sqrt{d}$: shape
-#    `(..., Lq, Lk)`;
-# 2. where `mask` is False, the query may not look at that key: its weight must be exactly 0;
-# 3. the **weights**: `torch.softmax` of the scores over the keys (each query's weights sum to 1);
-# 4. the **output**: for each query, the weighted sum of the values, `(..., Lq, dv)`.
-#
-# `mask` is None (every query sees every key) or a boolean tensor that broadcasts to
-# `(..., Lq, Lk)`, True where looking is allowed; every query may look at one key at least. The
-# `...` are any batch dimensions (none, a batch, a batch and attention heads).
-# Write `attention(q, k, v, mask=None)`. Do not use `F.scaled_dot_product_attention`: the check
-# compares your function with it.
+# each query scores every key (their dot product divided by $\sqrt{d}$), turns its scores into
+# weights with a softmax, and returns the weighted sum of the values, `(..., Lq, dv)`. Where
+# `mask` is False, the query may not look at that key. A colleague wrote it; with the values
+# the identity matrix, the output *is* the weights, one row per query. Their mask is causal:
+# query `i` may look at keys `0..i`.
+
+# %%
+def colleagues_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    weights = torch.softmax(scores, dim=-2)
+    if mask is not None:
+        weights = weights * mask  # masked keys get no weight
+    return weights @ v
+
+
+gen = torch.Generator().manual_seed(0)
+q, k = torch.randn(3, 4, generator=gen), torch.randn(4, 4, generator=gen)
+causal = torch.ones(3, 4, dtype=torch.bool).tril()
+weights = colleagues_attention(q, k, torch.eye(4), causal)
+print(weights)
+print("each query's weights sum to:", weights.sum(dim=-1))
+
+# %% [markdown]
+# Query 0 may look only at key 0, yet it does not give key 0 all of its attention, and no
+# query's weights sum to 1. Find the colleague's bugs, then write `attention(q, k, v, mask=None)`
+# with the same contract: `mask` is None (every query sees every key) or a boolean tensor that
+# broadcasts to `(..., Lq, Lk)`, True where looking is allowed (every query may look at one key
+# at least); a key a query may not look at gets a weight of exactly 0 and changes nothing in its
+# output; the `...` are any batch dimensions (none, a batch, a batch and attention heads). Do
+# not use `F.scaled_dot_product_attention`: the check compares your function with it.
 
 # %% tags=["answer:attention"]
 def attention(q, k, v, mask=None):

@@ -360,6 +360,46 @@ cheat(PS, "first column")(lambda s, y: s[..., 0])
 cheat(PS, "hard-coded first case")(lambda s, y: torch.tensor([0.9, 0.8, 0.3]))
 
 AT = "01_tensors.attention"
+
+
+# Exercise 8 is a repair: the notebook runs a colleague's attention (softmax over the queries, the
+# mask multiplied in after it) with the values the identity, so the printed output is the weights.
+def _colleagues_attention(source: str | None = None):
+    return define(source or notebook_source("01_tensors", "colleagues_attention"), "colleagues_attention",
+                  {"torch": torch})
+
+
+def test_the_colleagues_attention_fails_as_the_notebook_shows_and_each_bug_is_named():
+    colleague = _colleagues_attention()
+    gen = torch.Generator().manual_seed(0)
+    q, k = torch.randn(3, 4, generator=gen), torch.randn(4, 4, generator=gen)
+    w = colleague(q, k, torch.eye(4), torch.ones(3, 4, dtype=torch.bool).tril())
+    assert w[0, 0] < 0.5 and not torch.allclose(w.sum(dim=-1), torch.ones(3))  # what the notebook prints
+    rejected(AT, colleague, "colleagues_two_bugs")
+    rejected(AT, colleague, "colleagues_two_bugs", n_random=0)
+    source = notebook_source("01_tensors", "colleagues_attention")
+    assert "dim=-2" in source and "weights * mask" in source
+    rejected(AT, _colleagues_attention(source.replace("dim=-2", "dim=-1")), "masked_after_softmax")
+    mask_first = (
+        "def colleagues_attention(q, k, v, mask=None):\n"
+        "    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5\n"
+        "    if mask is not None:\n"
+        "        scores = scores.masked_fill(~mask, float('-inf'))\n"
+        "    return torch.softmax(scores, dim=-2) @ v\n")
+    rejected(AT, _colleagues_attention(mask_first), "softmax_over_queries")
+    accepted(AT, _colleagues_attention(mask_first.replace("dim=-2", "dim=-1")))  # both fixed
+
+
+def test_attention_hints_hold_no_code_and_the_spec_no_recipe():
+    import re
+
+    hints = grading.exercise(AT).hints
+    assert "?" in hints[0]
+    for hint in hints:
+        assert not re.search(r"`|\w\(|dim=|-inf|masked_fill|transpose", hint), hint
+    prose = _spec("### Exercise 8", 'tags=["answer:attention"]')
+    for recipe in ("masked_fill", "-inf", "over the keys", "before the softmax", "1. a", "dim=-1"):
+        assert recipe not in prose, recipe
 wrong(AT, "no scale", "no_scale")(lambda q, k, v, m=None: torch.softmax(
     (q @ k.transpose(-2, -1)).masked_fill(~m if m is not None else torch.zeros((), dtype=torch.bool), -1e30), -1) @ v)
 wrong(AT, "scaled by d", "scaled_by_d")(lambda q, k, v, m=None: torch.softmax(
