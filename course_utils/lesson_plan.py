@@ -76,13 +76,14 @@ SUMMARY: dict[str, str] = {
 }
 
 LIVE_CODE: dict[str, str] = {
-    "00_start_here": "run the warm-up's check before answering (✏️ not attempted), answer it wrong on purpose "
+    "00_start_here": "run the warm-up's check before answering (✏️ not attempted), then on the colleague's "
+    "version ({mistake:celsius_to_fahrenheit.integer_division}), answer it wrong on purpose "
     "(multiply by 5/9: {mistake:celsius_to_fahrenheit.inverted_ratio}), then right; open "
     "`from course_utils.dashboard import dashboard; dashboard()` so everyone knows where their progress is.",
     "01_tensors": "the dtype of `torch.tensor([1, 2]) / 2`; `view` failing after `t()` and `reshape` working; "
     "the `(N, 1)` against `(N,)` broadcast that silently gives `(N, N)`; `sum(dim=0)` versus `sum(dim=1)` on a "
     "2×3 tensor, asking the room which is which first, then `keepdim=True` "
-    "({mistake:normalize_rows.no_keepdim}).",
+    "({mistake:normalize_rows.missing_keepdim}).",
     "02_autograd": "`backward()` twice (accumulation), the error of a second `backward()` on a freed graph, a "
     "graph cut by `.item()` or `torch.tensor(...)`, an in-place op that breaks `backward()`, gradient descent "
     "in five lines.",

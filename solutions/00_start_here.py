@@ -155,13 +155,22 @@ torch.tensor([1.0, 2.0]).item()
 # %% [markdown]
 # ## 3. Warm-up exercise: Celsius to Fahrenheit
 #
-# Write `celsius_to_fahrenheit(celsius)`: it takes a tensor of temperatures in °C, of any
-# shape, and returns a **new** tensor of the same shape with the temperatures in °F:
-#
-# $$F = C \times \tfrac{9}{5} + 32$$
-#
-# Tensor arithmetic works element by element, so this is one line. Do not change the input
-# tensor.
+# A colleague wrote a function that takes a tensor of temperatures in °C and gives them in °F.
+# Water freezes at 0 °C, which is 32 °F, and boils at 100 °C, which is 212 °F. Here is their
+# function on those two temperatures:
+
+# %%
+def colleagues_celsius_to_fahrenheit(celsius):
+    return celsius * (9 // 5) + 32
+
+
+print(colleagues_celsius_to_fahrenheit(torch.tensor([0.0, 100.0])))
+
+# %% [markdown]
+# Freezing comes out right, boiling does not. Find the bug (run pieces of the expression in a
+# cell of your own), then write the fixed `celsius_to_fahrenheit(celsius)` below: it takes a
+# tensor of temperatures in °C, of any shape, and returns a **new** tensor of the same shape
+# with the temperatures in °F. Do not change the input tensor.
 
 # %% tags=["answer:celsius_to_fahrenheit"]
 def celsius_to_fahrenheit(celsius):

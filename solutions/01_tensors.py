@@ -303,8 +303,26 @@ print(t - row_max)                            # each row minus its own maximum
 # %% [markdown]
 # ### Exercise 3: normalise rows
 #
-# Write `normalize_rows(x)` for a 2-D tensor of positive numbers: divide each row by its sum,
-# so that every row of the result sums to 1. Return a new tensor; leave `x` unchanged.
+# A colleague needs every row of a 2-D tensor of positive numbers divided by its sum, so that
+# each row sums to 1. Their version runs on the square matrix they tried it on; here it is on
+# a 2×2 matrix and then on a 2×3 one:
+
+# %%
+def colleagues_normalize_rows(x):
+    return x / x.sum(dim=1)
+
+
+square = torch.tensor([[1.0, 3.0], [2.0, 6.0]])
+print(colleagues_normalize_rows(square))
+print("row sums:", colleagues_normalize_rows(square).sum(dim=1))
+
+# %% tags=["raises-exception"]
+colleagues_normalize_rows(torch.tensor([[1.0, 1.0, 2.0], [3.0, 1.0, 0.0]]))
+
+# %% [markdown]
+# Work out what each entry of the square matrix was divided by, and why the 2×3 matrix is
+# refused, then write a `normalize_rows(x)` that keeps the contract for any number of rows and
+# columns: every row of the result sums to 1. Return a new tensor; leave `x` unchanged.
 
 # %% tags=["answer:normalize_rows"]
 def normalize_rows(x):
@@ -491,25 +509,43 @@ print(X.transpose(-2, -1).shape)                  # swap the last two dimensions
 
 # %%
 grid = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-print(grid.masked_fill(torch.tensor([False, True, False]), float("-inf")))
+print(grid.masked_fill(torch.tensor([False, True, False]), 0.0))
 
 # %% [markdown]
 # ### Exercise 8: attention, by hand
 #
 # Attention, the heart of a Transformer, is a few lines of what this lesson covered. Queries
 # `q` of shape `(..., Lq, d)` look at keys `k` `(..., Lk, d)` and mix values `v` `(..., Lk, dv)`:
-#
-# 1. a **score** for every (query, key) pair, their dot product divided by $\sqrt{d}$: shape
-#    `(..., Lq, Lk)`;
-# 2. where `mask` is False, the query may not look at that key: its weight must be exactly 0;
-# 3. the **weights**: `torch.softmax` of the scores over the keys (each query's weights sum to 1);
-# 4. the **output**: for each query, the weighted sum of the values, `(..., Lq, dv)`.
-#
-# `mask` is None (every query sees every key) or a boolean tensor that broadcasts to
-# `(..., Lq, Lk)`, True where looking is allowed; every query may look at one key at least. The
-# `...` are any batch dimensions (none, a batch, a batch and attention heads).
-# Write `attention(q, k, v, mask=None)`. Do not use `F.scaled_dot_product_attention`: the check
-# compares your function with it.
+# each query scores every key (their dot product divided by $\sqrt{d}$), turns its scores into
+# weights with a softmax, and returns the weighted sum of the values, `(..., Lq, dv)`. Where
+# `mask` is False, the query may not look at that key. A colleague wrote it; with the values
+# the identity matrix, the output *is* the weights, one row per query. Their mask is causal:
+# query `i` may look at keys `0..i`.
+
+# %%
+def colleagues_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    weights = torch.softmax(scores, dim=-2)
+    if mask is not None:
+        weights = weights * mask  # masked keys get no weight
+    return weights @ v
+
+
+gen = torch.Generator().manual_seed(0)
+q, k = torch.randn(3, 4, generator=gen), torch.randn(4, 4, generator=gen)
+causal = torch.ones(3, 4, dtype=torch.bool).tril()
+weights = colleagues_attention(q, k, torch.eye(4), causal)
+print(weights)
+print("each query's weights sum to:", weights.sum(dim=-1))
+
+# %% [markdown]
+# Query 0 may look only at key 0, yet it does not give key 0 all of its attention, and no
+# query's weights sum to 1. Find the colleague's bugs, then write `attention(q, k, v, mask=None)`
+# with the same contract: `mask` is None (every query sees every key) or a boolean tensor that
+# broadcasts to `(..., Lq, Lk)`, True where looking is allowed (every query may look at one key
+# at least); a key a query may not look at gets a weight of exactly 0 and changes nothing in its
+# output; the `...` are any batch dimensions (none, a batch, a batch and attention heads). Do
+# not use `F.scaled_dot_product_attention`: the check compares your function with it.
 
 # %% tags=["answer:attention"]
 def attention(q, k, v, mask=None):

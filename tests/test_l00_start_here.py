@@ -15,7 +15,7 @@ from course_utils import grading
 
 from grading_asserts import accepted as _accepted  # noqa: E402 (tests/ is on sys.path)
 from grading_asserts import rejected  # noqa: E402
-from lesson_kit import RedTeam, assert_close_np, ids, oracle_cases  # noqa: E402
+from lesson_kit import RedTeam, assert_close_np, define, ids, notebook_source, oracle_cases  # noqa: E402
 
 team = RedTeam()
 wrong, valid, cheat = team.wrong, team.valid, team.cheat
@@ -72,6 +72,37 @@ def test_c2f_alternatives_pass():
     accepted(C2F, lambda c: c.clone().mul_(1.8).add_(32))
 
 
+# The warm-up is a gentle repair (issue "Every exercise a decision"): the notebook runs a
+# colleague's `celsius * (9 // 5) + 32`, right at 0 °C and 80 degrees short at 100 °C.
+def test_the_colleagues_conversion_fails_as_the_notebook_shows_and_is_named():
+    colleague = define(notebook_source("00_start_here", "colleagues_celsius_to_fahrenheit"),
+                       "colleagues_celsius_to_fahrenheit", {"torch": torch})
+    assert colleague(torch.tensor([0.0, 100.0])).tolist() == [32.0, 132.0]
+    res = rejected(C2F, colleague, "integer_division")
+    assert "`9 // 5`" in res.message and "?" in res.message
+    rejected(C2F, colleague, "integer_division", n_random=0)  # the fixed cases alone
+    fixed = define(notebook_source("00_start_here", "colleagues_celsius_to_fahrenheit").replace("9 // 5", "9 / 5"),
+                   "colleagues_celsius_to_fahrenheit", {"torch": torch})
+    accepted(C2F, fixed)  # the one bug is the whole repair
+
+
+def test_c2f_hints_hold_no_code_and_the_spec_no_formula():
+    import re
+
+    from course_utils import build
+
+    hints = grading.exercise(C2F).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|//|\* ?9|9 ?/ ?5", hint), hint
+    src = (build.SOLUTIONS / "00_start_here.py").read_text()
+    spec = src[src.index("## 3. Warm-up exercise"):src.index('tags=["answer:celsius_to_fahrenheit"]')]
+    prose = "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+    assert "colleagues_celsius_to_fahrenheit" in spec and "212 °F" in prose
+    for recipe in ("9/5", "9 / 5", "tfrac", "one line", "//"):
+        assert recipe not in prose, recipe
+
+
 # =========================================================================== red team
 CF = "00_start_here.celsius_to_fahrenheit"
 wrong(CF, "5/9", "inverted_ratio")(lambda c: c * 5 / 9 + 32)
@@ -79,7 +110,8 @@ wrong(CF, "offset first", "offset_first")(lambda c: (c + 32) * 9 / 5)
 wrong(CF, "no offset", "forgot_offset")(lambda c: c * 9 / 5)
 wrong(CF, "the reverse conversion", "reversed_conversion")(lambda c: (c - 32) * 5 / 9)
 wrong(CF, "rule of thumb 2C + 30")(lambda c: c * 2 + 30)
-wrong(CF, "floor division")(lambda c: c * 9 // 5 + 32)
+wrong(CF, "floor division", "floor_division")(lambda c: c * 9 // 5 + 32)
+wrong(CF, "the colleague's 9 // 5", "integer_division")(lambda c: c * (9 // 5) + 32)
 wrong(CF, "list comprehension over tolist()")(lambda c: torch.tensor([v * 9 / 5 + 32 for v in c.tolist()]))
 wrong(CF, "float32 always")(lambda c: c.float() * 1.8 + 32)
 wrong(CF, "item()")(lambda c: torch.tensor(c.item() * 1.8 + 32))

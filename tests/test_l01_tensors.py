@@ -22,7 +22,7 @@ from course_utils.grading.compare import compare
 
 from grading_asserts import accepted as _accepted  # noqa: E402 (tests/ is on sys.path)
 from grading_asserts import rejected  # noqa: E402
-from lesson_kit import RedTeam, assert_close_np, ids, oracle_cases  # noqa: E402
+from lesson_kit import RedTeam, assert_close_np, define, ids, notebook_source, oracle_cases  # noqa: E402
 
 team = RedTeam()
 wrong, valid, cheat = team.wrong, team.valid, team.cheat
@@ -97,6 +97,41 @@ def test_normalize_rows_in_place_and_wrong_dim_are_rejected():
 def test_normalize_rows_alternatives_pass():
     accepted(T + "normalize_rows", lambda x: F.normalize(x, p=1, dim=1))
     accepted(T + "normalize_rows", lambda x: x / x.sum(-1)[:, None])
+
+
+# Exercise 3 is a repair (issue "Every exercise a decision"): the notebook runs a colleague's
+# `x / x.sum(dim=1)` on a square matrix (silently wrong) and a 2x3 one (an error).
+def _spec(start: str, end: str) -> str:
+    import pathlib
+
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "01_tensors.py").read_text()
+    spec = src[src.index(start):src.index(end)]
+    return "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+
+
+def test_the_colleagues_normalize_rows_fails_as_the_notebook_shows_and_is_named():
+    colleague = define(notebook_source("01_tensors", "colleagues_normalize_rows"), "colleagues_normalize_rows",
+                       {"torch": torch})
+    square = torch.tensor([[1.0, 3.0], [2.0, 6.0]])
+    sums = colleague(square).sum(dim=1)
+    assert not torch.allclose(sums, torch.ones(2))  # runs, silently wrong
+    with pytest.raises(RuntimeError, match="must match the size"):
+        colleague(torch.tensor([[1.0, 1.0, 2.0], [3.0, 1.0, 0.0]]))
+    res = rejected(T + "normalize_rows", colleague, "missing_keepdim")
+    assert "which dimension" in res.message
+    rejected(T + "normalize_rows", colleague, "missing_keepdim", n_random=0)  # the 3x3 fixed case alone
+
+
+def test_normalize_rows_hints_hold_no_code_and_the_spec_no_recipe():
+    import re
+
+    hints = grading.exercise(T + "normalize_rows").hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|dim=|keepdim", hint), hint
+    prose = _spec("### Exercise 3", 'tags=["answer:normalize_rows"]')
+    for recipe in ("keepdim", "dim=1, keep", "size-1", "[:, None]"):
+        assert recipe not in prose, recipe
 
 
 def test_pairwise_distances_swapped_arguments_rejected_and_alternatives_pass():
@@ -185,7 +220,7 @@ cheat(BF, "hard-coded 12 columns")(lambda x: x.reshape(x.shape[0], 12))
 cheat(BF, "zeros of the right shape")(lambda x: torch.zeros(x.shape[0], math.prod(x.shape[1:]), dtype=x.dtype))
 
 NR = "01_tensors.normalize_rows"
-wrong(NR, "no keepdim", "no_keepdim")(lambda x: x / x.sum(dim=1))
+wrong(NR, "no keepdim (the colleague's version)", "missing_keepdim")(lambda x: x / x.sum(dim=1))
 wrong(NR, "columns", "wrong_dim")(lambda x: x / x.sum(0))
 wrong(NR, "whole sum", "total_sum")(lambda x: x / x.sum())
 wrong(NR, "softmax", "softmax")(lambda x: torch.softmax(x, dim=1))
@@ -325,6 +360,46 @@ cheat(PS, "first column")(lambda s, y: s[..., 0])
 cheat(PS, "hard-coded first case")(lambda s, y: torch.tensor([0.9, 0.8, 0.3]))
 
 AT = "01_tensors.attention"
+
+
+# Exercise 8 is a repair: the notebook runs a colleague's attention (softmax over the queries, the
+# mask multiplied in after it) with the values the identity, so the printed output is the weights.
+def _colleagues_attention(source: str | None = None):
+    return define(source or notebook_source("01_tensors", "colleagues_attention"), "colleagues_attention",
+                  {"torch": torch})
+
+
+def test_the_colleagues_attention_fails_as_the_notebook_shows_and_each_bug_is_named():
+    colleague = _colleagues_attention()
+    gen = torch.Generator().manual_seed(0)
+    q, k = torch.randn(3, 4, generator=gen), torch.randn(4, 4, generator=gen)
+    w = colleague(q, k, torch.eye(4), torch.ones(3, 4, dtype=torch.bool).tril())
+    assert w[0, 0] < 0.5 and not torch.allclose(w.sum(dim=-1), torch.ones(3))  # what the notebook prints
+    rejected(AT, colleague, "colleagues_two_bugs")
+    rejected(AT, colleague, "colleagues_two_bugs", n_random=0)
+    source = notebook_source("01_tensors", "colleagues_attention")
+    assert "dim=-2" in source and "weights * mask" in source
+    rejected(AT, _colleagues_attention(source.replace("dim=-2", "dim=-1")), "masked_after_softmax")
+    mask_first = (
+        "def colleagues_attention(q, k, v, mask=None):\n"
+        "    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5\n"
+        "    if mask is not None:\n"
+        "        scores = scores.masked_fill(~mask, float('-inf'))\n"
+        "    return torch.softmax(scores, dim=-2) @ v\n")
+    rejected(AT, _colleagues_attention(mask_first), "softmax_over_queries")
+    accepted(AT, _colleagues_attention(mask_first.replace("dim=-2", "dim=-1")))  # both fixed
+
+
+def test_attention_hints_hold_no_code_and_the_spec_no_recipe():
+    import re
+
+    hints = grading.exercise(AT).hints
+    assert "?" in hints[0]
+    for hint in hints:
+        assert not re.search(r"`|\w\(|dim=|-inf|masked_fill|transpose", hint), hint
+    prose = _spec("### Exercise 8", 'tags=["answer:attention"]')
+    for recipe in ("masked_fill", "-inf", "over the keys", "before the softmax", "1. a", "dim=-1"):
+        assert recipe not in prose, recipe
 wrong(AT, "no scale", "no_scale")(lambda q, k, v, m=None: torch.softmax(
     (q @ k.transpose(-2, -1)).masked_fill(~m if m is not None else torch.zeros((), dtype=torch.bool), -1e30), -1) @ v)
 wrong(AT, "scaled by d", "scaled_by_d")(lambda q, k, v, m=None: torch.softmax(

@@ -1,8 +1,11 @@
 """celsius_to_fahrenheit: F = C × 9/5 + 32 on a tensor of any shape and dtype.
 
-Subtle: a loop over ``.tolist()`` or ``.item()`` breaks on 2-D and 0-d tensors, ``.float()``
-breaks float64, an in-place ``mul_`` changes the caller's tensor, and a result that requires
-grad turns data into a parameter.
+A gentle repair, the course's first exercise: the notebook runs a colleague's ``c * (9 // 5) + 32``
+(right at 0 °C, 132 °F at 100 °C) and the learner finds the integer division (``integer_division``);
+moving the parenthesis to ``c * 9 // 5 + 32`` floors the result (``floor_division``). Also subtle:
+a loop over ``.tolist()`` or ``.item()`` breaks on 2-D and 0-d tensors, ``.float()`` breaks float64,
+an in-place ``mul_`` changes the caller's tensor, and a result that requires grad turns data into a
+parameter.
 """
 
 from __future__ import annotations
@@ -57,6 +60,13 @@ register(
                  show_inputs=True),
         ],
         mistakes=[
+            # the notebook's colleague: 9 // 5 is 1, so the temperatures only move by 32
+            Mistake("integer_division", "Your result is C + 32: the temperatures were multiplied by 1. What is "
+                    "`9 // 5` in Python, and which of Python's two divisions keeps the fraction?",
+                    lambda c: c * (9 // 5) + 32),
+            Mistake("floor_division", "Your temperatures are rounded down to whole degrees: `//` rounds down "
+                    "whatever it divides. Which division keeps the fraction?",
+                    lambda c: c * 9 // 5 + 32),
             Mistake("inverted_ratio", "You multiplied by 5/9; Celsius to Fahrenheit multiplies by 9/5.",
                     lambda c: c * 5 / 9 + 32),
             Mistake("offset_first", "The +32 comes after scaling: F = C × 9/5 + 32.",
@@ -78,9 +88,11 @@ register(
         # tolerance: c * 9 / 5 + 32, c * 1.8 + 32 and (9 * c + 160) / 5 differ by a few float32
         # ulp (1.8 is not exact in binary); assert_close's float defaults (rtol 1.3e-6) cover them
         hints=[
-            "The formula is F = C × 9/5 + 32, and tensor arithmetic works element by element.",
-            "Write the formula as you would for one number: multiplying or adding a plain number applies it "
-            "to every element of the tensor, so no loop is needed.",
+            "Freezing comes out right, so the + 32 is fine. By what number does the colleague's function "
+            "really multiply the temperatures?",
+            "Python has two divisions: one keeps the fraction (9 divided by 5 is 1.8), the other rounds down to "
+            "a whole number (1). The factor needs the one that keeps the fraction; a tensor then takes it "
+            "element by element, so no loop is needed.",
         ],
     )
 )

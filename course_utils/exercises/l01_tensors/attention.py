@@ -4,8 +4,9 @@ batch dimensions, checked like F.scaled_dot_product_attention (bool mask: True =
 Subtle: ``k.T`` or ``transpose(0, 1)`` swaps batch dimensions, not the last two; the scale is
 sqrt(d) (d = the query/key size, not dv, not Lk); a masked score set to 0 (not -inf) still gets
 weight; a mask applied after the softmax leaves weights that no longer sum to 1; softmax over the
-queries (dim=-2) instead of the keys. Lq != Lk and d != dv in every random case, so each of these
-gives a wrong shape or wrong values.
+queries (dim=-2) instead of the keys. A repair: the notebook shows a colleague's version with the
+last two bugs (``colleagues_two_bugs``; fixing one names the other). Lq != Lk and d != dv in every
+random case, so each of these gives a wrong shape or wrong values.
 """
 
 from __future__ import annotations
@@ -118,6 +119,12 @@ def _mask_after_softmax(q, k, v, mask=None):
     return (weights if mask is None else weights * mask) @ v
 
 
+def _colleagues(q, k, v, mask=None):
+    """The notebook's colleague: softmax over the queries, then the mask multiplied in."""
+    weights = torch.softmax(_scores(q, k, q.shape[-1] ** 0.5), dim=-2)
+    return (weights if mask is None else weights * mask) @ v
+
+
 def _weights_only(q, k, v, mask=None):
     return torch.softmax(_masked(_scores(q, k, q.shape[-1] ** 0.5), mask), dim=-1)
 
@@ -139,23 +146,28 @@ register(Exercise(
         Mistake("scaled_by_dv", "You scaled by the size of the *values*; the scores are dot products of queries "
                 "and keys, so the scale comes from their size d.", _scaled_by_dv),
         Mistake("softmax_over_queries", "Your weights sum to 1 over the queries (down each column of the "
-                "(Lq, Lk) scores). Each query distributes its attention over the keys.", _softmax_over_queries),
+                "(Lq, Lk) scores). Whose attention is being shared out among whom: over which dimension must "
+                "each query's weights sum to 1?", _softmax_over_queries),
         Mistake("mask_inverted", "You blocked the positions where `mask` is True; True means the query *may* "
                 "look at that key (the convention of `F.scaled_dot_product_attention`'s boolean mask).",
                 _mask_inverted),
         Mistake("masked_with_zero", "A masked score of 0 still gets weight after the softmax (e^0 = 1). What "
                 "score does the softmax turn into a weight of exactly 0?", _mask_with_zero),
         Mistake("masked_after_softmax", "You zeroed masked weights after the softmax, so each query's weights no "
-                "longer sum to 1. The mask must act before the softmax normalises.", _mask_after_softmax),
+                "longer sum to 1 and its hidden keys still shape the weights of the others. When must the mask "
+                "act, so that the softmax shares the attention among the visible keys only?", _mask_after_softmax),
+        # the notebook's colleague: both bugs at once (fixing one names the other)
+        Mistake("colleagues_two_bugs", "Your weights are the colleague's: shared out over the queries, then "
+                "masked after the softmax. Over which dimension must each query's weights sum to 1, and when "
+                "must the mask act so that they still do?", _colleagues),
         Mistake("forgot_values", "You returned the attention weights (..., Lq, Lk); the output mixes the values "
                 "with them: (..., Lq, dv).", _weights_only),
     ],
     hints=[
-        "Follow the shapes: the scores need one number per (query, key) pair, so the keys' feature dimension "
-        "must meet the queries' in a matrix product. Which two dimensions of `k` have to trade places, and "
-        "which must stay where they are, batch dimensions included?",
-        "The softmax turns each query's row of scores into weights; a score of minus infinity becomes a "
-        "weight of exactly 0, so the mask acts on the scores, before the softmax. The output is again a "
-        "matrix product, of the weights with the values.",
+        "The colleague's first query may look only at the first key: what weight should that key get? And "
+        "over which of the two dimensions of the weights did their softmax make things sum to 1?",
+        "The softmax shares out each query's attention among the keys, so it normalises along the keys. A key "
+        "the query may not see must be out of the sharing before the softmax normalises, not zeroed after: a "
+        "score of minus infinity becomes a weight of exactly 0, whatever the other scores are.",
     ],
 ))

@@ -1,7 +1,9 @@
 """normalize_rows: divide each row of a matrix by its sum, so that every row sums to 1.
 
-Subtle: ``x.sum(dim=1)`` without ``keepdim`` broadcasts against the columns (and a square matrix
-hides it); a single row makes dividing by the total sum right; the result must be a new tensor.
+A repair: the notebook shows a colleague's ``x / x.sum(dim=1)``, silently wrong on a square matrix
+and an error on any other (``missing_keepdim``). Subtle: the sums without ``keepdim`` broadcast
+against the columns; a single row makes dividing by the total sum right; the result must be a new
+tensor.
 """
 
 from __future__ import annotations
@@ -58,9 +60,11 @@ register(Exercise(
         Mistake("wrong_dim", "You normalised the columns; each row must sum to 1. Which dimension "
                              "does a row's sum run along?",
                 lambda x: x / x.sum(dim=0, keepdim=True)),
-        Mistake("no_keepdim", "Your row sums have shape (rows,), which broadcasts against the "
-                              "*columns* (shapes line up from the right). The sums must keep a size-1"
-                              " dimension where the summing happened.",
+        # the notebook's colleague: silently wrong on a square matrix, an error on any other
+        Mistake("missing_keepdim", "Your row sums have shape (rows,): which dimension of `x` does the division "
+                "pair them with? Broadcasting lines shapes up from the right, so each sum meets a *column* "
+                "(silently wrong on a square matrix, an error on any other). The sums must keep a place for the "
+                "dimension they were summed over.",
                 lambda x: x / x.sum(dim=1)),
         Mistake("total_sum", "You divided by the sum of the whole matrix; each row needs its own sum.",
                 lambda x: x / x.sum()),
@@ -71,9 +75,10 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "Each row needs its own total, and every element of the row is divided by that total.",
-        "A reduction makes the dimension it sums over disappear; for the division to pair each row with "
-        "its own total, the totals must keep a size-1 dimension in its place (broadcasting lines shapes "
-        "up from the right).",
+        "The colleague's square matrix has row sums 4 and 8. Look at the printed result: which of the two "
+        "was each entry divided by, and which should it have been?",
+        "A reduction removes the dimension it sums over, and broadcasting lines shapes up from the right, so "
+        "one total per row ends up spread along the columns. For each row to meet its own total, the totals "
+        "must keep a size-1 dimension where the summing happened.",
     ],
 ))
