@@ -375,6 +375,25 @@ def overfit_two_steps_per_loss(model, X, y, steps):
 
 
 @wrong(OVERFIT, "steps_not_losses")
+def overfit_steps_twice_per_loss(model, X, y, steps):  # it was named stale_gradients (review, 2026-11-29)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong(OVERFIT, "not_a_list")
+def overfit_one_tensor_of_losses(model, X, y, steps):  # no graph in it: not "tensor_losses"
+    return torch.tensor(_loop(model, X, y, steps, torch.optim.Adam(model.parameters(), lr=1e-2)))
+
+
+@wrong(OVERFIT, "steps_not_losses")
 def overfit_trains_on_after_recording(model, X, y, steps):
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     losses = _loop(model, X, y, steps, opt)

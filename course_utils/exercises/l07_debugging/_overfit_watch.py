@@ -193,10 +193,9 @@ def watched_call(answer: Any, model: nn.Module, X: torch.Tensor, y: torch.Tensor
                         else f"{watch.eval_forwards} forward pass(es) you trained on")
     if changed:
         raise Incorrect("model_state_changed")
-    if isinstance(losses, torch.Tensor) or (isinstance(losses, (list, tuple)) and any(
-            isinstance(v, torch.Tensor) for v in losses)):
+    RETURNS_LIST.check(losses)  # a tensor of all the losses (`torch.tensor(losses)`) is not a list
+    if any(isinstance(v, torch.Tensor) for v in losses):
         raise Incorrect("tensor_losses")
-    RETURNS_LIST.check(losses)
     odd = [type(v) for v in losses if not isinstance(v, (int, float)) or isinstance(v, bool)]
     if odd:
         raise Incorrect("not_floats", got=f"{odd[0].__module__}.{odd[0].__qualname__}".removeprefix("builtins."))

@@ -67,6 +67,8 @@ def _run(answer: Any, case: Case) -> Any:
         raise Incorrect("not_trained")
     if not close(losses[0], first["mean"]):  # which wrong loss it is, if the check knows it
         raise Incorrect(first_loss_mistake(losses[0], first, len(y)))
+    if watch.steps > steps:  # two steps per loss: the count says it before the gradients do
+        raise Incorrect("steps_not_losses", n=watch.steps, steps=steps)
     if watch.stale is not None:
         raise Incorrect("stale_gradients", cos=f"{watch.stale[0]:.3f}", ratio=f"{watch.stale[1]:.2f}")
     if watch.recreated:
