@@ -240,6 +240,16 @@ def pairwise_distances(a, b):
 import torch
 exec("def pairwise_distances(a, b):\\n    return torch.stack([torch.stack([(p - q).norm() for q in b]) for p in a])")
 '''),
+    # a clean definition for the reader, then the looping one that the kernel keeps (F4: only
+    # top-level `def`s were read, so the clean one was judged)
+    "shadowed_loops": ("01_tensors", "pairwise_distances", '''
+import torch
+def pairwise_distances(a, b):
+    return torch.cdist(a, b)
+if True:
+    def pairwise_distances(a, b):
+        return torch.stack([torch.stack([(p - q).norm() for q in b]) for p in a])
+'''),
     # wrong answers that only a probe catches, each of which rewrites that probe: the probe's
     # verdict is the judge's (finish_probe), on what the probe returned (nothing, here)
     "amp_unknown": ("10_performance", "amp_policy", REWRITE_PROBES + '''
@@ -372,6 +382,11 @@ def test_a_rule_on_code_the_notebook_does_not_show_is_not_taken_on_trust(rewritt
     row = rewritten[("exec_loops", "pairwise_distances")]
     assert (row.status, row.mistake) == ("incorrect", "rule_unverifiable"), row
     assert "def pairwise_distances(...)" in row.detail
+
+
+def test_a_definition_shadowed_under_a_compound_statement_is_not_judged_by_the_one_above(rewritten):
+    row = rewritten[("shadowed_loops", "pairwise_distances")]
+    assert (row.status, row.mistake) == ("incorrect", "rule_unverifiable"), row
 
 
 @pytest.mark.parametrize("student, name, mistake", JUDGED_PROBES)

@@ -58,3 +58,28 @@ def test_code_cells_reads_both_source_forms_and_skips_markdown():
              {"cell_type": "markdown", "source": "def f(): ..."},
              {"cell_type": "code", "source": "c = 3"}, {"cell_type": "code", "source": 42}]
     assert code_cells(cells) == ["a = 1\nb = 2\n", "c = 3"]
+
+
+@pytest.mark.parametrize("cells", [
+    [CLEAN, "if True:\n" + "    " + LOOPS.replace("\n    ", "\n        ")],   # a second def under `if`
+    [CLEAN, "for f in [lambda a, b: [x for x in a]]:\n    pass\n"],           # bound by a `for`
+    [CLEAN, "try:\n    raise ValueError\nexcept ValueError as f:\n    pass\n"],   # bound by `except ... as`
+    [CLEAN, "with open(__file__) as f:\n    pass\n"],
+    [CLEAN, "from os import path as f"],
+    [CLEAN, "g, f = 1, 2"],
+    [CLEAN, "(f := lambda a, b: [x for x in a])"],
+    [CLEAN, "f: object = 1"],
+    [CLEAN, "exec('f = g')"],                                                 # the text shows the clean def last
+    [CLEAN, "def make():\n    global f\n    f = g\n", "make()"],
+    [CLEAN, "globals().update(f=1)"],
+    [CLEAN, "from loops import *"],
+])
+def test_a_later_binding_the_text_does_not_follow_leaves_no_definition(cells):
+    """Issue 23 (F4): the rule read only top-level ``def``s, so a second binding under ``if True:``
+    (or any compound statement, or a dynamic one) replaced the live answer unseen."""
+    assert static_function(cells, "f") is None
+
+
+def test_names_local_to_a_comprehension_do_not_rebind_the_answer():
+    assert python_loop(static_function([CLEAN, "ys = [f for f in range(3)]"], "f")) is None
+    assert static_function([CLEAN, "ys = [(f := k) for k in range(3)]"], "f") is None  # `:=` binds outside

@@ -13,7 +13,10 @@ What counts as the definition is what a reader of the notebook sees: the last to
 definition) in cell order. Functions defined at the top level next to it are its globals, so a
 rule follows calls into helpers as it does in the notebook. A name bound any other way (``exec``,
 ``globals()[...]``, a decorator that returns another function) has no definition here, and the
-rule reports that instead of a verdict.
+rule reports that instead of a verdict. So has a name that a later statement binds in a way not
+followed here (a ``def`` under ``if True:``, a ``for`` or ``with`` target, an import), and every
+name of a notebook whose code can bind names unseen (``exec``, ``eval``, ``globals()``, ``vars()``,
+``global``, ``import *``): the text shown would not be the function that ran.
 """
 
 from __future__ import annotations
@@ -75,16 +78,65 @@ def _bindings(cells: list[str]) -> dict[str, ast.stmt]:
             elif isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)):
                 found[node.name] = node  # bound, but not to a plain function
             elif isinstance(node, ast.Assign):
+                for bound in _bound_names(node.value):  # a `:=` inside the value
+                    found[bound] = node
                 for target in node.targets:
                     same = isinstance(node.value, ast.Name) and node.value.id == getattr(target, "id", None)
                     if isinstance(target, ast.Name) and not same:  # `f = f` binds what was there
                         found[target.id] = node
+                    elif not isinstance(target, ast.Name):
+                        for bound in _bound_names(target):  # `a, f = ...`: bound, not to what the text shows
+                            found[bound] = node
+            else:  # `if True: def f...`, `for`, `with`, `try`, `import`: bound in a way not followed here
+                for bound in _bound_names(node):
+                    found[bound] = node
     return found
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    """The module-level names a statement binds, looking inside compound statements but not into
+    the bodies of functions, lambdas, classes or comprehensions (their names are theirs, except a
+    ``:=`` in a comprehension, which binds outside it)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        return {node.id}
+    if isinstance(node, ast.Lambda):
+        return set()
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return {n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr)
+                and isinstance(n.target, ast.Name)}
+    names = {n for n in (getattr(node, "name", None), getattr(node, "rest", None)) if isinstance(n, str)}
+    for child in ast.iter_child_nodes(node):  # `except E as f`, `case f:` carry their names as text
+        names |= _bound_names(child)
+    return names
+
+
+DYNAMIC = frozenset({"exec", "eval", "globals", "vars", "__import__"})
+
+
+def _rebinds_dynamically(cells: list[str]) -> bool:
+    """Whether any code cell can bind a top-level name in a way the text does not show: a call of
+    ``exec``, ``eval``, ``globals``, ``vars`` or ``__import__``, a ``global`` statement, or a
+    ``from ... import *``, anywhere (a function may run later)."""
+    for cell in cells:
+        tree = _python(cell)
+        for node in ast.walk(tree) if tree is not None else []:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC:
+                return True
+            if isinstance(node, ast.Global) or (isinstance(node, ast.ImportFrom)
+                                                and any(a.name == "*" for a in node.names)):
+                return True
+    return False
 
 
 def static_function(cells: list[str], name: str) -> types.FunctionType | None:
     """``name`` as a function object built from the notebook's text, never called; ``None``
     when the text does not define it as a plain function."""
+    if _rebinds_dynamically(cells):
+        return None
     bindings = _bindings(cells)
     namespace: dict[str, object] = {"__name__": "__main__"}
     for other, bound in bindings.items():  # the helpers a rule may follow
