@@ -122,6 +122,18 @@ class _CounterDecremented(EarlyStopping):
         return stop
 
 
+class _ComparesWithLast(EarlyStopping):
+    """Counts an epoch as an improvement when it beats the epoch before, not the best so far."""
+
+    def step(self, val_loss, model):
+        previous = getattr(self, "previous", float("inf"))
+        self.previous = val_loss
+        super().step(val_loss, model)  # the best loss and state stay right
+        self.bad_epochs = 0 if val_loss < previous else getattr(self, "own_count", 0) + 1
+        self.own_count = self.bad_epochs
+        return self.bad_epochs >= self.patience
+
+
 class _StopsLate(EarlyStopping):
     def step(self, val_loss, model):
         super().step(val_loss, model)
@@ -188,6 +200,9 @@ register(Exercise(
         Mistake("counter_decremented", "When the loss improves, the count of epochs without improvement goes "
                 "back to 0, not down by one: after two bad epochs and an improvement yours still counts one, "
                 "so you stop an epoch early.", _CounterDecremented),
+        Mistake("compares_with_last_epoch", "An epoch counts as an improvement only when its loss beats the best "
+                "loss so far; yours compared it with the epoch before, so a loss that bounces back down (still "
+                "above the best) restarted your count.", _ComparesWithLast),
         Mistake("stops_late", "Stop as soon as there have been `patience` epochs without improvement "
                 "(`>=`, not `>`).", _StopsLate),
         Mistake("tie_counts_as_improvement", "Only a strictly lower loss is an improvement (`<`): an equal "

@@ -80,6 +80,13 @@ def _cosine(step, warmup_steps, total_steps):
 _wc_from_zero = _with_factor(lambda s, w, t: s / w if s < w else _cosine(s, w, t))
 _wc_ignores_warmup = _with_factor(lambda s, w, t: (s + 1) / w if s < w else _cosine(s, 0, t))
 _wc_not_shifted = _with_factor(lambda s, w, t: (s + 1) / w if s < w else 2 * _cosine(s, w, t) - 1)
+_wc_linear = _with_factor(lambda s, w, t: (s + 1) / w if s < w else 1 - (s - w) / max(1, t - w))
+
+
+def _wc_stepped(optimizer, warmup_steps, total_steps):
+    scheduler = warmup_cosine(optimizer, warmup_steps, total_steps)
+    scheduler.step()
+    return scheduler
 
 
 def _wc_own_optimizer(optimizer, warmup_steps, total_steps):
@@ -100,6 +107,12 @@ register(Exercise(
                 _wc_ignores_warmup),
         Mistake("cosine_not_shifted", "A plain cosine goes negative; shift and scale it so the decay "
                 "goes from 1 down to 0 as progress goes from 0 to 1.", _wc_not_shifted),
+        Mistake("linear_decay", "After the warm-up your learning rate falls along a straight line; the logged "
+                "one falls slowly at first, fastest in the middle and slowly again near 0: half a cosine.",
+                _wc_linear),
+        Mistake("stepped_before_use", "Your schedule is one step ahead: the scheduler you returned was already "
+                "stepped. `LambdaLR` applies `factor(0)` when it is built; the training loop calls "
+                "`scheduler.step()` after each optimizer step.", _wc_stepped),
         _SCHEDULER.mistake(lambda optimizer, warmup_steps, total_steps: [1.0] * total_steps),
         Mistake("other_optimizer", "Build the scheduler on the `optimizer` you are given.", _wc_own_optimizer,
                 match_output=False),
