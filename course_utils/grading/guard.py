@@ -30,6 +30,9 @@ import torch
 REPEAT_S = 0.1  # seconds between repeated timeout signals
 BACKSTOP = 4.0  # wall-time limit = CPU limit x max(BACKSTOP, LOAD_MARGIN x load per core)
 LOAD_MARGIN = 2.0
+IDLE_MARGIN = 1.5  # ... but CPU limit x IDLE_MARGIN for a thread that sleeps in the learner's own code
+SLEPT = 0.5  # (having slept at least CPU limit x SLEPT: CPU-bound code on a busy machine is never cut)
+LOOK_S = 0.25  # past that, while the thread waits in a library, look again this often
 
 
 class _Escalating:
@@ -235,6 +238,12 @@ def _load_per_core() -> float:
 _ACTIVE: dict[int, _Deadline] = {}  # thread id -> the time limit running in that thread
 
 
+def _in_learner_code(frame: Any) -> bool:
+    """Whether ``frame`` (where an interrupt would land: for a thread blocked in a C call such
+    as ``time.sleep``, the Python frame that made the call) is the learner's own code."""
+    return frame is not None and learner_code(frame.f_code.co_filename)
+
+
 def _rearm() -> None:
     state = _ACTIVE.get(threading.get_ident())
     if state is not None:
@@ -257,8 +266,13 @@ class _Deadline:
 
     The limit counts the CPU time of the thread running the block (so a busy machine, which
     slows the code down, does not make a right answer fail) and, as a backstop for code that
-    sleeps or waits, wall time less the time the thread spent waiting for a CPU (on Linux):
-    ``seconds`` x max(:data:`BACKSTOP`, :data:`LOAD_MARGIN` x the load average per core).
+    sleeps or waits, a wall-time backstop. When the interrupt would land in the learner's own
+    code (a ``time.sleep`` loop) and the thread has slept (neither run nor waited for a CPU,
+    known from Linux's schedstat) for ``seconds`` x :data:`SLEPT`, it is ``seconds`` x
+    :data:`IDLE_MARGIN` of wall time. Otherwise (a thread waiting in a library for work done
+    elsewhere, such as DataLoader workers, which a busy machine slows down; or no schedstat)
+    it is ``seconds`` x max(:data:`BACKSTOP`, :data:`LOAD_MARGIN` x the load average per core)
+    of wall time less the time the thread spent waiting for a CPU.
     Once the deadline has passed the timeout is final: ``fired`` stays set even if the
     learner's code catches :class:`CheckTimeout`, the interrupt repeats every
     :data:`REPEAT_S`, and it escalates (see :func:`time_limit`)."""
@@ -283,16 +297,28 @@ class _Deadline:
         self.queued0 = self.queued() if self.queued else 0.0
         self.wall0 = time.monotonic()
 
-    def left(self) -> float:
-        """Seconds (of CPU time, or of the wall-time backstop) until the deadline; <= 0: due."""
-        cpu_left = self.seconds + self.extra - (self.cpu() - self.cpu0)
-        backstop = self.seconds * max(BACKSTOP, LOAD_MARGIN * _load_per_core())
+    def left(self, frame: Any = None) -> float:
+        """Seconds (of CPU time, or of a wall-time backstop) until the deadline; <= 0: due.
+        ``frame`` is where the interrupt would land: in the learner's own code the tighter
+        backstop applies (see :class:`_Deadline`)."""
+        used = self.cpu() - self.cpu0
+        cpu_left = self.seconds + self.extra - used
         wall = time.monotonic() - self.wall0
+        own = wall  # wall time less the time spent waiting for a CPU
         if self.queued is not None:
             with contextlib.suppress(OSError, ValueError, IndexError):
-                wall -= self.queued() - self.queued0  # waiting for a CPU is not sleeping
-        wall_left = backstop + self.extra - wall
-        return min(cpu_left, wall_left)
+                own -= self.queued() - self.queued0  # waiting for a CPU is not sleeping
+        backstop = self.seconds * max(BACKSTOP, LOAD_MARGIN * _load_per_core())
+        left = min(cpu_left, backstop + self.extra - own)
+        if self.queued is not None:  # where a busy machine's run-queue wait is known (Linux)
+            # wall time, once the thread has also slept (neither run nor waited for a CPU) for
+            # a part of the limit: a busy machine stretches a sleep loop's own time, not its wall
+            slept = own - used
+            idle_left = max(self.seconds * IDLE_MARGIN + self.extra - wall, self.seconds * SLEPT - slept)
+            if idle_left <= 0 and not _in_learner_code(frame):
+                idle_left = LOOK_S  # waiting in a library (for DataLoader workers, say): look again
+            left = min(left, idle_left)
+        return left
 
     def wait(self, frame: Any) -> bool:
         """Whether an interrupt due at ``frame`` must wait :data:`DEFER_S` (counted here)."""
@@ -308,7 +334,7 @@ class _Deadline:
         """0 when the interrupt is due now at ``frame``, else how long to wait before looking
         again (deadline not reached, an import or logging to wait for, import time given back)."""
         if not self.fired:
-            left = self.left()
+            left = self.left(frame)
             if left > 0:
                 return left
         if self.wait(frame):
@@ -317,7 +343,7 @@ class _Deadline:
             # the deadline passed during an import: give the import's time back, once
             self.extended = True
             self.extra = min(self.deferred, MAX_DEFER_S)
-            return max(self.left(), DEFER_S)
+            return max(self.left(frame), DEFER_S)
         return 0.0
 
     def arm(self, frame: Any) -> None:
@@ -346,17 +372,24 @@ def time_limit(seconds: float) -> Iterator[None]:
     """Raise :class:`CheckTimeout` in the block once it has used ``seconds`` of CPU time.
 
     The CPU time counted is the calling thread's (the process's where a thread has no clock of
-    its own), so a right answer on a machine slowed down by other work still passes. Code that
-    sleeps or waits (for DataLoader workers, say) uses little CPU: a wall-time backstop of
-    ``seconds`` x max(:data:`BACKSTOP`, :data:`LOAD_MARGIN` x the 1-minute load average per
-    core) stops it. On Linux the backstop does not count the time the thread spent runnable but
+    its own), so a right answer on a machine slowed down by other work still passes: CPU-bound
+    code ends after ``seconds`` of CPU time, which takes longer in wall time when the thread
+    gets only part of a core. Code that sleeps or waits uses little CPU: a wall-time backstop
+    stops it. On Linux the backstop does not count the time the thread spent runnable but
     waiting for a CPU (``/proc``'s schedstat), so a sudden load spike, which the load average
-    shows only a minute later, cannot make CPU-bound code hit it.
+    shows only a minute later, cannot make CPU-bound code hit it. There the backstop is
+    ``seconds`` x :data:`IDLE_MARGIN` of wall time when the interrupt would land in the
+    learner's own code (a ``time.sleep`` retry loop, a call that blocks) and the thread has
+    slept for ``seconds`` x :data:`SLEPT`; while the thread waits inside a library (for
+    DataLoader workers, which a busy machine slows down, or a queue) it is ``seconds`` x
+    max(:data:`BACKSTOP`, :data:`LOAD_MARGIN` x the 1-minute load average per core), less the
+    time spent waiting for a CPU (where the interrupt would land is looked at again every
+    :data:`LOOK_S`). Without schedstat only the second applies.
 
     In the main thread on POSIX (a Jupyter kernel, pytest) a ``SIGALRM`` timer looks at the
     clocks and raises; elsewhere a watchdog thread injects the exception into the calling
     thread. Both interrupt Python bytecode; a single long-running C call finishes before the
-    exception lands.
+    exception lands (``time.sleep`` is the exception: a signal ends it early).
 
     The interrupt is never delivered while an import is in progress (it is deferred until the
     import has finished, and the time spent waiting is given back once), so a slow first
@@ -367,7 +400,8 @@ def time_limit(seconds: float) -> Iterator[None]:
     and it escalates: the interrupt repeats every :data:`REPEAT_S`, and a trace function raises
     it again at every line of the learner's code (not the standard library's, an installed
     package's or the course's, whose ``finally`` and ``__exit__`` code runs whole), so a bare
-    ``except: pass`` in a retry loop raises it again from inside its handler and the block ends.
+    ``except: pass`` in a retry loop raises it again from inside its handler and the block ends
+    (in a tenth of a second or so: swallowing adds nothing measurable to the limits above).
     The trace function in place before (a debugger's) is restored when the block ends. In the
     main thread, Interrupt Kernel (``SIGINT``) during the block escalates the same way with
     :class:`CheckInterrupted` (a ``KeyboardInterrupt``), and the block ends with
