@@ -28,7 +28,7 @@
 # 6. tie the output head to the embedding, and count what that saves;
 # 7. train a small GPT and sample from it with a temperature and top-k.
 #
-# **Time: about 85 minutes** on your own, the six checked exercises included (about 43 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the six checked exercises included (about 44 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
 
 # %%
 import math
@@ -399,15 +399,43 @@ class Block(nn.Module):
 # its output vector are the same, which saves parameters and, on small data, often generalises
 # better.
 #
-# ### Exercise 5: tie the head to the embedding
+# A teammate tied them, and checked their work: the two weights share memory.
+
+# %%
+def first_tie_weights(model):  # the teammate's tie
+    model.head.weight = nn.Parameter(model.tok_emb.weight)
+
+
+class Pair(nn.Module):  # the two layers of the lesson's model that are to share a matrix
+    def __init__(self):
+        super().__init__()
+        self.tok_emb, self.head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)
+
+
+pair = Pair()
+untied = sum(p.numel() for p in pair.parameters())
+first_tie_weights(pair)
+print("same memory:", pair.head.weight.data_ptr() == pair.tok_emb.weight.data_ptr())
+print("parameters before the tie:", untied, " after:", sum(p.numel() for p in pair.parameters()))
+pair.double()  # what model.to(dtype) or model.half() does to every parameter
+print("same memory after .double():", pair.head.weight.data_ptr() == pair.tok_emb.weight.data_ptr())
+
+# %% [markdown]
+# The memory is shared, yet the model still counts 80 numbers, not 40, and one change of dtype
+# splits the pair into two matrices that train apart from then on.
 #
-# Write `tie_weights(model)`: `model` has an `nn.Embedding` `model.tok_emb` and an `nn.Linear`
-# `model.head` (no bias) of matching sizes. Make them share one weight, so that training updates
-# both and `model.parameters()` lists it once; change nothing else and return nothing.
+# ### Exercise 5: a tie that holds
+#
+# Why does the count not drop, and what does the optimizer see in the teammate's model? Write
+# `tie_weights(model)` that ties for good: `model` has an `nn.Embedding` `model.tok_emb` and an
+# `nn.Linear` `model.head` (no bias) of matching sizes; afterwards the model counts the shared
+# matrix once, one training step moves it through both of its uses, and a later `.double()`
+# leaves it shared. Keep the values the model has (it may already be trained), change nothing
+# else and return nothing.
 
 # %% tags=["answer:tie_weights"]
 def tie_weights(model):
-    """Ties model.head to model.tok_emb, in place; returns None."""
+    """Ties model.head to model.tok_emb for good, in place; returns None."""
     ### BEGIN SOLUTION
     model.head.weight = model.tok_emb.weight
     ### END SOLUTION

@@ -508,6 +508,14 @@ def tw_register_parameter(model):
     return model
 
 
+@valid(TW)
+def tw_one_new_parameter_for_both(model):
+    """One new Parameter object holding the embedding's values, given to both: a tie that keeps the values."""
+    shared = nn.Parameter(model.tok_emb.weight.detach().clone())
+    model.tok_emb.weight = shared
+    model.head.weight = shared
+
+
 @cheat(TW)
 def tw_head_is_the_embedding(model):
     model.head = model.tok_emb  # `head.weight is tok_emb.weight`, but the head no longer scores tokens
@@ -798,3 +806,34 @@ def test_the_teammate_s_sampler_in_the_notebook_is_named_by_its_bugs():
         return REF.sample_next(logits * temperature ** 2, temperature, top_k, generator)  # the top k are the same
 
     rejected(SN, top_k_fixed, "temperature_multiplies")
+
+
+def test_the_teammate_s_tie_in_the_notebook_is_named_separate_parameter():
+    """The notebook shows a tie that shares memory but not the object: it is `separate_parameter`, its
+    count does not drop and `.double()` splits it (the symptoms the prose reports), the course's tie
+    holds through both."""
+    import re
+
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    m = re.search(r"\ndef first_tie_weights\(.*?\n\n\n", src, re.S)
+    assert m is not None
+    scope: dict = {"nn": nn}
+    exec(m.group(0), scope)
+    teammate = scope["first_tie_weights"]
+    rejected(TW, teammate, "separate_parameter")
+    for tie, count, shared_after in ((teammate, 80, False), (REF.tie_weights, 40, True)):
+        model = nn.Module()
+        model.tok_emb, model.head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)
+        tie(model)
+        assert model.head.weight.data_ptr() == model.tok_emb.weight.data_ptr()
+        assert sum(p.numel() for p in model.parameters()) == count
+        model.double()
+        assert (model.head.weight.data_ptr() == model.tok_emb.weight.data_ptr()) is shared_after
+
+
+def test_the_tie_prose_asks_without_the_recipe():
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    spec = src[src.index("### Exercise 5"):src.index('tags=["answer:tie_weights"]')]
+    assert "?" in spec
+    for recipe in ("weight = model", "weight = emb", ".weight =", "same object", "`is`"):
+        assert recipe not in spec, recipe
