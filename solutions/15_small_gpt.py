@@ -28,7 +28,7 @@
 # 6. tie the output head to the embedding, and count what that saves;
 # 7. train a small GPT and sample from it with a temperature and top-k.
 #
-# **Time: about 85 minutes** on your own, the six checked exercises included (about 43 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
+# **Time: about 90 minutes** on your own, the six checked exercises included (about 44 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
 
 # %%
 import math
@@ -256,13 +256,43 @@ print(torch.softmax(torch.full((4,), float("-inf")), dim=-1))
 # mix of the values, weighted by a softmax of the dot products `q_i . k_j` over the positions `j`
 # it may see, rescaled first so that their spread does not grow with the size `d` of a query.
 #
-# ### Exercise 3: causal attention by hand
+# A teammate wrote it with the scores laid out one row per **key**, and tested that it does not
+# look ahead: change the keys and values after position `t`, and the outputs up to `t` stay put.
+
+# %%
+def first_causal_attention(q, k, v):  # the teammate's attention
+    T = q.shape[-2]
+    scores = k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, T): row j a key, column i a query
+    later = torch.ones(T, T, dtype=torch.bool).tril(-1)  # key j after query i (j > i): below the diagonal here
+    weights = torch.softmax(scores.masked_fill(later, float("-inf")), dim=-1)
+    return weights.transpose(-2, -1) @ v  # (..., T, dv): row i the output of query i
+
+
+def future_changed(q, k, v, t, which):  # new values at the positions after t, in the tensors named
+    g = torch.Generator().manual_seed(1)
+    return [torch.where(torch.arange(x.shape[-2])[:, None] > t, torch.randn(x.shape, generator=g), x)
+            if name in which else x for name, x in zip("qkv", (q, k, v), strict=True)]
+
+
+q, k, v = torch.randn(3, 6, 8, generator=torch.Generator().manual_seed(0)).unbind(0)
+t, out = 2, first_causal_attention(q, k, v)
+for which in ("kv", "qkv"):
+    moved = first_causal_attention(*future_changed(q, k, v, t, which))[:t + 1] - out[:t + 1]
+    print(f"future {which:>3} changed: outputs 0..{t} move by up to {moved.abs().max():.3f}")
+
+# %% [markdown]
+# In a model a later token brings its own query, key and value, and with all three changed the
+# past moves: the model would learn to read the future, and fail at generation, where there is none.
 #
-# Write `causal_attention(q, k, v)` for `q`, `k` of shape `(..., T, d)` and `v` of shape
-# `(..., T, dv)` (any leading batch and head dimensions): the output `(..., T, dv)` of
-# scaled dot-product attention in which position `i` attends to positions `0..i`. You may use
-# your `causal_mask`. Do not use `F.scaled_dot_product_attention` (that is the next cell's
-# check). Decide the scale, where the mask acts, and which dimension the softmax normalises.
+# ### Exercise 3: causal attention without a leak
+#
+# Where does the teammate's attention let the future in, when its mask passes their test? Write
+# `causal_attention(q, k, v)` for `q`, `k` of shape `(..., T, d)` and `v` of shape `(..., T, dv)`
+# (any leading batch and head dimensions): the output `(..., T, dv)` of scaled dot-product
+# attention in which the output at position `i` depends on positions `0..i` only, whatever is
+# changed after it: what `F.scaled_dot_product_attention(q, k, v, is_causal=True)` computes, which
+# you may not call (the cell after the check compares). You may use your `causal_mask`, and the
+# teammate's layout or your own.
 
 # %% tags=["answer:causal_attention"]
 def causal_attention(q, k, v):
@@ -399,15 +429,43 @@ class Block(nn.Module):
 # its output vector are the same, which saves parameters and, on small data, often generalises
 # better.
 #
-# ### Exercise 5: tie the head to the embedding
+# A teammate tied them, and checked their work: the two weights share memory.
+
+# %%
+def first_tie_weights(model):  # the teammate's tie
+    model.head.weight = nn.Parameter(model.tok_emb.weight)
+
+
+class Pair(nn.Module):  # the two layers of the lesson's model that are to share a matrix
+    def __init__(self):
+        super().__init__()
+        self.tok_emb, self.head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)
+
+
+pair = Pair()
+untied = sum(p.numel() for p in pair.parameters())
+first_tie_weights(pair)
+print("same memory:", pair.head.weight.data_ptr() == pair.tok_emb.weight.data_ptr())
+print("parameters before the tie:", untied, " after:", sum(p.numel() for p in pair.parameters()))
+pair.double()  # what model.to(dtype) or model.half() does to every parameter
+print("same memory after .double():", pair.head.weight.data_ptr() == pair.tok_emb.weight.data_ptr())
+
+# %% [markdown]
+# The memory is shared, yet the model still counts 80 numbers, not 40, and one change of dtype
+# splits the pair into two matrices that train apart from then on.
 #
-# Write `tie_weights(model)`: `model` has an `nn.Embedding` `model.tok_emb` and an `nn.Linear`
-# `model.head` (no bias) of matching sizes. Make them share one weight, so that training updates
-# both and `model.parameters()` lists it once; change nothing else and return nothing.
+# ### Exercise 5: a tie that holds
+#
+# Why does the count not drop, and what does the optimizer see in the teammate's model? Write
+# `tie_weights(model)` that ties for good: `model` has an `nn.Embedding` `model.tok_emb` and an
+# `nn.Linear` `model.head` (no bias) of matching sizes; afterwards the model counts the shared
+# matrix once, one training step moves it through both of its uses, and a later `.double()`
+# leaves it shared. Keep the values the model has (it may already be trained), change nothing
+# else and return nothing.
 
 # %% tags=["answer:tie_weights"]
 def tie_weights(model):
-    """Ties model.head to model.tok_emb, in place; returns None."""
+    """Ties model.head to model.tok_emb for good, in place; returns None."""
     ### BEGIN SOLUTION
     model.head.weight = model.tok_emb.weight
     ### END SOLUTION

@@ -298,6 +298,21 @@ def ca_dim_minus_2(q, k, v):
     return torch.softmax(_scores(q, k) + REF.causal_mask(q.shape[-2]), dim=-2) @ v
 
 
+@wrong(CA, "mask_flipped")
+def ca_teammate_mask_flipped(q, k, v):
+    T = q.shape[-2]
+    by_key = (k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(torch.ones(T, T).triu(1) > 0, NEG_INF)
+    return torch.softmax(by_key, dim=-1).mT @ v
+
+
+@valid(CA)
+def ca_teammate_layout_normalised_per_query(q, k, v):
+    """The teammate's key-row layout kept, its softmax taken down each query's column."""
+    T = q.shape[-2]
+    by_key = (k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(torch.ones(T, T).tril(-1) > 0, NEG_INF)
+    return torch.softmax(by_key, dim=-2).mT @ v
+
+
 @wrong(CA, "masked_after_softmax")
 def ca_after(q, k, v):
     return (torch.softmax(_scores(q, k), dim=-1) * torch.ones(q.shape[-2], q.shape[-2]).tril()) @ v
@@ -506,6 +521,14 @@ def tw_register_parameter(model):
     del model.head.weight
     model.head.register_parameter("weight", model.tok_emb.weight)
     return model
+
+
+@valid(TW)
+def tw_one_new_parameter_for_both(model):
+    """One new Parameter object holding the embedding's values, given to both: a tie that keeps the values."""
+    shared = nn.Parameter(model.tok_emb.weight.detach().clone())
+    model.tok_emb.weight = shared
+    model.head.weight = shared
 
 
 @cheat(TW)
@@ -798,3 +821,73 @@ def test_the_teammate_s_sampler_in_the_notebook_is_named_by_its_bugs():
         return REF.sample_next(logits * temperature ** 2, temperature, top_k, generator)  # the top k are the same
 
     rejected(SN, top_k_fixed, "temperature_multiplies")
+
+
+def test_the_teammate_s_tie_in_the_notebook_is_named_separate_parameter():
+    """The notebook shows a tie that shares memory but not the object: it is `separate_parameter`, its
+    count does not drop and `.double()` splits it (the symptoms the prose reports), the course's tie
+    holds through both."""
+    import re
+
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    m = re.search(r"\ndef first_tie_weights\(.*?\n\n\n", src, re.S)
+    assert m is not None
+    scope: dict = {"nn": nn}
+    exec(m.group(0), scope)
+    teammate = scope["first_tie_weights"]
+    rejected(TW, teammate, "separate_parameter")
+    for tie, count, shared_after in ((teammate, 80, False), (REF.tie_weights, 40, True)):
+        model = nn.Module()
+        model.tok_emb, model.head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)
+        tie(model)
+        assert model.head.weight.data_ptr() == model.tok_emb.weight.data_ptr()
+        assert sum(p.numel() for p in model.parameters()) == count
+        model.double()
+        assert (model.head.weight.data_ptr() == model.tok_emb.weight.data_ptr()) is shared_after
+
+
+def test_the_tie_prose_asks_without_the_recipe():
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    spec = src[src.index("### Exercise 5"):src.index('tags=["answer:tie_weights"]')]
+    assert "?" in spec
+    for recipe in ("weight = model", "weight = emb", ".weight =", "same object", "`is`"):
+        assert recipe not in spec, recipe
+
+
+def test_the_teammate_s_attention_in_the_notebook_leaks_through_the_queries():
+    """The notebook's teammate attention passes its own test (future keys and values changed) and fails
+    the notebook's (queries too): it is `softmax_over_queries`; flipping its mask is `mask_flipped`, and
+    fixing its softmax in its own layout is a valid answer."""
+    import re
+
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    m = re.search(r"\ndef first_causal_attention\(.*?\n\n\n", src, re.S)
+    assert m is not None
+    scope: dict = {"torch": torch, "math": math}
+    exec(m.group(0), scope)
+    teammate = scope["first_causal_attention"]
+    rejected(CA, teammate, "softmax_over_queries")
+    g = torch.Generator().manual_seed(3)
+    q, k, v = torch.randn(3, 2, 6, 5, generator=g).unbind(0)
+    fresh = torch.randn(3, 2, 6, 5, generator=g)
+    future = torch.arange(6)[:, None] > 2
+    k2, v2 = torch.where(future, fresh[1], k), torch.where(future, fresh[2], v)
+    q2 = torch.where(future, fresh[0], q)
+    for attention, leaks in ((teammate, True), (REF.causal_attention, False)):
+        past = attention(q, k, v)[..., :3, :]
+        assert torch.equal(attention(q, k2, v2)[..., :3, :], past)
+        assert (not torch.allclose(attention(q2, k2, v2)[..., :3, :], past)) is leaks
+    fixed = m.group(0).replace("first_causal_attention", "fixed").replace("dim=-1", "dim=-2")
+    exec(fixed, scope)
+    accepted(CA, scope["fixed"])
+    flipped = m.group(0).replace("first_causal_attention", "flipped").replace(".tril(-1)", ".triu(1)")
+    exec(flipped, scope)
+    rejected(CA, scope["flipped"], "mask_flipped")
+
+
+def test_the_attention_prose_asks_without_the_recipe():
+    src = (ROOT / "solutions" / "15_small_gpt.py").read_text()
+    spec = src[src.index("### Exercise 3"):src.index('tags=["answer:causal_attention"]')]
+    assert "?" in spec
+    for recipe in ("dim=", "sum to one", "over the keys", "normalis"):
+        assert recipe not in spec, recipe

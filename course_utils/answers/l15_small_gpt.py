@@ -38,7 +38,7 @@ def pre_norm_block(x, attn, mlp, ln1, ln2):
 
 
 def tie_weights(model):
-    """Ties model.head to model.tok_emb, in place; returns None."""
+    """Ties model.head to model.tok_emb for good, in place; returns None."""
     model.head.weight = model.tok_emb.weight
 
 

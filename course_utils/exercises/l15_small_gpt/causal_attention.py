@@ -1,5 +1,8 @@
-"""causal_attention: causal scaled dot-product attention by hand for (..., T, d) queries and keys
-and (..., T, dv) values, checked like ``F.scaled_dot_product_attention(q, k, v, is_causal=True)``.
+"""causal_attention: a teammate's causal attention (scores laid out one row per key, a right mask,
+the softmax along the queries) passes their own test (change the future keys and values) but leaks
+the future through the normalisation (change the future queries too and the past moves); the
+learner finds where and writes causal attention that matches
+``F.scaled_dot_product_attention(q, k, v, is_causal=True)``.
 
 Subtle: the scale is sqrt(d) (the query/key size, not d, not dv); the mask blocks the future
 (above the diagonal) and keeps the diagonal; it acts on the scores, before the softmax, with -inf
@@ -105,6 +108,13 @@ def _mask_after_softmax(q, k, v):
     return weights.masked_fill(_future(q.shape[-2], q.device), 0.0) @ v
 
 
+def _teammate_mask_flipped(q, k, v):
+    """The teammate's key-row layout with its (right) mask flipped, the softmax still along the queries."""
+    T = q.shape[-2]
+    scores = _scores(k, q, math.sqrt(q.shape[-1]))  # row j a key, column i a query
+    return _attend(scores, torch.eye(T, dtype=q.dtype), blocked=_future(T, q.device)).transpose(-2, -1) @ v
+
+
 def _scaled_after_softmax(q, k, v):
     weights = _attend(_scores(q, k, 1.0), v=torch.eye(q.shape[-2], dtype=q.dtype))
     return weights / math.sqrt(q.shape[-1]) @ v
@@ -127,8 +137,10 @@ register(Exercise(
         Mistake("scaled_by_d", "You divided the scores by d; the scale is the square root of d.", _scaled_by_d),
         Mistake("scaled_by_dv", "You scaled by the size of the *values*; the scores are dot products of queries "
                 "and keys, so the scale comes from their size d.", _scaled_by_dv),
-        Mistake("softmax_over_queries", "Your softmax normalises over the queries (dim=-2, down each column of the "
-                "(T, T) scores). Each query distributes its attention over the keys: dim=-1.",
+        Mistake("softmax_over_queries", "This is the teammate's leak: your mask is right, but your softmax "
+                "normalises each key's column over the queries, so the weights of position `i` share a "
+                "denominator with the queries after it, and a future query moves the past. Which numbers should "
+                "sum to one: the weights one query gives out, or those one key receives?",
                 _softmax_over_queries),
         Mistake("no_mask", "Your attention is not causal: every position sees the whole sequence, the future "
                 "included. Block the keys after each query before the softmax.", _no_mask),
@@ -140,16 +152,21 @@ register(Exercise(
                 "to -inf, which the softmax turns into a weight of exactly 0.", _mask_with_zero),
         Mistake("masked_after_softmax", "You zeroed the future weights after the softmax, so each row no longer sums "
                 "to 1. The mask must act on the scores, before the softmax normalises them.", _mask_after_softmax),
+        Mistake("mask_flipped", "You flipped the teammate's mask, which was right for their layout (a row per key, "
+                "so the keys after a query are below the diagonal there): now each position sees the future and not "
+                "its past. The leak was elsewhere: change the future queries and watch which step moves the past.",
+                _teammate_mask_flipped),
         Mistake("scaled_after_softmax", "You divided by sqrt(d) after the softmax: the weights no longer sum to 1 "
                 "and the softmax saw unscaled scores. The scale acts on the scores, before the softmax.",
                 _scaled_after_softmax),
     ],
     hints=[
-        "Follow the shapes: the scores need one number per query and key, a T by T grid for each sequence, so the "
-        "keys' features must meet the queries' in a matrix product. Which two dimensions of the keys trade places?",
-        "The dot product of two vectors of d random features has a spread that grows like the square root of d; "
-        "the scale undoes that. Scale and mask both act on the scores, before the softmax turns each query's row "
-        "into weights that sum to one, and those weights mix the values. Compare with the fused built-in outside "
-        "your function.",
+        "The teammate's test changes the future keys and values and passes; the notebook's changes the future "
+        "queries too and fails. Which step of their attention reads the queries of other positions?",
+        "Every query distributes its attention over the keys it may see: its weights, one per key, sum to one "
+        "on their own. A softmax shares one denominator along the dimension it normalises; in the teammate's "
+        "layout, which dimension holds one query's weights?",
+        "Check your answer outside your function: the row sums of the weights, the teammate's future test with "
+        "all three tensors changed, and the fused built-in with `is_causal` set.",
     ],
 ))

@@ -1,4 +1,6 @@
-"""tie_weights: make a model's output head share its token embedding's weight (one Parameter).
+"""tie_weights: a teammate's tie (``head.weight = nn.Parameter(tok_emb.weight)``) shares memory but
+leaves the parameter count unchanged and splits at the first ``.double()``; the learner finds why
+and ties the head to the token embedding for good (one Parameter object).
 
 Subtle: tying is sharing one ``nn.Parameter`` object, assigned; a copy of the values (``copy_``,
 ``.clone()``) is two parameters that drift apart at the first optimizer step; a new Parameter on
@@ -102,15 +104,17 @@ def _untouched(model):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="tie_weights", title="Tie the output head to the token embedding (one shared Parameter)",
+    lesson=LESSON, name="tie_weights", title="A weight tie that holds: head and token embedding share one Parameter",
     reference=tie_weights, cases=_cases, edge_cases=EDGE_CASES, run=_run,
     mistakes=[
         Mistake("copied_not_tied", "You copied the embedding's values into the head: they are equal now, but they "
                 "are still two parameters, and the first optimizer step moves them apart. Tying makes both modules "
                 "hold the *same* Parameter object: assign it.", _copied, match_output=False),
-        Mistake("separate_parameter", "Your head's weight is a new Parameter on the embedding's storage (made with "
-                "`nn.Parameter(...)` or `.data`): `parameters()` lists it twice, so an optimizer steps the shared "
-                "numbers twice. Assign the embedding's Parameter itself.", _new_parameter, match_output=False),
+        Mistake("separate_parameter", "This is the teammate's tie: your head's weight is a second Parameter "
+                "object on the embedding's memory (made with `nn.Parameter(...)` or `.data`). `parameters()` "
+                "counts objects, so the model lists the matrix twice, an optimizer keeps two states for it and "
+                "steps it twice, and `.double()` converts each object on its own and splits them. Both modules "
+                "must hold one and the same object.", _new_parameter, match_output=False),
         Mistake("assigned_tensor", "A module's weight must be an `nn.Parameter`: assign the embedding's `.weight` "
                 "Parameter itself, not a tensor made from it (`.data`, `.detach()`, `.T`).", _assigned_tensor),
         Mistake("reinitialised", "The shared weight holds new values, neither the embedding's nor the head's: "
@@ -121,10 +125,12 @@ register(Exercise(
                 "Parameter.", _untouched, match_output=False),
     ],
     hints=[
-        "Compare the shapes of the head's weight and the embedding's: does the head need a transpose? And for two "
-        "modules to train the same numbers, is it enough that their weights hold equal values?",
-        "A module's Parameter attribute can be re-assigned to another module's Parameter; afterwards both modules "
-        "hold the same object, the model lists it once among its parameters, and gradients from both uses add up "
-        "in its `.grad`.",
+        "The teammate's two weights share memory, yet the count did not drop: what does the model's parameter "
+        "list count, memory or objects? And what does an optimizer keep one of per object it is given?",
+        "A tie that holds is one Parameter object reachable from both modules: the model lists it once, the "
+        "gradients of both uses add up in its one `.grad`, and a dtype change converts it once. A module's "
+        "Parameter attribute can be assigned like any attribute.",
+        "Compare the two weights with `is` after your tie, and look at the shapes: does the head need a "
+        "transpose?",
     ],
 ))
