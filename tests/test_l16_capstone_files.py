@@ -228,6 +228,11 @@ def stop_vs_previous(val_losses, patience):
     return len(val_losses) > 1 and val_losses[-1] > val_losses[-2]
 
 
+@wrong(EX, "vs_previous")  # the notebook's teammate: stops on the run's bump at epoch 5
+def stop_teammates(val_losses, patience):
+    return len(val_losses) > patience and val_losses[-1] > val_losses[-2]
+
+
 @wrong(EX, "vs_previous")  # was the generic wrong_values
 def stop_vs_previous_or_equal(val_losses, patience):
     return len(val_losses) > 1 and val_losses[-1] >= val_losses[-2]
