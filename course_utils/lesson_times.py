@@ -117,9 +117,9 @@ LESSONS: dict[str, Lesson] = {
     "15_small_gpt": Lesson("sequences and a small GPT", 24.2, reading=20.3, examples=19.5, predictions=4, exercises={
         "next_token_batch": 7, "causal_mask": 6, "causal_attention": 8, "pre_norm_block": 7, "tie_weights": 7,
         "sample_next": 9}),
-    "16_capstone_files": Lesson("the capstone on real files", 26.2, reading=14.0, examples=12.0, predictions=3,
+    "16_capstone_files": Lesson("the capstone on real files", 26.2, reading=16.0, examples=13.5, predictions=3,
                                 exercises={
-        "make_transforms": 8, "should_stop": 7, "pick_checkpoint": 6, "Deployable": 7, "export_model": 8,
+        "make_transforms": 8, "should_stop": 8, "pick_checkpoint": 7, "Deployable": 7, "export_model": 8,
         "build_classifier": 25}),
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import os
 from pathlib import Path
 
@@ -228,6 +229,11 @@ def stop_vs_previous(val_losses, patience):
     return len(val_losses) > 1 and val_losses[-1] > val_losses[-2]
 
 
+@wrong(EX, "vs_previous")  # the notebook's teammate: stops on the run's bump at epoch 5
+def stop_teammates(val_losses, patience):
+    return len(val_losses) > patience and val_losses[-1] > val_losses[-2]
+
+
 @wrong(EX, "vs_previous")  # was the generic wrong_values
 def stop_vs_previous_or_equal(val_losses, patience):
     return len(val_losses) > 1 and val_losses[-1] >= val_losses[-2]
@@ -385,15 +391,32 @@ def pick_sorting(history):
     return history[0]["epoch"]
 
 
+def _measured(history):
+    return [h for h in history if not (math.isnan(h["val_accuracy"]) or math.isnan(h["val_loss"]))]
+
+
+@wrong(EX, "shipped_nan")  # the plain max: keeps a NaN entry that comes first
+def pick_nan_blind(history):
+    return max(history, key=lambda h: (h["val_accuracy"], -h["val_loss"]))["epoch"]
+
+
+@wrong(EX, "shipped_nan")  # drops a NaN accuracy, not a NaN loss
+def pick_skips_nan_accuracy_only(history):
+    kept = [h for h in history if not math.isnan(h["val_accuracy"])]
+    return max(kept, key=lambda h: (h["val_accuracy"], -h["val_loss"]))["epoch"]
+
+
 @valid(EX)
 def pick_min_negated(history):
-    return min(history, key=lambda h: (-h["val_accuracy"], h["val_loss"]))["epoch"]
+    return min(_measured(history), key=lambda h: (-h["val_accuracy"], h["val_loss"]))["epoch"]
 
 
 @valid(EX)
 def pick_loop(history):
     best = None
     for h in history:
+        if h["val_accuracy"] != h["val_accuracy"] or h["val_loss"] != h["val_loss"]:  # NaN is not equal to itself
+            continue
         if best is None or h["val_accuracy"] > best["val_accuracy"] or (
                 h["val_accuracy"] == best["val_accuracy"] and h["val_loss"] < best["val_loss"]):
             best = h
@@ -402,13 +425,16 @@ def pick_loop(history):
 
 @valid(EX)
 def pick_numpy(history):
-    order = np.lexsort(([h["val_loss"] for h in history], [-h["val_accuracy"] for h in history]))
+    acc = np.array([h["val_accuracy"] for h in history])
+    loss = np.array([h["val_loss"] for h in history])
+    acc = np.where(np.isnan(acc) | np.isnan(loss), -np.inf, acc)  # a failed evaluation ranks last
+    order = np.lexsort((np.nan_to_num(loss, nan=np.inf), -acc))
     return np.int64(history[int(order[0])]["epoch"])
 
 
 @valid(EX)
 def pick_sorted_copy(history):
-    return sorted(history, key=lambda h: (h["val_accuracy"], -h["val_loss"]), reverse=True)[0]["epoch"]
+    return sorted(_measured(history), key=lambda h: (h["val_accuracy"], -h["val_loss"]), reverse=True)[0]["epoch"]
 
 
 @cheat(EX)

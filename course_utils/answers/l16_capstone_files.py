@@ -5,6 +5,7 @@ notebook-level names they use; the exercises of 16_capstone_files take their ref
 
 # ruff: noqa
 
+import math
 from pathlib import Path
 import torch
 import torch.nn.functional as F
@@ -41,7 +42,8 @@ def should_stop(val_losses, patience):
 
 
 def pick_checkpoint(history):
-    best = max(history, key=lambda h: (h["val_accuracy"], -h["val_loss"]))
+    measured = [h for h in history if not (math.isnan(h["val_accuracy"]) or math.isnan(h["val_loss"]))]
+    best = max(measured, key=lambda h: (h["val_accuracy"], -h["val_loss"]))
     return best["epoch"]
 
 

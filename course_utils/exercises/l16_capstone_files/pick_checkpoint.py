@@ -1,17 +1,23 @@
-"""pick_checkpoint: which epoch's weights to ship, from a training history.
+"""pick_checkpoint: which epoch's weights to ship, from a training history and a stated need.
 
-The decisions: judge by validation (not training loss), keep the best epoch (not the last),
-break ties in accuracy by the validation loss, and return the epoch's NUMBER, not its index
-in the list (the numbers of a resumed run start anywhere). Each case holds several histories
-whose accuracies repeat, so every wrong rule picks another epoch in at least one of them. A
-fixed probe history names three families by behaviour, not by one example's output: a pick that
-moves when only the training losses are reversed (training loss, a "training accuracy", ties by
-training loss), a tied epoch other than the lowest loss (first, last, highest), a position.
+The notebook shows a teammate's script that ships the last epoch of a resumed run whose first
+evaluation logged NaN, and states the need (the app is judged by digits read right on unseen
+fonts, and shows its confidence), not the rule. The decisions: judge by validation accuracy
+(not training loss, not the last epoch), break ties by the validation loss (the confidence
+shown), return the epoch's NUMBER, not its index (a resumed run starts anywhere), and never ship
+an epoch with NaN among its validation numbers (``max`` keeps a NaN that comes first: every
+comparison with it is False). Each case holds several histories whose accuracies repeat, so
+every wrong rule picks another epoch in at least one of them. A fixed probe history names three
+families by behaviour: a pick that moves when only the training losses are reversed (training
+loss, a "training accuracy", ties by training loss), a tied epoch other than the lowest loss
+(first, last, highest), a position. Two NaN histories name ``shipped_nan`` when the answer is
+right on them once their NaN epochs are left out (otherwise the runner names the rule).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import numbers
 
 from course_utils.grading import Case, Exercise, Expect, Incorrect, Mistake, Rand, register
@@ -52,6 +58,17 @@ EDGE_CASES = [Case(([[
 # reads them, and a pick among the tied epochs other than the second ignored the tie-break
 PROBE = [{"epoch": e, "train_loss": t, "val_loss": v, "val_accuracy": a} for e, t, v, a in
          [(3, 0.9, 0.5, 0.9), (4, 0.7, 0.3, 0.9), (5, 0.5, 0.4, 0.9), (6, 0.3, 0.2, 0.8)]]
+# an evaluation that logged NaN: first (where `max` and a loop that starts from the first entry keep
+# it, every comparison with NaN being False), and with NaN only in the loss at the best accuracy
+NAN = float("nan")
+NAN_PROBES = [
+    [{"epoch": e, "train_loss": t, "val_loss": v, "val_accuracy": a} for e, t, v, a in
+     [(12, 0.52, NAN, NAN), (13, 0.47, 0.40, 0.88), (14, 0.39, 0.31, 0.92), (15, 0.33, 0.24, 0.95),
+      (16, 0.30, 0.19, 0.93), (17, 0.26, 0.21, 0.95), (18, 0.22, 0.25, 0.90)]],
+    [{"epoch": e, "train_loss": t, "val_loss": v, "val_accuracy": a} for e, t, v, a in
+     [(1, 0.8, 0.5, 0.8), (2, 0.6, NAN, 0.95), (3, 0.4, 0.3, 0.9), (4, 0.3, 0.35, 0.85),
+      (5, NAN, NAN, NAN)]],
+]
 
 
 # --- run
@@ -70,7 +87,18 @@ def _run(answer, case: Case):
         raise Incorrect("returned_index")
     if probe in (3, 5):
         raise Incorrect("ignored_ties", kept=probe)
+    for history in NAN_PROBES:
+        measured = [h for h in history if not _failed(h)]
+        kept, without = _pick(answer, history), _pick(answer, measured)
+        # named only when the rule is right once the NaN epochs are gone; else the runner names the rule
+        if any(h["epoch"] == kept and _failed(h) for h in history) and without == pick_checkpoint(measured):
+            raise Incorrect("shipped_nan", kept=kept)
+        picked += [kept, without]
     return picked
+
+
+def _failed(entry: dict) -> bool:
+    return math.isnan(entry["val_accuracy"]) or math.isnan(entry["val_loss"])
 
 
 def _pick(answer, history: list[dict]) -> int:
@@ -114,6 +142,10 @@ def _entry(history):
     return max(history, key=lambda h: (h["val_accuracy"], -h["val_loss"]))
 
 
+def _nan_blind(history):
+    return max(history, key=lambda h: (h["val_accuracy"], -h["val_loss"]))["epoch"]
+
+
 def _sorts(history):
     history.sort(key=lambda h: (-h["val_accuracy"], h["val_loss"]))
     return history[0]["epoch"]
@@ -121,7 +153,7 @@ def _sorts(history):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="pick_checkpoint", title="Keep the best epoch by validation, ties by validation loss",
+    lesson=LESSON, name="pick_checkpoint", title="Choose the checkpoint to ship for a stated need, NaN epochs included",
     reference=pick_checkpoint, kind="function", cases=_cases, edge_cases=EDGE_CASES, run=_run,
     mistakes=[
         Mistake("by_training", "Your pick depends on the TRAINING loss: training numbers keep improving while "
@@ -132,12 +164,18 @@ register(Exercise(
         Mistake("returned_index", "You returned the position in the list, not the `\"epoch\"` number: a resumed "
                 "run's history does not start at epoch 0.", _index, match_output=False),
         Mistake("ignored_ties", "Among epochs with the same validation accuracy you kept epoch {kept}, not the one "
-                "with the LOWEST validation loss (not the first, not the last, not the highest loss).",
+                "with the LOWEST validation loss (not the first, not the last, not the highest loss): the app shows "
+                "its confidence, and the lower loss is the one whose probabilities fit the true labels better.",
                 _first_of_ties, match_output=False),
-        Mistake("val_loss_only", "You picked the lowest validation loss; the task ranks by validation ACCURACY "
-                "first and uses the loss only to break ties.", _val_loss_only),
+        Mistake("val_loss_only", "You picked the lowest validation loss; the app is judged by how many digits it "
+                "reads right, which is the validation ACCURACY: rank by it first, use the loss only to break ties.",
+                _val_loss_only),
         Mistake("one_score", "You ranked by one score made of accuracy and loss together; rank by validation "
                 "accuracy first, and use the loss only between epochs of the same accuracy.", _one_score),
+        Mistake("shipped_nan", "You shipped epoch {kept}, whose validation numbers include NaN: its evaluation "
+                "failed, so nothing says those weights work. Every comparison with NaN is False, so `max` (or a "
+                "loop that starts from the first entry) keeps a NaN it meets first; leave such epochs out before "
+                "you rank.", _nan_blind, match_output=False),
         Mistake("returned_entry", "You returned the whole history entry; return its `\"epoch\"`.",
                 _entry, match_output=False),
         Mistake("mutated_input", "Your function reordered or changed the history it was given: the training loop "
@@ -145,12 +183,14 @@ register(Exercise(
         _EPOCH.mistake(),
     ],
     hints=[
-        "Which numbers in the history say how the weights do on images they never trained on? And when two epochs tie "
-        "on accuracy, which of them would you rather ship?",
-        "Rank the epochs by validation accuracy first; only between epochs of the same accuracy, prefer the lower "
-        "validation loss. The training loss plays no part, and the answer is the winning entry's `\"epoch\"` number, "
+        "Which numbers in the history say how the weights do on images they never trained on, and which of them "
+        "counts digits read right? When two epochs read as many right, which one's confidence would you rather "
+        "show? And what does a comparison with NaN answer?",
+        "Rank by validation accuracy first; between epochs of the same accuracy, the lower validation loss means "
+        "probabilities that fit the true labels better. The training loss plays no part, an epoch with NaN among "
+        "its validation numbers is left out before ranking, and the answer is the winning entry's epoch number, "
         "not its position in the list.",
-        "Look up `max` with a `key` function, and how Python compares tuples (first element first, the next only on a "
-        "tie).",
+        "Look up `math.isnan`, `max` with a `key` function, and how Python compares tuples (first element first, "
+        "the next only on a tie).",
     ],
 ))

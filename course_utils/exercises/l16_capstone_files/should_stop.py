@@ -1,12 +1,16 @@
-"""should_stop: early stopping with patience, on the validation losses so far.
+"""should_stop: repair a teammate's early stopping, which stops on the first bump of a noisy curve.
 
-The decisions: stop on the VALIDATION loss, compared with the best so far (not with the epoch
-before: a noisy curve would stop at its first wiggle), after ``patience`` epochs without a new
-best (not one more, not one fewer), and a tie is no improvement. The check calls the answer on
-every prefix of a history (the empty one too) and compares the list of decisions: each wrong
-rule differs somewhere, and the losses repeat values on purpose so ties occur. Two fixed curves
-name the family of rules that compare each loss with the epoch before (``>``, ``>=``, rises in a
-row): they never stop on a curve that falls slowly after a jump, but do stop on one that rises.
+The notebook runs a teammate's rule (stop when the last loss is above the one before) on the
+validation losses its own fine-tuning printed: it stops after epoch 5, on a bump, and ships
+epoch 4's weights instead of epoch 8's. The prose states the goal (train through that bump, stop
+after epoch 11 with ``patience=3``, an equal loss is no progress) and leaves the decision: what
+"progress" compares with. The answer: the BEST loss so far, not the epoch before; stop after
+``patience`` epochs without a new best (not one more, not one fewer), a tie is no new best. The
+check calls the answer on every prefix of a history (the empty one too) and compares the list of
+decisions: each wrong rule differs somewhere, and the losses repeat values on purpose so ties
+occur. Two fixed curves name the family of rules that compare each loss with the epoch before
+(the teammate's ``>``, ``>=``, rises in a row): they never stop on a curve that falls slowly after
+a jump, but do stop on one that rises.
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ def _cases(r: Rand) -> Case:
 
 
 EDGE_CASES = [
-    Case(([0.9, 0.8, 0.7, 0.72, 0.71, 0.75, 0.6, 0.61, 0.6, 0.6], 3), label="the notebook's curve, then a tie"),
+    Case(([1.377, 1.343, 0.717, 0.456, 0.494, 0.221, 0.188, 0.163, 0.239, 0.197, 0.247], 3),
+         label="the notebook's run: a bump at epoch 5, the best at epoch 8"),
+    Case(([0.9, 0.8, 0.7, 0.72, 0.71, 0.75, 0.6, 0.61, 0.6, 0.6], 3), label="the prediction's curve, then a tie"),
     Case(([0.5, 0.4, 0.45, 0.3, 0.35], 1), label="patience 1"),
     Case(([1.0, 0.8, 0.9, 0.7, 0.95, 0.9, 0.85], 3), label="a new best inside the last `patience`, then worse"),
 ]
@@ -101,7 +107,7 @@ def _sorts(val_losses, patience):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="should_stop", title="Stop after `patience` epochs without a new best validation loss",
+    lesson=LESSON, name="should_stop", title="Repair an early stopping that stops on the first bump of a noisy curve",
     reference=should_stop, kind="function", cases=_cases, edge_cases=EDGE_CASES, run=_run,
     mistakes=[
         Mistake("vs_previous", "You compare each loss with the epoch BEFORE it, not with the best so far: after a "
@@ -126,12 +132,13 @@ register(Exercise(
         _BOOL.mistake(),
     ],
     hints=[
-        "Which losses belong to the last `patience` epochs, and which earlier losses must they beat? And what if "
-        "there are not yet enough epochs to tell?",
-        "Compare the best of the last `patience` losses with the best of everything before them: stop when the recent "
-        "best is not strictly lower (an equal loss is no new best). While the list holds `patience` losses or fewer, "
-        "there is nothing to compare with, so keep training.",
-        "Look up `min` and slicing from the end of a list; neither changes the list the training loop keeps appending "
-        "to.",
+        "The teammate's rule stops after epoch 5, yet epoch 6 beats every epoch before it. What does the rule "
+        "compare the newest loss with, and what would the recent epochs have to beat for training to be worth "
+        "going on?",
+        "Progress means a new best: a loss lower than every loss before it, not merely lower than the epoch just "
+        "before. After a bump the curve recovers from, a new best comes within a few epochs; on a plateau none "
+        "comes. An equal loss is no new best, and with `patience` losses or fewer there is nothing yet to compare.",
+        "Look up `min` and slicing from the end of a list (a negative start); neither changes the list the training "
+        "loop keeps appending to.",
     ],
 ))
