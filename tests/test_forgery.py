@@ -189,6 +189,48 @@ def test_the_executor_holds_no_reference_and_trusts_no_file_name():
         assert not hasattr(judge, name), name
 
 
+# ----------------------------------------------------------------------------- the course's own objects
+# What the executor's staged course still holds is importable there: an answer that *is* one of its
+# objects, handed in as the notebook's kernel exports it (``from course_utils... import X as answer``
+# pickles X by reference, and the executor imports it from its staged course), computes nothing of
+# the learner's. Each row below was graded ``correct`` (issue 23): to_device's ``_variant`` stayed
+# staged because it names itself (recursion), export_model's module was a working Deployable, and
+# lesson 14's ``BasicBlock`` prop is a working ResidualBlock. Graded one by one through the judge and
+# the sandboxed executor (no notebook: the export is what the kernel sends).
+COURSE_OBJECTS = [
+    ("10_performance.to_device", "course_utils.exercises.l10_performance.to_device", "_variant", False),
+    ("16_capstone_files.Deployable", "course_utils.exercises.l16_capstone_files.export_model", "Wrapped", False),
+    ("14_transfer_learning.ResidualBlock", "course_utils.lesson_props.l14_transfer_learning", "BasicBlock", False),
+    # a thin wrapper of the learner's own around the prop, as a learner would write it
+    ("14_transfer_learning.ResidualBlock", "course_utils.lesson_props.l14_transfer_learning", "BasicBlock", True),
+]
+NEEDS_TORCHVISION = ("13_", "14_", "16_")
+
+
+@pytest.mark.parametrize("exercise_id, module, name, subclass", COURSE_OBJECTS)
+def test_an_object_of_the_staged_course_handed_in_is_not_correct(tmp_path, exercise_id, module, name, subclass):
+    import importlib
+    from dataclasses import asdict
+
+    import cloudpickle
+
+    from course_utils.instructor import judge
+
+    lesson = exercise_id.split(".")[0]
+    if lesson.startswith(NEEDS_TORCHVISION):
+        pytest.importorskip("torchvision")
+    answer = getattr(importlib.import_module(module), name)
+    if subclass:  # defined in the notebook: pickled by value, its base by reference
+        answer = type(exercise_id.split(".")[1], (answer,), {"__module__": "__main__"})
+    tmp_path.chmod(0o755)
+    course = sandbox.stage_course(tmp_path / "course", lesson, executor=True)
+    job = {"lesson": lesson, "uid": sandbox.UID_BASE + sandbox.UID_RANGE - 1, "course": str(course),
+           "limits": asdict(sandbox.Limits()), "no_sandbox": False}
+    payload = b"PICKLE" + cloudpickle.dumps(answer)
+    verdict = judge.judge_submission(lesson, {exercise_id: (payload, None)}, judge._starter(job))[exercise_id]
+    assert verdict["status"] in ("incorrect", "error"), verdict
+
+
 # ----------------------------------------------------------------------------- rewritten probes
 # A probe ``probe(answer, rand)`` needs the answer, so the grader runs it in the executor, in the
 # answer's process, and takes its "passed" on the executor's word: an answer can rewrite it there

@@ -158,7 +158,32 @@ class EmptySequential(_Ref):
             self.downsample = nn.Sequential()
 
 
-valid(EX)(tl.BasicBlock)  # the course's own block: an empty Sequential as the identity shortcut
+@valid(EX)
+class IdentityModule(nn.Module):
+    """``nn.Identity`` where nothing is projected, ReLU modules, the sum with ``torch.add``."""
+
+    def __init__(self, i, o, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(i, o, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(o)
+        self.conv2 = nn.Conv2d(o, o, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(o)
+        self.downsample = (nn.Sequential(nn.Conv2d(i, o, 1, stride=stride, bias=False), nn.BatchNorm2d(o))
+                           if stride != 1 or i != o else nn.Identity())
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(torch.add(self.bn2(self.conv2(self.act(self.bn1(self.conv1(x))))), self.downsample(x)))
+
+
+# the course's own block (GlyphResNet's, a lesson prop the sandbox keeps), handed in or called
+wrong(EX, "course_block")(tl.BasicBlock)
+
+
+@wrong(EX, "course_block")
+class CallsTheProp(_Ref):
+    def forward(self, x):
+        return tl.BasicBlock.forward(self, x)
 
 
 @cheat(EX)

@@ -12,9 +12,12 @@ forged 32 exercises that way). In the staged copy:
    every ``EXPECT.mistake(example)`` loses its example;
 2. ``finish=``, ``finish_probe=`` and ``supply=`` of every ``Exercise(...)`` become ``None``;
 3. then every private top-level definition (``_name``: function, class or assignment) that no
-   remaining code of the staged package names is removed, and so are the imports of names
+   remaining code of the staged package reaches is removed, and so are the imports of names
    that are gone, until nothing changes: the wrong answers' modules (``_*_wrong.py``) end up
-   holding only what a ``run`` or a probe uses.
+   holding only what a ``run`` or a probe uses. Reached means named by code that stays (a
+   statement that is no private definition, another module's import, an attribute anywhere)
+   or by a private definition so reached: a definition that only names itself (the recursion
+   of lesson 10's ``to_device._variant``) or one that only dead ones name is not.
 """
 
 from __future__ import annotations
@@ -59,11 +62,11 @@ def _defined(stmt: ast.stmt) -> list[str]:
     return names if all(n.startswith("_") and not n.startswith("__") for n in names) else []
 
 
-def _reads(tree: ast.Module) -> set[str]:
-    """The names a module's code reads (imports aside), and single-word strings
-    (``getattr(module, "_name")``)."""
+def _reads(tree: ast.Module | ast.stmt) -> set[str]:
+    """The names a module's (or one statement's) code reads (imports aside), and single-word
+    strings (``getattr(module, "_name")``)."""
     used: set[str] = set()
-    for stmt in tree.body:
+    for stmt in tree.body if isinstance(tree, ast.Module) else [tree]:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             continue
         for node in ast.walk(stmt):
@@ -72,6 +75,25 @@ def _reads(tree: ast.Module) -> set[str]:
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
                 used.add(node.value)
     return used
+
+
+def _live(tree: ast.Module, wanted: set[str]) -> set[str]:
+    """The names a module's code that stays reads: every statement but the private definitions,
+    then (transitively) the private definitions whose names that code or ``wanted`` reads. A
+    definition's reads of its own name (recursion) keep nothing alive."""
+    defs = [(names, stmt) for stmt in tree.body if (names := _defined(stmt))]
+    live = set(wanted)
+    for stmt in tree.body:
+        if not _defined(stmt):
+            live |= _reads(stmt)
+    pending = defs
+    while True:
+        reached = [(names, stmt) for names, stmt in pending if any(n in live for n in names)]
+        if not reached:
+            return live
+        pending = [d for d in pending if d not in reached]
+        for _, stmt in reached:
+            live |= _reads(stmt)
 
 
 def _attributes(trees: dict[Path, ast.Module]) -> set[str]:
@@ -99,22 +121,24 @@ def _shake(trees: dict[Path, ast.Module], package: Path, cut: set[Path]) -> bool
     """One round of removing unused private definitions and the imports of names no longer
     read, in the files ``cut`` (what the rest of the package reads counts too); whether
     anything went."""
-    reads = {path: _reads(tree) for path, tree in trees.items()}
     attributes = _attributes(trees)
-    needed = {path: set(r) | attributes for path, r in reads.items()}
+    imported: dict[Path, set[str]] = {path: set() for path in trees}  # what other modules import from each
+    for path, tree in trees.items():
+        for stmt in tree.body:
+            if isinstance(stmt, ast.ImportFrom) and (source := _source(path, stmt, package)) in imported:
+                imported[source].update(a.name for a in stmt.names)
+    needed = {path: _live(tree, imported[path] | attributes) if path in cut else _reads(tree) | attributes
+              for path, tree in trees.items()}
     changed = False
     for path, tree in trees.items():
         for stmt in tree.body:
             if not isinstance(stmt, ast.ImportFrom):
                 continue
-            source = _source(path, stmt, package)
             kept = [a for a in stmt.names if path not in cut or not a.name.startswith("_")
-                    or (a.asname or a.name) in reads[path]]
+                    or (a.asname or a.name) in needed[path]]
             if len(kept) != len(stmt.names):
                 changed = True
                 stmt.names = kept
-            if source is not None and source in needed:
-                needed[source].update(a.name for a in kept)
     for path, tree in trees.items():
         if path not in cut:
             continue

@@ -11,6 +11,8 @@ may be ``None``, ``nn.Identity()`` or an empty ``nn.Sequential()`` where no proj
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import Any
 
 import torch
@@ -18,6 +20,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
+
+from course_utils.lesson_props.l14_transfer_learning import BasicBlock
 
 from ._kit import LESSON
 
@@ -97,21 +101,45 @@ _MODULE = Expect("not_a_module", "an `nn.Module`", nn.Module, said="Your class b
                  advice="What does `ResidualBlock` inherit from?")
 
 
+@contextlib.contextmanager
+def _prop_watch():
+    """Counts the runs of the lesson prop's ``BasicBlock.forward`` (GlyphResNet's block, a working
+    answer the sandbox must keep: the other exercises' models are built of it) while it is open."""
+    seen: list[int] = []
+    code, before = BasicBlock.forward.__code__, sys.getprofile()
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            seen.append(1)
+        if before is not None:
+            before(frame, event, arg)
+    sys.setprofile(hook)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(before)
+
+
 def _run(answer: Any, case: Case) -> Any:
     in_c, out_c, stride = case.args
     gen = torch.Generator().manual_seed(case.kwargs["seed"])
     block = _MODULE.check(answer(in_c, out_c, stride))
+    if any(isinstance(m, BasicBlock) for m in block.modules()):
+        raise Incorrect("course_block")
     spec = _spec(in_c, out_c, stride)
     _check_keys({k: tuple(v.shape) for k, v in block.state_dict().items()}, spec, case.args)
     block.load_state_dict(_weights(spec, gen))
     h, w = case.kwargs["size"]
     x_train, x_eval = torch.randn(3, in_c, h, w, generator=gen), torch.randn(2, in_c, h, w, generator=gen)
-    block.train()
-    with torch.enable_grad():
-        out_train = block(x_train)
-    block.eval()
-    with torch.no_grad():
-        out_eval = block(x_eval)
+    with _prop_watch() as prop_ran:
+        block.train()
+        with torch.enable_grad():
+            out_train = block(x_train)
+        block.eval()
+        with torch.no_grad():
+            out_eval = block(x_eval)
+    if prop_ran:
+        raise Incorrect("course_block")
     return {"training mode": out_train, "eval mode": out_eval}
 
 
@@ -169,6 +197,10 @@ class _ConvBias(ResidualBlock):
         self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1)
 
 
+class _CourseBlock(BasicBlock):
+    """The lesson prop's block under the exercise's name (a thin wrapper would call its forward)."""
+
+
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="ResidualBlock", title="A residual block, with a projection shortcut where the shape changes",
@@ -205,6 +237,9 @@ register(Exercise(
         Mistake("wrong_layers", "Your block's state_dict does not have the spec's layers: missing {missing}, "
                 "unexpected {unexpected}, wrong shapes {shapes}. Use the names conv1, bn1, conv2, bn2 and "
                 "downsample (a Sequential of the 1x1 conv and the BatchNorm).", match_output=False),
+        Mistake("course_block", "Your block is the course's `BasicBlock` (the block of the lesson's GlyphResNet, "
+                "in `course_utils.lesson_props`), or runs its `forward`: that is the block this exercise asks "
+                "you to write. Build the layers and write `forward` yourself.", _CourseBlock, match_output=False),
         _MODULE.mistake(),
     ],
     hints=[
