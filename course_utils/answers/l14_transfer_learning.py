@@ -36,7 +36,10 @@ def preprocess(images, recipe):
 
 
 def replace_head(model, num_classes):
-    model.fc = nn.Linear(model.fc.in_features, num_classes)
+    # the head is the last layer the features pass through: in these models (and torchvision's
+    # classifiers) the last Linear registered, `fc` or `classifier[-1]`
+    name, old = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)][-1]
+    model.set_submodule(name, nn.Linear(old.in_features, num_classes))
     return model
 
 
