@@ -29,7 +29,7 @@
 #    lower learning rate when you fine-tune all of it;
 # 6. compare feature extraction, fine-tuning and training from scratch, honestly.
 #
-# **Time: about 80 minutes** on your own, the six checked exercises included (about 45 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the six checked exercises included (about 47 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
 
 # %%
 from course_utils.extras import require_torchvision
