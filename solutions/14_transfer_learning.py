@@ -382,17 +382,27 @@ ex.freeze_all_but_fc.check(freeze_all_but_fc)
 #
 # ### Exercise 6: parameter groups for fine-tuning
 #
-# Write `finetune_param_groups(model, head_lr, backbone_lr)`: the list of parameter groups for
-# `torch.optim.AdamW(groups)`, the head `model.fc` at `head_lr` and every other parameter at
-# `backbone_lr`. Each group says its own `"lr"` (do not rely on the optimizer's default).
+# The teammate of exercise 4 wrote the groups for `torch.optim.AdamW(groups)`:
+#
+# ```python
+# def finetune_param_groups(model, head_lr, backbone_lr):
+#     return [{"params": model.parameters(), "lr": backbone_lr},
+#             {"params": model.fc.parameters(), "lr": head_lr}]
+# ```
+#
+# Try `torch.optim.AdamW(...)` on its groups for a GlyphResNet: what does AdamW refuse, and why?
+# Then write `finetune_param_groups(model, head_lr, backbone_lr)` for **any** model of exercise 4
+# (a head in `fc` or the last layer of `classifier`): the new head at `head_lr`, every pretrained
+# parameter at `backbone_lr`, each group saying its own `"lr"` (do not rely on the optimizer's
+# default).
 
 # %% tags=["answer:finetune_param_groups"]
 def finetune_param_groups(model, head_lr, backbone_lr):
     ### BEGIN SOLUTION
-    head = list(model.fc.parameters())
-    head_ids = {id(p) for p in head}
+    head = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]  # as in exercise 4: the last layer
+    head_ids = {id(p) for p in head.parameters()}
     backbone = [p for p in model.parameters() if id(p) not in head_ids]
-    return [{"params": backbone, "lr": backbone_lr}, {"params": head, "lr": head_lr}]
+    return [{"params": backbone, "lr": backbone_lr}, {"params": list(head.parameters()), "lr": head_lr}]
     ### END SOLUTION
 
 

@@ -519,6 +519,21 @@ EX = f"{LESSON}.finetune_param_groups"
 
 
 @wrong(EX, "listed_twice")
+def groups_teammates(model, head_lr, backbone_lr):
+    """The notebook's teammate: generators, and the head in both groups."""
+    return [{"params": model.parameters(), "lr": backbone_lr}, {"params": model.fc.parameters(), "lr": head_lr}]
+
+
+@wrong(EX, "pretrained_at_head_lr")
+def groups_whole_classifier(model, head_lr, backbone_lr):
+    """The head found by name, but all of `classifier` taken for it: its first Linear is pretrained."""
+    head = model.fc if hasattr(model, "fc") else model.classifier
+    ids = {id(p) for p in head.parameters()}
+    return [{"params": [p for p in model.parameters() if id(p) not in ids], "lr": backbone_lr},
+            {"params": list(head.parameters()), "lr": head_lr}]
+
+
+@wrong(EX, "listed_twice")
 def groups_twice(model, head_lr, backbone_lr):
     return [{"params": list(model.fc.parameters()), "lr": head_lr},
             {"params": list(model.parameters()), "lr": backbone_lr}]
@@ -549,16 +564,19 @@ def groups_default(model, head_lr, backbone_lr):
 
 @valid(EX)
 def groups_by_prefix(model, head_lr, backbone_lr):
+    prefix = "fc." if hasattr(model, "fc") else f"classifier.{len(model.classifier) - 1}."
     back, head = [], []
     for n, p in model.named_parameters():
-        (head if n.startswith("fc.") else back).append(p)
+        (head if n.startswith(prefix) else back).append(p)
     return ({"params": head, "lr": head_lr}, {"params": back, "lr": backbone_lr})
 
 
 @valid(EX)
-def groups_per_child(model, head_lr, backbone_lr):
-    return [{"params": list(child.parameters()), "lr": head_lr if name == "fc" else backbone_lr}
-            for name, child in model.named_children() if list(child.parameters())]
+def groups_per_parameter(model, head_lr, backbone_lr):
+    """One group per parameter, the head found by name as torchvision's tutorials do."""
+    head = model.fc if hasattr(model, "fc") else model.classifier[-1]
+    ids = {id(p) for p in head.parameters()}
+    return [{"params": [p], "lr": head_lr if id(p) in ids else backbone_lr} for p in model.parameters()]
 
 
 @valid(EX)

@@ -52,7 +52,7 @@ def freeze_all_but_fc(model):
 
 
 def finetune_param_groups(model, head_lr, backbone_lr):
-    head = list(model.fc.parameters())
-    head_ids = {id(p) for p in head}
+    head = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]  # as in exercise 4: the last layer
+    head_ids = {id(p) for p in head.parameters()}
     backbone = [p for p in model.parameters() if id(p) not in head_ids]
-    return [{"params": backbone, "lr": backbone_lr}, {"params": head, "lr": head_lr}]
+    return [{"params": backbone, "lr": backbone_lr}, {"params": list(head.parameters()), "lr": head_lr}]
