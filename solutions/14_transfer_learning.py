@@ -23,12 +23,13 @@
 # 1. build a residual block, with a projection shortcut where the shape changes;
 # 2. pool globally, so one network takes any image size;
 # 3. load pretrained weights and feed them data the way they were trained (their normalisation);
-# 4. replace a model's head (`fc`, as in torchvision's ResNets) for a new number of classes;
+# 4. find and replace a model's head (`fc` in ResNets, `classifier[-1]` in MobileNets) for a new
+#    number of classes;
 # 5. freeze a backbone for real (weights and BatchNorm statistics), and give the backbone a
 #    lower learning rate when you fine-tune all of it;
 # 6. compare feature extraction, fine-tuning and training from scratch, honestly.
 #
-# **Time: about 80 minutes** on your own, the six checked exercises included (about 45 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the six checked exercises included (about 47 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
 
 # %%
 from course_utils.extras import require_torchvision
@@ -264,30 +265,44 @@ print("train", tuple(X_train.shape), "test", tuple(X_test.shape),
 # preprocess = weights.transforms()                      # resize, crop, ImageNet's mean and std
 # ```
 #
-# gives the pretrained model and *its* preprocessing. Offline, we build the same architecture
-# without weights to see where the head is:
+# gives the pretrained model and *its* preprocessing. Offline, we build two architectures without
+# weights to see where each keeps its head:
 
 # %%
 resnet = torchvision.models.resnet18(weights=None, num_classes=1000)
-print([name for name, _ in resnet.named_children()])
-print("head:", resnet.fc)
-resnet.fc = nn.Linear(resnet.fc.in_features, 10)
-print("replaced:", resnet.fc, " output:", tuple(resnet(torch.zeros(1, 3, 64, 64)).shape))
+mobilenet = torchvision.models.mobilenet_v3_small(weights=None, num_classes=1000)
+print("resnet18:", [name for name, _ in resnet.named_children()])
+print("mobilenet_v3_small:", [name for name, _ in mobilenet.named_children()])
+print(mobilenet.classifier)
 
 # %% [markdown]
 # `resnet18(weights=None, num_classes=10)` would build a 10-class head directly, but with
-# random weights everywhere: with pretrained weights you load first, then replace `fc`.
+# random weights everywhere: with pretrained weights you load first, then replace the head.
 #
-# ### Exercise 4: replace the head
+# ### Exercise 4: replace the head, wherever the model keeps it
 #
-# Write `replace_head(model, num_classes)`: give `model` (any model with an `fc` Linear, as
-# `GlyphResNet` and torchvision's ResNets have) a new, trainable head for `num_classes` classes,
-# and return the model. Leave the rest of the model as it is (if it was frozen, it stays frozen).
+# A teammate wrote the team's `replace_head` for resnet18, and it does give resnet18 ten outputs:
+#
+# ```python
+# def replace_head(model, num_classes):
+#     model.fc = nn.Linear(512, num_classes)
+#     return model
+# ```
+#
+# The team also fine-tunes `GlyphResNet` and MobileNet-like models. Try the teammate's function on
+# `load_pretrained()[0]` and on `mobilenet` above: what happens, and why does one of them give no
+# error at all? Then write `replace_head(model, num_classes)` that gives **any** of these models a
+# new, trainable head for `num_classes` classes and returns the model. Everything else stays as it
+# was: the pretrained layers (all of them), which parameters are frozen, the modes. The check
+# uses GlyphResNets and small MobileNet-like models.
 
 # %% tags=["answer:replace_head"]
 def replace_head(model, num_classes):
     ### BEGIN SOLUTION
-    model.fc = nn.Linear(model.fc.in_features, num_classes)
+    # the head is the last layer the features pass through: in these models (and torchvision's
+    # classifiers) the last Linear registered, `fc` or `classifier[-1]`
+    name, old = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)][-1]
+    model.set_submodule(name, nn.Linear(old.in_features, num_classes))
     return model
     ### END SOLUTION
 
@@ -367,17 +382,27 @@ ex.freeze_all_but_fc.check(freeze_all_but_fc)
 #
 # ### Exercise 6: parameter groups for fine-tuning
 #
-# Write `finetune_param_groups(model, head_lr, backbone_lr)`: the list of parameter groups for
-# `torch.optim.AdamW(groups)`, the head `model.fc` at `head_lr` and every other parameter at
-# `backbone_lr`. Each group says its own `"lr"` (do not rely on the optimizer's default).
+# The teammate of exercise 4 wrote the groups for `torch.optim.AdamW(groups)`:
+#
+# ```python
+# def finetune_param_groups(model, head_lr, backbone_lr):
+#     return [{"params": model.parameters(), "lr": backbone_lr},
+#             {"params": model.fc.parameters(), "lr": head_lr}]
+# ```
+#
+# Try `torch.optim.AdamW(...)` on its groups for a GlyphResNet: what does AdamW refuse, and why?
+# Then write `finetune_param_groups(model, head_lr, backbone_lr)` for **any** model of exercise 4
+# (a head in `fc` or the last layer of `classifier`): the new head at `head_lr`, every pretrained
+# parameter at `backbone_lr`, each group saying its own `"lr"` (do not rely on the optimizer's
+# default).
 
 # %% tags=["answer:finetune_param_groups"]
 def finetune_param_groups(model, head_lr, backbone_lr):
     ### BEGIN SOLUTION
-    head = list(model.fc.parameters())
-    head_ids = {id(p) for p in head}
+    head = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]  # as in exercise 4: the last layer
+    head_ids = {id(p) for p in head.parameters()}
     backbone = [p for p in model.parameters() if id(p) not in head_ids]
-    return [{"params": backbone, "lr": backbone_lr}, {"params": head, "lr": head_lr}]
+    return [{"params": backbone, "lr": backbone_lr}, {"params": list(head.parameters()), "lr": head_lr}]
     ### END SOLUTION
 
 
@@ -471,7 +496,8 @@ X_test = X_test_pretrain_stats
 # - Global average pooling, `x.mean(dim=(2, 3))`, makes the head independent of the image size.
 # - Feed a pretrained model its own preprocessing: the pretraining mean and std
 #   (`weights.transforms()` in torchvision), not the new data's.
-# - Replace `model.fc` with a new `Linear(model.fc.in_features, k)`; do not append to it.
+# - Replace the head where the model keeps it (`fc`, `classifier[-1]`) with a new
+#   `Linear(old.in_features, k)`; do not append to it, and keep every pretrained layer before it.
 # - Freezing is `requires_grad_(False)` **and** eval mode for the frozen part: BatchNorm's running
 #   statistics are buffers that a training-mode forward pass updates.
 # - Fine-tune with parameter groups: every parameter once, the backbone at the lower rate.

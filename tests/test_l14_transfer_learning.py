@@ -331,6 +331,48 @@ def pre_zero(images, recipe):
 EX = f"{LESSON}.replace_head"
 
 
+@wrong(EX, "wrong_in_features")
+def head_teammates_512(model, k):
+    """The notebook's teammate: right for resnet18 only."""
+    model.fc = nn.Linear(512, k)
+    return model
+
+
+@wrong(EX, "head_unused")
+def head_always_fc(model, k):
+    """512 fixed, but `fc` set on every model: a MobileNet-like one never calls it."""
+    head = model.fc if hasattr(model, "fc") else model.classifier[-1]
+    model.fc = nn.Linear(head.in_features, k)
+    return model
+
+
+@wrong(EX, "replaced_container")
+def head_whole_classifier(model, k):
+    if hasattr(model, "fc"):
+        model.fc = nn.Linear(model.fc.in_features, k)
+    else:
+        model.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(model.classifier[0].in_features, k))
+    return model
+
+
+@wrong(EX, "wrong_layer")
+def head_first_linear(model, k):
+    container = model if hasattr(model, "fc") else model.classifier
+    key = "fc" if hasattr(model, "fc") else "0"
+    setattr(container, key, nn.Linear(getattr(container, key).in_features, k))
+    return model
+
+
+@wrong(EX, "wrong_in_features")
+def head_hidden_width(model, k):
+    """The right place, but `in_features` read from the classifier's first layer."""
+    if hasattr(model, "fc"):
+        model.fc = nn.Linear(model.fc.in_features, k)
+    else:
+        model.classifier[-1] = nn.Linear(model.classifier[0].in_features, k)
+    return model
+
+
 @wrong(EX, "appended")
 def head_appended(model, k):
     model.fc = nn.Sequential(model.fc, nn.ReLU(), nn.Linear(model.fc.out_features, k))
@@ -340,12 +382,6 @@ def head_appended(model, k):
 @wrong(EX, "kept_out_features")
 def head_same_size(model, k):
     model.fc = nn.Linear(model.fc.in_features, model.fc.out_features)
-    return model
-
-
-@wrong(EX, "wrong_in_features")
-def head_512(model, k):
-    model.fc = nn.Linear(512, k)
     return model
 
 
@@ -363,8 +399,22 @@ def head_frozen(model, k):
 
 @wrong(EX, "mode_changed")
 def head_then_eval(model, k):
-    model.fc = nn.Linear(model.fc.in_features, k)
-    return model.eval()
+    return _replace(model, k).eval()
+
+
+@wrong(EX, "returned_none")
+def head_none(model, k):
+    _replace(model, k)
+
+
+@valid(EX)
+def head_by_name(model, k):
+    """Each family by its attribute name, as torchvision's fine-tuning tutorials do."""
+    if hasattr(model, "fc"):
+        model.fc = nn.Linear(model.fc.in_features, k)
+    else:
+        model.classifier[-1] = nn.Linear(model.classifier[-1].in_features, k)
+    return model
 
 
 @valid(EX)
@@ -373,31 +423,24 @@ def head_on_a_deep_copy(model, k):
     import copy
 
     new = copy.deepcopy(model)
-    new.fc = nn.Linear(new.fc.in_features, k)
-    return new
-
-
-@wrong(EX, "returned_none")
-def head_none(model, k):
-    model.fc = nn.Linear(model.fc.in_features, k)
+    return _replace(new, k)
 
 
 @valid(EX)
-def head_dropout(model, k):
-    model.fc = nn.Sequential(nn.Dropout(0.3), nn.Linear(model.fc.in_features, k))
-    return model
-
-
-@valid(EX)
-def head_from_weight_shape(model, k):
-    model.fc = nn.Linear(model.fc.weight.shape[1], k, bias=True)
+def head_dropout_by_parent(model, k):
+    """The parent module found by name, a head that is not one Linear, sized from the weight."""
+    name = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)][-1]
+    parent, _, child = name.rpartition(".")
+    old = model.get_submodule(name)
+    setattr(model.get_submodule(parent), child, nn.Sequential(nn.Dropout(0.3), nn.Linear(old.weight.shape[1], k)))
     return model
 
 
 @valid(EX)
 def head_mlp(model, k):
-    n = model.fc.in_features
-    model.fc = nn.Sequential(nn.Linear(n, n), nn.ReLU(), nn.Linear(n, k))
+    name, old = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)][-1]
+    n = old.in_features
+    model.set_submodule(name, nn.Sequential(nn.Linear(n, n), nn.ReLU(), nn.Linear(n, k)))
     return model
 
 
@@ -501,6 +544,21 @@ EX = f"{LESSON}.finetune_param_groups"
 
 
 @wrong(EX, "listed_twice")
+def groups_teammates(model, head_lr, backbone_lr):
+    """The notebook's teammate: generators, and the head in both groups."""
+    return [{"params": model.parameters(), "lr": backbone_lr}, {"params": model.fc.parameters(), "lr": head_lr}]
+
+
+@wrong(EX, "pretrained_at_head_lr")
+def groups_whole_classifier(model, head_lr, backbone_lr):
+    """The head found by name, but all of `classifier` taken for it: its first Linear is pretrained."""
+    head = model.fc if hasattr(model, "fc") else model.classifier
+    ids = {id(p) for p in head.parameters()}
+    return [{"params": [p for p in model.parameters() if id(p) not in ids], "lr": backbone_lr},
+            {"params": list(head.parameters()), "lr": head_lr}]
+
+
+@wrong(EX, "listed_twice")
 def groups_twice(model, head_lr, backbone_lr):
     return [{"params": list(model.fc.parameters()), "lr": head_lr},
             {"params": list(model.parameters()), "lr": backbone_lr}]
@@ -531,16 +589,19 @@ def groups_default(model, head_lr, backbone_lr):
 
 @valid(EX)
 def groups_by_prefix(model, head_lr, backbone_lr):
+    prefix = "fc." if hasattr(model, "fc") else f"classifier.{len(model.classifier) - 1}."
     back, head = [], []
     for n, p in model.named_parameters():
-        (head if n.startswith("fc.") else back).append(p)
+        (head if n.startswith(prefix) else back).append(p)
     return ({"params": head, "lr": head_lr}, {"params": back, "lr": backbone_lr})
 
 
 @valid(EX)
-def groups_per_child(model, head_lr, backbone_lr):
-    return [{"params": list(child.parameters()), "lr": head_lr if name == "fc" else backbone_lr}
-            for name, child in model.named_children() if list(child.parameters())]
+def groups_per_parameter(model, head_lr, backbone_lr):
+    """One group per parameter, the head found by name as torchvision's tutorials do."""
+    head = model.fc if hasattr(model, "fc") else model.classifier[-1]
+    ids = {id(p) for p in head.parameters()}
+    return [{"params": [p], "lr": head_lr if id(p) in ids else backbone_lr} for p in model.parameters()]
 
 
 @valid(EX)

@@ -36,7 +36,10 @@ def preprocess(images, recipe):
 
 
 def replace_head(model, num_classes):
-    model.fc = nn.Linear(model.fc.in_features, num_classes)
+    # the head is the last layer the features pass through: in these models (and torchvision's
+    # classifiers) the last Linear registered, `fc` or `classifier[-1]`
+    name, old = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)][-1]
+    model.set_submodule(name, nn.Linear(old.in_features, num_classes))
     return model
 
 
@@ -49,7 +52,7 @@ def freeze_all_but_fc(model):
 
 
 def finetune_param_groups(model, head_lr, backbone_lr):
-    head = list(model.fc.parameters())
-    head_ids = {id(p) for p in head}
+    head = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]  # as in exercise 4: the last layer
+    head_ids = {id(p) for p in head.parameters()}
     backbone = [p for p in model.parameters() if id(p) not in head_ids]
-    return [{"params": backbone, "lr": backbone_lr}, {"params": head, "lr": head_lr}]
+    return [{"params": backbone, "lr": backbone_lr}, {"params": list(head.parameters()), "lr": head_lr}]

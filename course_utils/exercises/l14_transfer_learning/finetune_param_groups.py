@@ -1,5 +1,10 @@
-"""finetune_param_groups: AdamW parameter groups for full fine-tuning, the head ``model.fc`` at
-``head_lr`` and every other parameter at the lower ``backbone_lr``.
+"""finetune_param_groups: AdamW parameter groups for full fine-tuning, the new head at ``head_lr``
+and every other parameter at the lower ``backbone_lr``, for a head in ``fc`` or ``classifier[-1]``.
+
+The decision: the notebook shows a teammate's groups (``model.parameters()`` at backbone_lr plus
+``model.fc.parameters()``) that AdamW refuses; the learner reads the error, decides what each group
+holds, and finds the head on a MobileNet-like model too (the whole ``classifier`` is not the head:
+its first Linear is pretrained and belongs at ``backbone_lr``).
 
 Subtle: every parameter exactly once (``model.parameters()`` plus the head's lists the head
 twice), none missing (a filter on "conv" in the name drops the BatchNorm parameters), the rates
@@ -16,7 +21,9 @@ import torch
 
 from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, describe, register
 
-from ._kit import LESSON, glyph_resnet, head_ids
+from torch import nn
+
+from ._kit import LESSON, glyph_mobilenet, glyph_resnet
 
 # --- reference: the solution notebook's answer (generated from solutions/14_transfer_learning.py)
 from ...answers.l14_transfer_learning import finetune_param_groups
@@ -27,12 +34,19 @@ DEFAULT_LR = 0.123  # the optimizer's lr: a parameter that ends up with it came 
 # --- cases
 def _cases(r: Rand) -> Case:
     head_lr = r.choice([1e-2, 3e-3, 1e-3])
-    return Case((glyph_resnet(r, head="dropout" if r.integer(0, 2) == 0 else "linear"), head_lr,
-                 head_lr * r.choice([0.05, 0.1, 0.3])))
+    model = glyph_mobilenet(r) if r.integer(0, 2) == 0 else glyph_resnet(r, head=r.choice(["dropout", "linear"]))
+    return Case((model, head_lr, head_lr * r.choice([0.05, 0.1, 0.3])))
+
+
+def _head_ids(model: nn.Module) -> set[int]:
+    head = model.fc if hasattr(model, "fc") else model.classifier[-1]  # type: ignore[index]
+    return {id(p) for p in head.parameters()}
 
 
 EDGE_CASES = [
     Case((glyph_resnet(Rand(1), num_classes=10), 1e-2, 1e-3), label="GlyphResNet, head 1e-2, backbone 1e-3"),
+    Case((glyph_mobilenet(Rand(3), num_classes=10), 1e-2, 1e-3),
+         label="a MobileNet-like model (head: the last layer of `classifier`), head 1e-2, backbone 1e-3"),
     Case((glyph_resnet(Rand(2), head="dropout"), 3e-3, 3e-4), label="a head of Dropout and Linear"),
 ]
 
@@ -74,7 +88,7 @@ def _run(answer, case: Case):
     for n, p in model.named_parameters():
         if id(p) not in seen:
             raise Incorrect("missing", name=n)
-    head = head_ids(model)
+    head = _head_ids(model)
     lrs = {n: seen[id(p)] for n, p in model.named_parameters()}
     if any(not given for _, given in lrs.values()):
         raise Incorrect("default_lr")
@@ -87,14 +101,20 @@ def _run(answer, case: Case):
     for n, (lr, _) in lrs.items():
         want = head_lr if id(model.get_parameter(n)) in head else backbone_lr
         if lr != want:
-            raise Incorrect("wrong_lr", name=n, got=lr, want=want)
+            raise Incorrect("pretrained_at_head_lr" if lr == head_lr else "wrong_lr", name=n, got=lr, want=want)
     return {n: lr for n, (lr, _) in lrs.items()}
 
 
 # --- wrong answers
-def _both(model, head_lr, backbone_lr):
-    return [{"params": list(model.parameters()), "lr": backbone_lr},
-            {"params": list(model.fc.parameters()), "lr": head_lr}]
+def _both(model, head_lr, backbone_lr):  # the notebook's teammate
+    return [{"params": model.parameters(), "lr": backbone_lr}, {"params": model.fc.parameters(), "lr": head_lr}]
+
+
+def _whole_classifier(model, head_lr, backbone_lr):
+    head = model.fc if hasattr(model, "fc") else model.classifier
+    ids = {id(p) for p in head.parameters()}
+    return [{"params": [p for p in model.parameters() if id(p) not in ids], "lr": backbone_lr},
+            {"params": list(head.parameters()), "lr": head_lr}]
 
 
 def _convs_only(model, head_lr, backbone_lr):
@@ -136,6 +156,9 @@ register(Exercise(
         Mistake("default_lr", "A group of yours gives no `\"lr\"`, so it takes whatever rate the optimizer is "
                 "built with. Each group says its own rate here: the function is the one place that decides.",
                 _no_lr, match_output=False),
+        Mistake("pretrained_at_head_lr", "`{name}` is pretrained, yet it gets the head's rate {got}: only the "
+                "new head, the last layer the features pass through, starts random (on a MobileNet-like model "
+                "the last layer of `classifier`, not all of it).", _whole_classifier, match_output=False),
         Mistake("wrong_lr", "`{name}` gets lr {got}; it should get {want}.", match_output=False),
         Mistake("not_the_models", "Your groups hold tensors that are not the model's parameters (copies?).",
                 match_output=False),
@@ -143,11 +166,12 @@ register(Exercise(
                 lambda model, h, b: list(model.parameters()), match_output=False),
     ],
     hints=[
-        "How can you tell the head's parameters from all the others, so that each parameter lands in exactly one "
-        "group, BatchNorm's included? And what must a group say besides its parameters?",
-        "Two groups: the head's parameters with `head_lr`, and every other parameter of the model with `backbone_lr`, "
-        "each group stating its own rate. Tell them apart by the tensors themselves (their identity) or by the name "
-        "prefix of the head, not by a filter that only catches some kinds of layer.",
+        "What does AdamW's error say about the teammate's two groups? Which layer of each model starts random, and "
+        "how can you tell its parameters from all the others so that each lands in exactly one group?",
+        "Only the new head, the last layer the features pass through (exercise 4), needs the larger rate; every "
+        "other parameter, BatchNorm's and a classifier's earlier layers included, is pretrained. Each group states "
+        "its own rate; tell the parameters apart by the tensors themselves (their identity), not by a filter that "
+        "only catches some kinds of layer.",
         "Look up per-parameter options in `torch.optim.Optimizer`'s documentation, `nn.Module.named_parameters` and "
         "Python's `id`.",
     ],
