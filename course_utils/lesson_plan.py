@@ -65,8 +65,8 @@ SUMMARY: dict[str, str] = {
     "a split by font measured against a random split, normalisation statistics from the training split, "
     "and an augmentation that keeps letters letters",
     "14_transfer_learning": "residual blocks and global average pooling, a small ResNet pretrained on letters "
-    "(shipped, reproducible), the pretrained model's preprocessing, replacing `fc`, freezing with BatchNorm, "
-    "parameter groups; feature extraction vs fine-tuning vs from scratch on digits with five labels per class",
+    "(shipped, reproducible), the pretrained model's preprocessing, replacing the head wherever a model keeps "
+    "it, freezing with BatchNorm, parameter groups; feature extraction vs fine-tuning vs from scratch on digits with five labels per class",
     "15_small_gpt": "a character tokenizer, `nn.Embedding` and learned positions, next-token targets, a bigram baseline, "
     "causal self-attention (checked against `F.scaled_dot_product_attention`), pre-norm blocks, weight tying, "
     "a tiny GPT trained on a CPU, sampling with temperature and top-k",
