@@ -160,6 +160,31 @@ def test_a_fifo_named_like_a_notebook_does_not_hang_the_grader(tmp_path):
     assert (row["student"], row["mistake"]) == ("gina", "not_regular_file")
 
 
+def test_a_linked_student_folder_is_a_row_not_silence(tmp_path):
+    """Before: `rglob` does not enter a linked folder, so a student folder that is a symlink (or
+    a linked week folder in one, or a dangling link) was skipped without a word or a row."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / f"{LESSON}.ipynb").write_text(CORRUPT)
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "alice" / f"{LESSON}.ipynb").write_text(CORRUPT)
+    (subs / "mallory").symlink_to(elsewhere, target_is_directory=True)
+    (subs / "bob").mkdir()
+    (subs / "bob" / "week1").symlink_to(elsewhere, target_is_directory=True)
+    (subs / "dan").symlink_to(tmp_path / "nowhere")
+    (subs / ".eve").symlink_to(elsewhere, target_is_directory=True)
+    code, out = _grade([str(subs), *_exports(tmp_path)])
+    assert code == 0, out
+    rows = {r["student"]: r for r in _rows(tmp_path / "g.csv")}
+    assert set(rows) == {"alice", "mallory", "bob", "dan"}, out
+    assert rows["alice"]["mistake"] == "corrupt_notebook"
+    for who in ("mallory", "bob", "dan"):
+        assert (rows[who]["status"], rows[who]["mistake"], rows[who]["points"]) == ("error", "not_regular_file", "0")
+    assert out.count("not a regular folder") >= 3, out
+    assert "skipped" in out and ".eve" in out  # a hidden one is named, as hidden folders are
+
+
 def test_read_bytes_refuses_devices_and_links_and_reads_regular_files(tmp_path):
     from course_utils.instructor import grade_parse
 
