@@ -115,6 +115,38 @@ def test_a_grader_failure_on_one_notebook_is_its_row_and_the_batch_goes_on(tmp_p
     assert "grader bug" in out
 
 
+def test_a_notebook_of_a_million_tiny_objects_is_refused_unparsed(tmp_path, monkeypatch):
+    """Before: 800,000 empty objects in 2.4 MB cost the grader's own, unsandboxed process 1 GB
+    (and 160 s) in nbformat before any sandbox started; now they are counted, not parsed."""
+    from course_utils.instructor import grade_parse
+
+    nb = json.loads(_nb_json())
+    nb["metadata"]["junk"] = [{} for _ in range(grade_parse.MAX_JSON_VALUES)]
+    bomb = json.dumps(nb, separators=(",", ":"))
+    subs = tmp_path / "subs"
+    (subs / "mallory").mkdir(parents=True)
+    (subs / "mallory" / f"{LESSON}.ipynb").write_text(bomb)
+
+    def never(*a, **k):
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(grade_parse.nbformat, "reads", never)
+    monkeypatch.setattr(grade_run.Grader, "_run_and_judge", never)
+    code, out = _grade([str(subs), *_exports(tmp_path)])
+    assert code == 0, out
+    row = _rows(tmp_path / "g.csv")[0]
+    assert (row["student"], row["status"], row["mistake"]) == ("mallory", "error", "corrupt_notebook")
+    assert "too complex to read (more than 100,000 JSON values, the limit)" in out, out
+
+
+def test_the_courses_notebooks_stay_far_below_the_json_limit():
+    from course_utils.instructor import grade_parse
+
+    for nb in [*build.NOTEBOOKS.glob("*.ipynb"), *build.SOLUTIONS.glob("*.ipynb")]:
+        assert grade_parse.json_values(nb.read_bytes()) < grade_parse.MAX_JSON_VALUES / 20, nb
+    assert grade_parse.json_values(b'{"a": [1, "b,{[", {}], "c\\"": null}') == 7  # strings are text
+
+
 # ----------------------------------------------------------------------------- not regular files
 
 
