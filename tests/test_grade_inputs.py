@@ -398,6 +398,36 @@ def test_canvas_and_moodle_column_conventions(tmp_path):
 
 
 @pytest.mark.skipif(sandbox.works() is not None, reason=f"no bubblewrap sandbox here: {sandbox.works()}")
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def test_the_judges_temp_folders_go_with_the_grader(tmp_path, monkeypatch):
+    """Before: the judge (and, unsandboxed, each run) used the system's temp folder and ends
+    killed, so the folders checks make with mkdtemp and remove at exit stayed: one
+    `course-l13-*` per `grade` of a lesson-13 notebook, 88 such folders on a CI machine."""
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    grader = grade_run.Grader(1, sandboxed=False)
+    try:
+        judge = grader._judge()
+        scratch = Path(_environ(judge.pid)["TMPDIR"])
+        assert scratch.is_dir() and grader.tmp in scratch.parents, scratch
+        (scratch / "course-l13-left").mkdir()  # what a killed judge leaves
+        started: list[dict] = []
+        monkeypatch.setattr(grade_run.subprocess, "Popen", lambda *a, **k: started.append(k["env"]))
+        grader._notebook_proc(tmp_path, {"lesson": LESSON, "notebook": "x"}, None)  # an unsandboxed run
+        assert started[0]["TMPDIR"] == str(scratch)
+        monkeypatch.undo()
+    finally:
+        grader.close()
+    assert not scratch.exists() and not grader.tmp.exists()
+    assert [p.name for p in tmp_path.iterdir()] == [], list(tmp_path.iterdir())
+
+
 def test_all_temp_space_in_a_sandbox_stays_within_its_limit(tmp_path):
     """Every folder a sandbox can write is RAM-backed (tmpfs): together they hold at most
     ``Limits.tmp_size``. Before: /tmp, /dev/shm and each masked home had the full size each
