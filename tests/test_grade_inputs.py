@@ -115,6 +115,38 @@ def test_a_grader_failure_on_one_notebook_is_its_row_and_the_batch_goes_on(tmp_p
     assert "grader bug" in out
 
 
+def test_a_notebook_of_a_million_tiny_objects_is_refused_unparsed(tmp_path, monkeypatch):
+    """Before: 800,000 empty objects in 2.4 MB cost the grader's own, unsandboxed process 1 GB
+    (and 160 s) in nbformat before any sandbox started; now they are counted, not parsed."""
+    from course_utils.instructor import grade_parse
+
+    nb = json.loads(_nb_json())
+    nb["metadata"]["junk"] = [{} for _ in range(grade_parse.MAX_JSON_VALUES)]
+    bomb = json.dumps(nb, separators=(",", ":"))
+    subs = tmp_path / "subs"
+    (subs / "mallory").mkdir(parents=True)
+    (subs / "mallory" / f"{LESSON}.ipynb").write_text(bomb)
+
+    def never(*a, **k):
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(grade_parse.nbformat, "reads", never)
+    monkeypatch.setattr(grade_run.Grader, "_run_and_judge", never)
+    code, out = _grade([str(subs), *_exports(tmp_path)])
+    assert code == 0, out
+    row = _rows(tmp_path / "g.csv")[0]
+    assert (row["student"], row["status"], row["mistake"]) == ("mallory", "error", "corrupt_notebook")
+    assert "too complex to read (more than 100,000 JSON values, the limit)" in out, out
+
+
+def test_the_courses_notebooks_stay_far_below_the_json_limit():
+    from course_utils.instructor import grade_parse
+
+    for nb in [*build.NOTEBOOKS.glob("*.ipynb"), *build.SOLUTIONS.glob("*.ipynb")]:
+        assert grade_parse.json_values(nb.read_bytes()) < grade_parse.MAX_JSON_VALUES / 20, nb
+    assert grade_parse.json_values(b'{"a": [1, "b,{[", {}], "c\\"": null}') == 7  # strings are text
+
+
 # ----------------------------------------------------------------------------- not regular files
 
 
@@ -158,6 +190,31 @@ def test_a_fifo_named_like_a_notebook_does_not_hang_the_grader(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = _rows(tmp_path / "g.csv")[0]
     assert (row["student"], row["mistake"]) == ("gina", "not_regular_file")
+
+
+def test_a_linked_student_folder_is_a_row_not_silence(tmp_path):
+    """Before: `rglob` does not enter a linked folder, so a student folder that is a symlink (or
+    a linked week folder in one, or a dangling link) was skipped without a word or a row."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / f"{LESSON}.ipynb").write_text(CORRUPT)
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "alice" / f"{LESSON}.ipynb").write_text(CORRUPT)
+    (subs / "mallory").symlink_to(elsewhere, target_is_directory=True)
+    (subs / "bob").mkdir()
+    (subs / "bob" / "week1").symlink_to(elsewhere, target_is_directory=True)
+    (subs / "dan").symlink_to(tmp_path / "nowhere")
+    (subs / ".eve").symlink_to(elsewhere, target_is_directory=True)
+    code, out = _grade([str(subs), *_exports(tmp_path)])
+    assert code == 0, out
+    rows = {r["student"]: r for r in _rows(tmp_path / "g.csv")}
+    assert set(rows) == {"alice", "mallory", "bob", "dan"}, out
+    assert rows["alice"]["mistake"] == "corrupt_notebook"
+    for who in ("mallory", "bob", "dan"):
+        assert (rows[who]["status"], rows[who]["mistake"], rows[who]["points"]) == ("error", "not_regular_file", "0")
+    assert out.count("not a regular folder") >= 3, out
+    assert "skipped" in out and ".eve" in out  # a hidden one is named, as hidden folders are
 
 
 def test_read_bytes_refuses_devices_and_links_and_reads_regular_files(tmp_path):
@@ -341,6 +398,36 @@ def test_canvas_and_moodle_column_conventions(tmp_path):
 
 
 @pytest.mark.skipif(sandbox.works() is not None, reason=f"no bubblewrap sandbox here: {sandbox.works()}")
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def test_the_judges_temp_folders_go_with_the_grader(tmp_path, monkeypatch):
+    """Before: the judge (and, unsandboxed, each run) used the system's temp folder and ends
+    killed, so the folders checks make with mkdtemp and remove at exit stayed: one
+    `course-l13-*` per `grade` of a lesson-13 notebook, 88 such folders on a CI machine."""
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    grader = grade_run.Grader(1, sandboxed=False)
+    try:
+        judge = grader._judge()
+        scratch = Path(_environ(judge.pid)["TMPDIR"])
+        assert scratch.is_dir() and grader.tmp in scratch.parents, scratch
+        (scratch / "course-l13-left").mkdir()  # what a killed judge leaves
+        started: list[dict] = []
+        monkeypatch.setattr(grade_run.subprocess, "Popen", lambda *a, **k: started.append(k["env"]))
+        grader._notebook_proc(tmp_path, {"lesson": LESSON, "notebook": "x"}, None)  # an unsandboxed run
+        assert started[0]["TMPDIR"] == str(scratch)
+        monkeypatch.undo()
+    finally:
+        grader.close()
+    assert not scratch.exists() and not grader.tmp.exists()
+    assert [p.name for p in tmp_path.iterdir()] == [], list(tmp_path.iterdir())
+
+
 def test_all_temp_space_in_a_sandbox_stays_within_its_limit(tmp_path):
     """Every folder a sandbox can write is RAM-backed (tmpfs): together they hold at most
     ``Limits.tmp_size``. Before: /tmp, /dev/shm and each masked home had the full size each

@@ -186,6 +186,8 @@ def _copy(held: Path, tmp_path: Path) -> Path:
     (lambda r: os.symlink("/etc/passwd", r / "DigitClassifier" / "3" / "x.png"), "not a regular file"),
     (lambda r: os.mkfifo(r / "DigitClassifier" / "3" / "pipe.png"), "not a regular file"),
     (lambda r: shutil.rmtree(r / "DigitClassifier"), "no exercise folders"),
+    # an image bomb: 81 M pixels in 10 kB, refused from its header (before: decoded, gigabytes at 13000x13000)
+    (lambda r: Image.new("1", (9000, 9000), 1).save(r / "DigitClassifier" / "3" / "big.png"), "9000x9000 pixels"),
 ])
 def test_a_folder_that_cannot_be_used_is_refused_with_its_reason(held, tmp_path, damage, message):
     root = _copy(held, tmp_path)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,9 @@ import torch
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 MAX_IMAGE_BYTES = 20 * 1024**2
 MAX_IMAGES = 20_000
+# pixels an image's header may declare: a 50-megapixel photo; decoding is never tried beyond (a
+# 0.4 MB PNG of 13000x13000 pixels cost the grader 3 GB to read; a review found it)
+MAX_IMAGE_PIXELS = 50_000_000
 
 
 class HeldOutError(ValueError):
@@ -137,6 +141,27 @@ def _image_files(folder: Path) -> list[Path]:
     return found
 
 
+def _check_pixels(path: Path) -> None:
+    """Refuse an image whose header declares more than :data:`MAX_IMAGE_PIXELS`, before any
+    pixel is decoded (PIL's ``Image.open`` reads the header only). An image PIL cannot open is
+    left to the loader, which says so."""
+    from PIL import Image
+
+    too_many = f"more than {MAX_IMAGE_PIXELS:,} pixels"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # ours is the message
+            with Image.open(path) as im:
+                width, height = im.size
+    except Image.DecompressionBombError:  # PIL's own bound, above ours
+        raise HeldOutError(f"{path}: {too_many}: refused unread (scale it down)") from None
+    except Exception:  # noqa: BLE001 - the loader reports an unreadable file by name
+        return
+    if width * height > MAX_IMAGE_PIXELS:
+        raise HeldOutError(f"{path}: {width}x{height} pixels, {too_many}: refused before decoding it, which "
+                           "could take gigabytes (scale it down)")
+
+
 def read_class_folders(root: Path, classes: list[str],
                        load: Callable[[Path], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """``root/<class>/<image>`` as a stacked tensor of ``load(path)`` and int64 labels (the index
@@ -161,6 +186,7 @@ def read_class_folders(root: Path, classes: list[str],
         for path in _image_files(sub):
             if len(images) >= MAX_IMAGES:
                 raise HeldOutError(f"{root}: more than {MAX_IMAGES} images")
+            _check_pixels(path)
             try:
                 images.append(load(path))
             except Exception as exc:  # noqa: BLE001 - PIL's errors vary by format

@@ -7,6 +7,7 @@ Nothing here runs a notebook; :mod:`.grade_run` does, in a sandbox."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 import warnings
 from collections.abc import Collection, Iterable
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_NOTEBOOK_BYTES = 50 * 1024**2
+# JSON values a submitted notebook may hold: the course's biggest holds about 2,300. Parsing costs
+# the grader's own (unsandboxed) memory, ~0.4 kB per empty object: 800,000 of them in 2.4 MB cost
+# it a gigabyte (a review found it); 100,000 cost at most ~45 MB. Counted before parsing.
+MAX_JSON_VALUES = 100_000
+_JSON_TOKEN = re.compile(rb'[,{[]|"[^"\\]*(?:\\.[^"\\]*)*"')  # a comma, an opening bracket or a whole string
 
 
 def lesson_stems() -> list[str]:
@@ -108,13 +114,15 @@ def find_notebooks(paths: Iterable[str | os.PathLike[str]],
                    hidden: list[Path] | None = None) -> list[tuple[Path, Path | None]]:
     """``(notebook, root)`` for every notebook under ``paths``; ``root`` is the folder given.
     Notebooks in hidden folders (``.name``) are left out and, when ``hidden`` is a list, added
-    to it (Jupyter's ``.ipynb_checkpoints`` silently)."""
+    to it (Jupyter's ``.ipynb_checkpoints`` silently). A link to a folder (or a dangling link)
+    below a folder given is listed as an item of its own, never followed: grading it gives a
+    ``not_regular_file`` row instead of silence."""
     out: list[tuple[Path, Path | None]] = []
     seen: set[Path] = set()
     for p in map(Path, paths):
         if p.is_dir():
             items: list[tuple[Path, Path | None]] = []
-            for q in sorted(p.rglob("*.ipynb")):
+            for q in _walk(p):
                 parts = q.relative_to(p).parts
                 if ".ipynb_checkpoints" in parts:
                     continue
@@ -133,6 +141,32 @@ def find_notebooks(paths: Iterable[str | os.PathLike[str]],
     return out
 
 
+def _walk(top: Path) -> list[Path]:
+    """Every ``*.ipynb`` below ``top`` (whatever its type) and every link that is not one but
+    leads to a folder or nowhere, sorted; links are never followed (``Path.rglob`` skipped a
+    linked student folder without a word)."""
+    found: list[Path] = []
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            path = folder / e.name
+            if e.name.endswith(".ipynb"):
+                found.append(path)
+            elif e.is_symlink() and (e.is_dir() or not os.path.exists(path)):  # a linked folder, or a link to nothing
+                found.append(path)
+            if e.is_dir(follow_symlinks=False):
+                stack.append(path)
+    return sorted(found)
+
+
+NOT_REGULAR_FOLDER = "not a regular folder (a link: nothing in it is read; copy the folder in instead)"
+
+
 class NotRegularFile(OSError):
     """A submission that is a symlink, FIFO, device, socket or folder: never opened or read."""
 
@@ -141,7 +175,10 @@ def read_bytes(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
     """The bytes of a submitted file, if it is a regular file of at most ``limit`` bytes.
     Never follows a symlink or blocks on a FIFO: the type is checked with ``lstat`` before the
     file is opened (``O_NOFOLLOW | O_NONBLOCK``) and again on the opened descriptor."""
-    if not stat.S_ISREG(os.lstat(path).st_mode):
+    mode = os.lstat(path).st_mode
+    if stat.S_ISLNK(mode) and path.suffix != ".ipynb" and (path.is_dir() or not path.exists()):
+        raise NotRegularFile(NOT_REGULAR_FOLDER)
+    if not stat.S_ISREG(mode):
         raise NotRegularFile("not a regular file (a symlink, FIFO, device, socket or folder)")
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     try:
@@ -161,9 +198,27 @@ def read_bytes(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
     return b"".join(chunks)
 
 
+def json_values(data: bytes, stop: int = MAX_JSON_VALUES) -> int:
+    """An upper bound on the values (objects, arrays, strings, numbers, ...) a JSON parser would
+    build from ``data`` before it stops, counted up to just past ``stop``: each value is a
+    container or follows a comma (strings are skipped whole: their commas and brackets are
+    text). Constant memory, one match at a time: ~40 ms for the course's biggest notebook."""
+    n = 1
+    for m in _JSON_TOKEN.finditer(data):
+        if data[m.start()] != 0x22:  # not a string
+            n += 1
+            if n > stop:
+                break
+    return n
+
+
 def parse_notebook(path: Path, data: bytes) -> nbformat.NotebookNode:
     """A submitted notebook from its bytes: UTF-8, valid JSON, valid nbformat 4 (every cell's
     ``source`` a string or a list of strings, ...), else an exception saying why."""
+    values = json_values(data) if path.suffix != ".py" else 0
+    if values > MAX_JSON_VALUES:
+        raise ValueError(f"notebook too complex to read (more than {MAX_JSON_VALUES:,} JSON values, the limit): "
+                         "not parsed")
     text = data.decode("utf-8")
     if path.suffix == ".py":
         import jupytext

@@ -72,6 +72,11 @@ class Grader:
         self.uids = sandbox.UidPool(2 * self.workers) if sandboxed else sandbox.UidPool(0)
         self.tmp = Path(tempfile.mkdtemp(prefix="course-grade-"))
         self.tmp.chmod(0o711)
+        # TMPDIR of the judges and of unsandboxed runs: they end killed, so the folders the checks
+        # make with mkdtemp and remove at exit (lesson 7's logs, 13's and 16's files) would stay
+        # in the system's temp folder, one set per run; here they go with self.tmp at close
+        self.scratch = self.tmp / "tmp"
+        self.scratch.mkdir(mode=0o700)
         self._courses: dict[str, Path] = {}  # lesson -> the staged course its submissions run against
         self._courses_lock = threading.Lock()  # not self.lock: stop() takes that one from a signal handler
         self.stems = lesson_stems()
@@ -125,7 +130,7 @@ class Grader:
                                  threads=self.threads)
         work = Path(tempfile.mkdtemp(dir=self.tmp))
         env = dict(os.environ, PYTHONPATH=str(self.course(job["lesson"])), COURSE_PROGRESS_LOG="", MPLBACKEND="Agg",
-                   OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads))
+                   OMP_NUM_THREADS=str(self.threads), MKL_NUM_THREADS=str(self.threads), TMPDIR=str(self.scratch))
         job_local = dict(job, notebook=str(inputs / "notebook.ipynb"))
         argv[-1] = json.dumps(job_local)
         return subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -135,7 +140,7 @@ class Grader:
         proc = getattr(self.local, "judge", None)
         if proc is not None and proc.poll() is None:
             return proc
-        env = dict(os.environ, COURSE_PROGRESS_LOG="", OMP_NUM_THREADS="1",
+        env = dict(os.environ, COURSE_PROGRESS_LOG="", OMP_NUM_THREADS="1", TMPDIR=str(self.scratch),
                    PYTHONPATH=os.pathsep.join(
                        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
         proc = subprocess.Popen([sys.executable, "-m", "course_utils.instructor.judge", "worker"],
