@@ -627,6 +627,28 @@ def write(stems: list[str], force: bool = False, backup_to: Path | None = None) 
     return res
 
 
+def refresh_references(stems: list[str]) -> list[Path]:
+    """Write the generated reference modules of ``stems`` from their ``.py`` sources where they
+    differ (before the solutions run: a check cell grades against them, and an old module made
+    the first ``--execute`` after a changed answer show Incorrect). Returns the files written."""
+    written = []
+    for path, text in reference_files(stems).items():
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            written.append(path)
+    return written
+
+
+def execute_all(stems: list[str]) -> None:
+    """``build --execute``: the reference modules first, then each solution, saying how long."""
+    for path in refresh_references(stems):  # the notebooks' checks grade against these
+        print(f"wrote {path.relative_to(ROOT)}")
+    for stem in stems:
+        took = execute(stem)
+        print(f"executed solutions/{stem} in {took:.1f} s")
+
+
 def execute(stem: str, timeout: int = 600) -> float:
     """Run ``solutions/<stem>.py`` top to bottom in a fresh kernel and store the outputs in
     ``solutions/<stem>.ipynb`` (and the normalised ``.py``). Returns seconds taken."""
@@ -698,9 +720,7 @@ def main(argv: list[str] | None = None) -> int:
                   "index and solution pairs in sync.")
         return 1 if problems else 0
     if args.execute:
-        for stem in stems:
-            took = execute(stem)
-            print(f"executed solutions/{stem} in {took:.1f} s")
+        execute_all(stems)
     for stem in stems:
         pair = pair_problem(stem) if (SOLUTIONS / f"{stem}.ipynb").exists() else None
         if pair:

@@ -174,3 +174,23 @@ def test_leftover_text_pairs_are_removed_unless_edited(course_copy, tmp_path):
     assert build.write([stem], backup_to=tmp_path / "bk").refused == [py] and py.exists()
     res = build.write([stem], force=True, backup_to=tmp_path / "bk")
     assert not py.exists() and "my answer" in res.backups[0].read_text()
+
+
+def test_execute_grades_against_references_written_from_the_edited_source(course_copy, monkeypatch):
+    """A changed answer in ``solutions/NN.py``: ``build --execute`` writes the answers module
+    before it runs the notebook, whose check cells grade against it (helpers found the first
+    ``--execute`` after a change showed Incorrect, the second none)."""
+    stem = "00_start_here"
+    src = course_copy / "solutions" / f"{stem}.py"
+    src.write_text(src.read_text().replace("celsius * 9 / 5 + 32", "celsius * 1.8 + 32"))
+    module = course_copy / "course_utils" / "answers" / f"l{stem}.py"
+    seen = []
+
+    def execute(s, timeout=600):
+        seen.append(module.read_text())
+        raise SystemExit(0)
+
+    monkeypatch.setattr(build, "execute", execute)
+    with pytest.raises(SystemExit):
+        build.main(["--execute", stem])
+    assert seen and "celsius * 1.8 + 32" in seen[0]
