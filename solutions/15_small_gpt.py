@@ -475,7 +475,7 @@ def tie_weights(model):
 ex.tie_weights.check(tie_weights)
 
 # %% [markdown]
-# **Predict the output** (value): `emb = nn.Embedding(10, 4)`, `head = nn.Linear(4, 10, bias=False)`, then `head.weight = emb.weight`. How many numbers does `sum(p.numel() for p in nn.ModuleList([emb, head]).parameters())` count?
+# **Predict the output** (value): `head = nn.Linear(4, 10, bias=False)`, then `both = nn.ModuleList([head, head])`: the same module twice. How many numbers does `sum(p.numel() for p in both.parameters())` count?
 
 # %% tags=["predict:tied_param_count"]
 quiz.tied_param_count(
@@ -485,11 +485,10 @@ quiz.tied_param_count(
 )
 
 # %%
-emb, head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)
-both = nn.ModuleList([emb, head])
-print("untied:", sum(p.numel() for p in both.parameters()))
-head.weight = emb.weight
-print("tied:  ", sum(p.numel() for p in both.parameters()), " same object:", head.weight is emb.weight)
+head = nn.Linear(4, 10, bias=False)
+both = nn.ModuleList([head, head])
+print("the same module twice:", sum(p.numel() for p in both.parameters()))
+print("two modules:", sum(p.numel() for p in nn.ModuleList([head, nn.Linear(4, 10, bias=False)]).parameters()))
 
 # %% [markdown]
 # ## 9. The model, trained

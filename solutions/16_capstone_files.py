@@ -180,8 +180,8 @@ print("the teammate's rule stops after epoch", stopped_after(teammates_should_st
       "- the run's lowest loss comes at epoch", run_losses.index(min(run_losses)) + 1)
 
 # %% [markdown]
-# Stopped there, the run would ship epoch 4's weights (82 % on the validation fonts) instead of
-# epoch 8's (98 %). Repair it: write `should_stop(val_losses, patience)`, `True` to stop. With
+# Stopped there, the run would ship one of its first five epochs (87 % on the validation fonts
+# at best) instead of reaching epoch 8 (98 %). Repair it: write `should_stop(val_losses, patience)`, `True` to stop. With
 # `patience=3` this run must train through its bump at epoch 5 and stop after epoch 11: a run
 # stops once `patience` epochs in a row have not moved it forward, and not before. Decide what
 # "forward" means so that a bump the curve recovers from does not count and a plateau does. A

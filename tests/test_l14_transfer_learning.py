@@ -558,6 +558,12 @@ def groups_whole_classifier(model, head_lr, backbone_lr):
             {"params": list(head.parameters()), "lr": head_lr}]
 
 
+@wrong(EX, "params_in_a_set")  # right groups as sets: AdamW raises TypeError on them (review finding)
+def groups_as_sets(model, head_lr, backbone_lr):
+    head = set((model.fc if hasattr(model, "fc") else model.classifier[-1]).parameters())
+    return [{"params": set(model.parameters()) - head, "lr": backbone_lr}, {"params": head, "lr": head_lr}]
+
+
 @wrong(EX, "listed_twice")
 def groups_twice(model, head_lr, backbone_lr):
     return [{"params": list(model.fc.parameters()), "lr": head_lr},

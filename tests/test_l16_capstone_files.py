@@ -239,6 +239,11 @@ def stop_vs_previous_or_equal(val_losses, patience):
     return len(val_losses) > 1 and val_losses[-1] >= val_losses[-2]
 
 
+@wrong(EX, "vs_previous")  # compares the recent best with the one loss just before them (review finding)
+def stop_vs_the_epoch_before_the_window(val_losses, patience):
+    return len(val_losses) > patience and min(val_losses[-patience:]) >= val_losses[-patience - 1]
+
+
 @wrong(EX, "vs_previous")  # was the generic wrong_values
 def stop_rises_in_a_row(val_losses, patience):
     rises = 0

@@ -704,14 +704,13 @@ _q("15_small_gpt.first_row_weights", "value",
    "all the weight, [1.0, 0.0, 0.0, 0.0]. Row 3 may see all four and spreads 0.25 over each.",
    shows="print(weights.round(decimals=2))")
 _q("15_small_gpt.tied_param_count", "value",
-   "`emb = nn.Embedding(10, 4)`, `head = nn.Linear(4, 10, bias=False)`, then `head.weight = emb.weight`. How many "
-   "numbers does `sum(p.numel() for p in nn.ModuleList([emb, head]).parameters())` count?",
-   "emb, head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)\n"
-   "head.weight = emb.weight\n"
-   "sum(p.numel() for p in nn.ModuleList([emb, head]).parameters())",
-   "40: both modules hold the same Parameter object, and `parameters()` lists each Parameter once. Untied, "
-   "the two (10, 4) weights would count 80.",
-   shows='print("tied:  ", sum(p.numel() for p in both.parameters()), " same object:", head.weight is emb.weight)')
+   "`head = nn.Linear(4, 10, bias=False)`, then `both = nn.ModuleList([head, head])`: the same module twice. How "
+   "many numbers does `sum(p.numel() for p in both.parameters())` count?",
+   "head = nn.Linear(4, 10, bias=False)\n"
+   "sum(p.numel() for p in nn.ModuleList([head, head]).parameters())",
+   "40: both entries hold the same Parameter object, and `parameters()` lists each Parameter once, however many "
+   "modules reach it. Two separate (10, 4) weights would count 80.",
+   shows='print("the same module twice:", sum(p.numel() for p in both.parameters()))')
 
 # ---------------------------------------------------------------------- 16 capstone on real files
 _q("16_capstone_files.kept_epoch", "value",

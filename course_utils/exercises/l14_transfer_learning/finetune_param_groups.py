@@ -56,6 +56,8 @@ def _read(groups, model) -> dict[int, tuple[float, bool]]:
     if not isinstance(groups, (list, tuple)) or not groups or not all(
             isinstance(g, dict) and "params" in g for g in groups):
         raise Incorrect("not_groups", got=describe(groups))
+    if any(isinstance(g["params"], (set, frozenset)) for g in groups):  # as add_param_group refuses them
+        raise Incorrect("params_in_a_set")
     groups = [dict(g, params=[g["params"]] if isinstance(g["params"], torch.Tensor) else list(g["params"]))
               for g in groups]
     said = ["lr" in g for g in groups]
@@ -106,6 +108,11 @@ def _run(answer, case: Case):
 
 
 # --- wrong answers
+def _as_sets(model, head_lr, backbone_lr):  # right groups, as sets: AdamW raises TypeError
+    head = set((model.fc if hasattr(model, "fc") else model.classifier[-1]).parameters())
+    return [{"params": set(model.parameters()) - head, "lr": backbone_lr}, {"params": head, "lr": head_lr}]
+
+
 def _both(model, head_lr, backbone_lr):  # the notebook's teammate
     return [{"params": model.parameters(), "lr": backbone_lr}, {"params": model.fc.parameters(), "lr": head_lr}]
 
@@ -159,6 +166,10 @@ register(Exercise(
         Mistake("pretrained_at_head_lr", "`{name}` is pretrained, yet it gets the head's rate {got}: only the "
                 "new head, the last layer the features pass through, starts random (on a MobileNet-like model "
                 "the last layer of `classifier`, not all of it).", _whole_classifier, match_output=False),
+        Mistake("params_in_a_set", "A group's \"params\" is a set, and the optimizer refuses it (TypeError: "
+                "optimizer parameters need to be organized in ordered collections): a set's order changes from "
+                "run to run, so a saved optimizer state would not find its parameters again. Keep the model's "
+                "order: a list.", _as_sets, match_output=False),
         Mistake("wrong_lr", "`{name}` gets lr {got}; it should get {want}.", match_output=False),
         Mistake("not_the_models", "Your groups hold tensors that are not the model's parameters (copies?).",
                 match_output=False),
@@ -170,8 +181,7 @@ register(Exercise(
         "how can you tell its parameters from all the others so that each lands in exactly one group?",
         "Only the new head, the last layer the features pass through (exercise 4), needs the larger rate; every "
         "other parameter, BatchNorm's and a classifier's earlier layers included, is pretrained. Each group states "
-        "its own rate; tell the parameters apart by the tensors themselves (their identity), not by a filter that "
-        "only catches some kinds of layer.",
+        "its own rate. What tells you that a parameter is one of the head's, whatever kind of layer it sits in?",
         "Look up per-parameter options in `torch.optim.Optimizer`'s documentation, `nn.Module.named_parameters` and "
         "Python's `id`.",
     ],

@@ -127,10 +127,9 @@ register(Exercise(
     hints=[
         "The teammate's two weights share memory, yet the count did not drop: what does the model's parameter "
         "list count, memory or objects? And what does an optimizer keep one of per object it is given?",
-        "A tie that holds is one Parameter object reachable from both modules: the model lists it once, the "
-        "gradients of both uses add up in its one `.grad`, and a dtype change converts it once. A module's "
-        "Parameter attribute can be assigned like any attribute.",
-        "Compare the two weights with `is` after your tie, and look at the shapes: does the head need a "
-        "transpose?",
+        "Sharing memory was not enough for the count, the optimizer or a change of dtype: what do all three go by? "
+        "What would the embedding and the head have to hold, for each of them to see the weight only once?",
+        "Compare the two weights with `is` after your tie; a module's Parameter attribute can be assigned like any "
+        "attribute. And look at the shapes: does the head need a transpose?",
     ],
 ))

@@ -44,6 +44,7 @@ def _cases(r: Rand) -> Case:
     return Case(([_history(r) for _ in range(5)],))
 
 
+NAN_LABEL = "runs whose evaluation logged NaN (in a resumed run's first epoch; in the loss of the best epoch)"
 EDGE_CASES = [Case(([[
     {"epoch": 7, "train_loss": 0.9, "val_loss": 0.5, "val_accuracy": 0.9},
     {"epoch": 8, "train_loss": 0.6, "val_loss": 0.4, "val_accuracy": 0.9},
@@ -69,6 +70,7 @@ NAN_PROBES = [
      [(1, 0.8, 0.5, 0.8), (2, 0.6, NAN, 0.95), (3, 0.4, 0.3, 0.9), (4, 0.3, 0.35, 0.85),
       (5, NAN, NAN, NAN)]],
 ]
+EDGE_CASES.append(Case((NAN_PROBES,), label=NAN_LABEL))
 
 
 # --- run
@@ -78,6 +80,8 @@ _EPOCH = Expect("not_an_epoch", "the epoch number (an `int`)",
 
 def _run(answer, case: Case):
     (histories,) = case.args
+    if case.label == NAN_LABEL:
+        return _nan_picks(answer, histories)
     picked = [_pick(answer, history) for history in histories]
     reversed_train = [dict(h, train_loss=r["train_loss"]) for h, r in zip(PROBE, PROBE[::-1])]
     probe = _pick(answer, PROBE)
@@ -87,7 +91,12 @@ def _run(answer, case: Case):
         raise Incorrect("returned_index")
     if probe in (3, 5):
         raise Incorrect("ignored_ties", kept=probe)
-    for history in NAN_PROBES:
+    return picked
+
+
+def _nan_picks(answer, histories: list[list[dict]]) -> list[int]:
+    picked = []
+    for history in histories:
         measured = [h for h in history if not _failed(h)]
         kept, without = _pick(answer, history), _pick(answer, measured)
         # named only when the rule is right once the NaN epochs are gone; else the runner names the rule
@@ -173,9 +182,10 @@ register(Exercise(
         Mistake("one_score", "You ranked by one score made of accuracy and loss together; rank by validation "
                 "accuracy first, and use the loss only between epochs of the same accuracy.", _one_score),
         Mistake("shipped_nan", "You shipped epoch {kept}, whose validation numbers include NaN: its evaluation "
-                "failed, so nothing says those weights work. Every comparison with NaN is False, so `max` (or a "
-                "loop that starts from the first entry) keeps a NaN it meets first; leave such epochs out before "
-                "you rank.", _nan_blind, match_output=False),
+                "failed, so nothing says those weights work. Leave out every epoch with a NaN among its "
+                "validation numbers (its loss or its accuracy) before you rank: every comparison with NaN is "
+                "False, so `max` (or a loop that starts from the first entry) even keeps a NaN it meets first.",
+                _nan_blind, match_output=False),
         Mistake("returned_entry", "You returned the whole history entry; return its `\"epoch\"`.",
                 _entry, match_output=False),
         Mistake("mutated_input", "Your function reordered or changed the history it was given: the training loop "
@@ -186,10 +196,10 @@ register(Exercise(
         "Which numbers in the history say how the weights do on images they never trained on, and which of them "
         "counts digits read right? When two epochs read as many right, which one's confidence would you rather "
         "show? And what does a comparison with NaN answer?",
-        "Rank by validation accuracy first; between epochs of the same accuracy, the lower validation loss means "
-        "probabilities that fit the true labels better. The training loss plays no part, an epoch with NaN among "
-        "its validation numbers is left out before ranking, and the answer is the winning entry's epoch number, "
-        "not its position in the list.",
+        "Only numbers measured on images the model never trained on say how it will do for users: of those, "
+        "which one counts digits read right, and which one says how well its confidence fits? Which decides, and "
+        "which only breaks a tie? An epoch with NaN among them cannot be compared at all: when must it go? And "
+        "does the caller want a position in the list?",
         "Look up `math.isnan`, `max` with a `key` function, and how Python compares tuples (first element first, "
         "the next only on a tie).",
     ],

@@ -35,18 +35,21 @@ def _cases(r: Rand) -> Case:
     return Case((losses, r.integer(1, 4)))
 
 
+# after its best, a curve that jumps up and then falls every epoch without getting back to the best:
+# the right rule stops; a rule that compares each loss with the epoch before it never does (and it
+# does stop on a curve that rises every epoch, where never stopping would not)
+FALLS_AFTER_A_JUMP = [0.5, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65]
+RISES = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]
+
 EDGE_CASES = [
+    Case((FALLS_AFTER_A_JUMP, 2), label="after the best, a jump up, then a small fall every epoch that never gets "
+         "back to the best", show_inputs=True),
     Case(([1.377, 1.343, 0.717, 0.456, 0.494, 0.221, 0.188, 0.163, 0.239, 0.197, 0.247], 3),
          label="the notebook's run: a bump at epoch 5, the best at epoch 8"),
     Case(([0.9, 0.8, 0.7, 0.72, 0.71, 0.75, 0.6, 0.61, 0.6, 0.6], 3), label="the prediction's curve, then a tie"),
     Case(([0.5, 0.4, 0.45, 0.3, 0.35], 1), label="patience 1"),
     Case(([1.0, 0.8, 0.9, 0.7, 0.95, 0.9, 0.85], 3), label="a new best inside the last `patience`, then worse"),
 ]
-# after its best, a curve that jumps up and then falls every epoch without getting back to the best:
-# the right rule stops; a rule that compares each loss with the epoch before it never does (and it
-# does stop on a curve that rises every epoch, where never stopping would not)
-FALLS_AFTER_A_JUMP = [0.5, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65]
-RISES = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]
 
 
 def _decision(answer, losses: list, patience: int) -> bool:
@@ -66,7 +69,7 @@ _BOOL = Expect("not_bool", "`True` or `False`", lambda got: isinstance(got, (boo
 def _run(answer, case: Case):
     losses, patience = case.args
     decisions = [_decision(answer, losses[:t], patience) for t in range(len(losses) + 1)]
-    if not _decision(answer, FALLS_AFTER_A_JUMP, 2) and _decision(answer, RISES, 2):
+    if losses == FALLS_AFTER_A_JUMP and not decisions[-1] and _decision(answer, RISES, patience):
         raise Incorrect("vs_previous")
     return decisions
 
@@ -110,10 +113,11 @@ register(Exercise(
     lesson=LESSON, name="should_stop", title="Repair an early stopping that stops on the first bump of a noisy curve",
     reference=should_stop, kind="function", cases=_cases, edge_cases=EDGE_CASES, run=_run,
     mistakes=[
-        Mistake("vs_previous", "You compare each loss with the epoch BEFORE it, not with the best so far: after a "
-                "jump up, a curve that falls a little every epoch but never gets back to its best never stops "
-                "your rule. Compare with the BEST loss before the last `patience` epochs.", _vs_previous,
-                match_output=False),
+        Mistake("vs_previous", "Your rule compares recent losses with one earlier epoch's loss (the epoch "
+                "before, say), not with the best so far: on this curve, which after its best jumps up and then "
+                "falls a little every epoch without getting back to the best, it never stops, though it stops on "
+                "a curve that rises every epoch. Compare with the BEST loss before the last `patience` epochs.",
+                _vs_previous, match_output=False),
         Mistake("last_only", "You compare only the LAST loss with the best before the last `patience` epochs; a "
                 "new best earlier in those epochs must keep training going. Compare the best of the last "
                 "`patience` losses.", _last_only),
@@ -135,9 +139,9 @@ register(Exercise(
         "The teammate's rule stops after epoch 5, yet epoch 6 beats every epoch before it. What does the rule "
         "compare the newest loss with, and what would the recent epochs have to beat for training to be worth "
         "going on?",
-        "Progress means a new best: a loss lower than every loss before it, not merely lower than the epoch just "
-        "before. After a bump the curve recovers from, a new best comes within a few epochs; on a plateau none "
-        "comes. An equal loss is no new best, and with `patience` losses or fewer there is nothing yet to compare.",
+        "Which loss of the history is the one to beat: the epoch just before, or another one? After a bump the "
+        "curve recovers from, how soon does that loss fall again, and on a plateau? What should an equal loss count "
+        "as, and what can be decided while the history is still short?",
         "Look up `min` and slicing from the end of a list (a negative start); neither changes the list the training "
         "loop keeps appending to.",
     ],
