@@ -73,6 +73,13 @@ def test_code_cells_reads_both_source_forms_and_skips_markdown():
     [CLEAN, "def make():\n    global f\n    f = g\n", "make()"],
     [CLEAN, "globals().update(f=1)"],
     [CLEAN, "from loops import *"],
+    [CLEAN, "import sys\nsys.modules['__main__'].f = lambda a, b: [x for x in a]"],
+    [CLEAN, "import __main__\n__main__.f = g"],
+    [CLEAN, "import sys\nsetattr(sys.modules.get('__main__'), 'f', g)"],
+    [CLEAN, "import importlib\nimportlib.import_module('__main__').f = g"],
+    [CLEAN, "vars()['f'] = g"],
+    [CLEAN, "get_ipython().user_ns['f'] = g"],
+    [CLEAN, "%run loops.py"],
 ])
 def test_a_later_binding_the_text_does_not_follow_leaves_no_definition(cells):
     """Issue 23 (F4): the rule read only top-level ``def``s, so a second binding under ``if True:``
@@ -83,3 +90,12 @@ def test_a_later_binding_the_text_does_not_follow_leaves_no_definition(cells):
 def test_names_local_to_a_comprehension_do_not_rebind_the_answer():
     assert python_loop(static_function([CLEAN, "ys = [f for f in range(3)]"], "f")) is None
     assert static_function([CLEAN, "ys = [(f := k) for k in range(3)]"], "f") is None  # `:=` binds outside
+
+
+def test_reading_another_objects_namespace_is_not_a_rebinding():
+    """``vars(obj)`` is ``obj``'s namespace (the forgery tests' own probe rewriter uses it on the
+    course's modules), and a magic other than ``%run`` runs no code into the notebook's names."""
+    cells = [CLEAN, "import types\nns = vars(types.SimpleNamespace(a=1))", "%time 1 + 1",
+             "import sys\nif 'google.colab' in sys.modules:\n    pass", "n = len(list(model.modules()))",
+             "if __name__ == '__main__':\n    pass"]
+    assert python_loop(static_function(cells, "f")) is None

@@ -16,7 +16,8 @@ rule follows calls into helpers as it does in the notebook. A name bound any oth
 rule reports that instead of a verdict. So has a name that a later statement binds in a way not
 followed here (a ``def`` under ``if True:``, a ``for`` or ``with`` target, an import), and every
 name of a notebook whose code can bind names unseen (``exec``, ``eval``, ``globals()``, ``vars()``,
-``global``, ``import *``): the text shown would not be the function that ran.
+``global``, ``import *``, ``sys.modules``, ``import __main__``, the kernel's ``user_ns``, ``%run``):
+the text shown would not be the function that ran.
 """
 
 from __future__ import annotations
@@ -114,21 +115,48 @@ def _bound_names(node: ast.AST) -> set[str]:
     return names
 
 
-DYNAMIC = frozenset({"exec", "eval", "globals", "vars", "__import__"})
+DYNAMIC = frozenset({"exec", "eval", "globals", "__import__"})
+# IPython's ways into the kernel's namespace (`get_ipython().user_ns[...] = ...`, `push`, `run_cell`)
+NAMESPACE_ATTRS = frozenset({"user_ns", "user_global_ns", "push", "run_cell", "run_code"})
+
+
+def _main_module(node: ast.AST) -> bool:
+    """``sys.modules[...]``, ``sys.modules.get(...)``, or anything indexed or called with
+    ``"__main__"``: the notebook's own module, whose names can be set from there."""
+    if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.value, ast.Attribute):
+        inner = node.value
+        if inner.attr == "modules" and isinstance(inner.value, ast.Name) and inner.value.id == "sys":
+            return True
+    args = node.args if isinstance(node, ast.Call) else [node.slice] if isinstance(node, ast.Subscript) else []
+    return any(isinstance(a, ast.Constant) and a.value == "__main__" for a in args)
+
+
+def _dynamic(node: ast.AST) -> bool:
+    """Whether ``node`` can bind a top-level name where the text does not show it."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id in DYNAMIC or (node.func.id == "vars" and not node.args):  # `vars(x)` is x's
+            return True
+    if isinstance(node, ast.Attribute) and node.attr in NAMESPACE_ATTRS:
+        return True
+    if isinstance(node, (ast.Import, ast.ImportFrom)):  # `import __main__`, `from m import *`
+        return any(a.name == "*" or a.name.split(".")[0] == "__main__" for a in node.names) or (
+            isinstance(node, ast.ImportFrom) and node.module == "__main__")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run_line_magic":
+        if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "run":
+            return True
+    return isinstance(node, ast.Global) or _main_module(node)
 
 
 def _rebinds_dynamically(cells: list[str]) -> bool:
     """Whether any code cell can bind a top-level name in a way the text does not show: a call of
-    ``exec``, ``eval``, ``globals``, ``vars`` or ``__import__``, a ``global`` statement, or a
-    ``from ... import *``, anywhere (a function may run later)."""
+    ``exec``, ``eval``, ``globals``, ``vars()`` or ``__import__``, a ``global`` statement, an
+    ``import *``, the main module (``import __main__``, ``sys.modules``), the kernel's namespace
+    (``get_ipython().user_ns``, ``push``, ``run_cell``) or ``%run``, anywhere (a function may run
+    later)."""
     for cell in cells:
         tree = _python(cell)
-        for node in ast.walk(tree) if tree is not None else []:
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC:
-                return True
-            if isinstance(node, ast.Global) or (isinstance(node, ast.ImportFrom)
-                                                and any(a.name == "*" for a in node.names)):
-                return True
+        if tree is not None and any(_dynamic(node) for node in ast.walk(tree)):
+            return True
     return False
 
 
