@@ -23,6 +23,8 @@ forged 32 exercises that way). In the staged copy:
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 JUDGE_ONLY = ("finish", "finish_probe", "supply")
@@ -67,13 +69,18 @@ def _reads(tree: ast.Module | ast.stmt) -> set[str]:
     strings (``getattr(module, "_name")``)."""
     used: set[str] = set()
     for stmt in tree.body if isinstance(tree, ast.Module) else [tree]:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            continue
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
-                used.add(node.id)
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-                used.add(node.value)
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            used |= _memo("reads", stmt, functools.partial(_stmt_reads, stmt))
+    return used
+
+
+def _stmt_reads(stmt: ast.stmt) -> set[str]:
+    used: set[str] = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            used.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            used.add(node.value)
     return used
 
 
@@ -98,8 +105,27 @@ def _live(tree: ast.Module, wanted: set[str]) -> set[str]:
 
 def _attributes(trees: dict[Path, ast.Module]) -> set[str]:
     """Private names read as an attribute anywhere (``module._name``): kept wherever defined."""
-    return {node.attr for tree in trees.values() for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and node.attr.startswith("_")}
+    return {attr for tree in trees.values() for stmt in tree.body for attr in _stmt_attributes(stmt)}
+
+
+_MEMO: dict[tuple[str, int], tuple[ast.AST, set[str]]] = {}
+
+
+def _memo(kind: str, stmt: ast.AST, compute: Callable[[], set[str]]) -> set[str]:
+    """``compute()`` once per statement object (a statement of the trees being cut is never
+    changed but for an import's names, which neither reader looks at); keyed by identity, and
+    the object kept, so a new statement at a freed address is never taken for an old one."""
+    hit = _MEMO.get((kind, id(stmt)))
+    if hit is not None and hit[0] is stmt:
+        return hit[1]
+    value = compute()
+    _MEMO[(kind, id(stmt))] = (stmt, value)
+    return value
+
+
+def _stmt_attributes(stmt: ast.stmt) -> set[str]:
+    return _memo("attributes", stmt, lambda: {node.attr for node in ast.walk(stmt)
+                                              if isinstance(node, ast.Attribute) and node.attr.startswith("_")})
 
 
 def _source(path: Path, stmt: ast.ImportFrom, package: Path) -> Path | None:
@@ -117,31 +143,38 @@ def _source(path: Path, stmt: ast.ImportFrom, package: Path) -> Path | None:
     return target.with_suffix(".py") if target.with_suffix(".py").exists() else target / "__init__.py"
 
 
-def _shake(trees: dict[Path, ast.Module], package: Path, cut: set[Path]) -> bool:
-    """One round of removing unused private definitions and the imports of names no longer
-    read, in the files ``cut`` (what the rest of the package reads counts too); whether
-    anything went."""
-    attributes = _attributes(trees)
-    imported: dict[Path, set[str]] = {path: set() for path in trees}  # what other modules import from each
+def _imports(trees: dict[Path, ast.Module], package: Path) -> dict[Path, set[str]]:
+    """What the modules ``trees`` import from each staged file (``from .x import name``)."""
+    imported: dict[Path, set[str]] = {}
     for path, tree in trees.items():
         for stmt in tree.body:
-            if isinstance(stmt, ast.ImportFrom) and (source := _source(path, stmt, package)) in imported:
-                imported[source].update(a.name for a in stmt.names)
-    needed = {path: _live(tree, imported[path] | attributes) if path in cut else _reads(tree) | attributes
-              for path, tree in trees.items()}
+            if isinstance(stmt, ast.ImportFrom) and (source := _source(path, stmt, package)) is not None:
+                imported.setdefault(source, set()).update(a.name for a in stmt.names)
+    return imported
+
+
+def _shake(trees: dict[Path, ast.Module], package: Path, cut: set[Path],
+           fixed: tuple[set[str], dict[Path, set[str]]]) -> bool:
+    """One round of removing unused private definitions and the imports of names no longer
+    read, in the files ``cut`` (what the rest of the package reads counts too: ``fixed``, the
+    private attributes the other files read and what they import, which no round changes);
+    whether anything went."""
+    outside_attributes, outside_imports = fixed
+    cut_trees = {path: trees[path] for path in cut}
+    attributes = outside_attributes | _attributes(cut_trees)
+    imported = _imports(cut_trees, package)
+    needed = {path: _live(tree, imported.get(path, set()) | outside_imports.get(path, set()) | attributes)
+              for path, tree in cut_trees.items()}
     changed = False
-    for path, tree in trees.items():
+    for path, tree in cut_trees.items():
         for stmt in tree.body:
             if not isinstance(stmt, ast.ImportFrom):
                 continue
-            kept = [a for a in stmt.names if path not in cut or not a.name.startswith("_")
-                    or (a.asname or a.name) in needed[path]]
+            kept = [a for a in stmt.names if not a.name.startswith("_") or (a.asname or a.name) in needed[path]]
             if len(kept) != len(stmt.names):
                 changed = True
                 stmt.names = kept
-    for path, tree in trees.items():
-        if path not in cut:
-            continue
+    for path, tree in cut_trees.items():
         body = [stmt for stmt in tree.body
                 if not (isinstance(stmt, ast.ImportFrom) and not stmt.names)
                 and not ((names := _defined(stmt)) and not any(n in needed[path] for n in names))]
@@ -157,7 +190,10 @@ def cut_judge_side(package: Path) -> None:
     trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in sorted(package.rglob("*.py"))}
     for p in cut:
         trees[p] = _StripExamples().visit(trees[p])
-    while _shake(trees, package, cut):
+    outside = {p: t for p, t in trees.items() if p not in cut}  # no round changes these
+    fixed = (_attributes(outside), _imports(outside, package))
+    while _shake(trees, package, cut, fixed):
         pass
+    _MEMO.clear()
     for path in sorted(cut):
         path.write_text(ast.unparse(ast.fix_missing_locations(trees[path])) + "\n", encoding="utf-8")
