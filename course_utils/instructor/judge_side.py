@@ -64,14 +64,12 @@ def _defined(stmt: ast.stmt) -> list[str]:
     return names if all(n.startswith("_") and not n.startswith("__") for n in names) else []
 
 
-def _reads(tree: ast.Module | ast.stmt) -> set[str]:
-    """The names a module's (or one statement's) code reads (imports aside), and single-word
-    strings (``getattr(module, "_name")``)."""
-    used: set[str] = set()
-    for stmt in tree.body if isinstance(tree, ast.Module) else [tree]:
-        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            used |= _memo("reads", stmt, functools.partial(_stmt_reads, stmt))
-    return used
+def _reads(stmt: ast.stmt) -> set[str]:
+    """The names a statement reads (none for an import), and single-word strings
+    (``getattr(module, "_name")``)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return set()
+    return _memo("reads", stmt, functools.partial(_stmt_reads, stmt))
 
 
 def _stmt_reads(stmt: ast.stmt) -> set[str]:
@@ -192,8 +190,10 @@ def cut_judge_side(package: Path) -> None:
         trees[p] = _StripExamples().visit(trees[p])
     outside = {p: t for p, t in trees.items() if p not in cut}  # no round changes these
     fixed = (_attributes(outside), _imports(outside, package))
-    while _shake(trees, package, cut, fixed):
-        pass
-    _MEMO.clear()
+    try:
+        while _shake(trees, package, cut, fixed):
+            pass
+    finally:
+        _MEMO.clear()  # it holds the trees
     for path in sorted(cut):
         path.write_text(ast.unparse(ast.fix_missing_locations(trees[path])) + "\n", encoding="utf-8")
