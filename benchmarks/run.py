@@ -305,7 +305,7 @@ def bench_grading(lessons: list[str], n_notebooks: int, workers: list[int], time
     import shutil
     import tempfile
 
-    from course_utils.instructor import grade, room
+    from course_utils.instructor import grade, judge_side, room
 
     os.environ["COURSE_PROGRESS_LOG"] = ""
     sources = []
@@ -323,6 +323,7 @@ def bench_grading(lessons: list[str], n_notebooks: int, workers: list[int], time
             student.mkdir(parents=True)
             shutil.copy(src, student / src.name)
         for n in workers:
+            judge_side.forget_cuts()  # each run as a fresh `grade` command pays for its cut
             start = time.perf_counter()
             reports = grade.grade([tmp / "submissions"], workers=n, timeout=timeout)
             took = time.perf_counter() - start

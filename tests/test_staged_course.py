@@ -101,3 +101,38 @@ def test_the_executor_has_none_of_the_lessons_own_answers(tmp_path):
     assert not body(sandbox.stage_course(tmp_path / "notebook", "05_training_loop")).startswith("raise RuntimeError(")
     assert body(sandbox.stage_course(tmp_path / "executor", "05_training_loop", executor=True)).startswith(
         "raise RuntimeError(")
+
+
+def _files(course: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(course)): p.read_bytes() for p in sorted(course.rglob("*")) if p.is_file()}
+
+
+def test_a_run_cuts_the_exercises_once_and_a_kept_cut_is_a_fresh_one(tmp_path, monkeypatch):
+    """The judge-side cut reads only ``exercises/`` and what the rest of the package reads of it,
+    the same for every lesson and both copies of a run: it is made once (about 5 s of a
+    lesson's 6) and kept by a digest of its inputs. A kept cut must be byte for byte what a
+    fresh one writes, and a changed input must not find it."""
+    from course_utils.instructor import judge_side
+
+    made: list[int] = []
+    real_cut = judge_side._cut
+    monkeypatch.setattr(judge_side, "_cut", lambda *a: made.append(1) or real_cut(*a))
+    monkeypatch.setattr(judge_side, "_CUTS", {})
+    monkeypatch.setattr(judge_side, "_FACTS", {})
+    sandbox.stage_course(tmp_path / "first", "05_training_loop", executor=True)
+    kept = sandbox.stage_course(tmp_path / "kept", "03_nn_module")
+    assert len(made) == 1, "the second lesson's copy cut the exercises again"
+    judge_side._CUTS.clear()
+    judge_side._FACTS.clear()
+    fresh = sandbox.stage_course(tmp_path / "fresh", "03_nn_module")
+    assert len(made) == 2
+    assert _files(kept) == _files(fresh)
+
+    exercise = next(iter(sorted((fresh / "course_utils" / "exercises").rglob("*.py"))))
+    texts = [(exercise, exercise.read_text(encoding="utf-8"))]
+    fixed: tuple[set[str], dict[Path, set[str]]] = (set(), {})
+    package = fresh / "course_utils"
+    assert (judge_side._inputs_digest(package, texts, fixed)
+            != judge_side._inputs_digest(package, [(exercise, texts[0][1] + "#")], fixed))
+    assert (judge_side._inputs_digest(package, texts, fixed)
+            != judge_side._inputs_digest(package, texts, ({"_x"}, {})))
