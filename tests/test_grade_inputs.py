@@ -147,6 +147,48 @@ def test_the_courses_notebooks_stay_far_below_the_json_limit():
     assert grade_parse.json_values(b'{"a": [1, "b,{[", {}], "c\\"": null}') == 7  # strings are text
 
 
+def _alias_bomb(levels: int = 9) -> str:
+    lines = ["# ---", "# jupyter:", "#   a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"#   a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "\n".join([*lines, "# ---", "", "# %%", "x = 1", ""])
+
+
+def test_a_script_whose_header_expands_is_refused_unparsed(tmp_path, monkeypatch):
+    """Before: a jupytext script whose YAML header nests aliases nine levels deep (10**9 items from
+    1 kB) hung the grader's own process (killed after 60 s); now the header is read as events
+    and an alias refuses it, as does a script of more lines than the limit."""
+    from course_utils.instructor import grade_parse
+
+    scripts = []  # a script is graded when named (a folder's walk takes notebooks only)
+    for student, text in [("mallory", _alias_bomb()), ("trudy", "x = 1\n\n" * (grade_parse.MAX_SCRIPT_LINES // 2 + 1))]:
+        scripts.append(tmp_path / f"{student}_{LESSON}.py")
+        scripts[-1].write_text(text)
+
+    def never(*a, **k):
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(grade_run.Grader, "_run_and_judge", never)
+    code, out = _grade([*map(str, scripts), *_exports(tmp_path)])
+    assert code == 0, out
+    rows = {r["student"]: (r["status"], r["mistake"]) for r in _rows(tmp_path / "g.csv")}
+    assert rows == {"mallory": ("error", "corrupt_notebook"), "trudy": ("error", "corrupt_notebook")}, rows
+    assert "repeats a YAML anchor" in out and "more than 10,000 lines, the limit" in out, out
+
+
+def test_the_courses_scripts_pass_the_script_checks_with_room():
+    from course_utils.instructor import grade_parse
+
+    for script in build.SOLUTIONS.glob("[0-9][0-9]_*.py"):
+        text = script.read_text(encoding="utf-8")
+        grade_parse.check_script(text)
+        assert len(text.splitlines()) < grade_parse.MAX_SCRIPT_LINES / 5, script
+    header = "#!/usr/bin/env python\n# ---\n# jupyter:\n#   kernelspec:\n#     name: python3\n# ---\n\n# %%\nx = 1\n"
+    grade_parse.check_script(header)  # a plain header is read
+    assert grade_parse._yaml_header(header.splitlines()) == "jupyter:\n  kernelspec:\n    name: python3"
+    with pytest.raises(ValueError, match="alias"):
+        grade_parse.check_script(_alias_bomb(2))
+
+
 # ----------------------------------------------------------------------------- not regular files
 
 

@@ -29,6 +29,12 @@ MAX_NOTEBOOK_BYTES = 50 * 1024**2
 # the grader's own (unsandboxed) memory, ~0.4 kB per empty object: 800,000 of them in 2.4 MB cost
 # it a gigabyte (a review found it); 100,000 cost at most ~45 MB. Counted before parsing.
 MAX_JSON_VALUES = 100_000
+# A jupytext script has no JSON to count, and two bombs of its own: jupytext's cost grows faster
+# than its cells (10,000 one-line cells took 26 s on a busy machine, 350,000 in 1 MB did not end in
+# 2 min) and a YAML header with aliases expands when it is copied (nine levels of ten hung the
+# grader). The course's longest script has 990 lines; a script over the limit, or whose header
+# holds an alias, is refused unparsed.
+MAX_SCRIPT_LINES = 10_000
 _JSON_TOKEN = re.compile(rb'[,{[]|"[^"\\]*(?:\\.[^"\\]*)*"')  # a comma, an opening bracket or a whole string
 
 
@@ -212,6 +218,43 @@ def json_values(data: bytes, stop: int = MAX_JSON_VALUES) -> int:
     return n
 
 
+def check_script(text: str) -> None:
+    """Refuse (``ValueError``) a jupytext script jupytext should not read: longer than
+    :data:`MAX_SCRIPT_LINES`, or with a YAML alias in the header jupytext reads (its first lines,
+    between two ``# ---``)."""
+    lines = text.splitlines()
+    if len(lines) > MAX_SCRIPT_LINES:
+        raise ValueError(f"script too long to read (more than {MAX_SCRIPT_LINES:,} lines, the limit): not parsed")
+    header = _yaml_header(lines)
+    if header is None:
+        return
+    import yaml  # type: ignore[import-untyped]  # PyYAML, a jupytext dependency, ships no types
+
+    try:
+        for event in yaml.parse(header):
+            if isinstance(event, yaml.AliasEvent):
+                raise ValueError("the script's header repeats a YAML anchor (an alias, `*name`): not parsed")
+    except yaml.YAMLError as exc:
+        raise ValueError(f"the script's header is no YAML: {str(exc).splitlines()[0]}") from None
+
+
+def _yaml_header(lines: list[str]) -> str | None:
+    """The text of a script's YAML header as jupytext finds it (after a ``#!`` line and an
+    encoding line, between two ``# ---`` lines of comments), uncommented; ``None`` without one."""
+    start = 0
+    while start < min(2, len(lines)) and (lines[start].startswith("#!") or re.match(r"^[ \t\f]*#.*?coding[:=]",
+                                                                                   lines[start])):
+        start += 1
+    if start >= len(lines) or lines[start].rstrip() != "# ---":
+        return None
+    body = []
+    for line in lines[start + 1:]:
+        if not line.startswith("#") or line.rstrip() == "# ---":
+            break
+        body.append(line[2:] if line.startswith("# ") else line[1:])
+    return "\n".join(body)
+
+
 def parse_notebook(path: Path, data: bytes) -> nbformat.NotebookNode:
     """A submitted notebook from its bytes: UTF-8, valid JSON, valid nbformat 4 (every cell's
     ``source`` a string or a list of strings, ...), else an exception saying why."""
@@ -222,6 +265,8 @@ def parse_notebook(path: Path, data: bytes) -> nbformat.NotebookNode:
     text = data.decode("utf-8")
     if path.suffix == ".py":
         import jupytext
+
+        check_script(text)
 
         nb = jupytext.reads(text, fmt="py")
     else:
