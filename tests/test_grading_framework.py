@@ -1154,6 +1154,19 @@ def test_a_swallowing_sleep_loop_ends_near_the_limit(answer):
     assert time.perf_counter() - start < BOUND_S
 
 
+def test_a_limit_ends_when_the_check_stops_the_clocks(monkeypatch):
+    """Lesson 10's median_time puts a simulated clock in ``time.monotonic``'s place while it
+    runs an answer: the guard read its deadline from it, and a `time.sleep(150)` answer ran all
+    150 s (a review, 2026-11-29). The guard reads the clock it bound at import."""
+    start = time.clock_gettime(time.CLOCK_MONOTONIC)  # not patched below
+    for name in ("monotonic", "perf_counter", "time"):
+        monkeypatch.setattr(time, name, lambda: 0.0)
+    with pytest.raises(CheckTimeout):
+        with time_limit(LIMIT_S):
+            _sleep_bare(torch.ones(2))
+    assert time.clock_gettime(time.CLOCK_MONOTONIC) - start < BOUND_S
+
+
 @pytest.mark.parametrize("answer", [_sleep_bare, _sleep_in_finally], ids=lambda f: f.__name__)
 def test_a_check_of_a_swallowing_sleep_loop_ends_near_its_limit_and_the_kernel_works(answer):
     import signal
