@@ -1339,3 +1339,35 @@ def test_importing_every_exercise_leaves_the_learners_rng_alone():
             "assert (numpy.random.get_state()[1] == state[2]).all(), 'numpy'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_check_leaves_deterministic_algorithms_and_anomaly_detection_as_they_were():
+    """A review's answers turned both on and passed; both stayed on in the learner's session."""
+    def flips(x):
+        if not torch.is_anomaly_enabled():  # once: a switch a call costs the check seconds
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            torch.autograd.set_detect_anomaly(True, check_nan=False)
+        return 2 * x
+
+    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+              torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
+    assert run_check(_toy(), flips).passed
+    assert (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+            torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) == before
+
+
+def test_a_learner_who_made_float64_the_default_gets_a_right_answer_passed_and_float64_back():
+    """The cases are float32 and the check made its models in the default dtype: right answers
+    of lesson 05 failed with 'mat1 and mat2 must have the same dtype', blamed on the learner."""
+    from course_utils.grading import reference
+
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        for ex_id in ("05_training_loop.train_one_epoch", "05_training_loop.accumulated_step",
+                      "03_nn_module.predict_proba"):
+            res = grading.check(ex_id, reference(ex_id), seed=3)
+            assert res.passed, (ex_id, res.message)
+            assert torch.get_default_dtype() == torch.float64
+    finally:
+        torch.set_default_dtype(saved)

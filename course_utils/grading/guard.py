@@ -67,11 +67,14 @@ def _modules_in(objects: Iterable[Any]) -> list[torch.nn.Module]:
 @contextlib.contextmanager
 def preserved_state(*watch: Any) -> Iterator[None]:
     """Restore RNG states (CPU, and CUDA when in use), grad mode, default dtype, torch's
-    thread count and the train/eval flags of any module in ``watch`` when the block ends,
-    however it ends."""
+    thread count, deterministic algorithms, anomaly detection and the train/eval flags of any
+    module in ``watch`` when the block ends, however it ends."""
     grad_enabled = torch.is_grad_enabled()
     default_dtype = torch.get_default_dtype()
     threads = torch.get_num_threads()
+    deterministic = (torch.are_deterministic_algorithms_enabled(),
+                     torch.is_deterministic_algorithms_warn_only_enabled())
+    anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
     py_state = random.getstate()
     try:
         import numpy as np
@@ -89,6 +92,13 @@ def preserved_state(*watch: Any) -> Iterator[None]:
     finally:
         torch.set_grad_enabled(grad_enabled)
         torch.set_default_dtype(default_dtype)
+        # switches an answer may flip and a learner would not see: a review's answers left
+        # deterministic algorithms and anomaly detection on after their check
+        if (torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled()) != deterministic:
+            torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
+        if (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) != anomaly:
+            torch.autograd.set_detect_anomaly(anomaly[0], check_nan=anomaly[1])
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         random.setstate(py_state)

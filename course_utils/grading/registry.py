@@ -13,6 +13,8 @@ import pkgutil
 import types
 from typing import Callable, Mapping
 
+import torch
+
 from .spec import Exercise
 
 
@@ -59,7 +61,14 @@ def load_lesson(lesson: str) -> list[Exercise]:
     modules = lesson_modules()
     if lesson not in modules:
         raise KeyError(f"No exercises for lesson {lesson!r}. Known lessons: {', '.join(modules)}")
-    importlib.import_module(modules[lesson])
+    # in float32, whatever default the learner set: some exercises build their fixed cases
+    # (tensors, models) when they are declared, and the checks compare in float32
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    try:
+        importlib.import_module(modules[lesson])
+    finally:
+        torch.set_default_dtype(saved)
     return [ex for ex in _REGISTRY.values() if ex.lesson == lesson]
 
 

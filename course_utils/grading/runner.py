@@ -515,8 +515,12 @@ def _run_check(ex: Exercise, answer: Any, seed: int | None, n_random: int | None
         try:
             # Checks run with autograd on, whatever context the learner called them from
             # (inside `torch.no_grad()`, say), and on one thread: on a busy 2-core machine a
-            # second thread made tiny ops 10-50x slower. preserved_state restores both.
+            # second thread made tiny ops 10-50x slower. In float32 too: the cases are, and a
+            # learner who set float64 as the default had right answers blamed for the mismatch
+            # between a model made in the default dtype and the case's data (a review, 2026-11-29).
+            # preserved_state restores all three.
             torch.set_num_threads(1)  # tiny tensors: a second thread only adds overhead
+            torch.set_default_dtype(torch.float32)
             with time_limit(ex.timeout), contextlib.redirect_stdout(printed), \
                     torch.inference_mode(False), torch.enable_grad():
                 n_cases = _run_cases(ex, answer, seed, n_random, where)
