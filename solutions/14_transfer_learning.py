@@ -48,7 +48,7 @@ from torchvision.transforms import v2
 
 from course_utils import glyphs
 from course_utils.grading import exercises_for, predictions_for, reference
-from course_utils.lesson_props.l14_transfer_learning import HELD_OUT_FONTS, GlyphResNet, load_pretrained
+from course_utils.lesson_props.l14_transfer_learning import HELD_OUT_FONTS, GlyphResNet, load_pretrained, render_tensors
 
 ex = exercises_for("14_transfer_learning")
 quiz = predictions_for("14_transfer_learning")  # predict-the-output questions
@@ -183,7 +183,7 @@ pretrained, recipe = load_pretrained()
 print(pretrained.fc)
 print(f"letters on {len(recipe['test_fonts'])} unseen fonts: {recipe['test_accuracy']:.1%} "
       f"(chance {1 / len(recipe['letters']):.1%}); seed {recipe['seed']}, {recipe['epochs']} epochs")
-print("normalisation it was trained with: mean", recipe["mean"], "std", recipe["std"])
+print("the recipe's keys:", ", ".join(recipe))
 
 # %% [markdown]
 # The new task: the ten digits, **five labelled images per class** (one image from each of five
@@ -203,11 +203,9 @@ print("held-out fonts:", HELD_OUT_FONTS)
 # %% [markdown]
 # ## 4. The model's own preprocessing
 #
-# A pretrained network has learned features of inputs *normalised as in its training*. Feed it
-# inputs standardised differently and every feature shifts: its BatchNorm layers were calibrated
-# on the old scale. So the new data gets the **pretraining** mean and std, not its own, and not
-# ImageNet's (which belong to ImageNet's models). torchvision bundles this with its weights,
-# `weights.transforms()`; here it is in the recipe. The digits' own statistics differ:
+# A pretrained network learned its features on inputs prepared one particular way, and its
+# BatchNorm layers recorded the statistics of those inputs. Which way was this one's? Lesson 13
+# standardised its images with their own mean and std. Here is that habit, applied to the digits:
 
 # %%
 def load_folder(root, transform):
@@ -219,17 +217,45 @@ def load_folder(root, transform):
     return X, torch.tensor(folder.targets), folder.classes
 
 
+def own_statistics(images, recipe):
+    x = images.float() / 255
+    return (x - x.mean()) / x.std()
+
+
 raw_train, y_train, classes = load_folder(train_root, None)
 print("classes:", classes, " images:", tuple(raw_train.shape), raw_train.dtype)
-own = raw_train.float() / 255
-print(f"digits' own mean {own.mean():.4f} std {own.std():.4f}; pretraining {recipe['mean']} {recipe['std']}")
+print(f"digits' own mean {(raw_train / 255).mean():.4f} std {(raw_train / 255).std():.4f}")
 
 # %% [markdown]
-# ### Exercise 3: preprocess for the pretrained model
+# Is that what the backbone expects? The recipe is your evidence: it reports the letter accuracy
+# the weights reached on the six unseen fonts. New drawings of those letters, classified the way
+# an app will classify them, one image at a time:
+
+# %%
+letters, letter_labels, _ = render_tensors(recipe["letters"], HELD_OUT_FONTS, per_font=1, seed=7)
+
+
+@torch.no_grad()
+def letter_accuracy(prepare, batch_size=1):
+    """The pretrained letter model's accuracy on `letters`, each batch of `batch_size` prepared on its own."""
+    x = torch.cat([prepare(part, recipe) for part in letters.split(batch_size)])
+    return (pretrained.eval()(x).argmax(1) == letter_labels).float().mean().item()
+
+
+print(f"the recipe reports {recipe['test_accuracy']:.1%}; own statistics: "
+      f"{letter_accuracy(own_statistics, len(letters)):.1%} with all {len(letters)} letters at once, "
+      f"{letter_accuracy(own_statistics):.1%} one at a time")
+
+# %% [markdown]
+# ### Exercise 3: preprocess as the backbone expects
 #
-# Write `preprocess(images, recipe)`: uint8 images `(N, 1, H, W)` (0-255) to the float32
-# tensor the pretrained model expects. `recipe` is a dict like the one above (it has more keys
-# than you need). Decide which statistics to use.
+# Write `preprocess(images, recipe)`: uint8 images `(N, 1, H, W)` (0-255) to the float tensor
+# this backbone needs in order to do what its recipe reports, however many images arrive at once
+# (one included). `recipe` is a dict like the one above: the weights' metadata, as torchvision's
+# `weights.meta` is. The check draws recipes with other numbers and images whose own statistics
+# are far from them. Decide which of its entries describe the inputs, and on which scale of pixel
+# values they were measured. `letter_accuracy(preprocess)` tells you whether you reproduce the
+# reported accuracy one image at a time (within a few points: these are new drawings).
 
 # %% tags=["answer:preprocess"]
 def preprocess(images, recipe):
@@ -242,13 +268,24 @@ def preprocess(images, recipe):
 ex.preprocess.check(preprocess)
 
 # %% [markdown]
+# The own statistics moved with the batch: one thin letter alone is standardised differently
+# from the same letter among 156, and the backbone sees another input. The pretraining's mean
+# and std (measured on pixels scaled to [0, 1], as lesson 13's `ToDtype(..., scale=True)` gives)
+# are fixed, so every image gets the same treatment, alone or in a crowd. The digits get them
+# too, not their own, and not ImageNet's (which belong to ImageNet's models); torchvision bundles
+# them with its weights, `weights.transforms()`. The course's answer, one letter at a time:
+
+# %%
+course_preprocess = reference("14_transfer_learning.preprocess")  # the course's answer to exercise 3
+print(f"one at a time: {letter_accuracy(course_preprocess):.1%}")
+
+# %% [markdown]
 # The same thing as a torchvision transform pipeline, applied while the files are read:
 
 # %%
 to_input = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize([recipe["mean"]], [recipe["std"]])])
 X_train, _, _ = load_folder(train_root, to_input)
 X_test, y_test, _ = load_folder(test_root, to_input)
-course_preprocess = reference("14_transfer_learning.preprocess")  # the course's answer to exercise 3
 print("train", tuple(X_train.shape), "test", tuple(X_test.shape),
       "same as preprocess:", torch.allclose(X_train, course_preprocess(raw_train, recipe), atol=1e-6))
 
