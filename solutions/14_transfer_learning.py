@@ -21,7 +21,7 @@
 # You will learn to
 #
 # 1. build a residual block, with a projection shortcut where the shape changes;
-# 2. pool globally, so one network takes any image size;
+# 2. give a network a head that takes any image size;
 # 3. load pretrained weights and feed them data the way they were trained (their normalisation);
 # 4. find and replace a model's head (`fc` in ResNets, `classifier[-1]` in MobileNets) for a new
 #    number of classes;
@@ -29,7 +29,7 @@
 #    lower learning rate when you fine-tune all of it;
 # 6. compare feature extraction, fine-tuning and training from scratch, honestly.
 #
-# **Time: about 85 minutes** on your own, the six checked exercises included (about 47 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the six checked exercises included (about 50 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
 
 # %%
 from course_utils.extras import require_torchvision
@@ -132,12 +132,65 @@ x = torch.randn(2, 8, 28, 28)
 main_path(x) + x
 
 # %% [markdown]
-# ## 2. Global average pooling
+# ## 2. A head for any image size
 #
-# VGG flattened its last feature map into a `Linear`, whose size then depends on the image
-# size. A ResNet averages each channel over all positions instead: `(N, C, H, W)` becomes
-# `(N, C)`, whatever `H` and `W` are (torchvision: `nn.AdaptiveAvgPool2d(1)` then
-# `torch.flatten(x, 1)`). The `fc` after it has `C` inputs.
+# VGG ended in `Flatten` and a `Linear`. A teammate gave the digit reader such a head, for the
+# 28x28 glyphs: the residual layers turn an image into a `(N, 32, 7, 7)` feature map, and the head
+# flattens it into a `Linear` of `32 * 7 * 7` inputs. It works on the glyphs:
+
+# %%
+net = GlyphResNet(num_classes=10).eval()
+
+
+def feature_map(x):
+    """The residual layers of `net`: everything before its pooling and its head."""
+    return net.layer3(net.layer2(net.layer1(F.relu(net.bn1(net.conv1(x))))))
+
+
+flatten_head = nn.Sequential(nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+glyph = torch.randn(2, 1, 28, 28)
+print("28x28:", tuple(feature_map(glyph).shape), "->", tuple(flatten_head(feature_map(glyph)).shape))
+
+# %% [markdown]
+# The app then receives its first scans, 36x36:
+
+# %% tags=["raises-exception"]
+scan = torch.randn(2, 1, 36, 36)
+flatten_head(feature_map(scan))
+
+# %% [markdown]
+# ### Exercise 2: a head that takes any size
+#
+# Read the error: which of its numbers comes from the image size, and which part of the head
+# fixed the other when it was built? Write `global_avg_pool(x)`, the step between a feature map
+# `(N, C, H, W)` and a head `nn.Linear(C, k)`: it returns `(N, C)` for **any** `H` and `W`. The
+# head's weights are learned at one size and used at others, so the same content at a larger
+# size must give features on the same scale, not larger ones; and every position of a channel
+# must count in its feature (a stroke anywhere, and the gradient reaches all of them). The check
+# uses non-square sizes, 1x1 maps and single images.
+
+# %% tags=["answer:global_avg_pool"]
+def global_avg_pool(x):
+    ### BEGIN SOLUTION
+    return x.mean(dim=(2, 3))
+    ### END SOLUTION
+
+
+# %% tags=["check:global_avg_pool"]
+ex.global_avg_pool.check(global_avg_pool)
+
+# %% [markdown]
+# The flattened head counted positions: 7 x 7 of them at 28x28, 9 x 9 at 36x36, and its weight
+# matrix had one column per position. Averaging each channel over its positions leaves `C`
+# numbers whatever the size: that is a ResNet's **global average pooling** (torchvision:
+# `nn.AdaptiveAvgPool2d(1)` then `torch.flatten(x, 1)`), and the `fc` after it has `C` inputs.
+# The course's answer with a `Linear(32, 10)` head, at three sizes:
+
+# %%
+course_gap = reference("14_transfer_learning.global_avg_pool")  # the course's answer to exercise 2
+pooled_head = nn.Linear(32, 10)
+for size in (28, 36, 20):
+    print(f"{size}x{size}:", tuple(pooled_head(course_gap(feature_map(torch.randn(2, 1, size, size)))).shape))
 
 # %% [markdown]
 # **Predict the output** (shape): What is the shape of `x.mean(dim=(2, 3))` for `x = torch.randn(8, 32, 7, 7)`?
@@ -153,22 +206,6 @@ quiz.gap_shape(
 x = torch.randn(8, 32, 7, 7)
 print("mean over H and W:", tuple(x.mean(dim=(2, 3)).shape))
 print("AdaptiveAvgPool2d(1):", tuple(nn.AdaptiveAvgPool2d(1)(x).shape))
-
-# %% [markdown]
-# ### Exercise 2: global average pooling
-#
-# Write `global_avg_pool(x)`: `(N, C, H, W)` to `(N, C)`, the mean of each channel of each
-# image, for **any** `H` and `W` (the check uses sizes other than 7x7).
-
-# %% tags=["answer:global_avg_pool"]
-def global_avg_pool(x):
-    ### BEGIN SOLUTION
-    return x.mean(dim=(2, 3))
-    ### END SOLUTION
-
-
-# %% tags=["check:global_avg_pool"]
-ex.global_avg_pool.check(global_avg_pool)
 
 # %% [markdown]
 # ## 3. A backbone pretrained on letters
