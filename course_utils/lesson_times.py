@@ -112,7 +112,7 @@ LESSONS: dict[str, Lesson] = {
         "GlyphFiles": 10, "split_by_font": 8, "train_stats": 8, "make_transform": 6, "make_augment": 7}),
     "14_transfer_learning": Lesson("residual networks and transfer learning", 24.1, reading=18.0, examples=15.0,
                                    predictions=3, exercises={
-        "ResidualBlock": 10, "global_avg_pool": 5, "preprocess": 6, "replace_head": 9, "freeze_all_but_fc": 9,
+        "ResidualBlock": 10, "global_avg_pool": 6, "preprocess": 8, "replace_head": 9, "freeze_all_but_fc": 9,
         "finetune_param_groups": 8}),
     "15_small_gpt": Lesson("sequences and a small GPT", 24.2, reading=20.3, examples=19.5, predictions=4, exercises={
         "next_token_batch": 7, "causal_mask": 6, "causal_attention": 8, "pre_norm_block": 7, "tie_weights": 7,

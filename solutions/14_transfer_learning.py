@@ -21,7 +21,7 @@
 # You will learn to
 #
 # 1. build a residual block, with a projection shortcut where the shape changes;
-# 2. pool globally, so one network takes any image size;
+# 2. give a network a head that takes any image size;
 # 3. load pretrained weights and feed them data the way they were trained (their normalisation);
 # 4. find and replace a model's head (`fc` in ResNets, `classifier[-1]` in MobileNets) for a new
 #    number of classes;
@@ -29,7 +29,7 @@
 #    lower learning rate when you fine-tune all of it;
 # 6. compare feature extraction, fine-tuning and training from scratch, honestly.
 #
-# **Time: about 85 minutes** on your own, the six checked exercises included (about 47 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the six checked exercises included (about 50 of those minutes). *Run All* alone takes about 24 s on a 2-core CPU.
 
 # %%
 from course_utils.extras import require_torchvision
@@ -48,7 +48,7 @@ from torchvision.transforms import v2
 
 from course_utils import glyphs
 from course_utils.grading import exercises_for, predictions_for, reference
-from course_utils.lesson_props.l14_transfer_learning import HELD_OUT_FONTS, GlyphResNet, load_pretrained
+from course_utils.lesson_props.l14_transfer_learning import HELD_OUT_FONTS, GlyphResNet, load_pretrained, render_tensors
 
 ex = exercises_for("14_transfer_learning")
 quiz = predictions_for("14_transfer_learning")  # predict-the-output questions
@@ -132,12 +132,65 @@ x = torch.randn(2, 8, 28, 28)
 main_path(x) + x
 
 # %% [markdown]
-# ## 2. Global average pooling
+# ## 2. A head for any image size
 #
-# VGG flattened its last feature map into a `Linear`, whose size then depends on the image
-# size. A ResNet averages each channel over all positions instead: `(N, C, H, W)` becomes
-# `(N, C)`, whatever `H` and `W` are (torchvision: `nn.AdaptiveAvgPool2d(1)` then
-# `torch.flatten(x, 1)`). The `fc` after it has `C` inputs.
+# VGG ended in `Flatten` and a `Linear`. A teammate gave the digit reader such a head, for the
+# 28x28 glyphs: the residual layers turn an image into a `(N, 32, 7, 7)` feature map, and the head
+# flattens it into a `Linear` of `32 * 7 * 7` inputs. It works on the glyphs:
+
+# %%
+net = GlyphResNet(num_classes=10).eval()
+
+
+def feature_map(x):
+    """The residual layers of `net`: everything before its pooling and its head."""
+    return net.layer3(net.layer2(net.layer1(F.relu(net.bn1(net.conv1(x))))))
+
+
+flatten_head = nn.Sequential(nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+glyph = torch.randn(2, 1, 28, 28)
+print("28x28:", tuple(feature_map(glyph).shape), "->", tuple(flatten_head(feature_map(glyph)).shape))
+
+# %% [markdown]
+# The app then receives its first scans, 36x36:
+
+# %% tags=["raises-exception"]
+scan = torch.randn(2, 1, 36, 36)
+flatten_head(feature_map(scan))
+
+# %% [markdown]
+# ### Exercise 2: a head that takes any size
+#
+# Read the error: which of its numbers comes from the image size, and which part of the head
+# fixed the other when it was built? Write `global_avg_pool(x)`, the step between a feature map
+# `(N, C, H, W)` and a head `nn.Linear(C, k)`: it returns `(N, C)` for **any** `H` and `W`. The
+# head's weights are learned at one size and used at others, so the same content at a larger
+# size must give features on the same scale, not larger ones; and every position of a channel
+# must count in its feature (a stroke anywhere, and the gradient reaches all of them). The check
+# uses non-square sizes, 1x1 maps and single images.
+
+# %% tags=["answer:global_avg_pool"]
+def global_avg_pool(x):
+    ### BEGIN SOLUTION
+    return x.mean(dim=(2, 3))
+    ### END SOLUTION
+
+
+# %% tags=["check:global_avg_pool"]
+ex.global_avg_pool.check(global_avg_pool)
+
+# %% [markdown]
+# The flattened head counted positions: 7 x 7 of them at 28x28, 9 x 9 at 36x36, and its weight
+# matrix had one column per position. Averaging each channel over its positions leaves `C`
+# numbers whatever the size: that is a ResNet's **global average pooling** (torchvision:
+# `nn.AdaptiveAvgPool2d(1)` then `torch.flatten(x, 1)`), and the `fc` after it has `C` inputs.
+# The course's answer with a `Linear(32, 10)` head, at three sizes:
+
+# %%
+course_gap = reference("14_transfer_learning.global_avg_pool")  # the course's answer to exercise 2
+pooled_head = nn.Linear(32, 10)
+for size in (28, 36, 20):
+    print(f"{size}x{size}:", tuple(pooled_head(course_gap(feature_map(torch.randn(2, 1, size, size)))).shape))
 
 # %% [markdown]
 # **Predict the output** (shape): What is the shape of `x.mean(dim=(2, 3))` for `x = torch.randn(8, 32, 7, 7)`?
@@ -155,22 +208,6 @@ print("mean over H and W:", tuple(x.mean(dim=(2, 3)).shape))
 print("AdaptiveAvgPool2d(1):", tuple(nn.AdaptiveAvgPool2d(1)(x).shape))
 
 # %% [markdown]
-# ### Exercise 2: global average pooling
-#
-# Write `global_avg_pool(x)`: `(N, C, H, W)` to `(N, C)`, the mean of each channel of each
-# image, for **any** `H` and `W` (the check uses sizes other than 7x7).
-
-# %% tags=["answer:global_avg_pool"]
-def global_avg_pool(x):
-    ### BEGIN SOLUTION
-    return x.mean(dim=(2, 3))
-    ### END SOLUTION
-
-
-# %% tags=["check:global_avg_pool"]
-ex.global_avg_pool.check(global_avg_pool)
-
-# %% [markdown]
 # ## 3. A backbone pretrained on letters
 #
 # The course trained `GlyphResNet` (a 3x3 stem, three residual blocks of 8, 16 and 32 channels,
@@ -183,7 +220,7 @@ pretrained, recipe = load_pretrained()
 print(pretrained.fc)
 print(f"letters on {len(recipe['test_fonts'])} unseen fonts: {recipe['test_accuracy']:.1%} "
       f"(chance {1 / len(recipe['letters']):.1%}); seed {recipe['seed']}, {recipe['epochs']} epochs")
-print("normalisation it was trained with: mean", recipe["mean"], "std", recipe["std"])
+print("the recipe's keys:", ", ".join(recipe))
 
 # %% [markdown]
 # The new task: the ten digits, **five labelled images per class** (one image from each of five
@@ -203,11 +240,9 @@ print("held-out fonts:", HELD_OUT_FONTS)
 # %% [markdown]
 # ## 4. The model's own preprocessing
 #
-# A pretrained network has learned features of inputs *normalised as in its training*. Feed it
-# inputs standardised differently and every feature shifts: its BatchNorm layers were calibrated
-# on the old scale. So the new data gets the **pretraining** mean and std, not its own, and not
-# ImageNet's (which belong to ImageNet's models). torchvision bundles this with its weights,
-# `weights.transforms()`; here it is in the recipe. The digits' own statistics differ:
+# A pretrained network learned its features on inputs prepared one particular way, and its
+# BatchNorm layers recorded the statistics of those inputs. Which way was this one's? Lesson 13
+# standardised its images with their own mean and std. Here is that habit, applied to the digits:
 
 # %%
 def load_folder(root, transform):
@@ -219,17 +254,45 @@ def load_folder(root, transform):
     return X, torch.tensor(folder.targets), folder.classes
 
 
+def own_statistics(images, recipe):
+    x = images.float() / 255
+    return (x - x.mean()) / x.std()
+
+
 raw_train, y_train, classes = load_folder(train_root, None)
 print("classes:", classes, " images:", tuple(raw_train.shape), raw_train.dtype)
-own = raw_train.float() / 255
-print(f"digits' own mean {own.mean():.4f} std {own.std():.4f}; pretraining {recipe['mean']} {recipe['std']}")
+print(f"digits' own mean {(raw_train / 255).mean():.4f} std {(raw_train / 255).std():.4f}")
 
 # %% [markdown]
-# ### Exercise 3: preprocess for the pretrained model
+# Is that what the backbone expects? The recipe is your evidence: it reports the letter accuracy
+# the weights reached on the six unseen fonts. New drawings of those letters, classified the way
+# an app will classify them, one image at a time:
+
+# %%
+letters, letter_labels, _ = render_tensors(recipe["letters"], HELD_OUT_FONTS, per_font=1, seed=7)
+
+
+@torch.no_grad()
+def letter_accuracy(prepare, batch_size=1):
+    """The pretrained letter model's accuracy on `letters`, each batch of `batch_size` prepared on its own."""
+    x = torch.cat([prepare(part, recipe) for part in letters.split(batch_size)])
+    return (pretrained.eval()(x).argmax(1) == letter_labels).float().mean().item()
+
+
+print(f"the recipe reports {recipe['test_accuracy']:.1%}; own statistics: "
+      f"{letter_accuracy(own_statistics, len(letters)):.1%} with all {len(letters)} letters at once, "
+      f"{letter_accuracy(own_statistics):.1%} one at a time")
+
+# %% [markdown]
+# ### Exercise 3: preprocess as the backbone expects
 #
-# Write `preprocess(images, recipe)`: uint8 images `(N, 1, H, W)` (0-255) to the float32
-# tensor the pretrained model expects. `recipe` is a dict like the one above (it has more keys
-# than you need). Decide which statistics to use.
+# Write `preprocess(images, recipe)`: uint8 images `(N, 1, H, W)` (0-255) to the float tensor
+# this backbone needs in order to do what its recipe reports, however many images arrive at once
+# (one included). `recipe` is a dict like the one above: the weights' metadata, as torchvision's
+# `weights.meta` is. The check draws recipes with other numbers and images whose own statistics
+# are far from them. Decide which of its entries describe the inputs, and on which scale of pixel
+# values they were measured. `letter_accuracy(preprocess)` tells you whether you reproduce the
+# reported accuracy one image at a time (within a few points: these are new drawings).
 
 # %% tags=["answer:preprocess"]
 def preprocess(images, recipe):
@@ -242,13 +305,24 @@ def preprocess(images, recipe):
 ex.preprocess.check(preprocess)
 
 # %% [markdown]
+# The own statistics moved with the batch: one thin letter alone is standardised differently
+# from the same letter among 156, and the backbone sees another input. The pretraining's mean
+# and std (measured on pixels scaled to [0, 1], as lesson 13's `ToDtype(..., scale=True)` gives)
+# are fixed, so every image gets the same treatment, alone or in a crowd. The digits get them
+# too, not their own, and not ImageNet's (which belong to ImageNet's models); torchvision bundles
+# them with its weights, `weights.transforms()`. The course's answer, one letter at a time:
+
+# %%
+course_preprocess = reference("14_transfer_learning.preprocess")  # the course's answer to exercise 3
+print(f"one at a time: {letter_accuracy(course_preprocess):.1%}")
+
+# %% [markdown]
 # The same thing as a torchvision transform pipeline, applied while the files are read:
 
 # %%
 to_input = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize([recipe["mean"]], [recipe["std"]])])
 X_train, _, _ = load_folder(train_root, to_input)
 X_test, y_test, _ = load_folder(test_root, to_input)
-course_preprocess = reference("14_transfer_learning.preprocess")  # the course's answer to exercise 3
 print("train", tuple(X_train.shape), "test", tuple(X_test.shape),
       "same as preprocess:", torch.allclose(X_train, course_preprocess(raw_train, recipe), atol=1e-6))
 

@@ -270,6 +270,18 @@ def pre_per_image(images, recipe):
     return (x - x.mean()) / x.std()
 
 
+@wrong(EX, "per_image_statistics")
+def pre_each_image_its_own(images, recipe):
+    x = images.float() / 255
+    flat = x.flatten(1)
+    return (x - flat.mean(1).view(-1, 1, 1, 1)) / flat.std(1).view(-1, 1, 1, 1)
+
+
+@wrong(EX, "mean_rescaled_only")
+def pre_bytes_minus_byte_mean(images, recipe):
+    return (images.float() - recipe["mean"] * 255) / recipe["std"]
+
+
 @wrong(EX, "imagenet_statistics")
 def pre_imagenet(images, recipe):
     return (images / 255 - 0.485) / 0.229
@@ -316,6 +328,12 @@ def pre_fold(images, recipe):
 @valid(EX)
 def pre_double_then_float(images, recipe):
     return ((images.double() / 255 - recipe["mean"]) / recipe["std"]).float()
+
+
+@valid(EX)
+def pre_statistics_on_the_byte_scale(images, recipe):
+    """The statistics moved to the 0-255 scale, both of them, instead of the bytes to [0, 1]."""
+    return (images.to(torch.float32) - 255 * recipe["mean"]) / (255 * recipe["std"])
 
 
 @cheat(EX)

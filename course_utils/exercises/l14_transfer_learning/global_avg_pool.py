@@ -1,8 +1,13 @@
-"""global_avg_pool: (N, C, H, W) -> (N, C), each channel's mean over all positions, any H and W.
+"""global_avg_pool: a head that takes any image size, after diagnosing why a Flatten head does not.
 
-Subtle: which dims (2 and 3, not 1), mean not max, no kept 1x1 dims, nothing that fixes the
-size (a 7x7 average-pool kernel, a Linear's flattened size); the check uses non-square sizes
-that are not 7x7, and a 1x1 map.
+The notebook no longer gives the recipe: it shows a teammate's VGG-style head (Flatten, then a
+Linear of 32 * 7 * 7 inputs) working at 28x28 and failing at 36x36 with the shape error, and asks
+for the step between the feature map and a Linear(C, k) that gives (N, C) at any size, on the same
+scale at every size, with every position counting. The decisions: what fixed the size (the
+flattened positions), which dims are the positions (2 and 3, not 1), which reduction (the mean:
+not the max, not the sum, which grows with H * W), no kept 1x1 dims and no squeezed batch, nothing
+that fixes the size again (a 7x7 average-pool kernel, a flatten). The check uses non-square sizes
+that are not 7x7, a 1x1 map and a single image.
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ def _squeezed(x):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="global_avg_pool", title="Global average pooling: (N, C, H, W) to (N, C), any size",
+    lesson=LESSON, name="global_avg_pool", title="A head that takes any image size: pool (N, C, H, W) to (N, C)",
     reference=global_avg_pool, cases=_cases, edge_cases=EDGE_CASES,
     mistakes=[
         Mistake("wrong_dims", "You averaged over dims (1, 2): channels and height. Each channel keeps its own "
@@ -92,9 +97,10 @@ register(Exercise(
                 _height_only),
     ],
     hints=[
-        "Which dims of `(N, C, H, W)` are the positions, the ones to average away?",
-        "One mean per channel of each image, over every position: reduce both spatial dims in one go, whatever their "
-        "sizes, and keep neither as a dim of size 1.",
-        "Look up `torch.Tensor.mean`: its `dim` accepts a tuple of dims.",
+        "In the error, which size comes from the image and which did the head fix when it was built? What is left "
+        "of `(N, C, H, W)` once each channel is one number?",
+        "Reduce both spatial dims of each channel at once to one number to which every position contributes and "
+        "which does not grow with the number of positions; keep neither as a dim of size 1, and keep the batch dim.",
+        "Look up `torch.Tensor.mean` (its `dim` accepts a tuple) or `nn.AdaptiveAvgPool2d`.",
     ],
 ))

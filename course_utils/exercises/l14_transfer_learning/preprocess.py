@@ -1,10 +1,13 @@
-"""preprocess: uint8 images to what the pretrained model expects: scaled to [0, 1], then
-standardised with the PRETRAINING statistics from its recipe.
+"""preprocess: uint8 images to what the pretrained model expects, found from the evidence.
 
-Subtle, and a decision: which mean and std. The new data's own statistics (per batch, or of this
-data set), ImageNet's, or none feed the frozen features a different scale than they were trained
-on. The recipe has more keys than the two needed; the check draws recipes whose statistics are
-far from the images' own, and images whose own statistics vary, so each wrong choice shows.
+The notebook no longer says which statistics: it shows lesson 13's habit (standardise with the
+images' own mean and std) reaching the recipe's letter accuracy with all the letters at once and
+losing points one image at a time, and asks for the preparation that reproduces the reported
+accuracy however many images arrive. The decisions: the statistics (the recipe's, the weights'
+metadata, not the images' own, per batch or per image, nor ImageNet's) and their scale (pixels in
+[0, 1], so scale the bytes first, and not only rescale the mean). The recipe has more keys than
+the two needed; the check draws recipes whose statistics are far from the images' own, and images
+whose own statistics vary, so each wrong choice shows.
 """
 
 from __future__ import annotations
@@ -77,6 +80,15 @@ def _no_scaling(images, recipe):
     return (images.float() - recipe["mean"]) / recipe["std"]
 
 
+def _per_image(images, recipe):
+    x = images.float() / 255.0
+    return (x - x.mean(dim=(1, 2, 3), keepdim=True)) / x.std(dim=(1, 2, 3), keepdim=True)
+
+
+def _mean_rescaled_only(images, recipe):
+    return (images.float() - 255 * recipe["mean"]) / recipe["std"]
+
+
 def _scaled_only(images, recipe):
     return images.float() / 255.0
 
@@ -97,7 +109,7 @@ def _popped(images, recipe):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="preprocess", title="Preprocess new images with the pretrained model's own statistics",
+    lesson=LESSON, name="preprocess", title="Preprocess new images as the pretrained model expects, from its metadata",
     reference=preprocess, kind="function", cases=_cases, edge_cases=EDGE_CASES, run=_run,
     compare=Compare(rtol=1e-5, atol=1e-5),
     mistakes=[
@@ -105,11 +117,17 @@ register(Exercise(
                 "features were learned on inputs standardised with the PRETRAINING statistics (the recipe's "
                 "`mean` and `std`); other statistics shift every input the backbone sees, and change with each "
                 "batch.", _own_stats),
+        Mistake("per_image_statistics", "You standardised each image with its own mean and std: a bright image "
+                "and a faint one then look alike to the backbone, which saw every image standardised with the same "
+                "PRETRAINING statistics (the recipe's `mean` and `std`).", _per_image),
         Mistake("imagenet_statistics", "You used ImageNet's statistics (0.485, 0.229): they belong to models "
                 "pretrained on ImageNet. This model was pretrained on glyphs: use its recipe's `mean` and "
                 "`std`.", _imagenet),
         Mistake("not_scaled", "You standardised the 0-255 values directly. The statistics are of pixels "
                 "scaled to [0, 1]: divide by 255 first.", _no_scaling),
+        Mistake("mean_rescaled_only", "You moved the recipe's mean to the 0-255 scale but not its std: the "
+                "statistics were measured on pixels in [0, 1]. Scale the bytes to [0, 1] first (or both "
+                "statistics by 255).", _mean_rescaled_only),
         Mistake("not_standardised", "You scaled to [0, 1] but did not standardise: subtract the recipe's "
                 "`mean` and divide by its `std`, as the pretraining did.", _scaled_only),
         Mistake("mean_std_swapped", "You subtracted the std and divided by the mean: `(x - mean) / std`.",
@@ -124,11 +142,12 @@ register(Exercise(
                 match_output=False),
     ],
     hints=[
-        "Which statistics were the backbone's inputs standardised with during pretraining, and on what scale of pixel "
-        "values were they measured?",
-        "Use the recipe's mean and std, not the new images' own and not ImageNet's: bring the bytes to floats in [0, "
-        "1] first, then subtract the mean and divide by the std. Return a new tensor, and leave the images and the "
-        "recipe as they were.",
-        "Look up `torch.Tensor.float`; read the recipe's `mean` and `std` by their keys, without `pop` or `del`.",
+        "What did the backbone's inputs look like during pretraining, and which part of the recipe writes that down? "
+        "Why would one letter alone be prepared differently from the same letter among 156?",
+        "Statistics taken from the images themselves change with the batch; the ones the backbone was calibrated on "
+        "are fixed, in its metadata. Judge from their size on which scale of pixel values they were measured, and "
+        "bring the bytes to that scale before using them.",
+        "Look up `torch.Tensor.float` and torchvision's `v2.Normalize` and `v2.ToDtype` (its `scale` argument); read "
+        "the recipe by its keys, without `pop` or `del`.",
     ],
 ))
