@@ -107,3 +107,34 @@ def make_image_folder(root: str | Path, chars: str = LETTERS, per_font: int = 3,
         writer.writerow(("file", "label", "font"))
         writer.writerows(rows)
     return root
+
+
+def make_received_folder(root: str | Path, chars: str = LETTERS, per_font: int = 3,
+                         fonts: tuple[str, ...] | list[str] = FONTS, seed: int = 0, size: int = 28,
+                         unlabelled: int = 3) -> Path:
+    """:func:`make_image_folder` as a team hands it over, not quite clean.
+
+    Every third PNG (the 2nd, 5th, ... row) is saved again in RGB mode, its grey stored three
+    times (as some image editors save grey); ``unlabelled`` more glyphs, not sorted into a class
+    folder yet, lie in ``root`` itself (``new-<font>-<j>.png``) and ``labels.csv`` lists them with
+    an empty label, spread among the other rows (never first). Returns ``root``.
+    """
+    root = make_image_folder(root, chars=chars, per_font=per_font, fonts=fonts, seed=seed, size=size)
+    with open(root / LABELS_CSV, newline="", encoding="utf-8") as f:
+        rows = [tuple(r) for r in list(csv.reader(f))[1:]]
+    for k, (file, _, _) in enumerate(rows):
+        if k % 3 == 1:
+            with Image.open(root / file) as im:
+                rgb = im.convert("RGB")
+            rgb.save(root / file)
+    pick = random.Random(f"{seed}/unlabelled")
+    for j in reversed(range(unlabelled)):
+        char, font = pick.choice(chars), pick.choice(list(fonts))
+        name = f"new-{font}-{j}.png"
+        render(char, font, random.Random(f"{seed}/unlabelled/{j}"), size).save(root / name)
+        rows.insert(1 + (j + 1) * (len(rows) - 1) // (unlabelled + 1), (name, "", font))
+    with open(root / LABELS_CSV, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(("file", "label", "font"))
+        writer.writerows(rows)
+    return root

@@ -24,7 +24,7 @@
 # 5. order a transform pipeline: `ToImage` -> `ToDtype(scale=True)` -> `Normalize`;
 # 6. choose an augmentation that keeps the label, and measure what it does to overfitting.
 #
-# **Time: about 80 minutes** on your own, the five checked exercises included (about 39 of those minutes). *Run All* alone takes about 28 s on a 2-core CPU.
+# **Time: about 85 minutes** on your own, the five checked exercises included (about 42 of those minutes). *Run All* alone takes about 28 s on a 2-core CPU.
 
 # %% [markdown]
 # This lesson needs **torchvision**, built for your torch. The first cell says how to install
@@ -53,7 +53,7 @@ from PIL import Image
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from course_utils.glyphs import LETTERS, make_image_folder
+from course_utils.glyphs import LETTERS, make_image_folder, make_received_folder
 from course_utils.grading import exercises_for, predictions_for, reference
 
 ex = exercises_for("13_images_from_files")
@@ -108,22 +108,32 @@ plt.show()
 # %% [markdown]
 # ## 2. A `Dataset` that reads files
 #
-# The lesson-04 contract again: `__len__` and `__getitem__`. With files there is one more
-# decision: **when** to read them. Reading every image in `__init__` works for 660 small files
-# and fails for a million large ones; a dataset that opens file `i` in `__getitem__` costs
-# almost no memory, and `num_workers` can then read files in parallel.
+# The lesson-04 contract again: `__len__` and `__getitem__`. With files there are more
+# decisions: **when** to read them, and what to do with files and rows that are not what you
+# expected.
 #
 # ### Exercise 1: `GlyphFiles`
 #
-# Complete `GlyphFiles(root, transform=None)`. It reads `root/labels.csv` (columns `file`,
-# `label`, `font`; `file` is relative to `root`) in `__init__` and opens **no image** there.
-# `ds[i]` opens the `i`-th row's file and returns `(image, label)`:
+# A teammate hands you their folder of letters, `received`, and a model they trained on it with
+# torchvision's `ImageFolder` (section 3). Its `labels.csv` has the same columns (`file`, a path
+# inside the folder; `label`; `font`). It is the folder as the team left it, nobody cleaned it
+# for you: look at its rows and open a few of its files before you decide anything.
+
+# %%
+received = make_received_folder(workdir / "received", chars="CAB", per_font=1, fonts=("DejaVuSans", "cmr10"))
+print((received / "labels.csv").read_text(), end="")
+
+# %% [markdown]
+# Complete `GlyphFiles(root, transform=None)`, a `Dataset` over such a folder. `ds[i]` is
+# `(image, label)`: `image` float32 `(1, H, W)` in `[0, 1]` (then `transform(image)` if given),
+# `label` an `int`, and `ds.classes` (a list) and `ds.class_to_idx` (a dict) name the classes.
+# What it must do, the decisions are yours:
 #
-# - `image`: float32, shape `(1, H, W)`, values in `[0, 1]`, then `transform(image)` if given;
-# - `label`: an `int`, the index of the row's label among the **sorted** distinct labels (the
-#   numbering `ImageFolder` uses), also in `ds.classes` (sorted list) and `ds.class_to_idx`.
-#
-# The notebook's working directory is not `root`: decide how to build the path.
+# - every item is an example a training loop can use, and the teammate's model, given your
+#   `image`, must read your `label` as the same class its `ImageFolder` would have given the file;
+# - the annotators keep fixing images while you train: `ds[i]` returns the file as it is on disk
+#   when you ask, and the real folder has a million images;
+# - the notebook's working directory is not `root`.
 
 # %% tags=["answer:GlyphFiles"]
 class GlyphFiles(Dataset):
@@ -134,7 +144,7 @@ class GlyphFiles(Dataset):
         self.root = Path(root)
         self.transform = transform
         with open(self.root / "labels.csv", newline="", encoding="utf-8") as f:
-            self.rows = [(r["file"], r["label"]) for r in csv.DictReader(f)]
+            self.rows = [(r["file"], r["label"]) for r in csv.DictReader(f) if r["label"]]  # "": not labelled yet
         self.classes = sorted({label for _, label in self.rows})
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
         ### END SOLUTION
@@ -147,7 +157,7 @@ class GlyphFiles(Dataset):
     def __getitem__(self, i):
         ### BEGIN SOLUTION
         file, label = self.rows[i]
-        with Image.open(self.root / file) as im:
+        with Image.open(self.root / file) as im:  # some files are RGB: three copies of the grey
             pixels = np.asarray(im.convert("L"), dtype=np.float32) / 255
         image = torch.from_numpy(pixels).unsqueeze(0)
         if self.transform is not None:
@@ -158,6 +168,16 @@ class GlyphFiles(Dataset):
 
 # %% tags=["check:GlyphFiles"]
 ex.GlyphFiles.check(GlyphFiles)
+
+# %% [markdown]
+# What the folder asked of you. The rows with an empty label are images nobody has labelled
+# yet: no item (a loss needs a class) and no class (`""` would take number 0 and shift every
+# other class). A third of the files are RGB with the grey stored three times: one grey channel
+# for all, or a batch cannot even be stacked. The numbering is `ImageFolder`'s, sorted names,
+# whatever order the CSV's rows come in. And **when** to read: reading every image in
+# `__init__` works for 660 small files and fails for a million large ones, and shows the pixels
+# a file had then; opening file `i` in `__getitem__` costs almost no memory, and `num_workers`
+# can then read files in parallel.
 
 # %% [markdown]
 # ## 3. `ImageFolder` and `transforms.v2`

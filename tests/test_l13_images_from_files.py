@@ -52,7 +52,7 @@ class _Base(Dataset):
     def __init__(self, root, transform=None):
         self.root, self.transform = Path(root), transform
         with open(self.root / "labels.csv", newline="") as f:
-            self.items = list(csv.reader(f))[1:]
+            self.items = [row for row in list(csv.reader(f))[1:] if row[1].strip()]
         self.classes = sorted({row[1] for row in self.items})
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
 
@@ -91,6 +91,60 @@ class NumpyLabelsInt(ref.GlyphFiles):
         return x, np.int64(y).item()
 
 
+@valid(GF)
+class FirstChannelOfWhatever(_Base):
+    """Decodes each file as it is stored, then keeps its first channel: the RGB files hold the grey
+    three times, so channel 0 is the grey."""
+
+    def load(self, path):
+        with Image.open(path) as im:
+            x = TF.pil_to_tensor(im)
+        return x[:1].float() / 255
+
+
+@valid(GF)
+class SplitLinesMeanOfChannels(_Base):
+    """Reads the CSV by hand, keeps the rows whose label is not empty, and averages the channels of
+    whatever the file stores (three equal ones for the RGB files)."""
+
+    def __init__(self, root, transform=None):
+        self.root, self.transform = Path(root), transform
+        lines = (self.root / "labels.csv").read_text().splitlines()[1:]
+        self.items = [line.split(",") for line in lines if line.split(",")[1]]
+        self.classes = sorted({row[1] for row in self.items})
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+
+    def load(self, path):
+        with Image.open(path) as im:
+            return TF.to_dtype(TF.pil_to_tensor(im), torch.float32, scale=True).mean(0, keepdim=True)
+
+
+@wrong(GF, "keeps_unlabelled")
+class EveryRow(_Base):
+    def __init__(self, root, transform=None):
+        super().__init__(root, transform)
+        with open(self.root / "labels.csv", newline="") as f:
+            self.items = list(csv.reader(f))[1:]
+        self.classes = sorted({row[1] for row in self.items})
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+
+
+@wrong(GF, "unlabelled_class")
+class ClassesFromEveryRow(_Base):
+    def __init__(self, root, transform=None):
+        super().__init__(root, transform)
+        with open(self.root / "labels.csv", newline="") as f:
+            self.classes = sorted({row[1] for row in list(csv.reader(f))[1:]})
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+
+
+@wrong(GF, "mixed_modes")
+class AsStored(_Base):
+    def load(self, path):
+        with Image.open(path) as im:
+            return TF.pil_to_tensor(im).float() / 255
+
+
 @wrong(GF, "labels_not_sorted")
 class FirstSeen(_Base):
     def __init__(self, root, transform=None):
@@ -114,7 +168,7 @@ class RawBytes(_Base):
 @wrong(GF, "no_channel_dim")
 class NoChannel(_Base):
     def load(self, path):
-        return torch.from_numpy(np.asarray(Image.open(path), dtype=np.float32) / 255)
+        return torch.from_numpy(np.asarray(Image.open(path).convert("L"), dtype=np.float32) / 255)
 
 
 @wrong(GF, "rgb")

@@ -20,7 +20,7 @@ class GlyphFiles(Dataset):
         self.root = Path(root)
         self.transform = transform
         with open(self.root / "labels.csv", newline="", encoding="utf-8") as f:
-            self.rows = [(r["file"], r["label"]) for r in csv.DictReader(f)]
+            self.rows = [(r["file"], r["label"]) for r in csv.DictReader(f) if r["label"]]  # "": not labelled yet
         self.classes = sorted({label for _, label in self.rows})
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
 
@@ -29,7 +29,7 @@ class GlyphFiles(Dataset):
 
     def __getitem__(self, i):
         file, label = self.rows[i]
-        with Image.open(self.root / file) as im:
+        with Image.open(self.root / file) as im:  # some files are RGB: three copies of the grey
             pixels = np.asarray(im.convert("L"), dtype=np.float32) / 255
         image = torch.from_numpy(pixels).unsqueeze(0)
         if self.transform is not None:

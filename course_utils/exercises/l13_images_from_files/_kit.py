@@ -1,9 +1,10 @@
 """Helpers shared by lesson 13's exercises: small glyph folders on disk (made once per process,
 in a temporary directory removed at exit) and fixed probe glyphs.
 
-The folders are written with :func:`course_utils.glyphs.make_image_folder`: a few classes whose
+The folders are written with :func:`course_utils.glyphs.make_received_folder`: a few classes whose
 order in the CSV is not their sorted order (so a numbering by first appearance shows), a few
-fonts, small images, so that reading every item costs milliseconds.
+fonts, small images, so that reading every item costs milliseconds; every third PNG saved in
+RGB and two unlabelled rows, as the notebook's ``received`` folder has.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def _tmp() -> Path:
 def folder(k: int) -> Path:
     """The ``k``-th folder of :data:`FOLDERS`, written on first use."""
     chars, fonts, per_font, size = FOLDERS[k]
-    return glyphs.make_image_folder(_tmp() / f"folder{k}", chars=chars, per_font=per_font, fonts=fonts,
-                                    size=size, seed=13)
+    return glyphs.make_received_folder(_tmp() / f"folder{k}", chars=chars, per_font=per_font, fonts=fonts,
+                                       size=size, seed=13, unlabelled=2)
 
 
 def fresh_copy(k: int) -> Path:

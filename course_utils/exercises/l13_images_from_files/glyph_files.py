@@ -1,10 +1,12 @@
-"""GlyphFiles: a lazy ``Dataset`` over the files ``root/labels.csv`` lists.
+"""GlyphFiles: a lazy ``Dataset`` over the folder a team handed over (``root/labels.csv``).
 
-Subtle: labels are numbered in the **sorted** order of the distinct labels (as ``ImageFolder``
-does), not in their order of appearance in the CSV (the check's folders list ``C`` before
-``A``); paths are relative to ``root``, not to the working directory; images are float32
-``(1, H, W)`` in ``[0, 1]``. Laziness is observed, not guessed: the check changes a file after
-the dataset was built, and a lazy dataset returns the new pixels.
+The decisions the folder forces (the prose names none of them): labels are numbered as
+``ImageFolder`` numbers the class folders, in the **sorted** order of the names (the check's
+CSVs list ``C`` before ``A``), not in their order of appearance; some rows have an empty label
+(images not labelled yet): they are no item and no class; every third PNG is RGB with its grey
+stored three times, so every item must come back as the one grey channel; paths are relative to
+``root``; images are float32 ``(1, H, W)`` in ``[0, 1]``. Laziness is observed, not guessed: the
+check changes a file after the dataset was built, and a lazy dataset returns the new pixels.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import torch
 from PIL import Image
 from torch.utils.data import Dataset
@@ -30,7 +33,7 @@ def _cases(r: Rand) -> Case:
     return Case((r.integer(0, len(_kit.FOLDERS) - 1), bool(r.integer(0, 1))))
 
 
-EDGE_CASES = [Case((0, False), label="classes C, A, B listed in that order in labels.csv"),
+EDGE_CASES = [Case((0, False), label="classes C, A, B listed in that order in labels.csv, 2 unlabelled rows"),
               Case((1, True), label="classes J, 7, E, A; root given as a str")]
 
 
@@ -62,14 +65,6 @@ def _item(ds, i: int, root: Path):
         raise Incorrect("image_not_tensor", got=type(image).__name__)
     if image.dtype != torch.float32:
         raise Incorrect("wrong_dtype", dtype=str(image.dtype).replace("torch.", ""))
-    if image.dim() == 2:
-        raise Incorrect("no_channel_dim", shape=tuple(image.shape))
-    if image.dim() == 3 and image.shape[0] == 3:
-        raise Incorrect("rgb")
-    if image.dim() != 3 or image.shape[0] != 1:
-        raise Incorrect("item_shape", shape=tuple(image.shape))
-    if float(image.max()) > 1.0 + 1e-6 or float(image.min()) < -1e-6:
-        raise Incorrect("not_scaled", low=round(float(image.min()), 2), high=round(float(image.max()), 2))
     if isinstance(label, torch.Tensor) and label.dim() == 0 and not label.is_floating_point():
         label = int(label)
     if isinstance(label, bool) or not isinstance(label, int):
@@ -77,19 +72,41 @@ def _item(ds, i: int, root: Path):
     return image, label
 
 
+def _shapes(images: list[torch.Tensor]) -> None:
+    shapes = list(dict.fromkeys(tuple(im.shape) for im in images))
+    if len(shapes) > 1:  # grey files one way, RGB files another
+        raise Incorrect("mixed_modes", shapes=", ".join(map(str, shapes)))
+    shape = shapes[0]
+    if len(shape) == 2:
+        raise Incorrect("no_channel_dim", shape=shape)
+    if len(shape) == 3 and shape[0] == 3:
+        raise Incorrect("rgb")
+    if len(shape) != 3 or shape[0] != 1:
+        raise Incorrect("item_shape", shape=shape)
+    low, high = min(float(im.min()) for im in images), max(float(im.max()) for im in images)
+    if high > 1.0 + 1e-6 or low < -1e-6:
+        raise Incorrect("not_scaled", low=round(low, 2), high=round(high, 2))
+
+
 def _run(answer, case: Case):
     k, as_str = case.args
     root = _kit.fresh_copy(k)
-    rows = _rows(root)
+    every = _rows(root)
+    rows = [(file, lab) for file, lab in every if lab]
     ds = _build(answer, str(root) if as_str else root)
     if len(ds) != len(rows):
+        if len(ds) == len(every):
+            raise Incorrect("keeps_unlabelled", got=len(ds), k=len(every) - len(rows))
         raise Incorrect("wrong_len", got=len(ds), n=len(rows))
     # after building: file 0 becomes white; a dataset that opens files in __getitem__ sees it
     with Image.open(root / rows[0][0]) as im:
         Image.new("L", im.size, 255).save(root / rows[0][0])
     items = [_item(ds, i, root) for i in range(len(ds))]
+    _shapes([im for im, _ in items])
     if not bool((items[0][0] == 1.0).all()):
         raise Incorrect("not_lazy")
+    if "" in list(getattr(ds, "classes", ())):
+        raise Incorrect("unlabelled_class")
     classes = sorted({lab for _, lab in rows})
     labels = [lab for _, lab in items]
     first_seen = list(dict.fromkeys(lab for _, lab in rows))
@@ -153,6 +170,33 @@ class _Eager(GlyphFiles):
         return self.cache[i]
 
 
+class _NoConvert(GlyphFiles):
+    def __getitem__(self, i):
+        file, label = self.rows[i]
+        with Image.open(self.root / file) as im:  # grey files give (H, W), RGB files (H, W, 3)
+            image = torch.from_numpy(np.array(im, dtype=np.float32) / 255).unsqueeze(0)
+        return image, self.class_to_idx[label]
+
+
+def _all_rows(root) -> list[tuple[str, str]]:
+    return _rows(Path(root))
+
+
+class _KeepsUnlabelled(GlyphFiles):
+    def __init__(self, root, transform=None):
+        super().__init__(root, transform)
+        self.rows = _all_rows(root)
+        self.classes = sorted({lab for _, lab in self.rows})
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+
+
+class _EmptyClass(GlyphFiles):
+    def __init__(self, root, transform=None):
+        super().__init__(root, transform)
+        self.classes = sorted({lab for _, lab in _all_rows(root)})
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+
+
 class _NoTransform(GlyphFiles):
     def __init__(self, root, transform=None):
         super().__init__(root, None)
@@ -167,17 +211,27 @@ register(Exercise(
     compare=Compare(atol=1e-6, rtol=0), prepare=_kit.prepare,
     mistakes=[
         Mistake("labels_not_sorted", "Your labels are numbered in the order the classes first appear in "
-                "labels.csv; number them in **sorted** order of the label names (`sorted(set(labels))`), as "
-                "`ImageFolder` does, or the same file gets two different labels from two loaders.",
+                "labels.csv; `ImageFolder` numbers them in **sorted** order of the names, so the teammate's model "
+                "reads your label 0 as another class (and a CSV written in another order would renumber them).",
                 _FirstSeen, match_output=False),
+        Mistake("keeps_unlabelled", "Your dataset has {got} items, one per row of labels.csv, but {k} rows have "
+                "an empty label: those images are not labelled yet, and a training item needs a class a loss "
+                "can use. Leave them out of the items.", _KeepsUnlabelled, match_output=False),
+        Mistake("unlabelled_class", "`ds.classes` holds the empty label `''` of the rows not labelled yet: it "
+                "is no class a model should predict, and it shifts every other class's number by one.",
+                _EmptyClass, match_output=False),
+        Mistake("mixed_modes", "Your items come in different shapes ({shapes}): the folder mixes grey PNGs "
+                "with RGB ones that store the grey three times (open a few and look at their `.mode`). Give "
+                "every item the same one grey channel.", _NoConvert, match_output=False),
         Mistake("not_scaled", "Your image values run from {low} to {high}: divide the bytes by 255 (or "
                 "`ToDtype(torch.float32, scale=True)`) so they lie in [0, 1].", _Bytes, match_output=False),
         Mistake("wrong_dtype", "Your image is {dtype}: the task asks for float32 in [0, 1] "
                 "(`ToDtype(torch.float32, scale=True)`, or `.float() / 255`).", _Uint8, match_output=False),
         Mistake("no_channel_dim", "Your image has shape {shape}: keep the channel dimension, `(1, H, W)` "
                 "(`image.unsqueeze(0)`), as a CNN's `Conv2d(1, ...)` expects.", _NoChannel, match_output=False),
-        Mistake("rgb", "Your image has 3 channels: the PNGs are grayscale; open them as one channel "
-                "(`.convert(\"L\")`, `ImageReadMode.GRAY`).", _Rgb, match_output=False),
+        Mistake("rgb", "Your image has 3 channels: the glyphs are grey (even the files saved as RGB hold "
+                "three equal channels); open them as one channel (`.convert(\"L\")`, `ImageReadMode.GRAY`).",
+                _Rgb, match_output=False),
         Mistake("path_not_under_root", "A file was looked for relative to the working directory: the CSV's "
                 "paths are relative to `root`, so open `Path(root) / file`.", _FromCwd, match_output=False),
         Mistake("not_lazy", "Your dataset read the images in `__init__`: a file changed after the dataset "
@@ -187,7 +241,7 @@ register(Exercise(
                 "ignored the transform.", _NoTransform, match_output=False),
         Mistake("wrong_type", "Pass the class `GlyphFiles` itself (without calling it).", _AN_INSTANCE,
                 match_output=False),
-        Mistake("wrong_len", "Your dataset has {got} items; labels.csv lists {n} files.", None,
+        Mistake("wrong_len", "Your dataset has {got} items; labels.csv lists {n} labelled files.", None,
                 match_output=False),
         Mistake("item_not_pair", "`ds[i]` should be a pair `(image, label)`, not {got}.", None,
                 match_output=False),
@@ -201,14 +255,14 @@ register(Exercise(
                 "`ds.class_to_idx` the dict from each name to its index.", None, match_output=False),
     ],
     hints=[
-        "What must `__init__` keep so that `__getitem__` can find the i-th image later, and what must it not do yet? "
-        "And relative to which folder are the CSV's paths written?",
-        "`__init__` keeps only the CSV's rows (each file with its label) and numbers the labels in sorted order of "
-        "their names, as `ImageFolder` does; `__getitem__` opens the row's file under `root`, as one grey channel, "
-        "turns its bytes into floats in [0, 1] with a channel dimension in front, and applies the transform last, "
-        "when there is one.",
-        "Look up `csv.DictReader`, `pathlib.Path`, PIL's `Image.convert` (the grey mode is \"L\") and "
-        "`torch.from_numpy` or `v2.functional.pil_to_tensor`; torchvision 0.29 deprecates its own "
-        "`torchvision.io.decode_image`.",
+        "Before you write `__getitem__`: what do the rows of `received/labels.csv` hold, every one of them? "
+        "Is every file you open the same kind of image? And how does the teammate's `ImageFolder` number "
+        "the classes: by the CSV's order, or by something else?",
+        "A row with no label is no training example yet; a file saved in RGB can still be a grey glyph; "
+        "a model and a dataset agree on classes only when both number them the same way, whatever the "
+        "order of the rows; and a dataset that reads a file only when asked sees the file as it is then.",
+        "Look up `csv.DictReader`, PIL's `Image.mode` and `Image.convert` (the grey mode is \"L\"), "
+        "`torch.from_numpy` or `v2.functional.pil_to_tensor`, and `ImageFolder.class_to_idx` (try it on "
+        "`received`); torchvision 0.29 deprecates its own `torchvision.io.decode_image`.",
     ],
 ))
