@@ -1811,3 +1811,46 @@ def test_the_warmup_cosine_rates_the_lesson_shows_are_what_the_reference_gives()
     for (warmup, total), shown in lab.WARMUP_COSINE_LRS.items():
         lrs = lab.scheduler_lrs(lambda opt, w=warmup, t=total: warmup_cosine(opt, w, t), total)
         assert shown == tuple(round(lr, 6) for lr in lrs)
+
+
+# --------------------------------------------------------------------------- objects the caller keeps
+# A review (2026-11-29) had these pass: the value was right, and the caller's loss or model was
+# left changed for the rest of training.
+def evaluate_sets_reduction(model, loader, loss_fn):
+    model.eval()
+    loss_fn.reduction = "sum"
+    total, correct, n = 0.0, 0, 0
+    with torch.no_grad():
+        for X, y in loader:
+            logits = model(X)
+            total += loss_fn(logits, y).item()
+            correct += (logits.argmax(1) == y).sum().item()
+            n += len(y)
+    return total / n, correct / n
+
+
+def accumulate_sets_reduction(model, loss_fn, optimizer, micro_batches):
+    n = sum(len(y) for _, y in micro_batches)
+    optimizer.zero_grad()
+    loss_fn.reduction = "sum"
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) / n).backward()
+    optimizer.step()
+
+
+def accumulate_in_eval_mode(model, loss_fn, optimizer, micro_batches):
+    model.eval()
+    n = sum(len(y) for _, y in micro_batches)
+    optimizer.zero_grad()
+    for X, y in micro_batches:
+        (loss_fn(model(X), y) * len(y) / n).backward()
+    optimizer.step()
+
+
+@pytest.mark.parametrize("name, answer", [("evaluate", evaluate_sets_reduction),
+                                          ("accumulated_step", accumulate_sets_reduction),
+                                          ("accumulated_step", accumulate_in_eval_mode)],
+                         ids=lambda x: getattr(x, "__name__", x))
+def test_an_answer_that_leaves_the_callers_loss_or_model_changed_is_rejected(name, answer):
+    res = rejected(f"{LESSON}.{name}", answer, "mutated_input")
+    assert ("`loss_fn`" in res.message) if "reduction" in answer.__name__ else ("`model` in eval mode" in res.message)

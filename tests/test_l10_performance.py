@@ -1302,3 +1302,29 @@ def test_checkpointed_forward_matches_a_plain_forward_and_its_gradients():
         params = list(blocks.parameters()) + [x]
         for a, b in zip(torch.autograd.grad(out.sum(), params), torch.autograd.grad(plain.sum(), params)):
             torch.testing.assert_close(a, b)
+
+
+def test_an_amp_step_that_leaves_the_callers_loss_changed_is_rejected():
+    """A review's answer summed the loss by setting the caller's ``loss_fn.reduction`` and
+    dividing, and passed: the loss stayed summing for the rest of training."""
+    from grading_asserts import rejected
+
+    def sets_reduction(model, X, y, loss_fn, optimizer, dtype, scaler=None, max_norm=1.0):
+        loss_fn.reduction = "sum"
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(X.device.type, dtype=dtype):
+            loss = loss_fn(model(X), y) / len(y)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            optimizer.step()
+        return loss.item()
+
+    res = rejected("10_performance.amp_train_step", sets_reduction, "mutated_input")
+    assert "`loss_fn`" in res.message

@@ -661,3 +661,25 @@ def test_replace_head_reference_keeps_a_frozen_backbone_frozen():
     out = _replace(model, 10)
     assert out.fc.out_features == 10 and all(p.requires_grad for p in out.fc.parameters())
     assert not any(p.requires_grad for n, p in out.named_parameters() if not n.startswith("fc."))
+
+
+# ----------------------------------------------------------------------------- the caller's objects
+def test_an_answer_that_changes_the_callers_objects_is_rejected():
+    """A review had both pass: the recipe's numbers replaced by equal tensors, and a block that
+    adds into its input in place on the identity path (the caller's ``x`` changed)."""
+    from grading_asserts import rejected
+
+    def tensorises_the_recipe(images, recipe):
+        recipe["mean"], recipe["std"] = torch.as_tensor(recipe["mean"]), torch.as_tensor(recipe["std"])
+        return _pre(images, recipe)
+
+    class AddsIntoItsInput(_Ref):
+        def forward(self, x):
+            out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+            shortcut = self.downsample(x)
+            shortcut += out  # the caller's x itself when the shortcut is the identity
+            return F.relu(shortcut)
+
+    rejected(f"{LESSON}.preprocess", tensorises_the_recipe, "mutated_recipe")
+    res = rejected(f"{LESSON}.ResidualBlock", AddsIntoItsInput, "mutated_input")
+    assert "`x`" in res.message

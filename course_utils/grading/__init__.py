@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from . import registry
-from .calls import answer_grad_mode
+from .calls import answer_grad_mode, kept
 from .compare import compare
 from .expect import Expect, describe, pair_of
 from .feedback import Result
@@ -30,7 +30,7 @@ from .spec import Case, Compare, Exercise, Incorrect, Mistake, Rand, reads_code_
 
 __all__ = [
     "Case", "Compare", "Exercise", "Expect", "Incorrect", "Mistake", "Rand", "Result", "answer_grad_mode",
-    "check", "compare", "describe", "exercise", "exercises", "exercises_for", "pair_of", "reads_code_only",
+    "check", "compare", "describe", "exercise", "exercises", "exercises_for", "kept", "pair_of", "reads_code_only",
     "reference", "register",
 ]
 

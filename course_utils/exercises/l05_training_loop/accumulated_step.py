@@ -16,7 +16,7 @@ import functools
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, answer_grad_mode, kept, register
 
 from ._kit import LESSON
 from ._kit import _flat, count_steps
@@ -61,8 +61,9 @@ def _run(answer, case: Case):
     given = list(micro)
     pristine = [(X.clone(), y.clone()) for X, y in micro]
     try:
-        with answer_grad_mode():
-            answer(model, nn.CrossEntropyLoss(label_smoothing=smoothing), optimizer, given)
+        loss_fn = nn.CrossEntropyLoss(label_smoothing=smoothing)
+        with answer_grad_mode(), kept(unchanged={"loss_fn": loss_fn}, modes={"model": model}):
+            answer(model, loss_fn, optimizer, given)
     finally:
         step_hook.remove()
         size_hook.remove()

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, kept, register
 from course_utils.grading.calls import GRAD_LEFT_OFF
 from ...answers.l05_training_loop import evaluate
 
@@ -42,7 +42,8 @@ def _run(answer, case: Case):
         with torch.enable_grad():
             # a loss with label smoothing: an answer that computes its own cross-entropy is caught
             loss_fn = nn.CrossEntropyLoss(label_smoothing=case.kwargs["smoothing"])
-            out = answer(model, DataLoader(TensorDataset(X, y), batch_size=bs), loss_fn)
+            with kept(unchanged={"loss_fn": loss_fn}):
+                out = answer(model, DataLoader(TensorDataset(X, y), batch_size=bs), loss_fn)
             grad_left_on = torch.is_grad_enabled()  # (leaving the `with` restores it)
     finally:
         for h in hooks:

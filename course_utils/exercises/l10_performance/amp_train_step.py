@@ -15,7 +15,7 @@ import warnings
 import torch
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Incorrect, Mistake, Rand, kept, register
 
 from ._kit import LESSON
 from ._kit import META, mlp
@@ -76,7 +76,9 @@ def _run(answer, case: Case):
     default = torch.get_autocast_dtype(X.device.type)
     torch.set_autocast_dtype(X.device.type, torch.bfloat16 if kw["fp16"] else torch.float16)
     try:
-        loss = answer(model, X, y, nn.CrossEntropyLoss(), optimizer, dtype, scaler=scaler, max_norm=kw["max_norm"])
+        loss_fn = nn.CrossEntropyLoss()
+        with kept(unchanged={"loss_fn": loss_fn}):
+            loss = answer(model, X, y, loss_fn, optimizer, dtype, scaler=scaler, max_norm=kw["max_norm"])
     except ValueError as exc:  # what GradScaler says to float16 parameters
         if "unscale FP16 gradients" in str(exc):
             raise Incorrect("cast_model") from None

@@ -12,9 +12,12 @@ whose own statistics vary, so each wrong choice shows.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
+from course_utils.grading.unchanged import differs
 
 from ._kit import LESSON
 
@@ -53,12 +56,12 @@ _TENSOR = Expect("not_a_tensor", "the images as one float tensor", torch.Tensor)
 
 def _run(answer, case: Case):
     images, recipe = case.args
-    before, recipe_before = images.clone(), dict(recipe)
+    before, recipe_before = images.clone(), copy.deepcopy(recipe)
     recipe = dict(recipe)  # the learner's own copy: a change to it must show, and not reach the case
     out = answer(images, recipe)
     if not torch.equal(images, before):
         raise Incorrect("mutated_input")
-    if recipe != recipe_before:
+    if differs(recipe_before, recipe):  # a value replaced by an equal tensor too
         raise Incorrect("mutated_recipe")
     _TENSOR.check(out)
     if not out.is_floating_point():

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, register
+from course_utils.grading import Case, Compare, Exercise, Expect, Incorrect, Mistake, Rand, kept, register
 
 from course_utils.lesson_props.l14_transfer_learning import BasicBlock
 
@@ -131,7 +131,7 @@ def _run(answer: Any, case: Case) -> Any:
     block.load_state_dict(_weights(spec, gen))
     h, w = case.kwargs["size"]
     x_train, x_eval = torch.randn(3, in_c, h, w, generator=gen), torch.randn(2, in_c, h, w, generator=gen)
-    with _prop_watch() as prop_ran:
+    with _prop_watch() as prop_ran, kept(unchanged={"x": x_train}):
         block.train()
         with torch.enable_grad():
             out_train = block(x_train)
