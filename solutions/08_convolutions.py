@@ -200,12 +200,56 @@ ex.conv_output_size.check(conv_output_size)
 # %% [markdown]
 # ### Exercise 2: a convolution by hand
 #
-# Write `conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1)` that returns
-# exactly what `F.conv2d(x, weight, bias, stride, padding, dilation)` returns: `x` is
+# A teammate is porting a trained model to a microcontroller with no deep learning library. Before
+# translating the layers to C, they wrote the convolution as plain loops in PyTorch, to compare it
+# with `F.conv2d`:
+
+# %%
+def teammates_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
+    x = F.pad(x, (padding, padding))
+    n, _, h, w = x.shape
+    c_out, _, kh, kw = weight.shape
+    kernel = weight.flip(-1, -2)  # a convolution flips its kernel, as in the textbook
+    h_out = (h - dilation * (kh - 1) - 1) // stride + 1
+    w_out = (w - dilation * (kw - 1) - 1) // stride + 1
+    out = torch.zeros(n, c_out, h_out, w_out)
+    for i in range(h_out):
+        for j in range(w_out):
+            patch = x[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = torch.einsum("nchw,ochw->no", patch, kernel)
+    if bias is not None:
+        out = out + bias.reshape(1, c_out, 1, 1)
+    return out
+
+
+# %% [markdown]
+# Their comparison, on a batch of 8x8 images with 3 channels and two 3x3 kernels: `w` drawn at
+# random, and `w_sym`, which equals its own mirror image (`w_sym.flip(-1, -2)` is `w_sym`):
+
+# %%
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 3, 8, 8, generator=g)
+w = torch.randn(4, 3, 3, 3, generator=g)
+w_sym = (w + w.flip(-1, -2)) / 2
+b = torch.randn(4, generator=g)
+for name, weight, settings in [("w_sym", w_sym, {}), ("w_sym", w_sym, {"stride": 2}), ("w", w, {}),
+                               ("w_sym", w_sym, {"padding": 1}), ("w_sym", w_sym, {"dilation": 2})]:
+    want, got = F.conv2d(x, weight, b, **settings), teammates_conv2d(x, weight, b, **settings)
+    if got.shape != want.shape:
+        verdict = f"shape {tuple(got.shape)}, F.conv2d gives {tuple(want.shape)}"
+    else:
+        diff = (got - want).abs().max().item()
+        verdict = ("matches" if diff < 1e-4 else "differs") + f" (max |difference| {diff:.1e})"
+    print(f"{name:5} {str(settings):16} {verdict}")
+
+# %% [markdown]
+# Repair it: write `conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1)` that
+# returns exactly what `F.conv2d(x, weight, bias, stride, padding, dilation)` returns: `x` is
 # `(N, C_in, H, W)`, `weight` is `(C_out, C_in, kh, kw)` (kernels need not be square), `bias`
-# is `(C_out,)` or `None`; stride, padding and dilation are ints. **Compute it without
-# `F.conv2d`, `nn.Conv2d` or any other built-in convolution** (the check watches for them):
-# loop over the output positions, or take all patches at once with `F.unfold`. `F.pad` is
+# is `(C_out,)` or `None`; stride, padding and dilation are ints. Read each line of the table:
+# what does a line that passes have that a failing one lacks, and which line of the teammate's
+# code does that point at? The port keeps the rule the teammate followed: **no `F.conv2d`,
+# `nn.Conv2d` or any other built-in convolution** (the check watches for them); `F.pad` is
 # allowed.
 
 # %% tags=["answer:conv2d_by_hand"]

@@ -177,6 +177,39 @@ def test_conv2d_flipped_kernel_is_named():
     assert "cross-correlation" in res.message
 
 
+def _teammates_conv(*fixes):
+    """The notebook's teammate's loops, read from the solution, with the given (bug, fix) lines replaced."""
+    text = (Path(__file__).parents[1] / "solutions" / "08_convolutions.py").read_text()
+    source = text[text.index("def teammates_conv2d"):text.index("\n\n\n", text.index("def teammates_conv2d"))]
+    for bug, fix in fixes:
+        assert bug in source, bug
+        source = source.replace(bug, fix)
+    scope = {"torch": torch, "F": F}
+    exec(source, scope)  # noqa: S102 - the course's own notebook text
+    return scope["teammates_conv2d"]
+
+
+FLIP = ("weight.flip(-1, -2)", "weight")
+PAD = ("F.pad(x, (padding, padding))", "F.pad(x, (padding,) * 4)")
+DILATE = ("x[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]",
+          "x[:, :, i * stride:i * stride + dilation * (kh - 1) + 1:dilation, "
+          "j * stride:j * stride + dilation * (kw - 1) + 1:dilation]")
+
+
+@pytest.mark.parametrize("fixes, named", [
+    ((), None), ((FLIP,), None), ((DILATE,), None),
+    ((FLIP, PAD), "undilated_taps"), ((PAD, DILATE), "flipped_kernel"), ((FLIP, DILATE), "padded_width_only")])
+def test_conv2d_teammates_bugs_are_named_when_one_is_left(fixes, named):
+    """The runner names a mistake only when the answer behaves like its example on every case: each
+    of the teammate's three bugs is named once it is the last one left (before, the first case's
+    difference is reported)."""
+    rejected(CONV, _teammates_conv(*fixes), named)
+
+
+def test_conv2d_teammates_code_fully_repaired_passes():
+    accepted(CONV, _teammates_conv(FLIP, PAD, DILATE))
+
+
 def _unfold_conv(x, weight, bias=None, stride=1, padding=0, dilation=1):
     n, _, h, w = x.shape
     o, _, kh, kw = weight.shape
