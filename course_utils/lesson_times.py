@@ -95,7 +95,7 @@ LESSONS: dict[str, Lesson] = {
     "07_debugging": Lesson("debugging and observability", 11.3, reading=23.8, examples=13.5, predictions=4, exercises={
         "first_nonfinite": 8, "overfit_one_batch": 10, "grad_norms": 7, "read_scalars": 7, "diagnose": 9}),
     "08_convolutions": Lesson("convolutions", 6.9, reading=19.8, examples=16.5, predictions=4, exercises={
-        "conv_output_size": 5, "conv2d_by_hand": 9, "conv_param_count": 6, "max_pool_by_hand": 8,
+        "conv_output_size": 5, "conv2d_by_hand": 9, "conv_param_count": 9, "max_pool_by_hand": 8,
         "receptive_field": 8, "SmallVGG": 9}),
     "09_persistence": Lesson("saving and exporting", 10.7, reading=23.4, examples=33.0, predictions=4, exercises={
         "load_matching": 8, "load_state_dict_cpu": 8, "save_checkpoint": 8, "load_checkpoint": 10,

@@ -32,9 +32,10 @@
 # 6. work out how much of the image one output pixel sees: its receptive field;
 # 7. build and train a small VGG-style CNN on the digits.
 #
-# **Time: about 85 minutes** on your own, the six checked exercises included (about 45 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
+# **Time: about 90 minutes** on your own, the six checked exercises included (about 48 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
 
 # %%
+import math
 import time
 
 import torch
@@ -199,12 +200,56 @@ ex.conv_output_size.check(conv_output_size)
 # %% [markdown]
 # ### Exercise 2: a convolution by hand
 #
-# Write `conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1)` that returns
-# exactly what `F.conv2d(x, weight, bias, stride, padding, dilation)` returns: `x` is
+# A teammate is porting a trained model to a microcontroller with no deep learning library. Before
+# translating the layers to C, they wrote the convolution as plain loops in PyTorch, to compare it
+# with `F.conv2d`:
+
+# %%
+def teammates_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
+    x = F.pad(x, (padding, padding))
+    n, _, h, w = x.shape
+    c_out, _, kh, kw = weight.shape
+    kernel = weight.flip(-1, -2)  # a convolution flips its kernel, as in the textbook
+    h_out = (h - dilation * (kh - 1) - 1) // stride + 1
+    w_out = (w - dilation * (kw - 1) - 1) // stride + 1
+    out = torch.zeros(n, c_out, h_out, w_out)
+    for i in range(h_out):
+        for j in range(w_out):
+            patch = x[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = torch.einsum("nchw,ochw->no", patch, kernel)
+    if bias is not None:
+        out = out + bias.reshape(1, c_out, 1, 1)
+    return out
+
+
+# %% [markdown]
+# Their comparison, on a batch of 8x8 images with 3 channels and two 3x3 kernels: `w` drawn at
+# random, and `w_sym`, which equals its own mirror image (`w_sym.flip(-1, -2)` is `w_sym`):
+
+# %%
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 3, 8, 8, generator=g)
+w = torch.randn(4, 3, 3, 3, generator=g)
+w_sym = (w + w.flip(-1, -2)) / 2
+b = torch.randn(4, generator=g)
+for name, weight, settings in [("w_sym", w_sym, {}), ("w_sym", w_sym, {"stride": 2}), ("w", w, {}),
+                               ("w_sym", w_sym, {"padding": 1}), ("w_sym", w_sym, {"dilation": 2})]:
+    want, got = F.conv2d(x, weight, b, **settings), teammates_conv2d(x, weight, b, **settings)
+    if got.shape != want.shape:
+        verdict = f"shape {tuple(got.shape)}, F.conv2d gives {tuple(want.shape)}"
+    else:
+        diff = (got - want).abs().max().item()
+        verdict = ("matches" if diff < 1e-4 else "differs") + f" (max |difference| {diff:.1e})"
+    print(f"{name:5} {str(settings):16} {verdict}")
+
+# %% [markdown]
+# Repair it: write `conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1)` that
+# returns exactly what `F.conv2d(x, weight, bias, stride, padding, dilation)` returns: `x` is
 # `(N, C_in, H, W)`, `weight` is `(C_out, C_in, kh, kw)` (kernels need not be square), `bias`
-# is `(C_out,)` or `None`; stride, padding and dilation are ints. **Compute it without
-# `F.conv2d`, `nn.Conv2d` or any other built-in convolution** (the check watches for them):
-# loop over the output positions, or take all patches at once with `F.unfold`. `F.pad` is
+# is `(C_out,)` or `None`; stride, padding and dilation are ints. Read each line of the table:
+# what does a line that passes have that a failing one lacks, and which line of the teammate's
+# code does that point at? The port keeps the rule the teammate followed: **no `F.conv2d`,
+# `nn.Conv2d` or any other built-in convolution** (the check watches for them); `F.pad` is
 # allowed.
 
 # %% tags=["answer:conv2d_by_hand"]
@@ -276,24 +321,55 @@ for groups in (1, 4, 32):
     print(f"groups={groups:>2}: weight {tuple(layer.weight.shape)}, {n_params(layer)} parameters")
 
 # %% [markdown]
-# ### Exercise 3: count a convolution's parameters
+# ### Exercise 3: which layer has this many parameters?
 #
-# Write `conv_param_count(in_channels, out_channels, kernel_size, bias=True, groups=1)`: the
-# number of parameters of `nn.Conv2d(in_channels, out_channels, kernel_size, bias=bias,
-# groups=groups)`, an `int`. `kernel_size` is an int (square) or a tuple `(kh, kw)`; the
-# channel counts are divisible by `groups`. Work it out from the weight's shape; creating the
-# layer and counting is a good way to test yourself.
+# A teammate's network was saved as weights and a printed summary; the code that built it is
+# lost. To rebuild it you need, for every `Conv2d` line of the summary, arguments that give that
+# layer exactly its parameter count (a layer with another count cannot load its weights):
+
+# %%
+summary = [(3, 32, 896), (32, 32, 320), (32, 64, 2048), (64, 64, 28672), (1, 6, 156)]
+print(f"{'layer':>6} {'in':>4} {'out':>4} {'parameters':>11}")
+for line, (c_in, c_out, count) in enumerate(summary, 1):
+    print(f"{'conv' + str(line):>6} {c_in:>4} {c_out:>4} {count:>11,}")
+
+# %% [markdown]
+# Write `conv_param_count(in_channels, out_channels, n_params)`: return a dict of keyword
+# arguments, `kernel_size`, `bias` and `groups`, such that `nn.Conv2d(in_channels, out_channels,
+# **config)` has exactly `n_params` parameters. Every line comes from a real layer, so a
+# configuration always exists; when several fit, any one will do. Decide which arguments the
+# count depends on, and which values of them to try: the summary's lines do not all come from
+# plain 3x3 layers. Building a layer and counting is a good way to test a guess.
 
 # %% tags=["answer:conv_param_count"]
-def conv_param_count(in_channels, out_channels, kernel_size, bias=True, groups=1):
+def conv_param_count(in_channels, out_channels, n_params):
     ### BEGIN SOLUTION
-    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-    return out_channels * (in_channels // groups) * kh * kw + (out_channels if bias else 0)
+    fits = []
+    for groups in range(1, in_channels + 1):
+        if in_channels % groups or out_channels % groups:
+            continue  # nn.Conv2d refuses groups that do not divide both channel counts
+        for bias in (True, False):
+            weights = n_params - (out_channels if bias else 0)
+            per_tap = out_channels * (in_channels // groups)  # the weight is (out, in // groups, kh, kw)
+            if weights > 0 and weights % per_tap == 0:
+                area = weights // per_tap
+                kh = max(d for d in range(1, math.isqrt(area) + 1) if area % d == 0)
+                fits.append({"kernel_size": kh if kh * kh == area else (kh, area // kh), "bias": bias, "groups": groups})
+    # the likeliest layer: a square kernel if one fits, then the fewest groups, then a bias (the default)
+    return min(fits, key=lambda c: not isinstance(c["kernel_size"], int), default=None)
     ### END SOLUTION
 
 
 # %% tags=["check:conv_param_count"]
 ex.conv_param_count.check(conv_param_count)
+
+# %% [markdown]
+# The count is `out_channels * (in_channels // groups) * kh * kw`, plus `out_channels` with a
+# bias. Line 2 fits no `groups=1` layer; the one square fit is a depthwise 3x3 (`groups=32`,
+# MobileNet's building block); line 4 fits no square kernel (with `groups=1` its area is 7, a
+# prime), but `(1, 7)` fits (Inception factorises a 7x7 into a 1x7 and a 7x1); and LeNet's line fits a 5x5 kernel with a bias as well as a 1x26
+# one without: a count alone does not always pin a layer down, which is why checkpoints store
+# the weights' shapes too.
 
 # %% [markdown]
 # ## 5. Pooling

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -176,6 +177,39 @@ def test_conv2d_flipped_kernel_is_named():
     assert "cross-correlation" in res.message
 
 
+def _teammates_conv(*fixes):
+    """The notebook's teammate's loops, read from the solution, with the given (bug, fix) lines replaced."""
+    text = (Path(__file__).parents[1] / "solutions" / "08_convolutions.py").read_text()
+    source = text[text.index("def teammates_conv2d"):text.index("\n\n\n", text.index("def teammates_conv2d"))]
+    for bug, fix in fixes:
+        assert bug in source, bug
+        source = source.replace(bug, fix)
+    scope = {"torch": torch, "F": F}
+    exec(source, scope)  # noqa: S102 - the course's own notebook text
+    return scope["teammates_conv2d"]
+
+
+FLIP = ("weight.flip(-1, -2)", "weight")
+PAD = ("F.pad(x, (padding, padding))", "F.pad(x, (padding,) * 4)")
+DILATE = ("x[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]",
+          "x[:, :, i * stride:i * stride + dilation * (kh - 1) + 1:dilation, "
+          "j * stride:j * stride + dilation * (kw - 1) + 1:dilation]")
+
+
+@pytest.mark.parametrize("fixes, named", [
+    ((), None), ((FLIP,), None), ((DILATE,), None),
+    ((FLIP, PAD), "undilated_taps"), ((PAD, DILATE), "flipped_kernel"), ((FLIP, DILATE), "padded_width_only")])
+def test_conv2d_teammates_bugs_are_named_when_one_is_left(fixes, named):
+    """The runner names a mistake only when the answer behaves like its example on every case: each
+    of the teammate's three bugs is named once it is the last one left (before, the first case's
+    difference is reported)."""
+    rejected(CONV, _teammates_conv(*fixes), named)
+
+
+def test_conv2d_teammates_code_fully_repaired_passes():
+    accepted(CONV, _teammates_conv(FLIP, PAD, DILATE))
+
+
 def _unfold_conv(x, weight, bias=None, stride=1, padding=0, dilation=1):
     n, _, h, w = x.shape
     o, _, kh, kw = weight.shape
@@ -321,22 +355,36 @@ def test_conv2d_oracle_matches_f_conv2d_across_the_domain():
 
 
 # =========================================================================== 3. conv_param_count
-def _k(k):
-    return (k, k) if isinstance(k, int) else tuple(k)
+# The inverse problem: from (in_channels, out_channels, n_params) to nn.Conv2d keyword arguments.
+def _layers(i, o, n, groups_order=None, biases=(True, False)):
+    """Every (kernel area, bias, groups) whose layer has n parameters, in the given order."""
+    gs = [g for g in range(1, i + 1) if i % g == 0 and o % g == 0]
+    for g in groups_order(gs) if groups_order else gs:
+        for b in biases:
+            area, left = divmod(n - o * b, o * (i // g))
+            if area >= 1 and not left:
+                yield area, b, g
 
 
 COUNT_WRONG = {
-    "no bias": lambda i, o, k, bias=True, groups=1: o * (i // groups) * _k(k)[0] * _k(k)[1],
-    "kh squared": lambda i, o, k, bias=True, groups=1: o * (i // groups) * _k(k)[0] ** 2 + (o if bias else 0),
-    "groups ignored": lambda i, o, k, bias=True, groups=1: o * i * _k(k)[0] * _k(k)[1] + (o if bias else 0),
-    "both channel counts divided by groups": lambda i, o, k, bias=True, groups=1:
-        (o // groups) * (i // groups) * _k(k)[0] * _k(k)[1] + (o if bias else 0),
-    "bias per input channel": lambda i, o, k, bias=True, groups=1:
-        o * (i // groups) * _k(k)[0] * _k(k)[1] + (i if bias else 0),
-    "a bias per weight": lambda i, o, k, bias=True, groups=1: 2 * o * (i // groups) * _k(k)[0] * _k(k)[1] if bias
-        else o * (i // groups) * _k(k)[0] * _k(k)[1],
-    "bias counted even when bias=False": lambda i, o, k, bias=True, groups=1:
-        o * (i // groups) * _k(k)[0] * _k(k)[1] + o,
+    "always a 3x3 with a bias": lambda i, o, n: {"kernel_size": 3},
+    "square kernels and groups=1 only": lambda i, o, n: next(
+        ({"kernel_size": math.isqrt(a), "bias": b} for a, b, g in _layers(i, o, n) if g == 1
+         and math.isqrt(a) ** 2 == a), None),
+    "the area as a float side": lambda i, o, n: {"kernel_size": (1, (n - o) / (o * i))},
+    "a tuple (kernel_size, bias, groups)": lambda i, o, n: next(
+        ((a, b, g) for a, b, g in _layers(i, o, n)), None),
+    "the area off by one": lambda i, o, n: next(
+        ({"kernel_size": (1, a + 1), "bias": b, "groups": g} for a, b, g in _layers(i, o, n)), None),
+    "groups up to in_channels, not checked against out_channels": lambda i, o, n: next(
+        ({"kernel_size": (1, (n - o * b) // (o * (i // g))), "bias": b, "groups": g}
+         for g in range(i, 0, -1) if i % g == 0 for b in (True, False)
+         if n - o * b > 0 and (n - o * b) % (o * (i // g)) == 0), None),
+    "no bias ever": lambda i, o, n: next(
+        ({"kernel_size": (1, a), "bias": False, "groups": g} for a, b, g in _layers(i, o, n, biases=(False,))), None),
+    "the count returned": lambda i, o, n: n,
+    "a kernel of three sides": lambda i, o, n: next(
+        ({"kernel_size": (1, a, 1), "bias": b, "groups": g} for a, b, g in _layers(i, o, n)), None),
 }
 
 
@@ -345,13 +393,24 @@ def test_conv_param_count_wrong_answers_are_rejected(label):
     rejected(COUNT, COUNT_WRONG[label])
 
 
+def _by_building(i, o, n):
+    """Build each candidate on the meta device (no memory, no initialisation) and count."""
+    for area, b, g in _layers(i, o, n):
+        layer = nn.Conv2d(i, o, (area, 1), bias=bool(b), groups=g, device="meta")
+        if sum(p.numel() for p in layer.parameters()) == n:
+            return {"kernel_size": (area, 1), "bias": bool(b), "groups": g}
+    return None
+
+
 COUNT_VALID = {
-    "build the layer and count": lambda in_channels, out_channels, kernel_size, bias=True, groups=1: sum(
-        p.numel() for p in nn.Conv2d(in_channels, out_channels, kernel_size, bias=bias, groups=groups).parameters()),
-    "math.prod of the weight shape": lambda in_channels, out_channels, kernel_size, bias=True, groups=1: math.prod(
-        (out_channels, in_channels // groups, *nn.modules.utils._pair(kernel_size))) + out_channels * bool(bias),
-    "int() of a true division": lambda in_channels, out_channels, kernel_size, bias=True, groups=1: int(
-        out_channels * in_channels / groups * math.prod(_k(kernel_size)) + (out_channels if bias else 0)),
+    "the lesson's search": conv_param_count,
+    "build candidates and count": _by_building,
+    "most groups first, no bias first, a list kernel and harmless extras": lambda i, o, n: next(
+        ({"kernel_size": [1, a], "bias": b, "groups": g, "padding": 1, "stride": 2}
+         for a, b, g in _layers(i, o, n, groups_order=lambda gs: gs[::-1], biases=(0, 1))), None),
+    "defaults left out (bias=True, groups=1 when they fit)": lambda i, o, n: next(
+        ({"kernel_size": (a, 1), **({} if b else {"bias": False}), **({} if g == 1 else {"groups": g})}
+         for a, b, g in _layers(i, o, n)), None),
 }
 
 
@@ -360,7 +419,18 @@ def test_conv_param_count_valid_answers_pass(label):
     accepted(COUNT, COUNT_VALID[label])
 
 
-COUNT_CHEATS = {"memorised fixed cases": _table(COUNT), "an int equal to everything": lambda *a, **k: AnyInt(0)}
+def _count_table():
+    """A cheat that memorised the fixed cases' answers (and guesses a 3x3 otherwise)."""
+    table = {c.args: conv_param_count(*c.args) for c in grading.exercise(COUNT).edge_cases}
+    return lambda i, o, n: table.get((i, o, n), {"kernel_size": 3})
+
+
+COUNT_CHEATS = {
+    "memorised fixed cases": _count_table(),
+    "a kernel size equal to everything": lambda i, o, n: {"kernel_size": AnyInt(0)},
+    "a fractional kernel that solves the equation": lambda i, o, n: {"kernel_size": (1, n / (o * i)), "bias": False},
+    "a negative kernel side": lambda i, o, n: {"kernel_size": (-1, 1), "bias": False},
+}
 
 
 @pytest.mark.parametrize("label", COUNT_CHEATS)
@@ -368,13 +438,23 @@ def test_conv_param_count_cheats_are_rejected(label):
     rejected(COUNT, COUNT_CHEATS[label])
 
 
-def test_conv_param_count_oracle_matches_nn_conv2d():
+def test_conv_param_count_oracle_builds_the_layers_it_returns():
     ex = grading.exercise(COUNT)
     for case in list(ex.edge_cases) + [ex.cases(Rand(seed)) for seed in range(300)]:
-        layer = nn.Conv2d(*case.args, **case.kwargs)
-        i, o, k = case.args
-        assert tuple(layer.weight.shape) == (o, i // case.kwargs.get("groups", 1), *_k(k))
-        assert sum(p.numel() for p in layer.parameters()) == conv_param_count(*case.args, **case.kwargs), case
+        i, o, n = case.args
+        config = conv_param_count(i, o, n)
+        layer = nn.Conv2d(i, o, **config, device="meta")
+        assert sum(p.numel() for p in layer.parameters()) == n, (case, config)
+
+
+def test_conv_param_count_summary_is_the_notebooks_and_needs_every_argument():
+    from course_utils.exercises.l08_convolutions.conv_param_count import SUMMARY, _fits
+
+    text = (Path(__file__).parents[1] / "solutions" / "08_convolutions.py").read_text()
+    assert f"summary = {SUMMARY!r}" in text
+    assert not _fits(*SUMMARY[1], grouped=False), "line 2 needs groups > 1"
+    assert not _fits(*SUMMARY[3], square=True), "line 4 needs a non-square kernel"
+    assert _fits(*SUMMARY[4], square=True), "LeNet's line fits a square kernel"
 
 
 # =========================================================================== 4. max_pool_by_hand
@@ -794,7 +874,7 @@ def test_small_vgg_oracle_shapes_and_counts():
         model = SmallVGG(c_in, n_cls, widths, (h, w))
         feats = model.features(torch.zeros(2, c_in, h, w))
         assert model.classifier[1].in_features == feats[0].numel()  # torch's own shape
-        want = sum(conv_param_count(a, b, 3, bias=False) + 2 * b for a, b in zip([c_in, *widths], widths))
+        want = sum(a * b * 9 + 2 * b for a, b in zip([c_in, *widths], widths))  # 3x3 without bias, BatchNorm
         want += feats[0].numel() * n_cls + n_cls
         assert sum(p.numel() for p in model.parameters()) == want
         assert model(torch.zeros(1, c_in, h, w)).shape == (1, n_cls)

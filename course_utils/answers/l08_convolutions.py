@@ -5,6 +5,7 @@ notebook-level names they use; the exercises of 08_convolutions take their refer
 
 # ruff: noqa
 
+import math
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -35,9 +36,20 @@ def conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1):
     return out
 
 
-def conv_param_count(in_channels, out_channels, kernel_size, bias=True, groups=1):
-    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-    return out_channels * (in_channels // groups) * kh * kw + (out_channels if bias else 0)
+def conv_param_count(in_channels, out_channels, n_params):
+    fits = []
+    for groups in range(1, in_channels + 1):
+        if in_channels % groups or out_channels % groups:
+            continue  # nn.Conv2d refuses groups that do not divide both channel counts
+        for bias in (True, False):
+            weights = n_params - (out_channels if bias else 0)
+            per_tap = out_channels * (in_channels // groups)  # the weight is (out, in // groups, kh, kw)
+            if weights > 0 and weights % per_tap == 0:
+                area = weights // per_tap
+                kh = max(d for d in range(1, math.isqrt(area) + 1) if area % d == 0)
+                fits.append({"kernel_size": kh if kh * kh == area else (kh, area // kh), "bias": bias, "groups": groups})
+    # the likeliest layer: a square kernel if one fits, then the fewest groups, then a bias (the default)
+    return min(fits, key=lambda c: not isinstance(c["kernel_size"], int), default=None)
 
 
 def max_pool_by_hand(x, kernel_size, stride=None):

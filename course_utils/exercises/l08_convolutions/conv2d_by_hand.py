@@ -1,4 +1,11 @@
-"""conv2d_by_hand: a 2-D convolution (PyTorch's cross-correlation) without the built-in.
+"""conv2d_by_hand: repair a teammate's hand-written convolution from its failing comparison.
+
+The notebook shows a teammate's loops with three bugs (a flipped kernel, `F.pad(x, (p, p))`
+padding the width only, taps that ignore the dilation) and their comparison with `F.conv2d`: a
+table where lines pass or fail by setting and kernel (one kernel equals its own mirror image).
+The learner reads which line points at which bug and returns `F.conv2d`'s output without a
+built-in convolution. Each of the teammate's bugs is a named mistake, named once it is the last
+one left (tests/test_l08_convolutions.py repairs the teammate's code from the notebook's text).
 
 Subtle: no kernel flip; stride, padding (all four sides) and dilation; non-contiguous
 (channels-last) inputs; the rule is ``Exercise.forbid``: the framework watches every torch function
@@ -69,12 +76,14 @@ def _builtin(x, weight, bias=None, stride=1, padding=0, dilation=1):
     return F.conv2d(x, weight, bias, stride, padding, dilation)
 
 
-def _conv_variant(flip=False, use_bias=True, use_dilation=True, use_stride=True, pad_sides=2):
-    """A wrong (or right) convolution written with unfold: the known-mistake examples."""
+def _conv_variant(flip=False, use_bias=True, use_dilation=True, use_stride=True, pad_sides=4, dilated_taps=True):
+    """A wrong (or right) convolution written with unfold: the known-mistake examples. With
+    ``dilated_taps=False`` the output size counts the dilation but each patch is contiguous (the
+    teammate's loops)."""
     def conv(x, weight, bias=None, stride=1, padding=0, dilation=1):
         d = dilation if use_dilation else 1
         s = stride if use_stride else 1
-        pads = (padding, padding, padding, padding) if pad_sides == 2 else (0, padding, 0, padding)
+        pads = {4: (padding,) * 4, 2: (0, padding, 0, padding), 1: (padding, padding)}[pad_sides]
         xp = F.pad(x, pads)
         c_out, _, kh, kw = weight.shape
         h_out = (xp.shape[2] - d * (kh - 1) - 1) // s + 1
@@ -82,8 +91,13 @@ def _conv_variant(flip=False, use_bias=True, use_dilation=True, use_stride=True,
         if h_out < 1 or w_out < 1:
             raise RuntimeError("Calculated output size is too small")
         wt = weight.flip(-1, -2) if flip else weight
-        cols = F.unfold(xp, (kh, kw), dilation=d, stride=s)  # (N, C_in*kh*kw, L)
-        out = (wt.reshape(c_out, -1) @ cols).reshape(x.shape[0], c_out, h_out, w_out)
+        if not dilated_taps:  # contiguous patches at the dilated layer's positions
+            cols = F.unfold(xp, (kh, kw), stride=s)
+            rows_1, cols_1 = (xp.shape[2] - kh) // s + 1, (xp.shape[3] - kw) // s + 1
+            out = (wt.reshape(c_out, -1) @ cols).reshape(x.shape[0], c_out, rows_1, cols_1)[:, :, :h_out, :w_out]
+        else:
+            cols = F.unfold(xp, (kh, kw), dilation=d, stride=s)  # (N, C_in*kh*kw, L)
+            out = (wt.reshape(c_out, -1) @ cols).reshape(x.shape[0], c_out, h_out, w_out)
         if bias is not None and use_bias:
             out = out + bias.reshape(1, -1, 1, 1)
         return out
@@ -93,7 +107,7 @@ def _conv_variant(flip=False, use_bias=True, use_dilation=True, use_stride=True,
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="conv2d_by_hand",
-    title="A 2-D convolution (PyTorch's cross-correlation) by hand, with stride, padding and dilation",
+    title="Repair a teammate's hand-written convolution (PyTorch's cross-correlation; stride, padding, dilation)",
     reference=conv2d_by_hand, cases=_cases, edge_cases=EDGE_CASES,
     forbid=(_CONV_OPS,), rule_mistake="used_builtin_conv",
     compare=Compare(rtol=1e-4, atol=1e-4),
@@ -112,16 +126,27 @@ register(Exercise(
         Mistake("ignored_dilation", "With dilation `d` the kernel's taps are `d` pixels apart: the "
                 "patch is `x[..., top : top + d*(kh-1) + 1 : d, left : ... : d]`.",
                 _conv_variant(use_dilation=False)),
+        Mistake("undilated_taps", "Your output has the right shape, but with dilation > 1 its values are "
+                "wrong: the layer's size counts the dilation, yet each patch you multiply is contiguous. "
+                "Which input pixels does a 3x3 kernel with dilation 2 touch?", _conv_variant(dilated_taps=False)),
         Mistake("ignored_stride", "With stride `s` the window moves `s` pixels at a time: output "
                 "position `i` starts at input row `i * s`.", _conv_variant(use_stride=False)),
         Mistake("padding_one_side", "`padding` adds zeros on all four sides (top, bottom, left, "
-                "right): `F.pad(x, (p, p, p, p))`.", _conv_variant(pad_sides=1)),
+                "right): `F.pad(x, (p, p, p, p))`.", _conv_variant(pad_sides=2)),
+        Mistake("padded_width_only", "Your output has the right width but not the right height when "
+                "`padding` > 0: the zeros went on the left and right only. Which axes does `F.pad`'s "
+                "tuple pad, and in which order does it list them?", _conv_variant(pad_sides=1)),
     ],
     hints=[
-        "Pad the input first (read about F.pad), work out the output size with your conv_output_size, "
-        "then fill each output position from one patch of the input.",
-        "The patch for output (i, j) starts at i·s, j·s and takes every d-th pixel, kh by kw of them; "
-        "multiply it by the weight and sum over channel, height and width (torch.einsum or F.unfold do "
-        "this for all output channels at once). Add the bias per output channel at the end.",
+        "Which lines of the teammate's table pass, and what do they have that the failing lines lack: a "
+        "kernel equal to its own mirror image, no padding, dilation 1? Change one thing at a time and "
+        "rerun the table with your function.",
+        "A shape wrong in one axis only says where the zeros went; values wrong with the right shape, "
+        "and right again with a mirror-symmetric kernel, say what happens to the kernel. Section 2 "
+        "showed what one output pixel of PyTorch's conv2d is. Which pixels does a dilated 3x3 kernel "
+        "touch?",
+        "The ideas: PyTorch's conv2d is a cross-correlation (no flip); padding goes on all four sides "
+        "(read F.pad's docs on how its tuple lists the axes); a dilated kernel takes every d-th pixel "
+        "of a larger span (a slice with a step).",
     ],
 ))
