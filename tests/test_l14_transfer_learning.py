@@ -680,6 +680,12 @@ def test_an_answer_that_changes_the_callers_objects_is_rejected():
             shortcut += out  # the caller's x itself when the shortcut is the identity
             return F.relu(shortcut)
 
+    def unfreezes(model, head_lr, backbone_lr):
+        model.requires_grad_(True)  # a frozen backbone of the caller's trains from now on
+        return _groups(model, head_lr, backbone_lr)
+
+    res = rejected(f"{LESSON}.finetune_param_groups", unfreezes, "mutated_input")
+    assert "`requires_grad` switched" in res.message
     rejected(f"{LESSON}.preprocess", tensorises_the_recipe, "mutated_recipe")
     res = rejected(f"{LESSON}.ResidualBlock", AddsIntoItsInput, "mutated_input")
     assert "`x`" in res.message

@@ -99,3 +99,41 @@ def test_reading_another_objects_namespace_is_not_a_rebinding():
              "import sys\nif 'google.colab' in sys.modules:\n    pass", "n = len(list(model.modules()))",
              "if __name__ == '__main__':\n    pass"]
     assert python_loop(static_function(cells, "f")) is None
+
+
+# ----------------------------------------------------------------------------- the text is the export
+def _kernel_function(src: str, name: str):
+    namespace: dict = {}
+    exec(compile(src, "<ipython-input-1>", "exec"), namespace)  # noqa: S102 - the test's own text
+    return namespace[name]
+
+
+CLEAN = "def f(x):\n    return (x[:, None] - x[None]).norm(dim=-1)\n"
+LOOPS = "def f(x):\n    return [[(a - b).norm() for b in x] for a in x]\n"
+
+
+def test_the_exported_answer_must_run_the_texts_bytecode():
+    """A hostile review (2026-11-29) handed in a looping function while the text's last ``def``
+    was clean: a ``%%capture`` cell, a ``def`` after the check cell, ``f.__code__ = ...``."""
+    import cloudpickle
+
+    from course_utils.instructor.static_answer import exported_as_written
+
+    text = static_function([CLEAN], "f")
+    assert exported_as_written(text, cloudpickle.dumps(_kernel_function(CLEAN, "f")))
+    assert not exported_as_written(text, cloudpickle.dumps(_kernel_function(LOOPS, "f")))
+    swapped = _kernel_function(CLEAN, "f")
+    swapped.__code__ = _kernel_function(LOOPS, "f").__code__
+    assert not exported_as_written(text, cloudpickle.dumps(swapped))
+    nested = "def f(x):\n    g = lambda y: y * 2\n    return g(x)\n"
+    other = "def f(x):\n    g = lambda y: [v for v in y]\n    return g(x)\n"
+    assert not exported_as_written(static_function([nested], "f"), cloudpickle.dumps(_kernel_function(other, "f")))
+    assert not exported_as_written(text, b"not a pickle")
+
+
+def test_the_text_read_ends_at_the_last_check_cell():
+    from course_utils.instructor.static_answer import cells_until_check
+
+    cells = [LOOPS, "ex.f.check(f)", CLEAN, "ex.f.check(f)", "def f(x):\n    pass\n", "print(1)"]
+    assert cells_until_check(cells, "f") == cells[:4]
+    assert cells_until_check(["x = 1"], "f") == ["x = 1"]

@@ -641,7 +641,7 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
             if answer is not standin:
                 return ex.probes[index](answer, rand)
             if getattr(ex.probes[index], "reads_code_only", False):
-                return _code_probe(ex, ex.probes[index], code, rand)
+                return _code_probe(ex, ex.probes[index], code, rand, payload[6:])
             from course_utils.grading import heldout
 
             given = heldout.given() if ex.heldout is not None else None
@@ -683,15 +683,21 @@ def _saved(obj: Any) -> bytes:
     return buf.getvalue()
 
 
-def _code_probe(ex: Any, probe: Any, code: list[str] | None, rand: Any) -> Any:
+def _code_probe(ex: Any, probe: Any, code: list[str] | None, rand: Any, exported: bytes) -> Any:
     """A behaviour test that only reads the answer's code, run here on the function compiled
     from the notebook's text (never called), not in the executor where the answer could rewrite
-    it (``grading.reads_code_only``)."""
+    it (``grading.reads_code_only``): the text up to the check cell, and only when the answer
+    the check cell ``exported`` runs that text's bytecode."""
     from course_utils.grading import Incorrect
 
-    from .static_answer import static_function
+    from .static_answer import cells_until_check, exported_as_written, static_function
 
-    fn = static_function(code or [], ex.name)
+    fn = static_function(cells_until_check(code or [], ex.name), ex.name)
+    if fn is not None and not exported_as_written(fn, exported):
+        raise Incorrect("rule_unverifiable", message=(
+            f"The exercise states a rule about `{ex.name}`'s code, and the grader reads that code in the "
+            f"notebook's text: the `{ex.name}` your check cell handed in is not the `def {ex.name}` the "
+            "notebook shows before it (redefined in a cell magic or through its `__code__`, say)."))
     if fn is None:
         raise Incorrect("rule_unverifiable", message=(
             f"The exercise states a rule about `{ex.name}`'s code, and the grader reads that code in the "

@@ -188,3 +188,45 @@ def static_function(cells: list[str], name: str) -> types.FunctionType | None:
             return None
         name = node.value.id  # an alias: follow it
     return None
+
+
+def _byte_strings(payload: bytes, limit: int = 1 << 20) -> set[bytes]:
+    """The byte strings a pickle holds (a pickled function's ``co_code`` among them), read with
+    :mod:`pickletools`, which decodes the stream and runs nothing; at most ``limit`` operations."""
+    import pickletools
+
+    found: set[bytes] = set()
+    try:
+        for n, (_, arg, _) in enumerate(pickletools.genops(payload)):
+            if isinstance(arg, bytes):
+                found.add(arg)
+            if n >= limit:
+                break
+    except Exception:  # noqa: BLE001 - a stream cut short still showed what it held so far
+        pass
+    return found
+
+
+def _codes(code: types.CodeType) -> Iterable[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def exported_as_written(fn: types.FunctionType, payload: bytes) -> bool:
+    """Whether the answer the check cell exported (``payload``: cloudpickle's bytes, the
+    function's code pickled by value) runs the bytecode of ``fn``, the function the notebook's
+    text defines, and of each function in it: a hostile review exported a looping function while
+    the text's last ``def`` was clean (a ``%%capture`` cell, a ``def`` after the check cell, an
+    assignment to ``__code__``)."""
+    held = _byte_strings(payload)
+    return all(code.co_code in held for code in _codes(fn.__code__))
+
+
+def cells_until_check(cells: list[str], name: str) -> list[str]:
+    """The code cells up to the last that checks ``name`` (``ex.NAME.check(...)``): the answer
+    exported is the one bound there, whatever later cells define."""
+    marker = f".{name}.check("
+    last = max((i for i, cell in enumerate(cells) if marker in cell), default=len(cells) - 1)
+    return cells[:last + 1]

@@ -19,7 +19,7 @@ import warnings
 
 import torch
 
-from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, describe, register
+from course_utils.grading import Case, Exercise, Incorrect, Mistake, Rand, describe, kept, register
 
 from torch import nn
 
@@ -43,8 +43,17 @@ def _head_ids(model: nn.Module) -> set[int]:
     return {id(p) for p in head.parameters()}
 
 
+def _backbone_frozen(model: nn.Module) -> nn.Module:
+    head = _head_ids(model)
+    for p in model.parameters():
+        p.requires_grad_(id(p) in head)
+    return model
+
+
 EDGE_CASES = [
     Case((glyph_resnet(Rand(1), num_classes=10), 1e-2, 1e-3), label="GlyphResNet, head 1e-2, backbone 1e-3"),
+    Case((_backbone_frozen(glyph_resnet(Rand(4), num_classes=10)), 1e-2, 1e-3),
+         label="a GlyphResNet whose backbone the caller froze (feature extraction first)"),
     Case((glyph_mobilenet(Rand(3), num_classes=10), 1e-2, 1e-3),
          label="a MobileNet-like model (head: the last layer of `classifier`), head 1e-2, backbone 1e-3"),
     Case((glyph_resnet(Rand(2), head="dropout"), 3e-3, 3e-4), label="a head of Dropout and Linear"),
@@ -83,7 +92,9 @@ def _read(groups, model) -> dict[int, tuple[float, bool]]:
 
 def _run(answer, case: Case):
     model, head_lr, backbone_lr = case.args
-    seen = _read(answer(model, head_lr, backbone_lr), model)
+    with kept(modes={"model": model}):  # a function that lists groups freezes and unfreezes nothing
+        groups = answer(model, head_lr, backbone_lr)
+    seen = _read(groups, model)
     names = {id(p): n for n, p in model.named_parameters()}
     if any(i not in names for i in seen):
         raise Incorrect("not_the_models")
