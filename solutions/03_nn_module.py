@@ -25,7 +25,7 @@
 # 6. know what `train()` / `eval()` change, and what `no_grad` does not;
 # 7. choose between the functional and the module API, and feed logits to the loss.
 #
-# **Time: about 110 minutes** on your own, the eight checked exercises included (about 69 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
+# **Time: about 115 minutes** on your own, the eight checked exercises included (about 71 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt
@@ -375,22 +375,36 @@ ex.RMSNorm.check(RMSNorm)
 # different model: the checkpoint holds one per feature, in a parameter named `weight`.
 
 # %% [markdown]
-# ### Exercise 4: build `nn.Linear` yourself
+# ### Exercise 4: a drop-in `nn.Linear`, found out by measuring it
 #
-# The layers of `torch.nn` are modules like the ones above. Write your own `Linear(in_features,
-# out_features, bias=True)` that can stand in for `nn.Linear` anywhere:
+# The layers of `torch.nn` are modules like the ones above. Your team wants its own
+# `Linear(in_features, out_features, bias=True)` (to add quantisation to it later) that can
+# replace `nn.Linear` without anyone noticing:
 #
-# - the same parameters, under the same names and shapes, so an `nn.Linear`'s `state_dict`
-#   loads into yours and back (with `bias=False` there is no bias entry, and `layer.bias` is
-#   `None`, which code such as `if m.bias is not None:` relies on);
-# - the same initial distribution: every weight and bias drawn uniformly from
-#   $[-1/\sqrt{\text{in\_features}},\ 1/\sqrt{\text{in\_features}}]$ (what `nn.Linear`'s
-#   `kaiming_uniform_(a=√5)` works out to), from the global random stream;
-# - `forward` computes $y = x W^\top + b$ for an input of shape `(*, in_features)`: one sample,
-#   a batch, a batch of sequences, any number of leading dimensions; the result has shape
-#   `(*, out_features)` and gradients reach the weight and the bias.
+# - checkpoints go both ways: an `nn.Linear`'s `state_dict` loads into yours and yours into an
+#   `nn.Linear`, with a bias and without one;
+# - code written for `nn.Linear` runs unchanged on yours: whatever it reads from the layer,
+#   whatever inputs it feeds it, and the gradients training needs;
+# - a fresh one starts where a fresh `nn.Linear` starts: its initial values come from the same
+#   distribution and the same random stream, so `torch.manual_seed` reproduces them.
 #
-# Do not use `nn.Linear` or `F.linear` inside it: the check compares yours with them.
+# Nobody wrote that behaviour down for you: find it out from `nn.Linear` itself. What does its
+# `state_dict` hold, with and without a bias, and what does the layer answer when asked for a
+# bias it does not have? Which inputs does it accept? The cell below measures the initial values
+# of fresh layers of four shapes; run it, change it, and decide from the numbers which rule draws
+# them: how wide, shaped like what, set by which of the two sizes. The check measures yours the
+# same way (on a large layer, and after `torch.manual_seed`), loads `nn.Linear` weights into it
+# and runs it on inputs of several shapes. Do not use `nn.Linear` or `F.linear` inside it.
+
+# %%
+torch.manual_seed(0)
+for n_in, n_out in [(16, 64), (64, 16), (256, 64), (64, 256)]:
+    layer = nn.Linear(n_in, n_out)
+    w, b = layer.weight.detach(), layer.bias.detach()
+    counts = torch.histc(w / w.abs().max(), bins=8, min=-1, max=1).int().tolist()
+    print(f"in {n_in:3d}, out {n_out:3d}: largest |weight| {w.abs().max():.4f}, largest |bias| "
+          f"{b.abs().max():.4f}, weight std {w.std():.4f}; weights in 8 equal bins: {counts}")
+
 
 # %% tags=["answer:Linear"]
 class Linear(nn.Module):
@@ -416,6 +430,16 @@ class Linear(nn.Module):
 
 # %% tags=["check:Linear"]
 ex.Linear.check(Linear)
+
+# %% [markdown]
+# What the measurements said: the largest weight halves each time `in_features` is multiplied
+# by 4 and does not move with `out_features`, so the range is $\pm 1/\sqrt{\text{in\_features}}$
+# (each output sums `in_features` products, and the range keeps that sum's size the same at any
+# width); the bins fill evenly, so the draw is uniform over that range, and the bias shares it.
+# (`nn.Linear` gets there through `kaiming_uniform_(a=√5)`, a detour that works out to the same
+# range.) Without a bias the `state_dict` has no entry and `layer.bias` is `None`, an absent
+# parameter that `register_parameter` records; and `x @ W.T` broadcasts over any number of
+# leading dimensions, where `mm` takes matrices only.
 
 # %% [markdown]
 # ## 5. Buffers: state that is not trained

@@ -831,6 +831,27 @@ def _lin_bias(m, out):
     return out if m.bias is None else out + m.bias
 
 
+def test_linear_spec_states_the_goal_and_the_measurements_not_the_rule():
+    """Issue 26: the rule (range, distribution, which size sets it, the absent bias, the transpose)
+    is the learner's to find out from nn.Linear; the spec says what must match, the hints climb
+    from a question about the measurements to the idea, then to names only."""
+    import pathlib
+    import re
+
+    hints = grading.exercise(LN).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints[:2]:
+        assert not re.search(r"`|\w\(|√|sqrt|1/|in_features \*|@", hint), hint
+    assert not re.search(r"\w\([^)]|=", hints[-1]), hints[-1]
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "03_nn_module.py").read_text()
+    spec = src[src.index("### Exercise 4"):src.index('tags=["answer:Linear"]')]
+    assert "nn.Linear(n_in, n_out)" in spec and "histc" in spec  # the measurements
+    prose = "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+    for recipe in ("√", "sqrt", "uniform", "kaiming", "register_parameter", "None", "(out", "(*",
+                   "transpose", "W^", "1/", "any number of leading"):
+        assert recipe not in prose, recipe
+
+
 RN = "03_nn_module.RunningMean"
 
 
