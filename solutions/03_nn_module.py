@@ -25,7 +25,7 @@
 # 6. know what `train()` / `eval()` change, and what `no_grad` does not;
 # 7. choose between the functional and the module API, and feed logits to the loss.
 #
-# **Time: about 115 minutes** on your own, the eight checked exercises included (about 71 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
+# **Time: about 120 minutes** on your own, the eight checked exercises included (about 73 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt
@@ -825,17 +825,36 @@ bn_model.eval()
 print(bn_model(torch.randn(1, 4)).shape)
 
 # %% [markdown]
-# So prediction code does two things: `model.eval()` (behaviour) and `torch.no_grad()` (no
-# graph). And code called from inside a training loop should put the mode back afterwards.
+# ### Exercise 8: probabilities for a progress report
 #
-# ### Exercise 8: predicting probabilities
-#
-# Write `predict_proba(model, X)`: return the class probabilities of the model (softmax of
-# its logits over the classes, `(N, C)` for `(N, C)` logits), computed in **eval** mode and
-# **without** an autograd graph. The model (with Dropout and BatchNorm inside) usually arrives
-# in training mode, as it would from inside a training loop; leave it in the mode you found
-# it in, whichever that was: per submodule, since a model can arrive with its Dropout already
-# in eval mode while the rest trains (`model.train(was_training)` would switch that Dropout on).
+# A teammate's training loop prints, every few hundred steps, the class probabilities the model
+# gives a fixed batch of validation examples. Their helper, called between two training steps
+# (the model in training mode, as the loop leaves it), gives three surprises:
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(4, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 3))
+val_batch = torch.randn(8, 4)
+
+
+def first_predict_proba(model, X):
+    return torch.softmax(model(X), dim=1)
+
+
+stats_before = net[1].running_mean.clone()
+p1, p2 = first_predict_proba(net, val_batch), first_predict_proba(net, val_batch)
+print("the same batch twice, the same probabilities?", torch.allclose(p1, p2))
+print("the report left the model's statistics as they were?", torch.equal(net[1].running_mean, stats_before))
+print("what the report's numbers keep alive:", type(p1.grad_fn).__name__)
+
+# %% [markdown]
+# Write `predict_proba(model, X)` that the report can rely on: the `(N, C)` class probabilities
+# for `(N, features)` inputs, the same on every call for the same model and `X` (and for an
+# example, whatever else is in its batch); nothing kept for a backward pass that never comes;
+# and the training loop goes on after the call exactly as if it had not happened, with every
+# weight, every statistic and every layer as it was. Some models arrive with layers a
+# fine-tuning recipe set apart (the check hands over one whose Dropout was put in eval mode
+# while the rest trains). Decide what each surprise above says about the helper.
 
 # %% tags=["answer:predict_proba"]
 def predict_proba(model, X):
@@ -852,6 +871,15 @@ def predict_proba(model, X):
 
 # %% tags=["check:predict_proba"]
 ex.predict_proba.check(predict_proba)
+
+# %% [markdown]
+# The three surprises, and the two switches. In training mode Dropout draws a new mask on every
+# call and BatchNorm normalises with the batch's own statistics and updates its running ones:
+# `model.eval()` turns both to their prediction behaviour. `torch.no_grad()` only stops the
+# recording of a graph; it changes no layer's behaviour, so prediction needs both. And a helper
+# called from inside someone's loop puts back what it switched: every module's own `training`
+# flag, since `model.train(was)` would give every layer the top-level mode (switching that
+# fine-tuned Dropout on again).
 
 # %% [markdown]
 # ## 10. The functional API, and logits into the loss

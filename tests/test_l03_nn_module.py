@@ -1133,6 +1133,26 @@ cheat(PP, "uniform probabilities")(lambda m, X: torch.full((len(X), m[-1].out_fe
 cheat(PP, "the reference, then flips the mode")(lambda m, X: (grading.reference(PP)(m, X), m.train())[0])
 
 
+def test_predict_proba_spec_shows_the_symptoms_and_states_the_goal_not_the_recipe():
+    """Issue 26: the two switches and the per-module restore are the learner's decision, from a
+    teammate's helper's three symptoms; the hints climb from a question to the idea, then to names."""
+    import pathlib
+    import re
+
+    hints = grading.exercise(PP).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints[:2]:
+        assert not re.search(r"`|\w\(|eval|no_grad|dim", hint), hint
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "03_nn_module.py").read_text()
+    spec = src[src.index("### Exercise 8"):src.index('tags=["answer:predict_proba"]')]
+    assert "def first_predict_proba" in spec and "grad_fn" in spec and "running_mean" in spec
+    prose = "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+    for recipe in ("eval()", "no_grad", "train(", "modules()", "softmax", "dim=", "per submodule", "restore"):
+        assert recipe not in prose, recipe
+    before = src[src.index("bn_model.eval()"):src.index("### Exercise 8")]
+    assert "no_grad" not in before, "the cell before the exercise gives the recipe away"
+
+
 # findings of the read-only red team
 class _MLPMutatesList(nn.Module):
     def __init__(self, i, h, c):
