@@ -80,12 +80,12 @@ LESSONS: dict[str, Lesson] = {
     "02_autograd": Lesson("autograd", 7.4, reading=21.0, examples=27.0, predictions=4, exercises={
         "dfdx": 7, "jacobian": 9, "huber": 7, "hvp": 9, "gradient_is_wrong": 9,
         "MySiLU": 10, "gradient_descent": 9}),
-    "03_nn_module": Lesson("nn.Module", 7.9, reading=17.8, examples=20.2, predictions=4, exercises={
-        "Tower": 7, "MLP": 9, "RMSNorm": 10, "Linear": 10, "RunningMean": 10, "freeze_backbone": 9,
-        "init_weights": 9, "predict_proba": 5}),
-    "04_data": Lesson("data", 6.9, reading=20.7, examples=17.2, predictions=4, exercises={
+    "03_nn_module": Lesson("nn.Module", 7.9, reading=19.6, examples=21.8, predictions=4, exercises={
+        "Tower": 7, "MLP": 9, "RMSNorm": 10, "Linear": 12, "RunningMean": 10, "freeze_backbone": 9,
+        "init_weights": 9, "predict_proba": 7}),
+    "04_data": Lesson("data", 6.9, reading=21.4, examples=18.0, predictions=4, exercises={
         "WindowDataset": 8, "stratified_split": 9, "balanced_sampler": 9, "pad_collate": 8,
-        "MiniLoader": 12, "ShardedRange": 9, "reseed_worker": 8}),
+        "MiniLoader": 14, "ShardedRange": 9, "reseed_worker": 8}),
     "05_training_loop": Lesson("the training loop", 14.0, reading=24.0, examples=19.6, predictions=4, exercises={
         "train_one_epoch": 10, "evaluate": 8, "EarlyStopping": 9, "warmup_cosine": 9,
         "clip_grad_norm": 9, "accumulated_step": 9}),

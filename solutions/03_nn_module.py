@@ -25,7 +25,7 @@
 # 6. know what `train()` / `eval()` change, and what `no_grad` does not;
 # 7. choose between the functional and the module API, and feed logits to the loss.
 #
-# **Time: about 110 minutes** on your own, the eight checked exercises included (about 69 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
+# **Time: about 120 minutes** on your own, the eight checked exercises included (about 73 of those minutes). *Run All* alone takes about 7.9 s on a 2-core CPU.
 
 # %%
 import matplotlib.pyplot as plt
@@ -375,22 +375,36 @@ ex.RMSNorm.check(RMSNorm)
 # different model: the checkpoint holds one per feature, in a parameter named `weight`.
 
 # %% [markdown]
-# ### Exercise 4: build `nn.Linear` yourself
+# ### Exercise 4: a drop-in `nn.Linear`, found out by measuring it
 #
-# The layers of `torch.nn` are modules like the ones above. Write your own `Linear(in_features,
-# out_features, bias=True)` that can stand in for `nn.Linear` anywhere:
+# The layers of `torch.nn` are modules like the ones above. Your team wants its own
+# `Linear(in_features, out_features, bias=True)` (to add quantisation to it later) that can
+# replace `nn.Linear` without anyone noticing:
 #
-# - the same parameters, under the same names and shapes, so an `nn.Linear`'s `state_dict`
-#   loads into yours and back (with `bias=False` there is no bias entry, and `layer.bias` is
-#   `None`, which code such as `if m.bias is not None:` relies on);
-# - the same initial distribution: every weight and bias drawn uniformly from
-#   $[-1/\sqrt{\text{in\_features}},\ 1/\sqrt{\text{in\_features}}]$ (what `nn.Linear`'s
-#   `kaiming_uniform_(a=√5)` works out to), from the global random stream;
-# - `forward` computes $y = x W^\top + b$ for an input of shape `(*, in_features)`: one sample,
-#   a batch, a batch of sequences, any number of leading dimensions; the result has shape
-#   `(*, out_features)` and gradients reach the weight and the bias.
+# - checkpoints go both ways: an `nn.Linear`'s `state_dict` loads into yours and yours into an
+#   `nn.Linear`, with a bias and without one;
+# - code written for `nn.Linear` runs unchanged on yours: whatever it reads from the layer,
+#   whatever inputs it feeds it, and the gradients training needs;
+# - a fresh one starts where a fresh `nn.Linear` starts: its initial values come from the same
+#   distribution and the same random stream, so `torch.manual_seed` reproduces them.
 #
-# Do not use `nn.Linear` or `F.linear` inside it: the check compares yours with them.
+# Nobody wrote that behaviour down for you: find it out from `nn.Linear` itself. What does its
+# `state_dict` hold, with and without a bias, and what does the layer answer when asked for a
+# bias it does not have? Which inputs does it accept? The cell below measures the initial values
+# of fresh layers of four shapes; run it, change it, and decide from the numbers which rule draws
+# them: how wide, shaped like what, set by which of the two sizes. The check measures yours the
+# same way (on a large layer, and after `torch.manual_seed`), loads `nn.Linear` weights into it
+# and runs it on inputs of several shapes. Do not use `nn.Linear` or `F.linear` inside it.
+
+# %%
+torch.manual_seed(0)
+for n_in, n_out in [(16, 64), (64, 16), (256, 64), (64, 256)]:
+    layer = nn.Linear(n_in, n_out)
+    w, b = layer.weight.detach(), layer.bias.detach()
+    counts = torch.histc(w / w.abs().max(), bins=8, min=-1, max=1).int().tolist()
+    print(f"in {n_in:3d}, out {n_out:3d}: largest |weight| {w.abs().max():.4f}, largest |bias| "
+          f"{b.abs().max():.4f}, weight std {w.std():.4f}; weights in 8 equal bins: {counts}")
+
 
 # %% tags=["answer:Linear"]
 class Linear(nn.Module):
@@ -416,6 +430,16 @@ class Linear(nn.Module):
 
 # %% tags=["check:Linear"]
 ex.Linear.check(Linear)
+
+# %% [markdown]
+# What the measurements said: the largest weight halves each time `in_features` is multiplied
+# by 4 and does not move with `out_features`, so the range is $\pm 1/\sqrt{\text{in\_features}}$
+# (each output sums `in_features` products, and the range keeps that sum's size the same at any
+# width); the bins fill evenly, so the draw is uniform over that range, and the bias shares it.
+# (`nn.Linear` gets there through `kaiming_uniform_(a=√5)`, a detour that works out to the same
+# range.) Without a bias the `state_dict` has no entry and `layer.bias` is `None`, an absent
+# parameter that `register_parameter` records; and `x @ W.T` broadcasts over any number of
+# leading dimensions, where `mm` takes matrices only.
 
 # %% [markdown]
 # ## 5. Buffers: state that is not trained
@@ -801,17 +825,36 @@ bn_model.eval()
 print(bn_model(torch.randn(1, 4)).shape)
 
 # %% [markdown]
-# So prediction code does two things: `model.eval()` (behaviour) and `torch.no_grad()` (no
-# graph). And code called from inside a training loop should put the mode back afterwards.
+# ### Exercise 8: probabilities for a progress report
 #
-# ### Exercise 8: predicting probabilities
-#
-# Write `predict_proba(model, X)`: return the class probabilities of the model (softmax of
-# its logits over the classes, `(N, C)` for `(N, C)` logits), computed in **eval** mode and
-# **without** an autograd graph. The model (with Dropout and BatchNorm inside) usually arrives
-# in training mode, as it would from inside a training loop; leave it in the mode you found
-# it in, whichever that was: per submodule, since a model can arrive with its Dropout already
-# in eval mode while the rest trains (`model.train(was_training)` would switch that Dropout on).
+# A teammate's training loop prints, every few hundred steps, the class probabilities the model
+# gives a fixed batch of validation examples. Their helper, called between two training steps
+# (the model in training mode, as the loop leaves it), gives three surprises:
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(4, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 3))
+val_batch = torch.randn(8, 4)
+
+
+def first_predict_proba(model, X):
+    return torch.softmax(model(X), dim=1)
+
+
+stats_before = net[1].running_mean.clone()
+p1, p2 = first_predict_proba(net, val_batch), first_predict_proba(net, val_batch)
+print("the same batch twice, the same probabilities?", torch.allclose(p1, p2))
+print("the report left the model's statistics as they were?", torch.equal(net[1].running_mean, stats_before))
+print("what the report's numbers keep alive:", type(p1.grad_fn).__name__)
+
+# %% [markdown]
+# Write `predict_proba(model, X)` that the report can rely on: the `(N, C)` class probabilities
+# for `(N, features)` inputs, the same on every call for the same model and `X` (and for an
+# example, whatever else is in its batch); nothing kept for a backward pass that never comes;
+# and the training loop goes on after the call exactly as if it had not happened, with every
+# weight, every statistic and every layer as it was. Some models arrive with layers a
+# fine-tuning recipe set apart (the check hands over one whose Dropout was put in eval mode
+# while the rest trains). Decide what each surprise above says about the helper.
 
 # %% tags=["answer:predict_proba"]
 def predict_proba(model, X):
@@ -828,6 +871,15 @@ def predict_proba(model, X):
 
 # %% tags=["check:predict_proba"]
 ex.predict_proba.check(predict_proba)
+
+# %% [markdown]
+# The three surprises, and the two switches. In training mode Dropout draws a new mask on every
+# call and BatchNorm normalises with the batch's own statistics and updates its running ones:
+# `model.eval()` turns both to their prediction behaviour. `torch.no_grad()` only stops the
+# recording of a graph; it changes no layer's behaviour, so prediction needs both. And a helper
+# called from inside someone's loop puts back what it switched: every module's own `training`
+# flag, since `model.train(was)` would give every layer the top-level mode (switching that
+# fine-tuned Dropout on again).
 
 # %% [markdown]
 # ## 10. The functional API, and logits into the loss

@@ -24,7 +24,7 @@
 # 5. measure when `num_workers` helps and when it hurts;
 # 6. keep randomness reproducible in workers.
 #
-# **Time: about 105 minutes** on your own, the seven checked exercises included (about 63 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
+# **Time: about 110 minutes** on your own, the seven checked exercises included (about 65 of those minutes). *Run All* alone takes about 6.9 s on a 2-core CPU.
 
 # %%
 import os
@@ -463,26 +463,42 @@ ex.pad_collate.check(pad_collate)
 # otherwise.
 
 # %% [markdown]
-# ### Exercise 5: a DataLoader of your own
+# ### Exercise 5: reproduce the old loader from its log
 #
-# Without workers, a DataLoader is a short loop. Write `MiniLoader(dataset, batch_size=1,
-# shuffle=False, drop_last=False, collate_fn=None, generator=None)` that behaves like
-# `DataLoader` with those arguments (and `num_workers=0`):
-#
-# - iterating it (`for batch in loader`) yields the epoch's batches: the items `dataset[i]`
-#   in order, or, with `shuffle=True`, in the order `torch.randperm(len(dataset),
-#   generator=generator)` gives, drawn afresh **each epoch** (the check always passes a
-#   generator when shuffling, and sometimes when not: `shuffle` alone decides);
-# - each batch is `collate_fn(list_of_items)`; without one, `torch.utils.data.default_collate`
-#   (what `DataLoader` uses: it stacks tensors, turns numbers into a tensor, and keeps tuples
-#   as tuples);
-# - `drop_last` and `len(loader)` (the number of batches of an epoch) as in section 4;
-# - iterating the same loader again starts a new epoch.
-#
-# The check compares your batches with the reference's, epoch after epoch; without shuffling
-# they are exactly `DataLoader`'s. (A shuffling `DataLoader` draws more from its generator than
-# one permutation an epoch: a seed for its workers, and its `RandomSampler` a second
-# permutation. So its orders differ from this spec's.) Do not use `DataLoader` or
+# Without workers, a DataLoader is a short loop. The lab's old loader, a small class without
+# workers, is lost; runs that must be resumed depend on its exact batches, and its log survives.
+# It took `DataLoader`'s arguments, `(dataset, batch_size=1, shuffle=False, drop_last=False,
+# collate_fn=None, generator=None)`, with the same meanings, and on ten `(features, label)` items
+# whose label is the item's index it logged the batches below (and `len(loader)`, asked before
+# the first epoch). Torch's own `DataLoader`, shuffling with a generator seeded alike, gives
+# other orders (the cell shows it): the shuffling is yours to reproduce from the log.
+
+# %%
+old_log = {  # the labels of each batch, epoch after epoch
+    "batch_size=4": [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]],
+    "batch_size=4, drop_last=True": [[0, 1, 2, 3], [4, 5, 6, 7]],
+    "batch_size=5, drop_last=True": [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]],
+    "batch_size=4, generator seeded 3": [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]],
+    "batch_size=4, shuffle=True, generator seeded 3, epoch 1": [[6, 0, 3, 7], [8, 5, 1, 9], [2, 4]],
+    "batch_size=4, shuffle=True, generator seeded 3, epoch 2": [[9, 8, 5, 3], [0, 6, 7, 2], [1, 4]],
+}
+old_len = {"batch_size=4": 3, "batch_size=4, drop_last=True": 2, "batch_size=5, drop_last=True": 2}
+ten = TensorDataset(torch.arange(20.0).view(10, 2), torch.arange(10))
+
+
+def labels_of(loader):
+    """One epoch of a loader over `ten`: the labels of each batch."""
+    return [batch[1].tolist() for batch in loader]
+
+
+torch_loader = DataLoader(ten, batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(3))
+print("DataLoader, epoch 1:", labels_of(torch_loader), " epoch 2:", labels_of(torch_loader))
+
+# %% [markdown]
+# Write `MiniLoader` with that signature: it reproduces the log exactly, and behaves as the old
+# loader did on any dataset and settings. The check compares yours with it, epoch after epoch, on
+# datasets whose items are pairs, triples or dicts, with and without a `collate_fn` (which, as in
+# `DataLoader`, makes a batch out of the list of its items). Do not use `DataLoader` or
 # `BatchSampler` inside it.
 
 # %% tags=["answer:MiniLoader"]
@@ -518,10 +534,19 @@ class MiniLoader:
 ex.MiniLoader.check(MiniLoader)
 
 # %% [markdown]
-# One difference remains with `shuffle=True`: before shuffling, `DataLoader` draws a seed for its
-# workers from the same generator (even with `num_workers=0`), so with equal generators its
-# order differs from `MiniLoader`'s; with a `sampler` giving the same order, the batches are the
-# same.
+# What the log said. The two shuffled epochs are the first two permutations of ten that a
+# generator seeded 3 gives: `torch.randperm(len(dataset), generator=generator)`, drawn when an
+# epoch starts (in `__iter__`), one per epoch, so a seeded generator gives a reproducible
+# *sequence* of epochs; an order drawn once in `__init__` repeats. A generator without
+# `shuffle=True` changes nothing. The order is cut into batches of `batch_size`, the last one
+# shorter, or left out with `drop_last` (and only when it is short), and `len` follows from
+# `len(dataset)`, `batch_size` and `drop_last` alone. Without a `collate_fn` the batches are
+# `default_collate`'s, as in `DataLoader`: it stacks tensors, turns numbers into a tensor, and
+# batches tuples and dicts field by field.
+#
+# `DataLoader`'s orders differ because before shuffling it draws a seed for its workers from the
+# same generator (even with `num_workers=0`), and its `RandomSampler` draws a second permutation;
+# with a `sampler` giving the same order, the batches are the same.
 
 # %% [markdown]
 # ## 7. `IterableDataset`: streams, and workers that duplicate them

@@ -831,6 +831,27 @@ def _lin_bias(m, out):
     return out if m.bias is None else out + m.bias
 
 
+def test_linear_spec_states_the_goal_and_the_measurements_not_the_rule():
+    """Issue 26: the rule (range, distribution, which size sets it, the absent bias, the transpose)
+    is the learner's to find out from nn.Linear; the spec says what must match, the hints climb
+    from a question about the measurements to the idea, then to names only."""
+    import pathlib
+    import re
+
+    hints = grading.exercise(LN).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints[:2]:
+        assert not re.search(r"`|\w\(|√|sqrt|1/|in_features \*|@", hint), hint
+    assert not re.search(r"\w\([^)]|=", hints[-1]), hints[-1]
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "03_nn_module.py").read_text()
+    spec = src[src.index("### Exercise 4"):src.index('tags=["answer:Linear"]')]
+    assert "nn.Linear(n_in, n_out)" in spec and "histc" in spec  # the measurements
+    prose = "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+    for recipe in ("√", "sqrt", "uniform", "kaiming", "register_parameter", "None", "(out", "(*",
+                   "transpose", "W^", "1/", "any number of leading"):
+        assert recipe not in prose, recipe
+
+
 RN = "03_nn_module.RunningMean"
 
 
@@ -1110,6 +1131,26 @@ wrong(PP, "per-module train(t) in reverse: the parent's train() overwrites its c
                   [k.train(t) for k, t in reversed(modes)], p)[-1])
 cheat(PP, "uniform probabilities")(lambda m, X: torch.full((len(X), m[-1].out_features), 1.0 / m[-1].out_features))
 cheat(PP, "the reference, then flips the mode")(lambda m, X: (grading.reference(PP)(m, X), m.train())[0])
+
+
+def test_predict_proba_spec_shows_the_symptoms_and_states_the_goal_not_the_recipe():
+    """Issue 26: the two switches and the per-module restore are the learner's decision, from a
+    teammate's helper's three symptoms; the hints climb from a question to the idea, then to names."""
+    import pathlib
+    import re
+
+    hints = grading.exercise(PP).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints[:2]:
+        assert not re.search(r"`|\w\(|eval|no_grad|dim", hint), hint
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "03_nn_module.py").read_text()
+    spec = src[src.index("### Exercise 8"):src.index('tags=["answer:predict_proba"]')]
+    assert "def first_predict_proba" in spec and "grad_fn" in spec and "running_mean" in spec
+    prose = "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+    for recipe in ("eval()", "no_grad", "train(", "modules()", "softmax", "dim=", "per submodule", "restore"):
+        assert recipe not in prose, recipe
+    before = src[src.index("bn_model.eval()"):src.index("### Exercise 8")]
+    assert "no_grad" not in before, "the cell before the exercise gives the recipe away"
 
 
 # findings of the read-only red team

@@ -1052,6 +1052,46 @@ class MiniTorchDataLoader(torch.utils.data.DataLoader):
     """torch's own DataLoader under another name."""
 
 
+def test_mini_loader_the_notebooks_log_is_the_references_and_the_spec_holds_no_recipe():
+    """Issue 26: the notebook's log of the old loader is what the reference yields (so it can be
+    reproduced), torch's DataLoader does not reproduce the shuffled epochs, and the rule is the
+    learner's to find: not in the spec, and the hints climb from a question to names."""
+    import ast
+    import pathlib
+    import re
+
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "04_data.py").read_text()
+    spec = src[src.index("### Exercise 5"):src.index('tags=["answer:MiniLoader"]')]
+    log = ast.literal_eval(re.search(r"old_log = (\{.*?\n\})", spec, re.DOTALL).group(1))
+    lengths = ast.literal_eval(re.search(r"old_len = (\{.*?\})", spec).group(1))
+    ten = torch.utils.data.TensorDataset(torch.arange(20.0).view(10, 2), torch.arange(10))
+
+    def labels(loader):
+        return [b[1].tolist() for b in loader]
+
+    assert labels(_Mini(ten, batch_size=4)) == log["batch_size=4"]
+    assert labels(_Mini(ten, batch_size=4, drop_last=True)) == log["batch_size=4, drop_last=True"]
+    assert labels(_Mini(ten, batch_size=5, drop_last=True)) == log["batch_size=5, drop_last=True"]
+    assert labels(_Mini(ten, batch_size=4, generator=torch.Generator().manual_seed(3))) == log[
+        "batch_size=4, generator seeded 3"]
+    shuffled = _Mini(ten, batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(3))
+    epochs = [labels(shuffled), labels(shuffled)]
+    assert epochs == [log[f"batch_size=4, shuffle=True, generator seeded 3, epoch {e}"] for e in (1, 2)]
+    torch_loader = torch.utils.data.DataLoader(ten, batch_size=4, shuffle=True,
+                                               generator=torch.Generator().manual_seed(3))
+    assert labels(torch_loader) != epochs[0]
+    for key, n in lengths.items():
+        opts = dict(batch_size=int(key.split(",")[0].split("=")[1]), drop_last="drop_last" in key)
+        assert len(_Mini(ten, **opts)) == n == len(log[key])
+    prose = "\n".join(line for line in spec.splitlines() if line.startswith("# "))
+    for recipe in ("randperm", "__iter__", "__len__", "default_collate", "afresh", "each epoch", "section 4"):
+        assert recipe not in prose, recipe
+    hints = grading.exercise(ML).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints[:2]:
+        assert not re.search(r"`|\w\(|randperm|__", hint), hint
+
+
 def test_mini_loader_reference_equals_torch_dataloader():
     """shuffle=False: the same batches as DataLoader; shuffle=True: the same as DataLoader given the
     same order as a sampler (DataLoader draws a worker seed from the generator first)."""

@@ -1,7 +1,10 @@
-"""Linear: ``nn.Linear`` rebuilt from ``nn.Parameter`` (build the library): the same state_dict
-(``weight`` (out, in), ``bias`` (out,) or no entry and ``layer.bias is None``), the same initial
-distribution (uniform on +-1/sqrt(in_features), from the global RNG), and ``x W^T + b`` for any
-number of leading dimensions.
+"""Linear: a drop-in ``nn.Linear`` from ``nn.Parameter``, its behaviour found out by measuring it.
+The notebook states the goal (checkpoints both ways, code written for ``nn.Linear`` runs unchanged,
+a fresh layer starts where ``nn.Linear`` starts) and shows measurements of fresh ``nn.Linear``
+layers of four shapes (largest |weight| and |bias|, std, an 8-bin histogram); the learner decides
+the rule from them (uniform, +-1/sqrt(in_features), bias alike, from the global RNG) and finds
+the state_dict (``weight`` (out, in), ``bias`` (out,) or no entry and ``layer.bias is None``) and
+the accepted inputs (any number of leading dimensions) by asking ``nn.Linear``.
 
 Subtle: a weight stored (in, out) computes right with ``x @ W`` but will not load an nn.Linear checkpoint;
 ``bias=False`` answered with a zero Parameter adds a key; ``kaiming_uniform_`` without ``a=sqrt(5)`` is
@@ -227,7 +230,7 @@ class _DetachedBias(Linear):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="Linear", title="nn.Linear from nn.Parameter: state_dict, init and any leading shape",
+    lesson=LESSON, name="Linear", title="A drop-in nn.Linear: checkpoint, inputs and init found out by measuring it",
     reference=Linear, kind="class", cases=_cases, edge_cases=EDGE_CASES, run=_run, finish=_finish,
     probes=[_probe_distribution], finish_probe=distribution_verdict, uses_global_rng=True,
     forbid=("torch.nn.functional.linear", "torch.nn.Linear", "torch.nn.LazyLinear"),
@@ -273,11 +276,14 @@ register(Exercise(
         Mistake("parameter_not_trained", PARAMETER_NOT_TRAINED, _DetachedBias, match_output=False),
     ],
     hints=[
-        "Three parts to match: what `state_dict()` holds (names, shapes, and nothing else when there is no "
-        "bias), how the values start, and what `forward` computes for inputs of any number of dimensions. "
-        "Print an `nn.Linear`'s `state_dict()` shapes to see the first.",
-        "Create empty parameters and fill them in place with a uniform draw of the right width. A matrix "
-        "product with the weight's transpose works on any leading dimensions (unlike the 2-D-only "
-        "functions); the bias broadcasts along them. A module can register a parameter as absent.",
+        "Which of the four measured shapes share their largest weight, and what happens to it when "
+        "in_features is multiplied by 4? Are the eight bins of the histogram filled evenly, or more in "
+        "the middle?",
+        "The width of the range follows one of the two sizes, as one over its square root; evenly filled "
+        "bins mean a uniform draw, and the bias comes from the same range. Without a bias, the layer has "
+        "no entry for it but still answers None when asked, and it treats every dimension but the last "
+        "as a batch.",
+        "The names to look up: `nn.Parameter`, `Tensor.uniform_`, `Module.register_parameter`, and the "
+        "matrix product `torch.matmul` (which broadcasts, unlike `Tensor.mm`).",
     ],
 ))

@@ -1,4 +1,9 @@
 """predict_proba: eval mode, no graph, softmax over the classes, the model's modes restored.
+The notebook shows a teammate's ``softmax(model(X))`` in a progress report called mid-training, with
+three symptoms (two calls disagree, BatchNorm's running statistics moved, a ``grad_fn``), and states
+the goal as behaviour (the same probabilities every call, nothing kept for a backward, the loop goes
+on as if the call had not happened, every layer as it was); the learner decides on ``eval()``,
+``no_grad()`` and restoring each submodule's mode.
 
 Subtle: "the mode you found it in" is per submodule (a model in training mode whose Dropout is
 in eval mode), so `model.train(was)` is wrong on one fixed case; a hook sees the mode and the
@@ -194,7 +199,8 @@ def _logits(model, X):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="predict_proba", title="Predict probabilities: eval mode, no graph, softmax over classes",
+    lesson=LESSON, name="predict_proba",
+    title="Probabilities for a progress report: what the helper must switch, and put back",
     reference=predict_proba,
     cases=_cases,
     edge_cases=EDGE_CASES,
@@ -243,9 +249,13 @@ register(Exercise(
                 _logits),
     ],
     hints=[
-        "Three concerns: behaviour (Dropout and BatchNorm act differently when predicting), memory (no "
-        "graph is needed), and the output (probabilities over the classes, not logits).",
-        "The modes belong to every submodule and the caller may have set them individually: remember each"
-        " one and put it back at the end, not just the top-level flag.",
+        "Which two layers of the model make the two calls disagree and move the statistics, and what does "
+        "the third line say is recorded on every report?",
+        "Predicting switches those layers to their prediction behaviour and stops the recording; the two are "
+        "separate switches, and stopping the recording changes no layer. A helper called inside someone's "
+        "loop puts back what it switched, layer by layer, since the caller may have set them one by one. "
+        "The probabilities run over the classes: each row sums to one.",
+        "The names to look up: `Module.eval`, `torch.no_grad`, `Module.modules`, the `training` attribute "
+        "of a module, `torch.softmax`.",
     ],
 ))

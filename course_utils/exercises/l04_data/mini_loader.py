@@ -1,8 +1,12 @@
-"""MiniLoader: a DataLoader without workers (build the library): batches of ``dataset[i]`` in order
-or, with ``shuffle=True``, in the order of ``torch.randperm(len(dataset), generator=generator)``
-drawn afresh each epoch; ``collate_fn`` (default ``default_collate``) on each list of items;
-``drop_last`` and ``len``. Two epochs are compared with the reference, and with shuffle=False the
-reference equals torch's DataLoader (tests/test_l04_data.py holds both against DataLoader).
+"""MiniLoader: a DataLoader without workers, reproduced from the lost old loader's log (an inverse
+problem). The notebook shows the labels of each batch the old loader yielded on ten items (in order,
+drop_last, a generator without shuffle, two shuffled epochs from a generator seeded 3) and ``len``
+before the first epoch, next to torch's DataLoader giving other orders; the learner works out the
+rule: batches of ``dataset[i]`` in order or, with ``shuffle=True``, in the order of
+``torch.randperm(len(dataset), generator=generator)`` drawn afresh each epoch; ``collate_fn``
+(default ``default_collate``) on each list of items; ``drop_last`` and ``len``. Two epochs are
+compared with the reference, and with shuffle=False the reference equals torch's DataLoader
+(tests/test_l04_data.py holds both against DataLoader, and the notebook's log against the reference).
 
 Subtle: an order drawn once in ``__init__`` (or from a generator cloned or reseeded each epoch)
 repeats every epoch; ``len`` and the loop must agree about ``drop_last`` when n divides evenly and
@@ -154,7 +158,8 @@ _ITEMS = {"dict": 'dicts `{"x": tensor, "y": int}`', "triple": "triples `(tensor
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="MiniLoader", title="A DataLoader of your own: batches, shuffle, drop_last, collate",
+    lesson=LESSON, name="MiniLoader",
+    title="A lost loader reproduced from its log: batches, shuffle per epoch, drop_last",
     reference=MiniLoader, kind="class", cases=_cases, edge_cases=EDGE_CASES, run=_run, finish=_finish,
     n_random=12,
     preload=("torch.utils.data",),
@@ -201,10 +206,13 @@ register(Exercise(
                 _PairsOnlyCollate, match_output=False),
     ],
     hints=[
-        "Two separate concerns: the order of the indices (fixed, or a new random order each time an epoch "
-        "starts) and cutting that order into batches. Where does an epoch start in a class you iterate?",
-        "`__iter__` runs at the start of every `for` loop: draw the order there, from the generator as it is "
-        "then. Walk the order in steps of `batch_size`; how many steps, with and without `drop_last`, is "
-        "also what `__len__` returns. Each slice of items goes to the collate function as one list.",
+        "In the log, is the second shuffled epoch in the same order as the first? What do two random "
+        "permutations of ten, drawn one after the other from a generator seeded 3, look like?",
+        "Each epoch draws one new order from the generator it was given, when the epoch starts, and only "
+        "when shuffling is asked for. The order is cut into batches of the batch size, the last one shorter "
+        "unless drop_last leaves it out; the number of batches follows from the sizes alone, before any "
+        "epoch. Without a collate function, batches are made the way DataLoader makes them.",
+        "The names to look up: `torch.randperm` and its generator argument, the methods `__iter__` and "
+        "`__len__`, `torch.utils.data.default_collate`.",
     ],
 ))
