@@ -227,17 +227,54 @@ by_hand = ((1 - eps) * nll + eps / C * (-logp).sum(dim=1)).mean()
 print("torch:", F.cross_entropy(logits, y, label_smoothing=eps).item(), "  by hand:", by_hand.item())
 
 # %% [markdown]
-# With a weight as well, the smoothing term weights each class $c$ by $w_c$ and is divided by
-# the same $\sum_i w_{y_i}$ as the main term. How all three combine is exercise 2.
-#
 # ### Exercise 2: cross-entropy by hand
+#
+# A teammate needs these options in a custom loss, so they wrote cross-entropy out by hand
+# from the three formulas above. Before merging it, they compared it with `F.cross_entropy`
+# on six small batches:
+
+# %%
+def teammate_cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
+    n_classes = logits.shape[1]
+    if weight is None:
+        weight = torch.ones(n_classes)
+    keep = target != -100  # padding is marked -100
+    logp = torch.log_softmax(logits[keep], dim=1)
+    t = target[keep]
+    nll = -logp.gather(1, t[:, None]).squeeze(1)  # l_i of each kept sample
+    smooth = -logp.sum(dim=1)  # the eps / C part: every class
+    per_sample = (1 - label_smoothing) * weight[t] * nll + label_smoothing / n_classes * smooth
+    return per_sample.sum() / len(t)
+
+
+def compare_with_torch(loss_fn):
+    """loss_fn and F.cross_entropy on six batches of 6 samples and 4 classes."""
+    g = torch.Generator().manual_seed(6)
+    logits = torch.randn(6, 4, generator=g)
+    y, y_pad = torch.tensor([0, 3, 3, 1, 3, 2]), torch.tensor([0, 3, -100, 1, -100, 2])
+    w = torch.tensor([1.0, 2.0, 0.5, 3.0])
+    probes = [("no options", y, {}), ("ignored samples (-100)", y_pad, {}),
+              ("label_smoothing=0.1", y, {"label_smoothing": 0.1}), ("weight", y, {"weight": w}),
+              ("ignore_index=0 (class 0 is padding)", y, {"ignore_index": 0}),
+              ("weight, ignored samples, smoothing", y_pad, {"weight": w, "label_smoothing": 0.1})]
+    for name, target, options in probes:
+        mine, torch_says = loss_fn(logits, target, **options).item(), F.cross_entropy(logits, target, **options).item()
+        print(f"{name:38s} yours {mine:.4f}   torch {torch_says:.4f}   {'ok' if abs(mine - torch_says) < 1e-5 else 'DIFFERENT'}")
+
+
+compare_with_torch(teammate_cross_entropy)
+
+# %% [markdown]
+# Three batches agree, three do not. Which line does each failing batch point at? Fixing one
+# line may leave a batch still failing: run the comparison on your own version as you go.
 #
 # Write `cross_entropy_by_hand(logits, target, weight=None, ignore_index=-100,
 # label_smoothing=0.0)` returning what `F.cross_entropy` returns with the same arguments (mean
-# reduction, a 0-d tensor): `logits` is `(N, C)`, `target` `(N,)` int64 class indices, some of
-# which may equal `ignore_index` (any integer, even a valid class such as 0); at least one sample
-# is not ignored. **Without `cross_entropy`, `nll_loss` or their `nn` modules** (log-softmax is
-# allowed). Decide for each part what it is divided by.
+# reduction, a 0-d tensor that backpropagates to `logits`): `logits` is `(N, C)`, `target` `(N,)`
+# int64 class indices, some of which may equal `ignore_index` (any integer, even a valid class
+# such as 0); at least one sample is not ignored. **Without `cross_entropy`, `nll_loss` or their
+# `nn` modules** (log-softmax is allowed). The check tries every combination of the options, on
+# batches other than these six.
 
 # %% tags=["answer:cross_entropy_by_hand"]
 def cross_entropy_by_hand(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
@@ -258,6 +295,12 @@ def cross_entropy_by_hand(logits, target, weight=None, ignore_index=-100, label_
 
 # %% tags=["check:cross_entropy_by_hand"]
 ex.cross_entropy_by_hand.check(cross_entropy_by_hand)
+
+# %% [markdown]
+# The teammate's three lines: padding hard-wired as `-100` (the `ignore_index=0` batch kept
+# its padding), a weighted sum divided by the count instead of by the weights used (equal
+# weights hide it), and a smoothing term without the class weights, visible only once the
+# division is right. Each option passed its own test; the bugs lived where they combine.
 
 # %% [markdown]
 # ## 4. Binary and multi-label targets: `BCEWithLogitsLoss`
