@@ -472,10 +472,11 @@ print("Huber(delta=2):", nn.HuberLoss(delta=2.0)(pred, true).item(),
 # ## 6. Optimizers: SGD, momentum, Adam
 #
 # Plain SGD moves each parameter by `-lr * grad`. On a long narrow valley that zig-zags across
-# the steep direction and crawls along the shallow one. **Momentum** keeps a running sum of
-# past steps, a velocity $b \leftarrow \mu b + g$, and moves by `-lr * b`: the zig-zags cancel and
-# the steady direction accelerates. PyTorch's `SGD(momentum=...)` also adds `weight_decay * p`
-# to the gradient first (an L2 penalty). On the valley $f(x, y) = x^2/2 + 50\,y^2$:
+# the steep direction and crawls along the shallow one. **Momentum** keeps a velocity, a
+# running sum of past gradients that fades by the factor $\mu$ at each step, and moves along it:
+# the zig-zags cancel and the steady direction accelerates. PyTorch's `SGD` also takes a
+# `weight_decay` (an L2 penalty, pulling each weight towards 0). On the valley
+# $f(x, y) = x^2/2 + 50\,y^2$:
 
 # %%
 def steps_to_converge(**sgd_kwargs):
@@ -704,15 +705,47 @@ print("what state_dict() saves:", mine.state_dict())
 #
 # ### Exercise 5: SGD with momentum, as an `Optimizer`
 #
-# Write the class `SGDMomentum(params, lr, momentum=0.9, weight_decay=0.0)`, a
-# `torch.optim.Optimizer` subclass that gives **the same parameters, step for step**, as
-# `torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)` (no dampening,
-# no Nesterov): for each parameter with a gradient, `g = grad + weight_decay * p`, the
-# momentum buffer is `g` on the first step and `momentum * buffer + g` afterwards, then
-# `p -= lr * buffer`. It must honour per-group settings, a scheduler changing `lr`, a
-# `state_dict()` saved and loaded into a fresh optimizer mid-run, parameters without gradient
-# (skip them), and `step(closure)` returning the closure's loss. Without `torch.optim.SGD`
-# inside (the check compares with it).
+# "SGD with momentum" is written three ways in papers and blogs ($\mu$ the momentum, $\eta$ the
+# learning rate, $g$ the gradient):
+#
+# | | velocity update | parameter update |
+# |---|---|---|
+# | A | $b \leftarrow \mu b + g$ | $p \leftarrow p - \eta\, b$ |
+# | B | $v \leftarrow \mu v + \eta\, g$ | $p \leftarrow p - v$ |
+# | C | $m \leftarrow \mu m + (1 - \mu)\, g$ | $p \leftarrow p - \eta\, m$ |
+#
+# (each velocity starts at 0), and weight decay $\lambda$ either joins the gradient before the
+# velocity ($g \leftarrow g + \lambda p$) or is added to the step after it. Which did PyTorch
+# choose? Here is `torch.optim.SGD` on a loss whose gradient is always 3, with a scheduler that
+# halves the learning rate after step 3:
+
+# %%
+def momentum_log(make_optimizer, steps=6):
+    """p after each step: loss 3 * p, p starting at 1, lr 0.1 halved after step 3, momentum 0.9, weight decay 0.1."""
+    p = nn.Parameter(torch.tensor([1.0]))
+    opt = make_optimizer([p], lr=0.1, momentum=0.9, weight_decay=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+    values = []
+    for _ in range(steps):
+        opt.zero_grad()
+        (3 * p).sum().backward()
+        opt.step()
+        scheduler.step()
+        values.append(round(p.item(), 5))
+    return values
+
+
+print("torch.optim.SGD:", momentum_log(torch.optim.SGD))
+
+# %% [markdown]
+# Work out which rule, and which place for the decay, reproduce these six numbers (by hand for
+# a step or two, or in code), then write the class `SGDMomentum(params, lr, momentum=0.9,
+# weight_decay=0.0)`, a `torch.optim.Optimizer` subclass that gives **the same parameters, step
+# for step**, as `torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)`
+# (no dampening, no Nesterov); `momentum_log(SGDMomentum)` should print the same list. It must
+# honour per-group settings, a scheduler changing `lr`, a `state_dict()` saved and loaded into
+# a fresh optimizer mid-run, parameters without gradient (skip them), and `step(closure)`
+# returning the closure's loss. Without `torch.optim.SGD` inside (the check compares with it).
 
 # %% tags=["answer:SGDMomentum"]
 class SGDMomentum(torch.optim.Optimizer):
@@ -745,6 +778,16 @@ class SGDMomentum(torch.optim.Optimizer):
 
 # %% tags=["check:SGDMomentum"]
 ex.SGDMomentum.check(SGDMomentum)
+
+# %% [markdown]
+# Rule A, with the decay in the gradient: the buffer sums gradients alone and the learning rate
+# multiplies the whole of it when `p` moves, so when the scheduler halves `lr` at step 4 the step
+# halves at once. Rule B agrees with it for three steps and parts at step 4 (its velocity still
+# carries the old rate); rule C moves ten times less from the first step. With a constant
+# learning rate A and B are the same optimizer, which is why both are in circulation.
+
+# %%
+print("SGDMomentum:    ", momentum_log(SGDMomentum))
 
 # %% [markdown]
 # ## 11. Diagnose from the numbers

@@ -488,9 +488,9 @@ class SGDEma(_SGDBase):
         return loss
 
 
-@wrong(SGD)
+@wrong(SGD, "lr_in_velocity")
 class SGDZeroStartScaled(_SGDBase):
-    """buffer = momentum * 0 + g on the first step is right, but this one also scales g by lr inside."""
+    """buffer = momentum * 0 + g on the first step is right, but this one also scales g by lr inside (rule B)."""
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -994,6 +994,28 @@ def test_cross_entropy_hints_climb_from_a_question_and_hold_no_code():
     assert hints[0].rstrip().endswith("?")
     for hint in hints:
         assert not re.search(r"\w\(|\.\w+\(|dim=|keepdim|\s=\s", hint), hint
+
+
+def test_the_momentum_log_tells_each_named_convention_from_torchs():
+    """Exercise 5 is read off a log of torch's SGD: the reference reproduces it, and the other rules the notebook
+    shows (B, C, the decay after the velocity) each differ from it at the step the notebook's answer names."""
+    log = define(_notebook_source("momentum_log"), "momentum_log", {"torch": torch, "nn": nn})
+    want = log(torch.optim.SGD)
+    assert log(SGDMomentum) == want
+    first_difference = {}
+    for kind in ("lr_inside", "ema", "decay_after"):
+        got = log(sgd_mod._variant(kind))
+        first_difference[kind] = next(i for i, (a, b) in enumerate(zip(got, want), 1) if a != b)
+    assert first_difference == {"lr_inside": 4, "ema": 1, "decay_after": 2}
+
+
+def test_sgd_momentum_hints_climb_from_a_question_and_hold_no_code():
+    import re
+
+    hints = grading.exercise(SGD).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|\s=\s|\*", hint), hint
 
 
 def test_stable_log_softmax_hints_hold_no_code():
