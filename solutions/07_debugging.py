@@ -122,19 +122,45 @@ for name, out in seen:
 
 # %% [markdown]
 # The hooks fire in the order the modules *finish*: a layer before the `Sequential` that
-# contains it, and the model itself last. `Log` (module `"2"`) is the first with a non-finite
-# output; everything after only inherits it. Notice that `Log` made `-inf` but no `nan`: the
-# next `Linear` turned `-inf` plus `+inf` into `nan`. A search for `isnan` alone names the
-# wrong layer.
+# contains it, and the model itself last. Notice that `Log` made `-inf` but no `nan`: the next
+# `Linear` turned `-inf` plus `+inf` into `nan`.
 
 # %% [markdown]
 # ### Exercise 1: name the first module that produces NaN or inf
 #
-# Write `first_nonfinite(model, x)`: run `model(x)` once and return the name (as in
-# `model.named_modules()`; the model itself is `""`) of the **first module whose output
-# contains a NaN or an inf**, in the order the modules finish their forward. Return `None`
-# when every output is finite. An output may be a tensor or a tuple of tensors. **Remove every
-# hook you register**, even when the forward raises, and leave the model as it was.
+# A run's loss went `nan`. The model and the batch were saved, and they reproduce it. Its
+# block was written by a teammate: it defines its layers in one order and calls them in
+# another.
+
+# %%
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.log = Log()
+        self.gate = nn.Sequential(nn.Linear(width, width), nn.ReLU())
+
+    def forward(self, x):
+        return self.log(self.gate(x))
+
+
+torch.manual_seed(7)
+incident = nn.Sequential(nn.Linear(4, 8), Block(8), nn.Linear(8, 3))
+batch = torch.randn(16, 4)
+print("loss:", F.cross_entropy(incident(batch), torch.zeros(16, dtype=torch.long)).item())
+print("named_modules():", [name for name, _ in incident.named_modules()])
+
+# %% [markdown]
+# Eight modules, and a `nan` at the end. Which one should you open first? Write
+# `first_nonfinite(model, x)`: run `model(x)` once and return the name (as
+# `model.named_modules()` gives it; the model itself is `""`) of **the module whose forward
+# first produced a NaN or an inf**, the one where the trouble starts (when the input already
+# holds a NaN, the first module that passes it on); `None` when every output is finite. An
+# output may be a tensor or a tuple of tensors. **Remove every hook you register**, even when
+# the forward raises, and leave the model as it was.
+#
+# Decide what "first" has to mean: first listed, first to start or first to finish? And which
+# test sees every kind of non-finite value? On the saved run your answer should name the log:
+# `first_nonfinite(incident, batch)` is `'1.log'`.
 
 # %% tags=["answer:first_nonfinite"]
 def first_nonfinite(model, x):
@@ -163,6 +189,16 @@ def first_nonfinite(model, x):
 
 # %% tags=["check:first_nonfinite"]
 ex.first_nonfinite.check(first_nonfinite)
+
+# %% [markdown]
+# `named_modules()` lists in the order modules were *assigned*: the model first, a container
+# before its layers, `log` before `gate`; the first non-finite name in that order is `""`,
+# the model, which only received the damage. A module *starts* before its layers too. A hook
+# fires when a module *finishes*, so the first hook to see a non-finite value belongs to the
+# module that made it. And `isnan` alone would blame `"2"`: the log made `-inf`, not `nan`.
+
+# %%
+print("first_nonfinite:", repr(first_nonfinite(incident, batch)))
 
 # %% [markdown]
 # ### NaN in the backward pass: `detect_anomaly`
