@@ -564,18 +564,35 @@ print("with size_guidance={'scalars': 500}:", len(budget.Scalars("x")))
 
 # %% [markdown]
 # `EventAccumulator` keeps a budget of events per tag and samples the rest away: its
-# `size_guidance` sets it (`help(EventAccumulator)` says which values it takes). The second: a run resumed from a
-# checkpoint that logs to the same directory writes its steps again, so a step can appear
-# twice; the later value is the one that counts.
+# `size_guidance` sets it (`help(EventAccumulator)` says which values it takes). The second
+# comes from a crash: this run logged steps 0 to 7, died, and was resumed from its step-5
+# checkpoint into the same directory, which it continued to step 9:
+
+# %%
+resumed_runs = tempfile.TemporaryDirectory(prefix="lesson07_resumed_")
+with SummaryWriter(resumed_runs.name) as w:  # the first run: steps 0-7, then the crash
+    for step in range(8):
+        w.add_scalar("loss", 1.0 / (step + 1), step)
+with SummaryWriter(resumed_runs.name) as w:  # resumed from the step-5 checkpoint
+    for step in range(5, 10):
+        w.add_scalar("loss", 0.6 - 0.02 * step, step)
+resumed = EventAccumulator(resumed_runs.name)
+resumed.Reload()
+print([(e.step, round(e.value, 3)) for e in resumed.Scalars("loss")])
 
 # %% [markdown]
 # ### Exercise 4: read a run back
 #
-# Write `read_scalars(logdir, tag)`: the scalar events of `tag` in the TensorBoard log
-# directory `logdir`, as a dict `{step: value}` (ints to floats) holding **every** step that
-# was logged; when a step was logged more than once, keep the value logged last. A tag that is
-# not in the log gives `{}`. Read with `EventAccumulator` (or any other reader of the event
-# files).
+# A plotting script draws one curve per run and per tag, for a folder of runs like these: long
+# ones, resumed ones, and runs that never logged some of the tags it asks for. Write
+# `read_scalars(logdir, tag)` that gives it the curve of `tag` in the log directory `logdir`
+# as a dict `{step: value}` (ints to floats): the curve **of the training that produced the
+# final model**, every one of its steps. A tag the run never logged must not stop the script:
+# it gets an empty curve. Read with `EventAccumulator` (or any other reader of the event files).
+#
+# Decide, from the two logs above: how many events the reader may keep; at steps 5, 6 and 7 of
+# the resumed run, which of the two values belongs to the final model's training, and how you
+# tell them apart (look at the order the events come back in); and what "an empty curve" is.
 
 # %% tags=["answer:read_scalars"]
 def read_scalars(logdir, tag):
@@ -590,6 +607,15 @@ def read_scalars(logdir, tag):
 
 # %% tags=["check:read_scalars"]
 ex.read_scalars.check(read_scalars)
+
+# %% [markdown]
+# The resumed run went back to step 5's weights: the values of the first run at steps 5 to 7
+# came from training the final model never saw, and the reader returns events in the order
+# they were written, so letting later values overwrite earlier ones keeps the right ones.
+
+# %%
+print({step: round(value, 3) for step, value in read_scalars(resumed_runs.name, "loss").items()},
+      read_scalars(resumed_runs.name, "loss/test"))
 
 # %% [markdown]
 # ## 6. Reading loss curves

@@ -1096,3 +1096,23 @@ def test_first_nonfinite_hints_climb_from_a_question_and_hold_no_code():
     assert hints[0].rstrip().endswith("?")
     for hint in hints:
         assert not re.search(r"`|\w\(|\.\w+\(|\s=\s", hint), hint
+
+
+def test_read_scalars_hints_climb_from_a_question_and_hold_no_code():
+    import re
+
+    hints = grading.exercise(f"{LESSON}.read_scalars").hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|\s=\s", hint), hint
+
+
+def test_the_resumed_run_the_notebook_shows_logs_steps_5_to_7_twice_and_the_reference_keeps_the_resumed_values():
+    src = (SOLUTIONS / f"{LESSON}.py").read_text()
+    assert "for step in range(8):" in src and "for step in range(5, 10):" in src
+    log = rs_mod.Log(tuple(("loss", s, 1.0 / (s + 1)) for s in range(8))
+                     + tuple(("loss", s, 0.6 - 0.02 * s) for s in range(5, 10)), resume_at=8)
+    got = rs_mod.read_scalars(log.path(), "loss")
+    assert sorted(got) == list(range(10)) and got[6] == pytest.approx(0.48) and got[4] == pytest.approx(0.2)
+    assert rs_mod._first_wins(log.path(), "loss")[6] == pytest.approx(1 / 7)
+    assert rs_mod.read_scalars(log.path(), "loss/test") == {}
