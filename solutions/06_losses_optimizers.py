@@ -227,17 +227,54 @@ by_hand = ((1 - eps) * nll + eps / C * (-logp).sum(dim=1)).mean()
 print("torch:", F.cross_entropy(logits, y, label_smoothing=eps).item(), "  by hand:", by_hand.item())
 
 # %% [markdown]
-# With a weight as well, the smoothing term weights each class $c$ by $w_c$ and is divided by
-# the same $\sum_i w_{y_i}$ as the main term. How all three combine is exercise 2.
-#
 # ### Exercise 2: cross-entropy by hand
+#
+# A teammate needs these options in a custom loss, so they wrote cross-entropy out by hand
+# from the three formulas above. Before merging it, they compared it with `F.cross_entropy`
+# on six small batches:
+
+# %%
+def teammate_cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
+    n_classes = logits.shape[1]
+    if weight is None:
+        weight = torch.ones(n_classes)
+    keep = target != -100  # padding is marked -100
+    logp = torch.log_softmax(logits[keep], dim=1)
+    t = target[keep]
+    nll = -logp.gather(1, t[:, None]).squeeze(1)  # l_i of each kept sample
+    smooth = -logp.sum(dim=1)  # the eps / C part: every class
+    per_sample = (1 - label_smoothing) * weight[t] * nll + label_smoothing / n_classes * smooth
+    return per_sample.sum() / len(t)
+
+
+def compare_with_torch(loss_fn):
+    """loss_fn and F.cross_entropy on six batches of 6 samples and 4 classes."""
+    g = torch.Generator().manual_seed(6)
+    logits = torch.randn(6, 4, generator=g)
+    y, y_pad = torch.tensor([0, 3, 3, 1, 3, 2]), torch.tensor([0, 3, -100, 1, -100, 2])
+    w = torch.tensor([1.0, 2.0, 0.5, 3.0])
+    probes = [("no options", y, {}), ("ignored samples (-100)", y_pad, {}),
+              ("label_smoothing=0.1", y, {"label_smoothing": 0.1}), ("weight", y, {"weight": w}),
+              ("ignore_index=0 (class 0 is padding)", y, {"ignore_index": 0}),
+              ("weight, ignored samples, smoothing", y_pad, {"weight": w, "label_smoothing": 0.1})]
+    for name, target, options in probes:
+        mine, torch_says = loss_fn(logits, target, **options).item(), F.cross_entropy(logits, target, **options).item()
+        print(f"{name:38s} yours {mine:.4f}   torch {torch_says:.4f}   {'ok' if abs(mine - torch_says) < 1e-5 else 'DIFFERENT'}")
+
+
+compare_with_torch(teammate_cross_entropy)
+
+# %% [markdown]
+# Three batches agree, three do not. Which line does each failing batch point at? Fixing one
+# line may leave a batch still failing: run the comparison on your own version as you go.
 #
 # Write `cross_entropy_by_hand(logits, target, weight=None, ignore_index=-100,
 # label_smoothing=0.0)` returning what `F.cross_entropy` returns with the same arguments (mean
-# reduction, a 0-d tensor): `logits` is `(N, C)`, `target` `(N,)` int64 class indices, some of
-# which may equal `ignore_index` (any integer, even a valid class such as 0); at least one sample
-# is not ignored. **Without `cross_entropy`, `nll_loss` or their `nn` modules** (log-softmax is
-# allowed). Decide for each part what it is divided by.
+# reduction, a 0-d tensor that backpropagates to `logits`): `logits` is `(N, C)`, `target` `(N,)`
+# int64 class indices, some of which may equal `ignore_index` (any integer, even a valid class
+# such as 0); at least one sample is not ignored. **Without `cross_entropy`, `nll_loss` or their
+# `nn` modules** (log-softmax is allowed). The check tries every combination of the options, on
+# batches other than these six.
 
 # %% tags=["answer:cross_entropy_by_hand"]
 def cross_entropy_by_hand(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
@@ -258,6 +295,12 @@ def cross_entropy_by_hand(logits, target, weight=None, ignore_index=-100, label_
 
 # %% tags=["check:cross_entropy_by_hand"]
 ex.cross_entropy_by_hand.check(cross_entropy_by_hand)
+
+# %% [markdown]
+# The teammate's three lines: padding hard-wired as `-100` (the `ignore_index=0` batch kept
+# its padding), a weighted sum divided by the count instead of by the weights used (equal
+# weights hide it), and a smoothing term without the class weights, visible only once the
+# division is right. Each option passed its own test; the bugs lived where they combine.
 
 # %% [markdown]
 # ## 4. Binary and multi-label targets: `BCEWithLogitsLoss`
@@ -429,10 +472,11 @@ print("Huber(delta=2):", nn.HuberLoss(delta=2.0)(pred, true).item(),
 # ## 6. Optimizers: SGD, momentum, Adam
 #
 # Plain SGD moves each parameter by `-lr * grad`. On a long narrow valley that zig-zags across
-# the steep direction and crawls along the shallow one. **Momentum** keeps a running sum of
-# past steps, a velocity $b \leftarrow \mu b + g$, and moves by `-lr * b`: the zig-zags cancel and
-# the steady direction accelerates. PyTorch's `SGD(momentum=...)` also adds `weight_decay * p`
-# to the gradient first (an L2 penalty). On the valley $f(x, y) = x^2/2 + 50\,y^2$:
+# the steep direction and crawls along the shallow one. **Momentum** keeps a velocity, a
+# running sum of past gradients that fades by the factor $\mu$ at each step, and moves along it:
+# the zig-zags cancel and the steady direction accelerates. PyTorch's `SGD` also takes a
+# `weight_decay` (an L2 penalty, pulling each weight towards 0). On the valley
+# $f(x, y) = x^2/2 + 50\,y^2$:
 
 # %%
 def steps_to_converge(**sgd_kwargs):
@@ -661,15 +705,47 @@ print("what state_dict() saves:", mine.state_dict())
 #
 # ### Exercise 5: SGD with momentum, as an `Optimizer`
 #
-# Write the class `SGDMomentum(params, lr, momentum=0.9, weight_decay=0.0)`, a
-# `torch.optim.Optimizer` subclass that gives **the same parameters, step for step**, as
-# `torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)` (no dampening,
-# no Nesterov): for each parameter with a gradient, `g = grad + weight_decay * p`, the
-# momentum buffer is `g` on the first step and `momentum * buffer + g` afterwards, then
-# `p -= lr * buffer`. It must honour per-group settings, a scheduler changing `lr`, a
-# `state_dict()` saved and loaded into a fresh optimizer mid-run, parameters without gradient
-# (skip them), and `step(closure)` returning the closure's loss. Without `torch.optim.SGD`
-# inside (the check compares with it).
+# "SGD with momentum" is written three ways in papers and blogs ($\mu$ the momentum, $\eta$ the
+# learning rate, $g$ the gradient):
+#
+# | | velocity update | parameter update |
+# |---|---|---|
+# | A | $b \leftarrow \mu b + g$ | $p \leftarrow p - \eta\, b$ |
+# | B | $v \leftarrow \mu v + \eta\, g$ | $p \leftarrow p - v$ |
+# | C | $m \leftarrow \mu m + (1 - \mu)\, g$ | $p \leftarrow p - \eta\, m$ |
+#
+# (each velocity starts at 0), and weight decay $\lambda$ either joins the gradient before the
+# velocity ($g \leftarrow g + \lambda p$) or is added to the step after it. Which did PyTorch
+# choose? Here is `torch.optim.SGD` on a loss whose gradient is always 3, with a scheduler that
+# halves the learning rate after step 3:
+
+# %%
+def momentum_log(make_optimizer, steps=6):
+    """p after each step: loss 3 * p, p starting at 1, lr 0.1 halved after step 3, momentum 0.9, weight decay 0.1."""
+    p = nn.Parameter(torch.tensor([1.0]))
+    opt = make_optimizer([p], lr=0.1, momentum=0.9, weight_decay=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+    values = []
+    for _ in range(steps):
+        opt.zero_grad()
+        (3 * p).sum().backward()
+        opt.step()
+        scheduler.step()
+        values.append(round(p.item(), 5))
+    return values
+
+
+print("torch.optim.SGD:", momentum_log(torch.optim.SGD))
+
+# %% [markdown]
+# Work out which rule, and which place for the decay, reproduce these six numbers (by hand for
+# a step or two, or in code), then write the class `SGDMomentum(params, lr, momentum=0.9,
+# weight_decay=0.0)`, a `torch.optim.Optimizer` subclass that gives **the same parameters, step
+# for step**, as `torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)`
+# (no dampening, no Nesterov); `momentum_log(SGDMomentum)` should print the same list. It must
+# honour per-group settings, a scheduler changing `lr`, a `state_dict()` saved and loaded into
+# a fresh optimizer mid-run, parameters without gradient (skip them), and `step(closure)`
+# returning the closure's loss. Without `torch.optim.SGD` inside (the check compares with it).
 
 # %% tags=["answer:SGDMomentum"]
 class SGDMomentum(torch.optim.Optimizer):
@@ -702,6 +778,16 @@ class SGDMomentum(torch.optim.Optimizer):
 
 # %% tags=["check:SGDMomentum"]
 ex.SGDMomentum.check(SGDMomentum)
+
+# %% [markdown]
+# Rule A, with the decay in the gradient: the buffer sums gradients alone and the learning rate
+# multiplies the whole of it when `p` moves, so when the scheduler halves `lr` at step 4 the step
+# halves at once. Rule B agrees with it for three steps and parts at step 4 (its velocity still
+# carries the old rate); rule C moves ten times less from the first step. With a constant
+# learning rate A and B are the same optimizer, which is why both are in circulation.
+
+# %%
+print("SGDMomentum:    ", momentum_log(SGDMomentum))
 
 # %% [markdown]
 # ## 11. Diagnose from the numbers

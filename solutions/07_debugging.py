@@ -122,19 +122,45 @@ for name, out in seen:
 
 # %% [markdown]
 # The hooks fire in the order the modules *finish*: a layer before the `Sequential` that
-# contains it, and the model itself last. `Log` (module `"2"`) is the first with a non-finite
-# output; everything after only inherits it. Notice that `Log` made `-inf` but no `nan`: the
-# next `Linear` turned `-inf` plus `+inf` into `nan`. A search for `isnan` alone names the
-# wrong layer.
+# contains it, and the model itself last. Notice that `Log` made `-inf` but no `nan`: the next
+# `Linear` turned `-inf` plus `+inf` into `nan`.
 
 # %% [markdown]
 # ### Exercise 1: name the first module that produces NaN or inf
 #
-# Write `first_nonfinite(model, x)`: run `model(x)` once and return the name (as in
-# `model.named_modules()`; the model itself is `""`) of the **first module whose output
-# contains a NaN or an inf**, in the order the modules finish their forward. Return `None`
-# when every output is finite. An output may be a tensor or a tuple of tensors. **Remove every
-# hook you register**, even when the forward raises, and leave the model as it was.
+# A run's loss went `nan`. The model and the batch were saved, and they reproduce it. Its
+# block was written by a teammate: it defines its layers in one order and calls them in
+# another.
+
+# %%
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.log = Log()
+        self.gate = nn.Sequential(nn.Linear(width, width), nn.ReLU())
+
+    def forward(self, x):
+        return self.log(self.gate(x))
+
+
+torch.manual_seed(7)
+incident = nn.Sequential(nn.Linear(4, 8), Block(8), nn.Linear(8, 3))
+batch = torch.randn(16, 4)
+print("loss:", F.cross_entropy(incident(batch), torch.zeros(16, dtype=torch.long)).item())
+print("named_modules():", [name for name, _ in incident.named_modules()])
+
+# %% [markdown]
+# Eight modules, and a `nan` at the end. Which one should you open first? Write
+# `first_nonfinite(model, x)`: run `model(x)` once and return the name (as
+# `model.named_modules()` gives it; the model itself is `""`) of **the module whose forward
+# first produced a NaN or an inf**, the one where the trouble starts (when the input already
+# holds a NaN, the first module that passes it on); `None` when every output is finite. An
+# output may be a tensor or a tuple of tensors. **Remove every hook you register**, even when
+# the forward raises, and leave the model as it was.
+#
+# Decide what "first" has to mean: first listed, first to start or first to finish? And which
+# test sees every kind of non-finite value? On the saved run your answer should name the log:
+# `first_nonfinite(incident, batch)` is `'1.log'`.
 
 # %% tags=["answer:first_nonfinite"]
 def first_nonfinite(model, x):
@@ -163,6 +189,16 @@ def first_nonfinite(model, x):
 
 # %% tags=["check:first_nonfinite"]
 ex.first_nonfinite.check(first_nonfinite)
+
+# %% [markdown]
+# `named_modules()` lists in the order modules were *assigned*: the model first, a container
+# before its layers, `log` before `gate`; the first non-finite name in that order is `""`,
+# the model, which only received the damage. A module *starts* before its layers too. A hook
+# fires when a module *finishes*, so the first hook to see a non-finite value belongs to the
+# module that made it. And `isnan` alone would blame `"2"`: the log made `-inf`, not `nan`.
+
+# %%
+print("first_nonfinite:", repr(first_nonfinite(incident, batch)))
 
 # %% [markdown]
 # ### NaN in the backward pass: `detect_anomaly`
@@ -528,18 +564,35 @@ print("with size_guidance={'scalars': 500}:", len(budget.Scalars("x")))
 
 # %% [markdown]
 # `EventAccumulator` keeps a budget of events per tag and samples the rest away: its
-# `size_guidance` sets it (`help(EventAccumulator)` says which values it takes). The second: a run resumed from a
-# checkpoint that logs to the same directory writes its steps again, so a step can appear
-# twice; the later value is the one that counts.
+# `size_guidance` sets it (`help(EventAccumulator)` says which values it takes). The second
+# comes from a crash: this run logged steps 0 to 7, died, and was resumed from its step-5
+# checkpoint into the same directory, which it continued to step 9:
+
+# %%
+resumed_runs = tempfile.TemporaryDirectory(prefix="lesson07_resumed_")
+with SummaryWriter(resumed_runs.name) as w:  # the first run: steps 0-7, then the crash
+    for step in range(8):
+        w.add_scalar("loss", 1.0 / (step + 1), step)
+with SummaryWriter(resumed_runs.name) as w:  # resumed from the step-5 checkpoint
+    for step in range(5, 10):
+        w.add_scalar("loss", 0.6 - 0.02 * step, step)
+resumed = EventAccumulator(resumed_runs.name)
+resumed.Reload()
+print([(e.step, round(e.value, 3)) for e in resumed.Scalars("loss")])
 
 # %% [markdown]
 # ### Exercise 4: read a run back
 #
-# Write `read_scalars(logdir, tag)`: the scalar events of `tag` in the TensorBoard log
-# directory `logdir`, as a dict `{step: value}` (ints to floats) holding **every** step that
-# was logged; when a step was logged more than once, keep the value logged last. A tag that is
-# not in the log gives `{}`. Read with `EventAccumulator` (or any other reader of the event
-# files).
+# A plotting script draws one curve per run and per tag, for a folder of runs like these: long
+# ones, resumed ones, and runs that never logged some of the tags it asks for. Write
+# `read_scalars(logdir, tag)` that gives it the curve of `tag` in the log directory `logdir`
+# as a dict `{step: value}` (ints to floats): the curve **of the training that produced the
+# final model**, every one of its steps. A tag the run never logged must not stop the script:
+# it gets an empty curve. Read with `EventAccumulator` (or any other reader of the event files).
+#
+# Decide, from the two logs above: how many events the reader may keep; at steps 5, 6 and 7 of
+# the resumed run, which of the two values belongs to the final model's training, and how you
+# tell them apart (look at the order the events come back in); and what "an empty curve" is.
 
 # %% tags=["answer:read_scalars"]
 def read_scalars(logdir, tag):
@@ -554,6 +607,15 @@ def read_scalars(logdir, tag):
 
 # %% tags=["check:read_scalars"]
 ex.read_scalars.check(read_scalars)
+
+# %% [markdown]
+# The resumed run went back to step 5's weights: the values of the first run at steps 5 to 7
+# came from training the final model never saw, and the reader returns events in the order
+# they were written, so letting later values overwrite earlier ones keeps the right ones.
+
+# %%
+print({step: round(value, 3) for step, value in read_scalars(resumed_runs.name, "loss").items()},
+      read_scalars(resumed_runs.name, "loss/test"))
 
 # %% [markdown]
 # ## 6. Reading loss curves

@@ -164,7 +164,7 @@ for _name, _kw, _mistake in [("ce_plain_mean", {"plain_mean": True}, "plain_mean
                              ("ce_smooth_others", {"over_others": True}, "smoothing_over_others"),
                              ("ce_smooth_unweighted", {"smooth_unweighted": True}, "smoothing_unweighted"),
                              ("ce_no_mix", {"no_mix": True}, "smoothing_not_mixed"),
-                             ("ce_ignore_always_minus_100", {"ignore_fixed": True}, None)]:
+                             ("ce_ignore_always_minus_100", {"ignore_fixed": True}, "ignore_index_fixed")]:
     _fn = _ce(**_kw)
     _fn.__name__ = _name
     wrong(CE, _mistake)(_fn)
@@ -488,9 +488,9 @@ class SGDEma(_SGDBase):
         return loss
 
 
-@wrong(SGD)
+@wrong(SGD, "lr_in_velocity")
 class SGDZeroStartScaled(_SGDBase):
-    """buffer = momentum * 0 + g on the first step is right, but this one also scales g by lr inside."""
+    """buffer = momentum * 0 + g on the first step is right, but this one also scales g by lr inside (rule B)."""
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -944,6 +944,78 @@ def test_the_colleagues_log_softmax_with_a_shift_per_row_passes():
     fixed = _notebook_function("colleague_log_softmax",
                                source.replace("m = logits.max()", "m = logits.amax(dim=-1, keepdim=True)"))
     assert grading.check(LSM, fixed, seed=1).passed
+
+
+_TEAMMATE_BUGS = {  # the teammate's line -> its repair; each bug left alone is named by the grader
+    "ignore_index_fixed": ("keep = target != -100", "keep = target != ignore_index"),
+    "plain_mean": ("return per_sample.sum() / len(t)", "return per_sample.sum() / weight[t].sum()"),
+    "smoothing_unweighted": ("smooth = -logp.sum(dim=1)", "smooth = -(logp * weight).sum(dim=1)"),
+}
+
+
+def _teammate_ce(*left: str):
+    source = _notebook_source("teammate_cross_entropy")
+    for bug, (line, repair) in _TEAMMATE_BUGS.items():
+        assert line in source, line
+        if bug not in left:
+            source = source.replace(line, repair)
+    return _notebook_function("teammate_cross_entropy", source)
+
+
+def test_the_teammates_cross_entropy_fails_three_of_the_six_batches_the_notebook_shows(capsys):
+    """The six batches separate the teammate's bugs: each failing batch points at one line, and the last one
+    fails for the smoothing's weights only once the division is repaired."""
+    compare = define(_notebook_source("compare_with_torch"), "compare_with_torch", {"torch": torch, "F": F})
+    verdicts = {}
+    for left in [tuple(_TEAMMATE_BUGS), (), ("ignore_index_fixed",), ("plain_mean",), ("smoothing_unweighted",)]:
+        compare(_teammate_ce(*left))
+        verdicts[left] = ["DIFFERENT" in line for line in capsys.readouterr().out.splitlines()]
+    assert verdicts[tuple(_TEAMMATE_BUGS)] == [False, False, False, True, True, True]
+    assert verdicts[()] == [False] * 6
+    assert verdicts[("ignore_index_fixed",)] == [False, False, False, False, True, False]
+    assert verdicts[("plain_mean",)] == [False, False, False, True, False, True]
+    assert verdicts[("smoothing_unweighted",)] == [False, False, False, False, False, True]
+
+
+@pytest.mark.parametrize("bug", list(_TEAMMATE_BUGS))
+def test_each_of_the_teammates_bugs_left_alone_is_named(bug):
+    assert grading.check(CE, _teammate_ce(bug), seed=0).mistake == bug
+
+
+def test_the_teammates_cross_entropy_repaired_passes_and_as_given_is_rejected():
+    assert grading.check(CE, _teammate_ce(), seed=2).passed
+    assert not grading.check(CE, _teammate_ce(*_TEAMMATE_BUGS), seed=0).passed
+
+
+def test_cross_entropy_hints_climb_from_a_question_and_hold_no_code():
+    import re
+
+    hints = grading.exercise(CE).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"\w\(|\.\w+\(|dim=|keepdim|\s=\s", hint), hint
+
+
+def test_the_momentum_log_tells_each_named_convention_from_torchs():
+    """Exercise 5 is read off a log of torch's SGD: the reference reproduces it, and the other rules the notebook
+    shows (B, C, the decay after the velocity) each differ from it at the step the notebook's answer names."""
+    log = define(_notebook_source("momentum_log"), "momentum_log", {"torch": torch, "nn": nn})
+    want = log(torch.optim.SGD)
+    assert log(SGDMomentum) == want
+    first_difference = {}
+    for kind in ("lr_inside", "ema", "decay_after"):
+        got = log(sgd_mod._variant(kind))
+        first_difference[kind] = next(i for i, (a, b) in enumerate(zip(got, want), 1) if a != b)
+    assert first_difference == {"lr_inside": 4, "ema": 1, "decay_after": 2}
+
+
+def test_sgd_momentum_hints_climb_from_a_question_and_hold_no_code():
+    import re
+
+    hints = grading.exercise(SGD).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|\s=\s|\*", hint), hint
 
 
 def test_stable_log_softmax_hints_hold_no_code():

@@ -26,7 +26,7 @@ from course_utils.exercises.l07_debugging import grad_norms as gn_mod
 from course_utils.exercises.l07_debugging import read_scalars as rs_mod
 from course_utils.grading import Rand
 
-from lesson_kit import Tables, oracle_cases  # noqa: E402
+from lesson_kit import SOLUTIONS, Tables, oracle_cases  # noqa: E402
 
 LESSON = "07_debugging"
 FNF, OVERFIT, NORMS, SCALARS, DIAG = (f"{LESSON}.{n}" for n in (
@@ -1059,3 +1059,60 @@ def test_checks_leave_caller_state_alone(exercise_id):
     assert torch.get_num_threads() == threads
     assert not watched.training
     assert {k: len(getattr(torch_module, k)) for k in hooks_before} == hooks_before
+
+
+# --------------------------------------------------------------------------- the notebook's incident (issue 26)
+def _incident():
+    """The saved run of exercise 1, built from the notebook's own classes and seed."""
+    import ast
+
+    text = (SOLUTIONS / f"{LESSON}.py").read_text()
+    namespace: dict = {"torch": torch, "nn": nn}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ClassDef) and node.name in ("Log", "Block"):
+            exec(compile(ast.get_source_segment(text, node), "<notebook>", "exec"), namespace)
+    torch.manual_seed(7)
+    model = nn.Sequential(nn.Linear(4, 8), namespace["Block"](8), nn.Linear(8, 3))
+    return model, torch.randn(16, 4)
+
+
+def test_the_incident_blames_the_log_and_each_wrong_first_blames_another_module():
+    """The notebook says the answer names '1.log' on the saved run, the model listing first and isnan blaming '2'."""
+    with torch.random.fork_rng():
+        model, batch = _incident()
+    assert "torch.manual_seed(7)\nincident = nn.Sequential(nn.Linear(4, 8), Block(8), nn.Linear(8, 3))" in (
+        SOLUTIONS / f"{LESSON}.py").read_text()
+    assert not torch.isfinite(model(batch)).all()
+    assert fnf_mod.first_nonfinite(model, batch) == "1.log"
+    assert [n for n, _ in model.named_modules()].index("1.log") < [n for n, _ in model.named_modules()].index("1.gate")
+    assert fnf_mod._definition_order(model, batch) == "" and fnf_mod._last(model, batch) == ""
+    assert fnf_mod._nan_only(model, batch) == "2"
+
+
+def test_first_nonfinite_hints_climb_from_a_question_and_hold_no_code():
+    import re
+
+    hints = grading.exercise(f"{LESSON}.first_nonfinite").hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|\s=\s", hint), hint
+
+
+def test_read_scalars_hints_climb_from_a_question_and_hold_no_code():
+    import re
+
+    hints = grading.exercise(f"{LESSON}.read_scalars").hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|\.\w+\(|\s=\s", hint), hint
+
+
+def test_the_resumed_run_the_notebook_shows_logs_steps_5_to_7_twice_and_the_reference_keeps_the_resumed_values():
+    src = (SOLUTIONS / f"{LESSON}.py").read_text()
+    assert "for step in range(8):" in src and "for step in range(5, 10):" in src
+    log = rs_mod.Log(tuple(("loss", s, 1.0 / (s + 1)) for s in range(8))
+                     + tuple(("loss", s, 0.6 - 0.02 * s) for s in range(5, 10)), resume_at=8)
+    got = rs_mod.read_scalars(log.path(), "loss")
+    assert sorted(got) == list(range(10)) and got[6] == pytest.approx(0.48) and got[4] == pytest.approx(0.2)
+    assert rs_mod._first_wins(log.path(), "loss")[6] == pytest.approx(1 / 7)
+    assert rs_mod.read_scalars(log.path(), "loss/test") == {}

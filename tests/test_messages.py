@@ -161,7 +161,7 @@ def test_expect_says_one_sentence_and_survives_hostile_values():
 
 # Hints climb from a question to the idea, never to the code (the issue "Hints climb from a question to
 # the idea"): lessons 13, 14 and 16 were rewritten to that rule. Other lessons still have backticked code
-# in a hint (03 MLP, 06 cross_entropy_by_hand, 15 next_token_batch), so the test covers these three.
+# in a hint (03 MLP, 15 next_token_batch), so the test covers these three.
 HINTS_WITHOUT_CODE = ("13_", "14_", "16_")
 _BACKTICKED = re.compile(r"`([^`]*)`")
 # code in a backticked span: a call with arguments, an assignment, a lambda or arithmetic between operands

@@ -1,5 +1,10 @@
 """cross_entropy_by_hand: F.cross_entropy's weight, ignore_index and label_smoothing (mean).
 
+The notebook gives each option's formula alone, then a teammate's version that gets three of
+their combinations wrong, with its comparison against ``F.cross_entropy`` on six batches: the
+learner finds which line each failing batch points at (tests/test_l06_losses_optimizers.py holds
+that each of the teammate's bugs, alone, is named by the grader).
+
 Subtle: with ``weight`` the mean divides by the sum of the kept samples' class weights, not by
 their count; ignored samples leave the sum and the count; ``ignore_index`` may be a valid class
 (0); smoothing spreads eps / C over all C classes (the true one too), each class weighted by its
@@ -72,7 +77,7 @@ def _variant(kind):
     def ce(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0):
         c = logits.shape[1]
         weight = torch.ones(c) if weight is None else weight
-        keep = target != ignore_index
+        keep = target != (-100 if kind == "ignore_index_fixed" else ignore_index)
         logp = torch.log_softmax(logits[keep], dim=1)
         t = target[keep]
         w_t = weight[t]
@@ -117,6 +122,10 @@ register(Exercise(
                 "`torch.tensor(...)`, under `torch.no_grad()`, or `.detach()`ed): a loss that autograd cannot "
                 "backpropagate trains nothing. Keep every step a torch operation on `logits`.", _detached,
                 match_output=False),
+        Mistake("ignore_index_fixed", "Samples whose target is `ignore_index` leave the loss, whatever its "
+                "value: with `ignore_index=0` class 0 marks padding, and your loss kept those samples (it "
+                "compares the targets with -100, not with the `ignore_index` it was given).",
+                _variant("ignore_index_fixed")),
         Mistake("plain_mean", "With class weights the mean is a weighted mean: divide the sum of `w[y_i] * loss_i` "
                 "by the sum of the weights used, `w[y_i]` summed over the kept samples, not by their count.",
                 _variant("plain_mean")),
@@ -131,12 +140,13 @@ register(Exercise(
                 "(sum over classes)`; you kept the full true-class loss.", _variant("smoothing_not_mixed")),
     ],
     hints=[
-        "Start without options: the mean over samples of `-log_softmax(logits)[i, target[i]]`. Then add one "
-        "option at a time, checking each against `F.cross_entropy` on a small example.",
-        "Drop the ignored samples first. With weights, each sample's loss is multiplied by its class's weight: "
-        "what must the total be divided by, so that equal weights give the plain mean back?",
-        "Smoothing: a sample's target is 1 - eps on its class plus eps / C on every class; with weights each "
-        "class's term carries that class's own weight, and both parts are divided by the same sum of the kept "
-        "samples' weights.",
+        "Which option does each failing batch use that no passing batch uses? And why can the batch with "
+        "ignored samples pass while the `ignore_index=0` one fails?",
+        "Three ideas, one per failing batch: the ignored samples are the ones equal to the index the caller "
+        "gave; a weighted mean is divided by the weights it used, so that equal weights give the plain mean "
+        "back; and the smoothing term, spread over every class, carries each class's own weight.",
+        "The formulas are the ones in section 3, combined: both parts of each kept sample's loss are summed "
+        "and divided by the same total, the kept samples' class weights added up. `gather` or indexing "
+        "picks each sample's class, a boolean mask drops the ignored ones.",
     ],
 ))

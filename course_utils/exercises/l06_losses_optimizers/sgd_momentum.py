@@ -1,12 +1,11 @@
 """SGDMomentum: SGD with momentum and weight decay as a ``torch.optim.Optimizer`` subclass.
 
-Subtle: settings read from each group at every step (per-group values, a scheduler changing
-``lr``), the buffer kept in ``self.state[p]`` (``state_dict`` saves only that: a fresh optimizer
-that loads it mid-run must continue exactly), weight decay added before the momentum, parameters
-without a gradient skipped, ``step`` under ``no_grad`` and returning the closure's loss. The
-check runs the answer and ``torch.optim.SGD`` side by side (tests) and compares every step with
-the reference's trajectory.
-"""
+The notebook gives no update rule: three published conventions and a log of ``torch.optim.SGD``
+(lr halved mid-run, weight decay) from which the learner picks the one torch runs (the lesson's
+tests hold that the log tells each named convention apart). Subtle: settings read from each group
+at every step, the buffer in ``self.state[p]`` (all that ``state_dict`` saves), the decay added
+before the momentum, ``lr`` outside the buffer, parameters without a gradient skipped, ``step``
+under ``no_grad`` returning the closure's loss."""
 
 from __future__ import annotations
 
@@ -92,8 +91,7 @@ def _make(answer, params, k, settings):
 
 
 def _set_grads(params, grads, in_place):
-    """Give each parameter its gradient: a new tensor, or (``in_place``) written into the old ``p.grad``,
-    as ``zero_grad(set_to_none=False)`` and ``backward`` do."""
+    """Each parameter's gradient: a new tensor, or written into ``p.grad`` (``in_place``, as backward does)."""
     for p, g in zip(params, grads):
         if g is None:
             p.grad = None
@@ -104,8 +102,7 @@ def _set_grads(params, grads, in_place):
 
 
 def _closure(params, grads, in_place, loss_value, seen):
-    """A closure as in real use: it computes the gradients itself (in a backward, so with grad on), and
-    records the grad mode and whether the parameters had already moved."""
+    """A closure as in real use (it sets the gradients); records the grad mode and whether p had moved."""
     def closure():
         seen["grad_mode"] = torch.is_grad_enabled()
         seen["moved"] = any(not torch.equal(p.detach(), x) for p, x in zip(params, seen["before"]))
@@ -180,8 +177,8 @@ def _run(answer, case: Case):
 
 
 # --- wrong answers
-class _NoNoGrad(SGDMomentum):
-    def step(self, closure=None):  # the decorator forgotten
+class _NoNoGrad(SGDMomentum):  # the decorator forgotten
+    def step(self, closure=None):
         return inspect.unwrap(SGDMomentum.step)(self, closure)  # under torch's wrappers, without no_grad
 
 
@@ -225,11 +222,12 @@ def _variant(kind):
                     elif kind == "decay_in_place" and key not in store:
                         store[key] = p.grad.add_(p, alpha=wd).clone()
                     elif key not in store:  # ("zeros32": float32 zeros on the CPU, whatever p is)
-                        store[key] = {"ema": (1 - mu) * g, "zeros32": torch.zeros(p.shape).add_(g)}.get(kind, g.clone())
+                        store[key] = {"ema": (1 - mu) * g, "zeros32": torch.zeros(p.shape).add_(g),
+                                      "lr_inside": lr * g}.get(kind, g.clone())
                     else:
-                        store[key] = mu * store[key] + ((1 - mu) * g if kind == "ema" else g)
+                        store[key] = mu * store[key] + {"ema": (1 - mu) * g, "lr_inside": lr * g}.get(kind, g)
                     step = store[key] + (wd * p if kind == "decay_after" else 0)
-                    p.sub_(lr * step)
+                    p.sub_(step if kind == "lr_inside" else lr * step)
             if kind == "closure_after" and self.__dict__["_closure"] is not None:
                 with torch.enable_grad():
                     loss = self.__dict__["_closure"]()
@@ -242,8 +240,7 @@ register(Exercise(
     lesson=LESSON, name="SGDMomentum", title="SGD with momentum and weight decay as a torch.optim.Optimizer subclass",
     reference=SGDMomentum, kind="any", run=_run, cases=_cases, edge_cases=EDGE_CASES, n_random=8,
     compare=Compare(rtol=1e-5, atol=1e-6), timeout=5.0,
-    # torch's SGD, however built or reached (its functional form and the workers it calls, seen by the
-    # rule's profile hook): the rule comes first, whatever went wrong after
+    # torch's SGD however reached (its functional form, its workers): the rule comes first, whatever else
     forbid=("torch.optim.SGD", "torch.optim.sgd.sgd", "torch.optim.sgd._single_tensor_sgd",
             "torch.optim.sgd._multi_tensor_sgd", "torch.optim.sgd._fused_sgd"),
     rule_mistake="used_torch_sgd",
@@ -256,6 +253,9 @@ register(Exercise(
         Mistake("decay_after_momentum", "Add `weight_decay * p` to the gradient *before* the momentum buffer, as "
                 "torch's SGD does: `g = grad + weight_decay * p`, then the buffer, then `p -= lr * buffer`.",
                 _variant("decay_after")),
+        Mistake("lr_in_velocity", "Your velocity holds the learning rate (`v = momentum * v + lr * g`, `p -= v`): "
+                "torch's only while lr is constant. When a scheduler changes lr, torch's whole step changes at "
+                "once: its buffer sums gradients alone, and lr multiplies it when `p` moves.", _variant("lr_inside")),
         Mistake("ema_momentum", "That is an average (`(1 - momentum) * g`), Adam's style. SGD's buffer is a sum: "
                 "`buffer = momentum * buffer + g`, and `g` alone on the first step.", _variant("ema")),
         Mistake("state_not_in_self_state", "After `state_dict()` was loaded into a fresh optimizer, your momentum "
@@ -289,12 +289,12 @@ register(Exercise(
         _OPTIMIZER.mistake(),
     ],
     hints=[
-        "`__init__` only has to hand the settings to the base class, as its `defaults`: it builds "
-        "`self.param_groups` (one dict per group: its params and its settings) from them.",
-        "`step`: for each group, for each `p` with a gradient: add the weight decay to the gradient, update a "
-        "buffer kept in `self.state[p]` (what should it be on the first step?), then move `p`. Under which "
-        "grad mode?",
-        "On the first step the buffer is the gradient itself (a copy: the next backward reuses `p.grad`); "
-        "afterwards it is scaled by the momentum and the new gradient added. Return what the closure returned.",
+        "What does each of the three rules give for p after the log's first step, by hand? Which rules still "
+        "agree with the log up to step 3, and what changes at step 4?",
+        "The buffer is a plain sum of gradients, decayed by the momentum (no average), with the decay already "
+        "in the gradient; the learning rate scales it only when p moves, so a new rate rescales the whole "
+        "step. Settings come from the group at every step; the buffer lives where the checkpoint saves it.",
+        "Names: the base class's defaults, self.param_groups, self.state (per parameter), torch.no_grad "
+        "around the step, torch.enable_grad around the closure, and a copy of the first gradient.",
     ],
 ))

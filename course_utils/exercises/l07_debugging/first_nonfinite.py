@@ -1,5 +1,10 @@
 """first_nonfinite: the name of the first module whose output holds NaN or inf (forward hooks).
 
+The notebook states the goal (the module where the trouble starts) on a saved incident whose
+block defines its layers in one order and calls them in another; the learner decides what
+"first" means (listed, started, finished) and which test. tests/test_l07_debugging.py holds that
+each named wrong order or test blames another module on that incident.
+
 Subtle: hooks fire when a module *finishes*, so a layer comes before the container holding it
 (``named_modules()`` lists the container first); ``-inf`` from a log is not NaN (``isnan`` alone
 names a later layer); a model's own forward can make the inf (name ``""``); children may run in
@@ -235,9 +240,11 @@ register(Exercise(
     reference=first_nonfinite, cases=_cases, run=_run, finish=_finish, edge_cases=EDGE_CASES, n_random=12,
     probes=[_probe_forward_raises], mistakes=MISTAKES,
     hints=[
-        "Which tool of the lesson sees every module's output, in the order the modules finish? Which test "
-        "catches inf as well as nan?",
-        "A hook on every module (the model too) that records the first name whose output (or any tensor in a "
-        "tuple output) is not all finite; the handles removed whatever happens in the forward.",
+        "In the saved run, which module made the first -inf, and which only passed it on? In which order does "
+        "the model list its modules, and in which order do they finish? Which test catches inf as well as nan?",
+        "A recorder on every module, the model too, that keeps the first name whose output (or any tensor in a "
+        "tuple output) is not all finite, in the order the modules finish; taken off again whatever happens "
+        "in the forward.",
+        "Names: register_forward_hook and the handle's remove, torch.isfinite, try and finally.",
     ],
 ))

@@ -1,5 +1,10 @@
 """read_scalars: a tag's scalar events from a TensorBoard log directory, read back offline.
 
+The notebook states the use (a plotting script over long, resumed and partial runs, wanting the
+curve of the training that produced the final model) and shows a resumed run's raw events; the
+learner decides the reader's budget, which of a step's two values to keep, and what a missing
+tag gives.
+
 Subtle: `EventAccumulator` keeps at most 10 000 scalar events per tag unless told otherwise
 (`size_guidance={"scalars": 0}`), so a long run comes back sampled; a run resumed into the same
 directory logs a step again and the later value counts; an absent tag raises `KeyError` in
@@ -188,10 +193,12 @@ register(Exercise(
                 "`acc.Reload()`.", _no_reload),
     ],
     hints=[
-        "The lesson's `EventAccumulator` cells read a directory; what did they not do that a 10 050-step run "
-        "needs?",
-        "Three decisions: how many events the reader may keep (its `size_guidance`: what value means "
-        "'no limit'?), what a missing tag should give, and which value a step logged twice keeps "
-        "(events come back in the order they were written).",
+        "The resumed run went back to step 5's checkpoint: which of the two values at step 6 did the final "
+        "model's training produce, and in which order does the reader hand the events back? And what did the "
+        "lesson's reader not do that a 10 050-step run needs?",
+        "Three decisions: the reader keeps every event (its budget for scalars has a value that means 'no "
+        "limit'); a step logged twice keeps the value logged last, so later events overwrite earlier ones; a "
+        "tag the run never logged gives an empty dict, checked before asking for it.",
+        "Names: EventAccumulator with size_guidance, Reload, Tags, Scalars, and each event's step and value.",
     ],
 ))
