@@ -189,6 +189,23 @@ def test_the_courses_scripts_pass_the_script_checks_with_room():
         grade_parse.check_script(_alias_bomb(2))
 
 
+def test_a_deep_or_long_script_is_refused_before_yaml_reads_it():
+    """PyYAML's time grows with the square of the nesting: a review's 100 kB header of 50,000
+    `[` kept `grade` busy past SIGTERM and SIGINT (8,000 took 51 s)."""
+    import time
+
+    from course_utils.instructor import grade_parse
+
+    for text in ["# ---\n# jupyter:\n#   a: " + "[" * 50_000 + "\n# ---\n",
+                 "# ---\n# jupyter:\n#   a: " + "x" * 20_000 + "\n# ---\n",
+                 "# ---\n# jupyter:\n" + "".join("#" + "  " * i + f" k{i}:\n" for i in range(1, 40)) + "# ---\n",
+                 "x = 1  " + "#" * (grade_parse.MAX_SCRIPT_BYTES + 1)]:
+        start = time.perf_counter()
+        with pytest.raises(ValueError, match="too long|too deeply"):
+            grade_parse.check_script(text)
+        assert time.perf_counter() - start < 1.0
+
+
 # ----------------------------------------------------------------------------- not regular files
 
 

@@ -35,6 +35,12 @@ MAX_JSON_VALUES = 100_000
 # grader). The course's longest script has 990 lines; a script over the limit, or whose header
 # holds an alias, is refused unparsed.
 MAX_SCRIPT_LINES = 10_000
+# And PyYAML's time grows with the square of a header's nesting (a review: 8,000 `[` took 51 s,
+# with SIGTERM waiting): a header is a few hundred bytes (the course's: ~300); longer or deeper
+# than these is refused before YAML reads it. A script is at most a megabyte (the longest: 43 kB).
+MAX_SCRIPT_BYTES = 1024**2
+MAX_HEADER_BYTES = 8 * 1024
+MAX_HEADER_DEPTH = 16
 _JSON_TOKEN = re.compile(rb'[,{[]|"[^"\\]*(?:\\.[^"\\]*)*"')  # a comma, an opening bracket or a whole string
 
 
@@ -222,12 +228,17 @@ def check_script(text: str) -> None:
     """Refuse (``ValueError``) a jupytext script jupytext should not read: longer than
     :data:`MAX_SCRIPT_LINES`, or with a YAML alias in the header jupytext reads (its first lines,
     between two ``# ---``)."""
+    if len(text) > MAX_SCRIPT_BYTES:
+        raise ValueError(f"script too long to read (more than {MAX_SCRIPT_BYTES:,} characters, the limit): not parsed")
     lines = text.splitlines()
     if len(lines) > MAX_SCRIPT_LINES:
         raise ValueError(f"script too long to read (more than {MAX_SCRIPT_LINES:,} lines, the limit): not parsed")
     header = _yaml_header(lines)
     if header is None:
         return
+    if len(header) > MAX_HEADER_BYTES or _depth(header) > MAX_HEADER_DEPTH:
+        raise ValueError(f"the script's header is too long or too deeply nested to read (limits: "
+                         f"{MAX_HEADER_BYTES:,} characters, {MAX_HEADER_DEPTH} levels): not parsed")
     import yaml  # type: ignore[import-untyped]  # PyYAML, a jupytext dependency, ships no types
 
     try:
@@ -236,6 +247,19 @@ def check_script(text: str) -> None:
                 raise ValueError("the script's header repeats a YAML anchor (an alias, `*name`): not parsed")
     except yaml.YAMLError as exc:
         raise ValueError(f"the script's header is no YAML: {str(exc).splitlines()[0]}") from None
+
+
+def _depth(text: str) -> int:
+    """An upper bound on a YAML text's nesting: brackets (counted in strings too) plus indentation."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    indent = max((len(line) - len(line.lstrip(" ")) for line in text.splitlines()), default=0)
+    return deepest + indent // 2
 
 
 def _yaml_header(lines: list[str]) -> str | None:
