@@ -222,10 +222,30 @@ print(torch.stack([v, v]).shape, torch.cat([v, v]).shape)
 # %% [markdown]
 # ### Exercise 2: flatten a batch
 #
-# A batch of images has shape `(N, C, H, W)`. A linear layer wants `(N, C*H*W)`: one row per
-# image. Write `batch_flatten(x)`. The check includes batches that went through a `permute`,
-# as real ones often have, and an empty batch (`N = 0`), which the last batch of a filtered
-# dataset can be.
+# A batch of images has shape `(N, C, H, W)`; a linear layer wants `(N, C*H*W)`, one row per
+# image. A teammate's flatten passed on the batch they tried, then crashed twice in the real
+# pipeline: once on a batch from an image library that stores channels last, once at the end of
+# an epoch where a filter had kept no image of the batch.
+
+# %%
+def colleagues_batch_flatten(x):
+    return x.view(x.shape[0], -1)
+
+
+print(colleagues_batch_flatten(torch.zeros(2, 3, 4, 4)).shape)  # the batch they tried
+channels_last = torch.rand(2, 4, 4, 3)  # (N, H, W, C), as the image library gives it
+keep = torch.tensor([False, False])     # the filter kept no image of this batch
+
+# %% tags=["raises-exception"]
+colleagues_batch_flatten(channels_last.permute(0, 3, 1, 2))
+
+# %% tags=["raises-exception"]
+colleagues_batch_flatten(torch.zeros(2, 3, 4, 4)[keep])
+
+# %% [markdown]
+# Read both messages: what did each crashing batch have that the tried one had not, and does
+# the first message's advice fix the second crash too? Then write `batch_flatten(x)`: one row
+# per image, `(N, C*H*W)`, for every batch this pipeline can produce.
 
 # %% tags=["answer:batch_flatten"]
 def batch_flatten(x):

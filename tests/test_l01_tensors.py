@@ -168,6 +168,36 @@ def test_image_to_tensor_hints_hold_no_code_and_the_spec_no_recipe():
         assert recipe not in prose, recipe
 
 
+# Exercise 2 is a diagnosis from two crashes: the notebook runs a teammate's `x.view(x.shape[0], -1)` on a
+# permuted channels-last batch and on a batch a filter emptied.
+def test_the_colleagues_flatten_crashes_as_the_notebook_shows_and_each_fix_is_judged():
+    source = notebook_source("01_tensors", "colleagues_batch_flatten")
+    colleague = define(source, "colleagues_batch_flatten", {"torch": torch})
+    assert colleague(torch.zeros(2, 3, 4, 4)).shape == (2, 48)
+    with pytest.raises(RuntimeError, match=r"Use \.reshape"):
+        colleague(torch.rand(2, 4, 4, 3).permute(0, 3, 1, 2))
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        colleague(torch.zeros(2, 3, 4, 4)[torch.tensor([False, False])])
+    rejected(BF, colleague, "view_non_contiguous", n_random=0)
+    follows_the_advice = define(source.replace(".view(", ".reshape("), "colleagues_batch_flatten", {"torch": torch})
+    rejected(BF, follows_the_advice, "reshape_minus_one_empty", n_random=0)  # fixes one crash, not the other
+    rejected(BF, lambda x: colleague(x.contiguous()), "reshape_minus_one_empty", n_random=0)
+    accepted(BF, define(source.replace("x.view(x.shape[0], -1)", "x.flatten(start_dim=1)"),
+                        "colleagues_batch_flatten", {"torch": torch}))
+
+
+def test_batch_flatten_hints_hold_no_code_and_the_spec_no_recipe():
+    import re
+
+    hints = grading.exercise(BF).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|-1|dim=", hint), hint
+    prose = _spec("### Exercise 2", 'tags=["answer:batch_flatten"]')
+    for recipe in (".flatten(", "reshape(", "-1", "start_dim", "contiguous", "permute", "N = 0", "empty"):
+        assert recipe not in prose, recipe
+
+
 def test_pairwise_distances_swapped_arguments_rejected_and_alternatives_pass():
     rejected(T + "pairwise_distances", lambda a, b: torch.cdist(b, a), "transposed")
     accepted(T + "pairwise_distances", lambda a, b: torch.cdist(a, b))
