@@ -75,10 +75,10 @@ LESSONS: dict[str, Lesson] = {
     "00_start_here": Lesson("start here", 4.8, reading=9.4, examples=9.0, predictions=3, exercises={
         "celsius_to_fahrenheit": 4}),
     "01_tensors": Lesson("tensors", 4.4, reading=13.3, examples=21.8, predictions=4, exercises={
-        "image_to_tensor": 6, "batch_flatten": 5, "normalize_rows": 6, "pairwise_distances": 9,
+        "image_to_tensor": 8, "batch_flatten": 5, "normalize_rows": 6, "pairwise_distances": 9,
         "masked_mean": 7, "pick_scores": 7, "count_correct": 5, "attention": 10}),
     "02_autograd": Lesson("autograd", 7.4, reading=21.0, examples=27.0, predictions=4, exercises={
-        "dfdx": 7, "jacobian": 9, "huber": 7, "hvp": 9, "gradient_is_wrong": 9,
+        "dfdx": 7, "jacobian": 9, "huber": 9, "hvp": 9, "gradient_is_wrong": 9,
         "MySiLU": 10, "gradient_descent": 9}),
     "03_nn_module": Lesson("nn.Module", 7.9, reading=19.6, examples=21.8, predictions=4, exercises={
         "Tower": 7, "MLP": 9, "RMSNorm": 10, "Linear": 12, "RunningMean": 10, "freeze_backbone": 9,

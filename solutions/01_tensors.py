@@ -22,7 +22,7 @@
 # 5. tell elementwise `*` from matrix `@`, use in-place ops safely, share memory with NumPy;
 # 6. make randomness repeatable.
 #
-# **Time: about 95 minutes** on your own, the eight checked exercises included (about 55 of those minutes). *Run All* alone takes about 4.4 s on a 2-core CPU.
+# **Time: about 95 minutes** on your own, the eight checked exercises included (about 57 of those minutes). *Run All* alone takes about 4.4 s on a 2-core CPU.
 
 # %%
 import numpy as np
@@ -109,10 +109,39 @@ torch.tensor([1, 2, 3]).mean()
 # %% [markdown]
 # ### Exercise 1: an image from NumPy
 #
-# Image libraries hand you pixels as a NumPy `uint8` array of shape `(H, W)` with values
-# 0–255. Write `image_to_tensor(image)` that returns a **float32** tensor of shape
-# `(1, H, W)` (one channel first, as PyTorch's convolution layers expect) with values in
-# [0, 1].
+# Image libraries hand you pixels as a NumPy `uint8` array of shape `(H, W)`, values 0–255. The
+# model a teammate feeds takes float32 images of shape `(1, H, W)`, one channel first as
+# PyTorch's convolution layers expect, on a 0–1 scale. Here is their converter on a dim photo of
+# the letter F, 7 pixels high and 5 wide, with both images drawn on their own full scale:
+
+# %%
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def colleagues_image_to_tensor(image):
+    t = torch.from_numpy(image).float()
+    return (t / t.max()).reshape(1, image.shape[1], image.shape[0])
+
+
+photo = np.zeros((7, 5), dtype=np.uint8)
+photo[1:6, 1] = photo[1, 1:4] = photo[3, 1:3] = 110  # a dim grey F on black
+theirs = colleagues_image_to_tensor(photo)
+print("photo: ", photo.shape, photo.dtype, "brightest:", photo.max())
+print("theirs:", tuple(theirs.shape), theirs.dtype, "brightest:", theirs.max().item())
+fig, axes = plt.subplots(1, 2, figsize=(4, 2.4))
+axes[0].imshow(photo, cmap="gray", vmin=0, vmax=255)
+axes[0].set_title("photo, 0-255 scale", fontsize=9)
+axes[1].imshow(theirs[0], cmap="gray", vmin=0, vmax=1)
+axes[1].set_title("their tensor, 0-1 scale", fontsize=9)
+for ax in axes:
+    ax.axis("off")
+plt.show()
+
+# %% [markdown]
+# Two things differ between the pictures. Work out which part of the teammate's code causes
+# each, then write `image_to_tensor(image)`: a float32 `(1, H, W)` tensor that, drawn on the
+# 0–1 scale, looks exactly like the photo drawn on the 0–255 scale, for any photo of any size.
+# Leave the caller's array as it was.
 
 # %% tags=["answer:image_to_tensor"]
 def image_to_tensor(image):
@@ -193,10 +222,30 @@ print(torch.stack([v, v]).shape, torch.cat([v, v]).shape)
 # %% [markdown]
 # ### Exercise 2: flatten a batch
 #
-# A batch of images has shape `(N, C, H, W)`. A linear layer wants `(N, C*H*W)`: one row per
-# image. Write `batch_flatten(x)`. The check includes batches that went through a `permute`,
-# as real ones often have, and an empty batch (`N = 0`), which the last batch of a filtered
-# dataset can be.
+# A batch of images has shape `(N, C, H, W)`; a linear layer wants `(N, C*H*W)`, one row per
+# image. A teammate's flatten passed on the batch they tried, then crashed twice in the real
+# pipeline: once on a batch from an image library that stores channels last, once at the end of
+# an epoch where a filter had kept no image of the batch.
+
+# %%
+def colleagues_batch_flatten(x):
+    return x.view(x.shape[0], -1)
+
+
+print(colleagues_batch_flatten(torch.zeros(2, 3, 4, 4)).shape)  # the batch they tried
+channels_last = torch.rand(2, 4, 4, 3)  # (N, H, W, C), as the image library gives it
+keep = torch.tensor([False, False])     # the filter kept no image of this batch
+
+# %% tags=["raises-exception"]
+colleagues_batch_flatten(channels_last.permute(0, 3, 1, 2))
+
+# %% tags=["raises-exception"]
+colleagues_batch_flatten(torch.zeros(2, 3, 4, 4)[keep])
+
+# %% [markdown]
+# Read both messages: what did each crashing batch have that the tried one had not, and does
+# the first message's advice fix the second crash too? Then write `batch_flatten(x)`: one row
+# per image, `(N, C*H*W)`, for every batch this pipeline can produce.
 
 # %% tags=["answer:batch_flatten"]
 def batch_flatten(x):

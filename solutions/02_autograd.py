@@ -24,7 +24,7 @@
 # 6. write a custom `torch.autograd.Function`, and inspect gradients with hooks;
 # 7. run gradient descent by hand, and feel what the learning rate does.
 #
-# **Time: about 110 minutes** on your own, the seven checked exercises included (about 60 of those minutes). *Run All* alone takes about 7.4 s on a 2-core CPU.
+# **Time: about 115 minutes** on your own, the seven checked exercises included (about 62 of those minutes). *Run All* alone takes about 7.4 s on a 2-core CPU.
 
 # %%
 import warnings
@@ -369,11 +369,13 @@ print("warning:", str(caught[0].message)[:60], "...")
 # %% [markdown]
 # ### Exercise 3: a function autograd can follow
 #
-# The Huber function is quadratic near zero and linear further out:
-# h(x) = x²/2 where |x| ≤ delta, and delta·(|x| − delta/2) elsewhere. Write `huber(x, delta)`
-# for a tensor `x` (any shape, it requires grad) and a float `delta`, element by element. The
-# result must stay connected to `x`'s graph: the check compares gradients too. No Python `if`
-# on the tensor, no `.item()`, no NumPy, no in-place changes to `x`.
+# A robust regression needs a loss `h` of the residual `x` that pulls like squared error on small
+# residuals and never harder than `delta` on outliers. Stated as its slope: dh/dx is `x` itself
+# while |x| ≤ delta, and stays at `delta` beyond (`-delta` below `-delta`). The loss is 0 at
+# `x = 0` and has no jump anywhere. Find `h`, then write `huber(x, delta)` for a tensor `x` (any
+# shape, it requires grad) and a float `delta`, element by element. The check compares values
+# and the gradients autograd gets through your function. No Python `if` on the tensor, no
+# `.item()`, no NumPy, no in-place changes to `x`.
 
 # %% tags=["answer:huber"]
 def huber(x, delta):

@@ -134,6 +134,70 @@ def test_normalize_rows_hints_hold_no_code_and_the_spec_no_recipe():
         assert recipe not in prose, recipe
 
 
+# Exercise 1 is a diagnosis: the notebook draws a teammate's converter (`reshape(1, W, H)` and a division
+# by the image's own maximum) on a dim 7x5 photo next to the photo.
+def test_the_colleagues_image_converter_fails_as_the_notebook_shows_and_each_bug_is_named():
+    source = notebook_source("01_tensors", "colleagues_image_to_tensor")
+    colleague = define(source, "colleagues_image_to_tensor", {"torch": torch})
+    photo = np.zeros((7, 5), dtype=np.uint8)
+    photo[1:6, 1] = photo[1, 1:4] = photo[3, 1:3] = 110
+    theirs = colleague(photo)
+    assert theirs.shape == (1, 5, 7) and theirs.max() == 1.0  # scrambled and brightened, as drawn
+    res = rejected(IMG, colleague, "colleagues_two_bugs")
+    assert "Which part" in res.message
+    rejected(IMG, colleague, "colleagues_two_bugs", n_random=0)
+    assert "t / t.max()" in source and "reshape(1, image.shape[1], image.shape[0])" in source
+    rejected(IMG, define(source.replace("t / t.max()", "t / 255"), "colleagues_image_to_tensor", {"torch": torch}),
+             "reshape_swapped_hw", n_random=0)
+    rejected(IMG, define(source.replace("reshape(1, image.shape[1], image.shape[0])", "unsqueeze(0)"),
+                         "colleagues_image_to_tensor", {"torch": torch}), "divided_by_max", n_random=0)
+    accepted(IMG, define(source.replace("t / t.max()", "t / 255").replace(
+        "reshape(1, image.shape[1], image.shape[0])", "reshape(1, *image.shape)"),
+        "colleagues_image_to_tensor", {"torch": torch}))  # both fixed
+
+
+def test_image_to_tensor_hints_hold_no_code_and_the_spec_no_recipe():
+    import re
+
+    hints = grading.exercise(IMG).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|255|\[None\]", hint), hint
+    prose = _spec("### Exercise 1", 'tags=["answer:image_to_tensor"]')
+    for recipe in ("255)", "/ 255", "divide", "unsqueeze", "[None]", "by 255", "maximum"):
+        assert recipe not in prose, recipe
+
+
+# Exercise 2 is a diagnosis from two crashes: the notebook runs a teammate's `x.view(x.shape[0], -1)` on a
+# permuted channels-last batch and on a batch a filter emptied.
+def test_the_colleagues_flatten_crashes_as_the_notebook_shows_and_each_fix_is_judged():
+    source = notebook_source("01_tensors", "colleagues_batch_flatten")
+    colleague = define(source, "colleagues_batch_flatten", {"torch": torch})
+    assert colleague(torch.zeros(2, 3, 4, 4)).shape == (2, 48)
+    with pytest.raises(RuntimeError, match=r"Use \.reshape"):
+        colleague(torch.rand(2, 4, 4, 3).permute(0, 3, 1, 2))
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        colleague(torch.zeros(2, 3, 4, 4)[torch.tensor([False, False])])
+    rejected(BF, colleague, "view_non_contiguous", n_random=0)
+    follows_the_advice = define(source.replace(".view(", ".reshape("), "colleagues_batch_flatten", {"torch": torch})
+    rejected(BF, follows_the_advice, "reshape_minus_one_empty", n_random=0)  # fixes one crash, not the other
+    rejected(BF, lambda x: colleague(x.contiguous()), "reshape_minus_one_empty", n_random=0)
+    accepted(BF, define(source.replace("x.view(x.shape[0], -1)", "x.flatten(start_dim=1)"),
+                        "colleagues_batch_flatten", {"torch": torch}))
+
+
+def test_batch_flatten_hints_hold_no_code_and_the_spec_no_recipe():
+    import re
+
+    hints = grading.exercise(BF).hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|-1|dim=", hint), hint
+    prose = _spec("### Exercise 2", 'tags=["answer:batch_flatten"]')
+    for recipe in (".flatten(", "reshape(", "-1", "start_dim", "contiguous", "permute", "N = 0", "empty"):
+        assert recipe not in prose, recipe
+
+
 def test_pairwise_distances_swapped_arguments_rejected_and_alternatives_pass():
     rejected(T + "pairwise_distances", lambda a, b: torch.cdist(b, a), "transposed")
     accepted(T + "pairwise_distances", lambda a, b: torch.cdist(a, b))
@@ -168,7 +232,8 @@ wrong(IMG, "no scaling", "not_scaled")(lambda a: torch.tensor(a).float().unsquee
 wrong(IMG, "divided by the image max", "divided_by_max")(lambda a: torch.from_numpy(a).float().unsqueeze(0) / a.max())
 wrong(IMG, "numpy / 255.0 stays float64", "numpy_float64")(lambda a: torch.from_numpy(a / 255.0).unsqueeze(0))
 wrong(IMG, "channel last")(lambda a: torch.from_numpy(a).float().div(255).unsqueeze(-1))
-wrong(IMG, "reshape swaps H and W")(lambda a: torch.from_numpy(a).float().div(255).reshape(1, a.shape[1], a.shape[0]))
+wrong(IMG, "reshape swaps H and W", "reshape_swapped_hw")(
+    lambda a: torch.from_numpy(a).float().div(255).reshape(1, a.shape[1], a.shape[0]))
 wrong(IMG, "transposed image")(lambda a: torch.from_numpy(a.T.copy()).float().div(255).unsqueeze(0))
 wrong(IMG, "int8 overflow")(lambda a: torch.from_numpy(a.astype(np.int8)).float().div(255).unsqueeze(0))
 wrong(IMG, "half precision")(lambda a: (torch.from_numpy(a).half() / 255).unsqueeze(0))

@@ -269,6 +269,22 @@ def test_huber_alternatives_pass_and_rewrap_is_a_graph_cut():
     assert res.mistake == "graph_cut" and "torch.tensor" in res.message
 
 
+# Exercise 3 is an inverse problem (issue "Every exercise a decision"): the notebook states the slope, h(0) = 0
+# and no jump, never the formula.
+def test_huber_hints_hold_no_code_and_the_spec_no_formula():
+    import pathlib
+    import re
+
+    hints = grading.exercise("02_autograd.huber").hints
+    assert hints[0].rstrip().endswith("?")
+    for hint in hints:
+        assert not re.search(r"`|\w\(|x²|delta/2|x\*\*2", hint), hint
+    src = (pathlib.Path(__file__).parents[1] / "solutions" / "02_autograd.py").read_text()
+    prose = src[src.index("### Exercise 3"):src.index('tags=["answer:huber"]')]
+    for formula in ("x²", "x**2", "delta/2", "delta²", "/ 2", "torch.where", "quadratic"):
+        assert formula not in prose, formula
+
+
 # --------------------------------------------------------------------------- exercise 4-5
 def test_hvp_forward_over_reverse_passes():
     def with_func(loss_fn, w, v):
@@ -864,6 +880,9 @@ cheat(JA, "finite differences instead of autograd")(lambda fn, x: torch.stack(
 HU = "02_autograd.huber"
 wrong(HU, "no half", "missing_half")(lambda x, d: torch.where(x.abs() <= d, x**2, d * (x.abs() - 0.5 * d)))
 wrong(HU, "no offset", "missing_offset")(lambda x, d: torch.where(x.abs() <= d, 0.5 * x**2, d * x.abs()))
+wrong(HU, "both pieces shifted down", "not_zero_at_zero")(
+    lambda x, d: torch.where(x.abs() <= d, 0.5 * x**2 - 0.5 * d * d, d * x.abs() - d * d))
+wrong(HU, "the slope itself", "returned_the_slope")(lambda x, d: torch.clamp(x, min=-d, max=d))
 wrong(HU, "numpy mask (redteam)")(lambda x, d: torch.where(
     torch.from_numpy(np.abs(x.detach().numpy()) <= d), 0.5 * x**2, d * (x.abs() - 0.5 * d)))
 

@@ -1,5 +1,9 @@
 """batch_flatten: a batch (N, C, H, W) becomes (N, C*H*W), one row per sample.
 
+A diagnosis from two crashes: the notebook runs a teammate's ``x.view(x.shape[0], -1)`` on a permuted
+channels-last batch (``view`` refuses, and advises ``.reshape``) and on a batch a filter emptied
+(the -1 cannot be inferred, with ``reshape`` as well); the spec names neither trap nor the fix.
+
 Subtle: ``.view`` refuses a permuted (non-contiguous) batch; ``reshape(N, -1)`` cannot work out
 the -1 for an empty batch (N = 0); ``.squeeze()`` and ``.flatten()`` drop the batch dimension.
 """
@@ -48,7 +52,7 @@ _EDGE_CASES = [
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="batch_flatten",
-    title="Flatten every sample of a batch (N, C, H, W) into a row: (N, C*H*W)",
+    title="Read a teammate's two flatten crashes and flatten every batch (N, C, H, W) to (N, C*H*W)",
     reference=batch_flatten, cases=_cases, edge_cases=_EDGE_CASES,
     mistakes=[
         # first: `view(len(x), -1)` raises the same error on an empty batch, and the
@@ -72,9 +76,11 @@ register(Exercise(
                 lambda x: x.flatten(2)),
     ],
     hints=[
-        "Keep the batch dimension as it is and merge everything after it into one.",
-        "Some ways of reshaping need a contiguous tensor (the check's batches include a permuted one); "
-        "spelling a size as -1 cannot be worked out when the batch is empty. Find a way that names which "
-        "dimensions to merge instead of the sizes.",
+        "What did each crashing batch have that the batch the teammate tried had not: how was its memory laid "
+        "out, and how many images did it hold?",
+        "Some ways of changing a shape only reinterpret memory and refuse when the strides do not allow it; "
+        "asking PyTorch to infer a size from zero elements is ambiguous whatever the layout. A way that says "
+        "which dimensions to merge, instead of the sizes, needs neither.",
+        "Look up flatten and its start_dim argument (or reshape with every size spelled out).",
     ],
 ))

@@ -1,5 +1,10 @@
 """image_to_tensor: a uint8 NumPy image (H, W) becomes a float32 tensor (1, H, W) in [0, 1].
 
+A diagnosis: the notebook draws a teammate's converter on a dim 7x5 photo next to the photo (their
+``reshape(1, W, H)`` scrambles it, their division by the image's own maximum brightens it) and asks
+for a tensor that looks like the photo; the spec names neither the scale nor the way to add the
+channel (``colleagues_two_bugs``, then ``divided_by_max`` or ``reshape_swapped_hw`` for one fix).
+
 Subtle: ``torch.from_numpy`` shares the array's memory (an in-place op on it changes the
 caller's image) and refuses negative strides (a flipped image); dividing by the image's own
 maximum, or NumPy's float64 division, gives values that look right.
@@ -54,7 +59,7 @@ def _requires_grad(image):
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="image_to_tensor",
-    title="Turn a uint8 NumPy image (H, W) into a float32 tensor (1, H, W) in [0, 1]",
+    title="Find what scrambles and brightens a teammate's image converter and write one that draws like the photo",
     reference=image_to_tensor, cases=_cases, run=_run,
     edge_cases=[
         Case((np.array([[0, 255], [51, 102]], dtype=np.uint8),), label="a 2x2 image", show_inputs=True),
@@ -68,6 +73,15 @@ register(Exercise(
         Case((np.full((1, 5), 255, dtype=np.uint8),), label="a 1x5 white image", show_inputs=True),
     ],
     mistakes=[
+        # the notebook's teammate: both bugs, each drawn in the notebook
+        Mistake("colleagues_two_bugs", "This is the teammate's converter: the picture it gives is scrambled "
+                "and brighter than the photo. Which part of the code moves pixels, and which part decides how "
+                "bright a pixel value is drawn?",
+                lambda a: (torch.from_numpy(a).float() / float(a.max())).reshape(1, a.shape[1], a.shape[0])),
+        Mistake("reshape_swapped_hw", "Your tensor has shape (1, W, H): a reshape to other sizes re-reads the "
+                "pixels row after row into rows of another length, so the picture is scrambled (on a square "
+                "image it happens to be right). The channel goes in front and every pixel stays where it was.",
+                lambda a: torch.from_numpy(a).float().div(255).reshape(1, a.shape[1], a.shape[0])),
         Mistake("divided_by_max", "You divided by the image's own maximum; pixel values are scaled by "
                 "the fixed 255 (an image with no white pixel must not become brighter).",
                 lambda a: torch.from_numpy(a).float().div(float(a.max())).unsqueeze(0)),
@@ -93,10 +107,13 @@ register(Exercise(
                 "parameter. Drop the `requires_grad_()`.", _requires_grad, match_output=False),
     ],
     hints=[
-        "Three things change: the container (NumPy to torch), the numbers (0-255 integers to fractions of"
-        " 1, as float32) and the shape (a channel dimension in front).",
-        "Order matters for the dtype: arithmetic on the NumPy array or on the uint8 tensor picks a result"
-        " type for you (float64, or an integer overflow). Decide when the conversion to float32 happens. "
-        "The shape change adds a dimension of size 1 without touching the data.",
+        "Look at the printed shapes and the two pictures: which difference comes from where the pixels are, "
+        "and which from how bright each value is drawn?",
+        "A reshape to other sizes re-reads the pixels in memory order, it does not turn the picture; adding a "
+        "leading dimension of size 1 moves nothing. The photo's scale is the same for every photo (black to "
+        "white), whatever its brightest pixel is; and the number type is decided by the step that first "
+        "makes fractions.",
+        "Look up unsqueeze (or indexing with None) for the channel, and the fixed top of the uint8 range for "
+        "the scale.",
     ],
 ))

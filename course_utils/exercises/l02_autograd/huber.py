@@ -1,5 +1,10 @@
 """huber: the Huber function, element by element, differentiable end to end.
 
+An inverse problem: the notebook states the slope (x inside [-delta, delta], ±delta beyond), h(0) = 0
+and no jump, and gives no formula; the learner integrates and fixes the two constants
+(``missing_offset``: slopes right, the pieces do not meet; ``not_zero_at_zero``: both shifted;
+``returned_the_slope``: the clamp itself).
+
 Subtle: a Python ``if`` on a tensor, ``.item()`` or NumPy may give the right numbers on small
 inputs but are what the text forbids; the probe hands the answer a tensor that refuses to
 become a Python bool, number or NumPy array. Known autograd errors become named mistakes.
@@ -121,7 +126,7 @@ def _through_python_numbers(x, delta):
 
 # --- declaration
 register(Exercise(
-    lesson=LESSON, name="huber", title="The Huber function, differentiable end to end",
+    lesson=LESSON, name="huber", title="Find the loss whose slope is x, capped at ±delta, and write it differentiably",
     reference=huber, cases=_cases, edge_cases=_EDGE_CASES, run=_run,
     probes=[_rules_probe],
     # the pieces are one or two float ops: a different but valid order of operations (a
@@ -152,12 +157,21 @@ register(Exercise(
                 lambda x, delta: torch.where(x.abs_() <= delta, 0.5 * x**2, delta * (x - 0.5 * delta)),
                 match_output=False),
         Mistake("missing_offset",
-                "Outside [-delta, delta] the Huber function is delta·(|x| − delta/2): you left out "
-                "the − delta/2, so the two pieces do not meet at |x| = delta.",
+                "Your slopes are right, but the outer piece starts higher than the inner one ends: at "
+                "|x| = delta your loss jumps by delta²/2. Which constant makes the two pieces meet?",
                 lambda x, delta: torch.where(x.abs() <= delta, 0.5 * x**2, delta * x.abs())),
         Mistake("missing_half",
-                "Inside [-delta, delta] the Huber function is x²/2, not x²: you dropped the 1/2.",
+                "Inside [-delta, delta] the slope of your loss is 2x, not x (the slope of x² is 2x): "
+                "which function has slope x?",
                 lambda x, delta: torch.where(x.abs() <= delta, x**2, delta * (x.abs() - 0.5 * delta))),
+        Mistake("not_zero_at_zero",
+                "Your slopes are right and the pieces meet, but your loss is not 0 at x = 0: both "
+                "pieces are shifted by the same constant. The inner piece is fixed by h(0) = 0.",
+                lambda x, delta: torch.where(x.abs() <= delta, 0.5 * x**2 - 0.5 * delta**2,
+                                             delta * (x.abs() - delta))),
+        Mistake("returned_the_slope",
+                "You returned the slope (x clipped to [-delta, delta]), not the loss whose slope it is.",
+                lambda x, delta: x.clamp(-delta, delta)),
         Mistake("rule_broken",
                 f"The exercise says: “{_RULE}” Your code gives right numbers, but {{what}}: on a GPU or "
                 "inside a compiled model that is slow or impossible (and Python numbers or NumPy cut the "
@@ -165,9 +179,12 @@ register(Exercise(
                 _item_per_element, match_output=False),
     ],
     hints=[
-        "The loss has two pieces, chosen per element by whether |x| is at most delta. What picks a value "
-        "per element without a Python if?",
-        "Compute both pieces for every element and select with torch.where. No if, no .item(), no "
-        "in-place ops: each of them breaks either batching or the graph.",
+        "Which function has slope x? And which has the constant slope delta for x above delta, and -delta "
+        "below -delta?",
+        "Each piece is fixed only up to a constant: a loss of 0 at x = 0 fixes the inner one, and no jump at "
+        "|x| = delta fixes the outer one (match the two values there). Then choose a piece per element by "
+        "whether |x| is at most delta, in torch: a Python if, the item method or in-place ops break either "
+        "batching or the graph.",
+        "Look up torch.where: it picks per element between two tensors computed for every element.",
     ],
 ))
