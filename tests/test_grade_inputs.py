@@ -296,7 +296,8 @@ def test_the_folder_names_the_student_and_a_file_naming_another_is_refused(tmp_p
     """Before: `mallory/alice_00_start_here.ipynb` counted for alice (the file name beat the
     folder), and `bob/00_start_here-Copy1.ipynb` was graded as a student named Copy1."""
     subs = tmp_path / "subs"
-    for rel in ("alice/00_start_here.ipynb", "mallory/alice_00_start_here.ipynb", "bob/00_start_here-Copy1.ipynb"):
+    for rel in ("alice/00_start_here.ipynb", "mallory/alice_00_start_here.ipynb", "bob/00_start_here-Copy1.ipynb",
+                "copy1/00_start_here.ipynb"):  # a student whose folder reads like Jupyter's copy suffix
         (subs / rel).parent.mkdir(parents=True, exist_ok=True)
         (subs / rel).write_text(CORRUPT)
     code, out = _grade([str(subs), *_exports(tmp_path)])
@@ -309,7 +310,7 @@ def test_the_folder_names_the_student_and_a_file_naming_another_is_refused(tmp_p
     assert "REFUSED" in out and "mallory/alice_00_start_here.ipynb" in out
     assert "DUPLICATES" not in out
     wide = {r[0]: r for r in _csv(tmp_path / "w.csv")[1:]}
-    assert set(wide) == {"alice", "bob"}  # mallory handed in nothing that counts
+    assert set(wide) == {"alice", "bob", "copy1"}  # mallory handed in nothing that counts
 
 
 def _report(student: str, lesson: str, points: list[float], path: str | None = None) -> NotebookReport:
@@ -386,6 +387,9 @@ def test_bidirectional_controls_in_a_name_are_escaped():
 
     assert shown("mallory\u202e8/8 \u2066x\u2069\u200f") == "mallory\\u202e8/8 \\u2066x\\u2069\\u200f"
     assert shown("Zoë_李") == "Zoë_李"
+    # every invisible format character (Unicode Cf), not a list: a zero-width space made a second
+    # `cosm00` row (a review, 2026-11-29)
+    assert shown("cos\u200bm00") == "cos\\u200bm00" and shown("a\ufeffb\u2060c") == "a\\ufeffb\\u2060c"
 
 
 # ----------------------------------------------------------------------------- the LMS export

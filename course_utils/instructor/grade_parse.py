@@ -66,9 +66,14 @@ def identify_lesson(path: Path, nb: nbformat.NotebookNode | None, stems: list[st
 
 
 def _name_part(path: Path, lesson: str | None) -> str:
-    """What the file name says besides the lesson (``alice`` in ``alice_01_tensors.ipynb``)."""
+    """The student a file name names: what comes before the lesson (``alice`` in
+    ``alice_01_tensors.ipynb``); what follows it is never a name (``01_tensors-Copy1``: Jupyter's
+    copy, whose ``Copy1`` a review's student folder ``copy1`` took for its own name, voiding
+    alice's work). A name without the lesson in it is a name as a whole."""
     stem = shown(path.stem)
-    return (stem.replace(lesson, "") if lesson else stem).strip(" _-.")
+    if lesson and lesson in stem:
+        stem = stem.split(lesson, 1)[0]
+    return stem.strip(" _-.")
 
 
 def _folder_student(path: Path, root: Path | None) -> str | None:

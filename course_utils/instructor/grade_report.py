@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,8 +24,13 @@ def shown(path: str | os.PathLike[str]) -> str:
     name; the bidirectional controls that show ``alice\\u202e`` followed by text reversed, in a
     terminal or a spreadsheet) escaped (``\\xe9``, ``\\n``, ``\\u202e``), never an exception."""
     text = os.fsencode(path).decode("utf-8", "backslashreplace")
-    return re.sub(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]",
-                  lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return "".join(ch.encode("unicode_escape").decode("ascii") if _invisible(ch) else ch for ch in text)
+
+
+def _invisible(ch: str) -> bool:
+    """A control or an invisible format character (Unicode Cc and Cf: a newline, the
+    bidirectional controls, a zero-width space that makes ``cos\u200bm00`` look like ``cosm00``)."""
+    return unicodedata.category(ch) in ("Cc", "Cf")
 
 
 def clean(text: Any, n: int = 600) -> str:
