@@ -385,10 +385,36 @@ def conv2d_by_hand(x, weight, bias=None, stride=1, padding=0, dilation=1):
     x = torch.nn.functional.pad(x, (left, right, top, bottom))
     return torch.ops.aten.convolution(x, weight, bias, pair(stride), [0, 0], pair(dilation), False, [0, 0], 1)
 '''),
+    # the runner's after-call checks read the judge's own process, where the answer never runs:
+    # both were scored correct (a hostile review, 2026-11-29); the executor now reports them
+    "draws_global_rng": ("00_start_here", "celsius_to_fahrenheit", '''
+import torch
+def celsius_to_fahrenheit(celsius):
+    torch.rand(1)
+    return celsius * 9 / 5 + 32
+'''),
+    "leaves_grad_off": ("00_start_here", "celsius_to_fahrenheit", '''
+import torch
+def celsius_to_fahrenheit(celsius):
+    torch.set_grad_enabled(False)
+    return celsius * 9 / 5 + 32
+'''),
+    # a looping function exported under the clean def's name: the text's def is not what ran
+    "swapped_code": ("01_tensors", "pairwise_distances", '''
+def pairwise_distances(x):
+    return (x[:, None, :] - x[None, :, :]).pow(2).sum(-1).sqrt()
+def _looping(x):
+    import torch
+    return torch.stack([torch.stack([(a - b).pow(2).sum().sqrt() for b in x]) for a in x])
+pairwise_distances.__code__ = _looping.__code__
+'''),
 }
 
 # (student, exercise name, the mistake the judge names)
-JUDGED_PROBES = [("amp_unknown", "amp_policy", "unknown_device"),
+JUDGED_PROBES = [("draws_global_rng", "celsius_to_fahrenheit", "global_rng"),
+                 ("leaves_grad_off", "celsius_to_fahrenheit", "grad_left_off"),
+                 ("swapped_code", "pairwise_distances", "rule_unverifiable"),
+                 ("amp_unknown", "amp_policy", "unknown_device"),
                  ("linear_own_generator", "Linear", "init_not_global_rng"),
                  ("unsafe_loader", "load_state_dict_cpu", "unsafe_load"),
                  ("rank_rewrites", "rank_loss_scale", "not_the_big_batch"),

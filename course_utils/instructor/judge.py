@@ -178,7 +178,7 @@ def serve(lesson: str, warm: tuple[str, ...] = ()) -> int:
     import torch
 
     from course_utils.grading import heldout, registry
-    from course_utils.grading.runner import rule_broken, rule_watch
+    from course_utils.grading.runner import _rng_changed, _rng_states, rule_broken, rule_watch
 
     exercises = {ex.id: ex for ex in registry.load_lesson(lesson)}
     for ex in exercises.values():
@@ -213,6 +213,8 @@ def serve(lesson: str, warm: tuple[str, ...] = ()) -> int:
                 if req.get("supplied"):  # the judge's plain data for this case (Exercise.supply)
                     case.supplied = torch.load(io.BytesIO(payload), weights_only=True)
                 watch = rule_watch(ex, answer)  # the exercise's rule ("without F.linear"), seen where the answer runs
+                torch.set_grad_enabled(True)  # as the runner calls an answer
+                rng0 = _rng_states()
                 try:
                     with watch:
                         got = ex.run(answer, case) if ex.run is not None else answer(*case.args, **case.kwargs)
@@ -220,6 +222,10 @@ def serve(lesson: str, warm: tuple[str, ...] = ()) -> int:
                     used = rule_broken(ex, answer, watch)
                     if used:
                         reply["rule"] = str(used)[:200]
+                # what the runner checks in its own process after a call, which is the judge's
+                # here: a review's answers drew from the global RNG or left autograd off, and passed
+                reply["rng_changed"] = _rng_changed(rng0, _rng_states())
+                reply["grad_off"] = not torch.is_grad_enabled()
                 tensors = _tensors(case.args) + _tensors(case.kwargs)
                 jac = None
                 if req.get("grad"):
@@ -618,6 +624,7 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
             raise broke_rule(ex, _clean(rep["rule"], 200))
         if "raised" in rep:
             _raise(rep["raised"])
+        _mirror_state(rep)
         got = _plain(data, _course_data_types(ex))
         if not isinstance(got, dict) or "out" not in got:
             raise RuntimeError("the answer's process sent an unreadable reply")
@@ -672,6 +679,18 @@ def _judge_one(ex: Any, payload: bytes | None, export_error: str | None, executo
         cases=cases, run=run, probes=[remote_probe(j) for j in range(len(ex.probes))], timeout=timeout)
     result = run_check(judged, standin, seed=seed)
     return {"status": result.status, "mistake": result.mistake or "", "message": result.message}
+
+
+def _mirror_state(rep: dict) -> None:
+    """What the answer's call did to its process's global state, done here, where the runner
+    looks after the call (``global_rng``, ``grad_left_off``): a draw from the global RNG, autograd
+    switched off."""
+    import torch
+
+    if rep.get("rng_changed") is True:
+        torch.rand(1)
+    if rep.get("grad_off") is True:
+        torch.set_grad_enabled(False)
 
 
 def _saved(obj: Any) -> bytes:
