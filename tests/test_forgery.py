@@ -401,11 +401,11 @@ def celsius_to_fahrenheit(celsius):
 '''),
     # a looping function exported under the clean def's name: the text's def is not what ran
     "swapped_code": ("01_tensors", "pairwise_distances", '''
-def pairwise_distances(x):
-    return (x[:, None, :] - x[None, :, :]).pow(2).sum(-1).sqrt()
-def _looping(x):
+def pairwise_distances(a, b):
+    return (a[:, None, :] - b[None, :, :]).pow(2).sum(-1).sqrt()
+def _looping(a, b):
     import torch
-    return torch.stack([torch.stack([(a - b).pow(2).sum().sqrt() for b in x]) for a in x])
+    return torch.stack([torch.stack([(u - v).pow(2).sum().sqrt() for v in b]) for u in a])
 pairwise_distances.__code__ = _looping.__code__
 '''),
 }

@@ -466,7 +466,8 @@ def test_attention_hints_hold_no_code_and_the_spec_no_recipe():
     for recipe in ("masked_fill", "-inf", "over the keys", "before the softmax", "1. a", "dim=-1"):
         assert recipe not in prose, recipe
 wrong(AT, "no scale", "no_scale")(lambda q, k, v, m=None: torch.softmax(
-    (q @ k.transpose(-2, -1)).masked_fill(~m if m is not None else torch.zeros((), dtype=torch.bool), -1e30), -1) @ v)
+    (q @ k.transpose(-2, -1)).masked_fill(~m if m is not None else torch.zeros((), dtype=torch.bool),
+                                          float("-inf")), -1) @ v)  # issue 27: was -1e30, a finite_mask too
 wrong(AT, "scaled by d", "scaled_by_d")(lambda q, k, v, m=None: torch.softmax(
     _at_mask(q @ k.transpose(-2, -1) / q.shape[-1], m), -1) @ v)
 wrong(AT, "softmax over the queries", "softmax_over_queries")(lambda q, k, v, m=None: torch.softmax(
@@ -495,9 +496,9 @@ def _at_kernel(q, k, v, m=None):
 wrong(AT, "mask ignored")(lambda q, k, v, m=None: torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, -1) @ v)
 wrong(AT, "scaled by sqrt(Lk)")(lambda q, k, v, m=None: torch.softmax(
     _at_mask(q @ k.transpose(-2, -1) / k.shape[-2] ** 0.5, m), -1) @ v)
-valid(AT, "einsum and a large negative number")(lambda q, k, v, m=None: torch.einsum(
+valid(AT, "einsum and an additive -inf mask")(lambda q, k, v, m=None: torch.einsum(  # issue 27: was -1e9
     "...qk,...kd->...qd", torch.softmax(torch.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1])
-                                        + (0 if m is None else (~m) * -1e9), -1), v))
+                                        + (0 if m is None else torch.where(m, 0.0, float("-inf"))), -1), v))
 valid(AT, "mT, where, exp and normalise by hand")(_at_by_hand)
 valid(AT, "scale the queries first")(lambda q, k, v, m=None: torch.softmax(
     _at_mask((q * q.shape[-1] ** -0.5) @ k.mT, m), dim=-1) @ v)
@@ -679,3 +680,36 @@ def test_cheat_is_rejected(exercise_id, label, answer):
 
 def test_every_exercise_has_five_wrong_three_valid_two_cheats():
     team.assert_five_wrong_three_valid_two_cheats("01_tensors")
+
+
+# =========================================================================== issue 27: finite fills
+# A finite fill is a weight of almost 0, not the prose's "exactly 0": the last fixed case has scores
+# near -1e37 and blocks each query's best key, so a fill of -1e37 or above, or a finite number added,
+# lets that key in. Only float32's floor is -inf's twin for finite scores (no finite score lies below it).
+def _at_filled(fill, additive=False):
+    def attention(q, k, v, m=None):
+        s = q @ k.mT / q.shape[-1] ** 0.5
+        if m is not None:
+            s = s + (~m) * fill if additive else s.masked_fill(~m, fill)
+        return torch.softmax(s, -1) @ v
+    return attention
+
+
+@pytest.mark.parametrize("fill,additive", [(-100.0, False), (-1e4, False), (-1e9, False), (-1e9, True),
+                                           (-1e30, False)])
+def test_attention_with_a_finite_fill_is_named_finite_mask(fill, additive):
+    """Review answers at8 (-100) and at3 (-1e4) passed; -1e9 (the old "valid" row) and -1e30 fail too."""
+    res = rejected(AT, _at_filled(fill, additive), "finite_mask", n_random=0, seeds=(1,))
+    assert "-inf" in res.message and "exactly 0" in res.message, res.message
+    rejected(AT, _at_filled(fill, additive), "finite_mask")
+
+
+def test_attention_with_float32s_floor_as_the_fill_passes():
+    accepted(AT, _at_filled(torch.finfo(torch.float32).min))
+
+
+def test_the_built_in_gives_the_far_below_case_exact_zeros():
+    """The case the finite fills fail on is one F.scaled_dot_product_attention handles exactly."""
+    case = grading.exercise(AT).edge_cases[-1]
+    torch.testing.assert_close(F.scaled_dot_product_attention(*case.args), grading.reference(AT)(*case.args),
+                               rtol=0, atol=0)

@@ -570,3 +570,19 @@ def test_checks_leave_the_global_rng_alone():
     for name in ("GlyphFiles", "split_by_font", "train_stats", "make_transform", "make_augment"):
         grading.check(f"{LESSON}.{name}", getattr(ref, name), seed=3)
     assert torch.equal(state, torch.get_rng_state())
+
+
+# --------------------------------------------------------------------------- issue 27: one grey level
+def test_grayscale_of_the_uint8_tensor_is_one_grey_level_down_and_accepted():
+    """Review answer mtf1 failed as bare wrong_values (0.0078): torchvision's Grayscale of a uint8 tensor
+    truncates 0.9999 p to p - 1, a right pipeline one grey level down."""
+    def grey_on_bytes(mean, std):
+        return v2.Compose([v2.PILToTensor(), v2.Grayscale(1), v2.ToDtype(torch.float32, scale=True),
+                           v2.Normalize(mean, std)])
+    accepted(MT, grey_on_bytes)
+
+
+def test_a_mean_two_grey_levels_off_is_still_rejected():
+    def mean_off(mean, std):
+        return ref.make_transform([mean[0] + 2 / 255], std)
+    rejected(MT, mean_off)

@@ -689,3 +689,33 @@ def test_an_answer_that_changes_the_callers_objects_is_rejected():
     rejected(f"{LESSON}.preprocess", tensorises_the_recipe, "mutated_recipe")
     res = rejected(f"{LESSON}.ResidualBlock", AddsIntoItsInput, "mutated_input")
     assert "`x`" in res.message
+
+
+# --------------------------------------------------------------------------- issue 27: parameter groups
+from grading_asserts import accepted, rejected  # noqa: E402 (tests/ is on sys.path)
+
+
+def _freeze_then(groups):
+    def freeze(model):
+        return groups(model, _freeze(model))
+    return freeze
+
+
+@pytest.mark.parametrize("groups", [
+    lambda m, ps: [{"params": ps}],  # review answer: "not the model's own parameters (a copy...)?"
+    lambda m, ps: [{"params": m.fc.parameters(), "lr": 1e-2}],
+    lambda m, ps: [{"params": p, "weight_decay": 0.0} for p in ps],
+], ids=["one group", "a group of a generator with its lr", "a group per tensor"])
+def test_parameter_groups_of_the_head_are_what_the_optimizer_should_get(groups):
+    answer = _freeze_then(groups)
+    accepted(EX_FREEZE, answer)
+    torch.optim.AdamW(answer(tl.GlyphResNet(num_classes=10)))  # an optimizer takes them
+
+
+def test_parameter_groups_of_more_than_the_head_are_named():
+    rejected(EX_FREEZE, _freeze_then(lambda m, ps: [{"params": list(m.parameters())}]), "returned_frozen")
+    rejected(EX_FREEZE, _freeze_then(lambda m, ps: [{"params": [p.detach().clone().requires_grad_() for p in ps]}]),
+             "returned_copies")
+
+
+EX_FREEZE = f"{LESSON}.freeze_all_but_fc"

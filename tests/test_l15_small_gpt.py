@@ -327,11 +327,11 @@ def ca_scaled_after_softmax(q, k, v):
 
 @valid(CA)
 def ca_finite_fill_loop_over_queries(q, k, v):
-    """A large finite fill gives the same weights here (exp underflows to 0), one query at a time."""
+    """One query at a time, the future set to -inf (issue 27: this row's -1e9 is a finite_mask now)."""
     out = []
     for t in range(q.shape[-2]):
         s = q[..., t:t + 1, :] @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
-        s[..., t + 1:] = -1e9
+        s[..., t + 1:] = NEG_INF
         out.append(s.softmax(-1) @ v)
     return torch.cat(out, dim=-2)
 
@@ -369,9 +369,9 @@ def ca_einsum_where(q, k, v):
 @valid(CA)
 def ca_exp_by_hand(q, k, v):
     T = q.shape[-2]
-    s = _scores(q, k)
-    s = s - s.amax(dim=-1, keepdim=True)
-    w = s.exp() * torch.ones(T, T, dtype=s.dtype).tril()  # zero weight for the future, then normalise
+    s, seen = _scores(q, k), torch.ones(T, T, dtype=torch.bool).tril()
+    s = s - s.masked_fill(~seen, NEG_INF).amax(dim=-1, keepdim=True)  # issue 27: the max of the past only
+    w = torch.where(seen, s.exp(), 0.0)  # zero weight for the future, then normalise
     return (w / w.sum(dim=-1, keepdim=True)) @ v
 
 
@@ -891,3 +891,41 @@ def test_the_attention_prose_asks_without_the_recipe():
     assert "?" in spec
     for recipe in ("dim=", "sum to one", "over the keys", "normalis"):
         assert recipe not in spec, recipe
+
+
+
+# --------------------------------------------------------------------------- issue 27: finite fills
+# A finite fill is a weight of almost 0, not the prose's "depends on positions 0..i only": the last
+# fixed case has visible scores of -1.7e37 and below, so every fill of -1e37 or above lets the future in.
+def _ca_filled(fill, additive=False):
+    def causal_attention(q, k, v):
+        T = q.shape[-2]
+        future = torch.ones(T, T).triu(1).bool()
+        s = _scores(q, k) + future * fill if additive else _scores(q, k).masked_fill(future, fill)
+        return torch.softmax(s, dim=-1) @ v
+    return causal_attention
+
+
+@pytest.mark.parametrize("fill,additive", [(-100.0, False), (-1e4, False), (-1e9, False), (-1e9, True),
+                                           (-1e30, False)])
+def test_causal_attention_with_a_finite_fill_is_named_finite_mask(fill, additive):
+    """Review answer ca7 (-100) passed; -1e4, -1e9 (the old "valid" row's fill) and -1e30 fail too."""
+    res = rejected(CA, _ca_filled(fill, additive), "finite_mask")
+    assert "-inf" in res.message and "exactly 0" in res.message, res.message
+
+
+def test_causal_attention_with_float32s_floor_or_the_additive_mask_passes():
+    accepted(CA, _ca_filled(torch.finfo(torch.float32).min))
+    accepted(CA, lambda q, k, v: torch.softmax(_scores(q, k) + REF.causal_mask(q.shape[-2]), dim=-1) @ v)
+
+
+def test_a_max_over_the_future_too_lets_the_future_in():
+    """The old valid row subtracted the max over all keys before masking: a future key that scores far
+    above the past underflows the past's weights to 0, and 0/0 is NaN (the prose: whatever is changed
+    after it)."""
+    def exp_by_hand_future_max(q, k, v):
+        T = q.shape[-2]
+        s = _scores(q, k)
+        w = (s - s.amax(dim=-1, keepdim=True)).exp() * torch.ones(T, T, dtype=s.dtype).tril()
+        return (w / w.sum(dim=-1, keepdim=True)) @ v
+    rejected(CA, exp_by_hand_future_max)

@@ -706,3 +706,27 @@ def test_an_augmentation_applied_half_the_time_is_seen():
     """With two runs per pipeline, RandomPerspective (p=0.5) stayed off on every image under seeds 9
     and 10, and a valid training pipeline was called train_not_augmented."""
     accepted(f"{LESSON}.make_transforms", tf_perspective, seeds=(9, 10))
+
+
+# --------------------------------------------------------------------------- issue 27
+def test_a_nan_check_of_the_loss_only_ships_an_epoch_whose_accuracy_is_nan():
+    """Review answer pc7 passed: no case had NaN in the accuracy alone."""
+    def nan_loss_only(history):
+        kept = [h for h in history if not math.isnan(h["val_loss"])]
+        return max(kept, key=lambda h: (h["val_accuracy"], -h["val_loss"]))["epoch"]
+    rejected(f"{LESSON}.pick_checkpoint", nan_loss_only, "shipped_nan")
+
+
+def test_should_stop_is_called_after_an_epoch_at_least_and_feedback_shows_the_list_it_got():
+    """Review answer ss7 (min of the losses) raised on the empty history, which the prose never passes;
+    the message showed the whole curve as the failing input."""
+    def epochs_since_min(val_losses, patience):
+        best = val_losses.index(min(val_losses))
+        return len(val_losses) - 1 - best >= patience
+    accepted(f"{LESSON}.should_stop", epochs_since_min)
+
+    def after_five(val_losses, patience):  # wrong from epoch 5 on
+        return len(val_losses) >= 5 or ref.should_stop(val_losses, patience)
+    res = check(f"{LESSON}.should_stop", after_five, seed=1)
+    assert res.status == "incorrect" and "val_losses=[1.377, 1.343, 0.717, 0.456, 0.494], patience=3" in res.text(), \
+        res.text()

@@ -4,7 +4,11 @@ batch dimensions, checked like F.scaled_dot_product_attention (bool mask: True =
 Subtle: ``k.T`` or ``transpose(0, 1)`` swaps batch dimensions, not the last two; the scale is
 sqrt(d) (d = the query/key size, not dv, not Lk); a masked score set to 0 (not -inf) still gets
 weight; a mask applied after the softmax leaves weights that no longer sum to 1; softmax over the
-queries (dim=-2) instead of the keys. A repair: the notebook shows a colleague's version with the
+queries (dim=-2) instead of the keys; a large finite fill (-1e9) instead of -inf gives a weight of
+almost 0, not 0: the last fixed case has scores near -1e37 (entries of 4e18, which the built-in
+handles exactly) and blocks each query's best key, so a fill of -1e37 or above (or any finite number
+added to the scores) gives that key all the attention (only a fill at float32's floor, ``finfo.min``,
+is -inf's twin for finite scores). A repair: the notebook shows a colleague's version with the
 last two bugs (``colleagues_two_bugs``; fixing one names the other). Lq != Lk and d != dv in every
 random case, so each of these gives a wrong shape or wrong values.
 """
@@ -66,6 +70,15 @@ def _distinct_mask(seed: int, shape: tuple[int, ...]) -> torch.Tensor:
             return mask
 
 
+def _far_below() -> Case:
+    """Scores near -1e37, each query's best key blocked: a finite fill (filled in, or added) lets it in."""
+    r = Rand(10)
+    q, k = (0.5 + r.rand(3, 4)) * 4e18, -(0.5 + r.rand(5, 4)) * 4e18
+    mask = ~torch.nn.functional.one_hot((q @ k.mT).argmax(-1), 5).bool()
+    return Case((q, k, r.randn(5, 3), mask), label="keys that all score about -1e37 (q entries 4e18, k entries "
+                "-4e18), each query's best key blocked")
+
+
 _EDGE_CASES = [
     _fixed(1, (), 3, 4, 5, 2, None, "one sequence, no mask: q (3, 5), k (4, 5), v (4, 2)"),
     _fixed(2, (2, 3), 4, 4, 6, 6, torch.ones(4, 4, dtype=torch.bool).tril(),
@@ -77,6 +90,7 @@ _EDGE_CASES = [
            "a batch of 2 with 2 heads, a different mask (2, 2, 3, 4) for every sequence and head"),
     _fixed(6, (2, 3), 2, 5, 4, 2, _distinct_mask(6, (2, 1, 2, 5)),
            "a batch of 2 with 3 heads, one mask per sequence (2, 1, 2, 5) shared by its heads"),
+    _far_below(),
 ]
 
 
@@ -112,6 +126,10 @@ def _mask_inverted(q, k, v, mask=None):
 
 def _mask_with_zero(q, k, v, mask=None):
     return torch.softmax(_masked(_scores(q, k, q.shape[-1] ** 0.5), mask, 0.0), dim=-1) @ v
+
+
+def _finite_fill(q, k, v, mask=None):
+    return torch.softmax(_masked(_scores(q, k, q.shape[-1] ** 0.5), mask, -1e9), dim=-1) @ v
 
 
 def _mask_after_softmax(q, k, v, mask=None):
@@ -153,6 +171,12 @@ register(Exercise(
                 _mask_inverted),
         Mistake("masked_with_zero", "A masked score of 0 still gets weight after the softmax (e^0 = 1). What "
                 "score does the softmax turn into a weight of exactly 0?", _mask_with_zero),
+        Mistake("finite_mask", "You blocked keys with a large finite number instead of -inf: that is a weight of "
+                "almost 0, not 0, and only while the scores stay far above it. On scores near -1e37 (the case "
+                "above) your number blocks nothing, filled in or added, and the blocked best key takes all the "
+                "attention. What score does the softmax turn into a weight of exactly 0, whatever the other "
+                "scores are?",
+                _finite_fill),
         Mistake("masked_after_softmax", "You zeroed masked weights after the softmax, so each query's weights no "
                 "longer sum to 1 and its hidden keys still shape the weights of the others. When must the mask "
                 "act, so that the softmax shares the attention among the visible keys only?", _mask_after_softmax),

@@ -7,11 +7,13 @@ The check runs a training step's forward pass in the modes the answer left: no r
 statistic may move, and the backbone's features must be the pretrained (eval-mode) ones.
 Accepted: the whole model in eval mode where the head is one Linear (its mode changes nothing);
 where the head has a Dropout it must stay in training mode. The head's parameters in a list or
-a tuple.
+a tuple, or as parameter groups (a list of dicts with "params"): the prose asks for "what the
+optimizer should be given", and an optimizer takes either.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -48,6 +50,9 @@ def _check_returned(model: torch.nn.Module, out: Any) -> list[str]:
     if out is not None and not isinstance(out, (list, tuple)) and hasattr(out, "__next__"):
         raise Incorrect("returned_generator")
     _LIST.check(out)
+    if out and all(isinstance(g, dict) and isinstance(g.get("params"), (torch.Tensor, list, tuple, Iterator))
+                   for g in out):  # parameter groups, which an optimizer takes too: what they hold
+        out = [p for g in out for p in ([g["params"]] if isinstance(g["params"], torch.Tensor) else g["params"])]
     names = {id(p): n for n, p in model.named_parameters()}
     if any(id(p) not in names for p in out):
         raise Incorrect("returned_copies")

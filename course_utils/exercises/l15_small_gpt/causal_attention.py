@@ -6,7 +6,10 @@ learner finds where and writes causal attention that matches
 
 Subtle: the scale is sqrt(d) (the query/key size, not d, not dv); the mask blocks the future
 (above the diagonal) and keeps the diagonal; it acts on the scores, before the softmax, with -inf
-(0 still gets weight); the softmax runs over the keys (dim=-1). d != dv and T >= 2 in every random
+(0 still gets weight, and a large finite fill such as -1e9 is a weight of almost 0, not 0: the last
+fixed case has scores near -1e37, entries of 4e18 the built-in handles exactly, and the future key
+scoring higher, so a fill of -1e37 or above, or any finite number added, gives the future all the
+weight: ``finite_mask``); the softmax runs over the keys (dim=-1). d != dv and T >= 2 in every random
 case, with 0 to 2 leading dimensions, so each slip gives wrong values or a wrong shape. The
 built-in (and the kernels behind it) are forbidden.
 """
@@ -46,11 +49,21 @@ def _fixed(seed: int, batch: tuple[int, ...], T: int, d: int, dv: int, label: st
     return case
 
 
+def _far_below() -> Case:
+    """Scores near -1e37, the future key above the past one: a finite fill (filled in, or added) lets it in."""
+    r = Rand(10)
+    q, k = (0.5 + r.rand(3, 2, 4)) * 4e18, -(0.5 + r.rand(3, 1, 4)) * 4e18
+    return Case((q, torch.cat([k, k / 2], dim=-2), r.randn(3, 2, 3)),
+                label="keys that all score about -1e37 (q entries 4e18, k entries -4e18), T = 2, the future key "
+                "scoring higher")
+
+
 EDGE_CASES = [
     _fixed(1, (), 4, 5, 3, "one sequence of 4 positions, d = 5, dv = 3"),
     _fixed(2, (2, 3), 5, 4, 4, "a batch of 2 with 3 heads, T = 5, d = dv = 4"),
     _fixed(3, (2,), 1, 6, 2, "a single position (T = 1)"),
     _fixed(4, (), 6, 16, 3, "d = 16, float64", dtype=torch.float64),
+    _far_below(),
 ]
 
 
@@ -103,6 +116,10 @@ def _mask_with_zero(q, k, v):
     return _attend(_scores(q, k, math.sqrt(q.shape[-1])), v, value=0.0)
 
 
+def _finite_fill(q, k, v):
+    return _attend(_scores(q, k, math.sqrt(q.shape[-1])), v, value=-1e9)
+
+
 def _mask_after_softmax(q, k, v):
     weights = torch.softmax(_scores(q, k, math.sqrt(q.shape[-1])), dim=-1)
     return weights.masked_fill(_future(q.shape[-2], q.device), 0.0) @ v
@@ -150,6 +167,12 @@ register(Exercise(
                 "position has no key left and its softmax gives NaN.", _diagonal_masked),
         Mistake("masked_with_zero", "A blocked score set to 0 still gets weight after the softmax (e^0 = 1): set it "
                 "to -inf, which the softmax turns into a weight of exactly 0.", _mask_with_zero),
+        Mistake("finite_mask", "You blocked the future with a large finite number instead of -inf: that is a "
+                "weight of almost 0, not 0, and only while the scores stay far above it. On scores near -1e37 (the "
+                "case above) your number blocks nothing, filled in or added, and the future takes all the "
+                "attention. Block with -inf, which the softmax turns into a weight of exactly 0 whatever the "
+                "scores.",
+                _finite_fill),
         Mistake("masked_after_softmax", "You zeroed the future weights after the softmax, so each row no longer sums "
                 "to 1. The mask must act on the scores, before the softmax normalises them.", _mask_after_softmax),
         Mistake("mask_flipped", "You flipped the teammate's mask, which was right for their layout (a row per key, "

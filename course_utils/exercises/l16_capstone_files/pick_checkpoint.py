@@ -10,7 +10,8 @@ comparison with it is False). Each case holds several histories whose accuracies
 every wrong rule picks another epoch in at least one of them. A fixed probe history names three
 families by behaviour: a pick that moves when only the training losses are reversed (training
 loss, a "training accuracy", ties by training loss), a tied epoch other than the lowest loss
-(first, last, highest), a position. Two NaN histories name ``shipped_nan`` when the answer is
+(first, last, highest), a position. Three NaN histories (the third with NaN in the accuracy
+alone, which an answer that checks only the loss ships) name ``shipped_nan`` when the answer is
 right on them once their NaN epochs are left out (otherwise the runner names the rule).
 """
 
@@ -44,7 +45,8 @@ def _cases(r: Rand) -> Case:
     return Case(([_history(r) for _ in range(5)],))
 
 
-NAN_LABEL = "runs whose evaluation logged NaN (in a resumed run's first epoch; in the loss of the best epoch)"
+NAN_LABEL = ("runs whose evaluation logged NaN (in a resumed run's first epoch; in the loss of the best epoch; in "
+             "the accuracy alone)")
 EDGE_CASES = [Case(([[
     {"epoch": 7, "train_loss": 0.9, "val_loss": 0.5, "val_accuracy": 0.9},
     {"epoch": 8, "train_loss": 0.6, "val_loss": 0.4, "val_accuracy": 0.9},
@@ -69,6 +71,9 @@ NAN_PROBES = [
     [{"epoch": e, "train_loss": t, "val_loss": v, "val_accuracy": a} for e, t, v, a in
      [(1, 0.8, 0.5, 0.8), (2, 0.6, NAN, 0.95), (3, 0.4, 0.3, 0.9), (4, 0.3, 0.35, 0.85),
       (5, NAN, NAN, NAN)]],
+    # NaN in the accuracy alone, first and with the lowest loss: a check of the loss only ships it
+    [{"epoch": e, "train_loss": t, "val_loss": v, "val_accuracy": a} for e, t, v, a in
+     [(21, 0.6, 0.30, NAN), (22, 0.5, 0.20, 0.90), (23, 0.4, 0.35, 0.92), (24, 0.3, 0.38, 0.92)]],
 ]
 EDGE_CASES.append(Case((NAN_PROBES,), label=NAN_LABEL))
 

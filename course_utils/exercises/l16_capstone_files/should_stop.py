@@ -6,9 +6,10 @@ epoch 4's weights instead of epoch 8's. The prose states the goal (train through
 after epoch 11 with ``patience=3``, an equal loss is no progress) and leaves the decision: what
 "progress" compares with. The answer: the BEST loss so far, not the epoch before; stop after
 ``patience`` epochs without a new best (not one more, not one fewer), a tie is no new best. The
-check calls the answer on every prefix of a history (the empty one too) and compares the list of
-decisions: each wrong rule differs somewhere, and the losses repeat values on purpose so ties
-occur. Two fixed curves name the family of rules that compare each loss with the epoch before
+answer is called as the prose says, after each epoch: each case is one history of one epoch or
+more (each fixed curve gives a case per epoch, so feedback shows the very list the answer got; the
+empty history is never passed); each wrong rule differs somewhere, and the losses repeat values on
+purpose so ties occur. Two fixed curves name the family of rules that compare each loss with the epoch before
 (the teammate's ``>``, ``>=``, rises in a row): they never stop on a curve that falls slowly after
 a jump, but do stop on one that rises.
 """
@@ -32,7 +33,7 @@ def _cases(r: Rand) -> Case:
     for _ in range(n):
         loss = round(max(0.05, loss + r.choice([-0.2, -0.1, -0.1, 0.0, 0.05, 0.1])), 2)
         losses.append(loss)
-    return Case((losses, r.integer(1, 4)))
+    return Case((losses[:r.integer(2, n)], r.integer(1, 4)), show_inputs=True)
 
 
 # after its best, a curve that jumps up and then falls every epoch without getting back to the best:
@@ -41,15 +42,21 @@ def _cases(r: Rand) -> Case:
 FALLS_AFTER_A_JUMP = [0.5, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65]
 RISES = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]
 
-EDGE_CASES = [
-    Case((FALLS_AFTER_A_JUMP, 2), label="after the best, a jump up, then a small fall every epoch that never gets "
-         "back to the best", show_inputs=True),
-    Case(([1.377, 1.343, 0.717, 0.456, 0.494, 0.221, 0.188, 0.163, 0.239, 0.197, 0.247], 3),
-         label="the notebook's run: a bump at epoch 5, the best at epoch 8"),
-    Case(([0.9, 0.8, 0.7, 0.72, 0.71, 0.75, 0.6, 0.61, 0.6, 0.6], 3), label="the prediction's curve, then a tie"),
-    Case(([0.5, 0.4, 0.45, 0.3, 0.35], 1), label="patience 1"),
-    Case(([1.0, 0.8, 0.9, 0.7, 0.95, 0.9, 0.85], 3), label="a new best inside the last `patience`, then worse"),
+CURVES = [
+    (FALLS_AFTER_A_JUMP, 2, "after the best, a jump up, then a small fall every epoch that never gets back to the "
+     "best"),
+    ([1.377, 1.343, 0.717, 0.456, 0.494, 0.221, 0.188, 0.163, 0.239, 0.197, 0.247], 3,
+     "the notebook's run: a bump at epoch 5, the best at epoch 8"),
+    ([0.9, 0.8, 0.7, 0.72, 0.71, 0.75, 0.6, 0.61, 0.6, 0.6], 3, "the prediction's curve, then a tie"),
+    ([0.5, 0.4, 0.45, 0.3, 0.35], 1, "patience 1"),
+    ([1.0, 0.8, 0.9, 0.7, 0.95, 0.9, 0.85], 3, "a new best inside the last `patience`, then worse"),
 ]
+# one case per epoch, as the training loop calls it (the whole first curve first: it names vs_previous)
+EDGE_CASES = [Case((list(FALLS_AFTER_A_JUMP), 2), label=f"{CURVES[0][2]}, after epoch {len(FALLS_AFTER_A_JUMP)}",
+                   show_inputs=True)]
+EDGE_CASES += [Case((losses[:t], patience), label=f"{label}, after epoch {t}", show_inputs=True)
+               for losses, patience, label in CURVES for t in range(1, len(losses) + 1)
+               if (losses, t) != (FALLS_AFTER_A_JUMP, len(FALLS_AFTER_A_JUMP))]
 
 
 def _decision(answer, losses: list, patience: int) -> bool:
@@ -68,10 +75,10 @@ _BOOL = Expect("not_bool", "`True` or `False`", lambda got: isinstance(got, (boo
 
 def _run(answer, case: Case):
     losses, patience = case.args
-    decisions = [_decision(answer, losses[:t], patience) for t in range(len(losses) + 1)]
-    if losses == FALLS_AFTER_A_JUMP and not decisions[-1] and _decision(answer, RISES, patience):
+    decision = _decision(answer, losses, patience)
+    if losses == FALLS_AFTER_A_JUMP and not decision and _decision(answer, RISES, patience):
         raise Incorrect("vs_previous")
-    return decisions
+    return decision
 
 
 # --- wrong answers
@@ -111,7 +118,7 @@ def _sorts(val_losses, patience):
 # --- declaration
 register(Exercise(
     lesson=LESSON, name="should_stop", title="Repair an early stopping that stops on the first bump of a noisy curve",
-    reference=should_stop, kind="function", cases=_cases, edge_cases=EDGE_CASES, run=_run,
+    reference=should_stop, kind="function", cases=_cases, edge_cases=EDGE_CASES, run=_run, n_random=30,
     mistakes=[
         Mistake("vs_previous", "Your rule compares recent losses with one earlier epoch's loss (the epoch "
                 "before, say), not with the best so far: on this curve, which after its best jumps up and then "
