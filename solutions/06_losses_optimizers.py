@@ -787,7 +787,7 @@ ex.SGDMomentum.check(SGDMomentum)
 # learning rate A and B are the same optimizer, which is why both are in circulation.
 
 # %%
-print("SGDMomentum:    ", momentum_log(SGDMomentum))
+print("SGDMomentum:    ", momentum_log(reference("06_losses_optimizers.SGDMomentum")))  # the course's answer
 
 # %% [markdown]
 # ## 11. Diagnose from the numbers

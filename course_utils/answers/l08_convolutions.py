@@ -49,7 +49,9 @@ def conv_param_count(in_channels, out_channels, n_params):
                 kh = max(d for d in range(1, math.isqrt(area) + 1) if area % d == 0)
                 fits.append({"kernel_size": kh if kh * kh == area else (kh, area // kh), "bias": bias, "groups": groups})
     # the likeliest layer: a square kernel if one fits, then the fewest groups, then a bias (the default)
-    return min(fits, key=lambda c: not isinstance(c["kernel_size"], int), default=None)
+    if not fits:
+        return None
+    return min(fits, key=lambda c: not isinstance(c["kernel_size"], int))
 
 
 def max_pool_by_hand(x, kernel_size, stride=None):
