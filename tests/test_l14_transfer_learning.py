@@ -644,6 +644,37 @@ def groups_head_only(model, head_lr, backbone_lr):
     return [{"params": list(model.fc.parameters()), "lr": head_lr}]
 
 
+# ----------------------------------------------------------------------------- the caller's objects
+# A review (2026-11-29) had these pass: the recipe's numbers replaced by equal tensors, a block
+# that adds into its input in place on the identity path, a frozen backbone unfrozen.
+@wrong(f"{LESSON}.preprocess", "mutated_recipe")
+def tensorises_the_recipe(images, recipe):
+    recipe["mean"], recipe["std"] = torch.as_tensor(recipe["mean"]), torch.as_tensor(recipe["std"])
+    return _pre(images, recipe)
+
+
+@wrong(f"{LESSON}.ResidualBlock", "mutated_input")
+class AddsIntoItsInput(_Ref):
+    def forward(self, x):
+        out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        shortcut = self.downsample(x)
+        shortcut += out  # the caller's x itself when the shortcut is the identity
+        return F.relu(shortcut)
+
+
+@wrong(f"{LESSON}.finetune_param_groups", "mutated_input")
+def unfreezes(model, head_lr, backbone_lr):
+    model.requires_grad_(True)  # a frozen backbone of the caller's trains from now on
+    return _groups(model, head_lr, backbone_lr)
+
+
+def test_the_message_names_the_callers_object_left_changed():
+    from grading_asserts import rejected
+
+    assert "`requires_grad` switched" in rejected(f"{LESSON}.finetune_param_groups", unfreezes, seeds=[1]).message
+    assert "`x`" in rejected(f"{LESSON}.ResidualBlock", AddsIntoItsInput, seeds=[1]).message
+
+
 (test_wrong_answer_is_rejected, test_valid_answer_is_accepted, test_cheat_is_rejected,
  test_every_exercise_has_its_red_team) = _tables.red_team_tests(LESSON)  # tests/lesson_kit.py
 
@@ -661,34 +692,6 @@ def test_replace_head_reference_keeps_a_frozen_backbone_frozen():
     out = _replace(model, 10)
     assert out.fc.out_features == 10 and all(p.requires_grad for p in out.fc.parameters())
     assert not any(p.requires_grad for n, p in out.named_parameters() if not n.startswith("fc."))
-
-
-# ----------------------------------------------------------------------------- the caller's objects
-def test_an_answer_that_changes_the_callers_objects_is_rejected():
-    """A review had both pass: the recipe's numbers replaced by equal tensors, and a block that
-    adds into its input in place on the identity path (the caller's ``x`` changed)."""
-    from grading_asserts import rejected
-
-    def tensorises_the_recipe(images, recipe):
-        recipe["mean"], recipe["std"] = torch.as_tensor(recipe["mean"]), torch.as_tensor(recipe["std"])
-        return _pre(images, recipe)
-
-    class AddsIntoItsInput(_Ref):
-        def forward(self, x):
-            out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
-            shortcut = self.downsample(x)
-            shortcut += out  # the caller's x itself when the shortcut is the identity
-            return F.relu(shortcut)
-
-    def unfreezes(model, head_lr, backbone_lr):
-        model.requires_grad_(True)  # a frozen backbone of the caller's trains from now on
-        return _groups(model, head_lr, backbone_lr)
-
-    res = rejected(f"{LESSON}.finetune_param_groups", unfreezes, "mutated_input")
-    assert "`requires_grad` switched" in res.message
-    rejected(f"{LESSON}.preprocess", tensorises_the_recipe, "mutated_recipe")
-    res = rejected(f"{LESSON}.ResidualBlock", AddsIntoItsInput, "mutated_input")
-    assert "`x`" in res.message
 
 
 # --------------------------------------------------------------------------- issue 27: parameter groups
